@@ -1,0 +1,2 @@
+pub mod request;
+pub mod response;

@@ -1,0 +1,274 @@
+//! The io_uring reactor: every connect, send, receive and close of a thread goes through one
+//! ring and one `io_uring_enter` per loop iteration, however many connections are active.
+//!
+//! Receives are multishot into a ring of provided buffers shared by all the thread's
+//! connections, so an idle connection holds no buffer at all; each buffer goes back to the
+//! kernel as soon as its bytes are parsed.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::Duration;
+
+use io_uring::types::{BufRingEntry, Fd, SubmitArgs, Timespec};
+use io_uring::{cqueue, opcode, squeue, IoUring};
+
+use super::{Completion, Reactor, SockAddr, Token};
+
+/// The kind of operation, in the top byte of each submission's user data.
+const OP_CONNECT: u64 = 1 << 56;
+const OP_TIMEOUT: u64 = 2 << 56;
+const OP_SEND: u64 = 3 << 56;
+const OP_RECV: u64 = 4 << 56;
+const OP_CLOSE: u64 = 5 << 56;
+const OP_MASK: u64 = 0xff << 56;
+
+const BUF_GROUP: u16 = 0;
+const BUF_SIZE: usize = 8 * 1024;
+
+/// Memory mapped anonymously, page aligned as the kernel wants a buffer ring.
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn new(len: usize) -> io::Result<Mapping> {
+        // SAFETY: a fresh private anonymous mapping; unmapped in Drop.
+        let ptr = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping { ptr: ptr as *mut u8, len })
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped.
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// The provided-buffer ring: `entries` buffers of BUF_SIZE bytes the kernel picks from.
+struct BufRing {
+    ring: Mapping,
+    buffers: Mapping,
+    entries: u16,
+    /// Our copy of the tail; published to the kernel once per batch.
+    tail: u16,
+}
+
+impl BufRing {
+    fn new(entries: u16) -> io::Result<BufRing> {
+        let ring = Mapping::new(entries as usize * std::mem::size_of::<BufRingEntry>())?;
+        let buffers = Mapping::new(entries as usize * BUF_SIZE)?;
+        let mut br = BufRing { ring, buffers, entries, tail: 0 };
+        for bid in 0..entries {
+            br.give_back(bid);
+        }
+        br.publish();
+        Ok(br)
+    }
+
+    fn base(&self) -> *mut BufRingEntry {
+        self.ring.ptr as *mut BufRingEntry
+    }
+
+    /// # Safety
+    /// `bid` must be a buffer the kernel handed us in a completion of `len` bytes, not yet given back.
+    unsafe fn data(&self, bid: u16, len: usize) -> &'static [u8] {
+        std::slice::from_raw_parts(self.buffers.ptr.add(bid as usize * BUF_SIZE), len)
+    }
+
+    fn give_back(&mut self, bid: u16) {
+        let slot = (self.tail & (self.entries - 1)) as usize;
+        // SAFETY: slot < entries, inside the ring mapping; the kernel only reads entries below
+        // the published tail, and this one is past it.
+        unsafe {
+            let e = &mut *self.base().add(slot);
+            e.set_addr(self.buffers.ptr.add(bid as usize * BUF_SIZE) as u64);
+            e.set_len(BUF_SIZE as u32);
+            e.set_bid(bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    fn publish(&self) {
+        // SAFETY: the tail field lives in the first entry of the ring mapping, which is aligned.
+        unsafe {
+            let tail = BufRingEntry::tail(self.base()) as *const AtomicU16;
+            (*tail).store(self.tail, Ordering::Release);
+        }
+    }
+}
+
+pub struct UringReactor {
+    ring: IoUring,
+    bufs: BufRing,
+    /// Completions copied out of the queue, so that handlers may submit while we go through them.
+    batch: Vec<(u64, i32, u32)>,
+    /// The connect timeout; linked timeouts read it when submitted.
+    connect_timeout: Box<Timespec>,
+    /// Per connection slot: its current token and descriptor, to re-arm a receive that ended
+    /// and to tell completions of a closed socket from those of its successor.
+    fds: Vec<(Token, RawFd)>,
+}
+
+fn slot_of(token: Token) -> usize {
+    (token & 0xffff_ffff) as usize
+}
+
+impl UringReactor {
+    /// `connections`: how many this thread will hold at once (sizes the queues and buffers).
+    pub fn new(connections: usize) -> io::Result<UringReactor> {
+        let sq = (connections * 2).clamp(256, 4096).next_power_of_two() as u32;
+        let build = |deferred: bool| {
+            let mut b = IoUring::builder();
+            b.setup_cqsize(sq * 8).setup_submit_all();
+            if deferred {
+                // Completion work runs only inside our own enter calls: fewer interruptions
+                // of the loop and naturally larger batches.
+                b.setup_single_issuer().setup_defer_taskrun();
+            }
+            b.build(sq)
+        };
+        let ring = build(true).or_else(|_| build(false))?;
+        let entries = (connections * 2).clamp(256, 4096).next_power_of_two() as u16;
+        let bufs = BufRing::new(entries)?;
+        // SAFETY: the ring mapping lives as long as the reactor, which unregisters nothing
+        // before the ring itself is dropped.
+        unsafe { ring.submitter().register_buf_ring_with_flags(bufs.ring.ptr as u64, entries, BUF_GROUP, 0)? };
+        Ok(UringReactor { ring, bufs, batch: Vec::with_capacity(4096), connect_timeout: Box::new(Timespec::new()), fds: Vec::new() })
+    }
+
+    fn push(&mut self, entry: &squeue::Entry) {
+        // SAFETY: every pointer in our entries outlives the operation (see `Reactor::send`,
+        // `SockAddr`, and the boxed timespec).
+        while unsafe { self.ring.submission().push(entry) }.is_err() {
+            // The queue is full: hand what is there to the kernel and go on.
+            if let Err(e) = self.ring.submit() {
+                if e.raw_os_error() != Some(libc::EBUSY) {
+                    panic!("io_uring submit failed: {e}");
+                }
+            }
+        }
+    }
+
+    fn arm_recv(&mut self, token: Token, fd: RawFd) {
+        let e = opcode::RecvMulti::new(Fd(fd), BUF_GROUP).build().user_data(OP_RECV | token);
+        self.push(&e);
+    }
+
+    /// The descriptor of `token` if that connection is still open.
+    fn current(&self, token: Token) -> Option<RawFd> {
+        match self.fds.get(slot_of(token)) {
+            Some(&(t, fd)) if t == token && fd >= 0 => Some(fd),
+            _ => None,
+        }
+    }
+}
+
+impl Reactor for UringReactor {
+    const NAME: &'static str = "io_uring";
+
+    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr, timeout: Duration) {
+        let slot = slot_of(token);
+        if slot >= self.fds.len() {
+            self.fds.resize(slot + 1, (0, -1));
+        }
+        self.fds[slot] = (token, fd);
+        *self.connect_timeout = Timespec::new().sec(timeout.as_secs()).nsec(timeout.subsec_nanos());
+        let c = opcode::Connect::new(Fd(fd), addr.as_ptr(), addr.len())
+            .build()
+            .flags(squeue::Flags::IO_LINK)
+            .user_data(OP_CONNECT | token);
+        let t = opcode::LinkTimeout::new(&*self.connect_timeout).build().user_data(OP_TIMEOUT);
+        self.push(&c);
+        self.push(&t);
+    }
+
+    unsafe fn send(&mut self, token: Token, fd: RawFd, data: *const u8, len: usize) {
+        let e = opcode::Send::new(Fd(fd), data, len as u32).flags(libc::MSG_NOSIGNAL).build().user_data(OP_SEND | token);
+        self.push(&e);
+    }
+
+    fn close(&mut self, token: Token, fd: RawFd) {
+        if self.current(token).is_some() {
+            self.fds[slot_of(token)] = (0, -1);
+        }
+        // Shutting down first ends the multishot receive, which holds its own reference to
+        // the socket and would otherwise keep it open after the descriptor is closed. The hard
+        // link closes the descriptor even when the shutdown fails (never connected).
+        let shut = opcode::Shutdown::new(Fd(fd), libc::SHUT_RDWR)
+            .build()
+            .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
+            .user_data(OP_CLOSE);
+        let close = opcode::Close::new(Fd(fd)).build().flags(squeue::Flags::SKIP_SUCCESS).user_data(OP_CLOSE);
+        self.push(&shut);
+        self.push(&close);
+    }
+
+    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, mut on: F) -> io::Result<()> {
+        let ts = Timespec::new().sec(timeout.as_secs()).nsec(timeout.subsec_nanos());
+        let args = SubmitArgs::new().timespec(&ts);
+        if let Err(e) = self.ring.submitter().submit_with_args(1, &args) {
+            match e.raw_os_error() {
+                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) => {}
+                _ => return Err(e),
+            }
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        batch.clear();
+        batch.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        for &(user_data, res, flags) in &batch {
+            let token = user_data & !OP_MASK;
+            match user_data & OP_MASK {
+                OP_CONNECT => {
+                    let Some(fd) = self.current(token) else { continue };
+                    if res == 0 {
+                        self.arm_recv(token, fd);
+                        on(self, token, Completion::Connected);
+                    } else {
+                        on(self, token, Completion::ConnectFailed(-res));
+                    }
+                }
+                OP_SEND => {
+                    if res >= 0 {
+                        on(self, token, Completion::Sent(res as usize));
+                    } else {
+                        on(self, token, Completion::SendFailed(-res));
+                    }
+                }
+                OP_RECV => {
+                    let bid = cqueue::buffer_select(flags);
+                    if res > 0 {
+                        let bid = bid.expect("a receive with data names its buffer");
+                        // SAFETY: the kernel filled `res` bytes of buffer `bid` for us; it is
+                        // given back below, after the handler is done with it.
+                        let data = unsafe { self.bufs.data(bid, res as usize) };
+                        on(self, token, Completion::Received(data));
+                        self.bufs.give_back(bid);
+                    } else if let Some(bid) = bid {
+                        self.bufs.give_back(bid);
+                    }
+                    if let (false, Some(fd)) = (cqueue::more(flags), self.current(token)) {
+                        match res {
+                            0 => on(self, token, Completion::Eof),
+                            // Out of buffers, or a multishot the kernel ended: arm it again;
+                            // the buffers given back in this batch are published first.
+                            r if r > 0 || r == -libc::ENOBUFS => self.arm_recv(token, fd),
+                            r => on(self, token, Completion::RecvFailed(-r)),
+                        }
+                    }
+                }
+                _ => {} // linked timeouts and closes: nothing to report
+            }
+        }
+        self.batch = batch;
+        self.bufs.publish();
+        Ok(())
+    }
+}

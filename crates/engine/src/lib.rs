@@ -1,0 +1,35 @@
+//! httpbench's load engine: closed-loop and open-loop HTTP/1.x load with exact accounting.
+//!
+//! The engine knows nothing of plans, servers or Python: it takes a [`LoadSpec`], runs it, and
+//! returns a [`Report`]. Everything above it (the CLI, the Python suite) is a client of this API.
+
+pub mod host;
+pub mod http;
+mod io;
+pub mod report;
+mod run;
+pub mod spec;
+pub mod stats;
+mod worker;
+
+pub use report::Report;
+pub use run::run_until;
+pub use spec::LoadSpec;
+
+/// Why a run could not start or could not go on. Its `Display` is one line saying what is wrong
+/// and what to do, fit to show a user as it is.
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Run a load test to the end and return its measurements.
+pub fn run(spec: &LoadSpec) -> Result<Report, Error> {
+    run_until(spec, &std::sync::atomic::AtomicBool::new(false))
+}

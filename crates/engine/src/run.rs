@@ -1,0 +1,360 @@
+//! A run from start to end: check, validate with one request, spread the connections over the
+//! threads, start them together, and add up what they measured.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::http::request::RequestSet;
+use crate::http::response::{Response, ResponseParser, ResponseSink};
+use crate::io::epoll::EpollReactor;
+use crate::io::uring::UringReactor;
+use crate::io::{Reactor, SockAddr};
+use crate::report::{self, Report};
+use crate::spec::{IoChoice, LoadSpec, Resolved, Stop};
+use crate::stats::cpu::{pin_this_thread, CpuTime};
+use crate::stats::series::SeriesMerger;
+use crate::stats::{Counters, Latencies};
+use crate::worker::{Assignment, Outcome, Shared, Worker};
+use crate::{host, Error};
+
+/// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
+pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
+    let resolved = spec.resolve()?;
+    raise_open_files(&resolved)?;
+    let expect_body = match &spec.expect_body_file {
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            Error(format!("cannot read the expected body {}: {e}", path.display()))
+        })?),
+        None => None,
+    };
+    let requests = RequestSet::build(spec, &resolved.targets, resolved.pipeline as usize);
+    let validation = validate(spec, &resolved, &requests, expect_body.as_deref())?;
+    let io = choose_io(spec.io, resolved.connections as usize)?;
+
+    let shared = Shared {
+        addr: SockAddr::new(&resolved.addr),
+        bind: spec.bind.clone(),
+        head_request: spec.method.eq_ignore_ascii_case("HEAD"),
+        expect_length: spec.expect_length,
+        tickets: AtomicU64::new(match resolved.stop {
+            Stop::Requests(n) => n,
+            Stop::Duration(_) => 0,
+        }),
+        stop: AtomicBool::new(false),
+        abort_reason: Mutex::new(None),
+        start: Instant::now(),
+        requests,
+        spec: resolved,
+    };
+    let assignments = assign(&shared.spec, &spec.cpus);
+    let (tx, rx) = mpsc::channel();
+    let mut merger = SeriesMerger::new(assignments.len());
+    let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
+        let handles: Vec<_> = assignments
+            .iter()
+            .map(|a| {
+                let (shared, tx) = (&shared, tx.clone());
+                scope.spawn(move || run_thread(shared, a, tx, io))
+            })
+            .collect();
+        drop(tx);
+        // Merge the per-second series as it comes, and pass a stop request on to the threads.
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(sample) => merger.add(sample),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if stop.load(Ordering::Relaxed) {
+                shared.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        handles.into_iter().map(|h| h.join().expect("engine threads do not panic")).collect()
+    });
+    let aborted = shared.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).take().or_else(|| {
+        stop.load(Ordering::Relaxed).then(|| "stopped on request before the end".to_string())
+    });
+    Ok(summarise(spec, &shared.spec, io, validation, &assignments, outcomes, merger, aborted))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Io {
+    Uring,
+    Epoll,
+}
+
+impl Io {
+    fn name(self) -> &'static str {
+        match self {
+            Io::Uring => UringReactor::NAME,
+            Io::Epoll => EpollReactor::NAME,
+        }
+    }
+}
+
+fn choose_io(choice: IoChoice, connections: usize) -> Result<Io, Error> {
+    let probe = || UringReactor::new(connections.min(256)).map(drop);
+    match choice {
+        IoChoice::Epoll => Ok(Io::Epoll),
+        IoChoice::IoUring => probe().map(|_| Io::Uring).map_err(|e| {
+            Error(format!("io_uring is not usable here ({e}); use --io epoll or --io auto"))
+        }),
+        IoChoice::Auto => Ok(if probe().is_ok() { Io::Uring } else { Io::Epoll }),
+    }
+}
+
+fn run_thread(shared: &Shared, a: &Assignment, tx: mpsc::Sender<crate::stats::series::SecondSample>, io: Io) -> Outcome {
+    if let Some(cpu) = a.cpu {
+        if let Err(e) = pin_this_thread(cpu) {
+            abort(shared, format!("cannot pin an engine thread to CPU {cpu}: {e}; check --cpus against the CPUs this process may use"));
+        }
+    }
+    let worker = Worker::new(shared, a, tx);
+    match io {
+        Io::Uring => match UringReactor::new(a.connections) {
+            Ok(mut r) => worker.run(&mut r),
+            Err(e) => {
+                abort(shared, format!("cannot set up io_uring for an engine thread: {e}"));
+                worker.run(&mut EpollReactor::new().expect("epoll is always there"))
+            }
+        },
+        Io::Epoll => match EpollReactor::new() {
+            Ok(mut r) => worker.run(&mut r),
+            Err(e) => panic!("cannot create an epoll instance: {e}"),
+        },
+    }
+}
+
+fn abort(shared: &Shared, why: String) {
+    shared.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(why);
+    shared.stop.store(true, Ordering::Relaxed);
+}
+
+/// Spread connections (and an open loop's rate) as evenly as possible over the threads.
+fn assign(spec: &Resolved, cpus: &[usize]) -> Vec<Assignment> {
+    let (c, t) = (spec.connections as usize, spec.threads as usize);
+    let mut first = 0;
+    (0..t)
+        .map(|index| {
+            let connections = c / t + usize::from(index < c % t);
+            let a = Assignment {
+                index,
+                first_connection: first,
+                connections,
+                rate: spec.rate.map(|r| r * connections as f64 / c as f64),
+                cpu: (!cpus.is_empty()).then(|| cpus[index % cpus.len()]),
+            };
+            first += connections;
+            a
+        })
+        .collect()
+}
+
+/// Descriptors the engine needs besides one per connection: rings, epoll, pipes, stdio.
+const SPARE_FILES: u64 = 64;
+
+fn raise_open_files(spec: &Resolved) -> Result<(), Error> {
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        if lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        }
+    }
+    let need = spec.connections as u64 + SPARE_FILES + 8 * spec.threads as u64;
+    if need > lim.rlim_cur as u64 {
+        return Err(Error(format!(
+            "{} connections need about {need} open files but this process may have {} (hard limit {}); lower -c to {} or raise the hard limit (ulimit -Hn, LimitNOFILE=)",
+            spec.connections,
+            lim.rlim_cur,
+            lim.rlim_max,
+            (lim.rlim_cur as u64).saturating_sub(SPARE_FILES + 8 * spec.threads as u64)
+        )));
+    }
+    Ok(())
+}
+
+/// Takes the one response of the validation request.
+#[derive(Default)]
+struct One {
+    response: Option<Response>,
+}
+
+impl ResponseSink for One {
+    fn first_byte(&mut self) {}
+    fn complete(&mut self, r: &Response) {
+        self.response.get_or_insert(*r);
+    }
+}
+
+/// One request before the load: a wrong URL or a server that does less than asked would
+/// otherwise be measured at full speed.
+fn validate(spec: &LoadSpec, resolved: &Resolved, requests: &RequestSet, expect_body: Option<&[u8]>) -> Result<report::Validation, Error> {
+    let target = &resolved.targets[0];
+    let url = &spec.urls[0];
+    let answer = (|| -> Result<(Response, Vec<u8>), String> {
+        let mut stream = TcpStream::connect_timeout(&resolved.addr, resolved.connect_timeout).map_err(|e| {
+            format!("cannot connect to {} ({e}); is the server running and listening there?", resolved.addr)
+        })?;
+        stream.set_read_timeout(Some(resolved.request_timeout)).map_err(|e| e.to_string())?;
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        stream.write_all(requests.window(0, 1)).map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
+        let mut parser = ResponseParser::new(spec.method.eq_ignore_ascii_case("HEAD"));
+        parser.capture_bodies();
+        let mut sink = One::default();
+        let mut buf = vec![0u8; 64 * 1024];
+        let deadline = Instant::now() + resolved.request_timeout;
+        while sink.response.is_none() {
+            if Instant::now() > deadline {
+                return Err(format!("{url} did not answer within {:?}", resolved.request_timeout));
+            }
+            let n = match stream.read(&mut buf) {
+                Ok(n) => n,
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                    return Err(format!("{url} did not answer within {:?}", resolved.request_timeout))
+                }
+                Err(e) => return Err(format!("reading the first response from {url} failed: {e}")),
+            };
+            if n == 0 {
+                parser.feed_eof(&mut sink);
+                if sink.response.is_none() {
+                    return Err(format!("{url} closed the connection without a complete response"));
+                }
+            } else if let Err(e) = parser.feed(&buf[..n], &mut sink) {
+                return Err(format!("{url} did not answer with valid HTTP ({e:?})"));
+            }
+        }
+        Ok((sink.response.expect("loop ends with a response"), parser.captured_body().to_vec()))
+    })();
+    let (response, body) = match answer {
+        Ok(a) => a,
+        // Nothing to measure when the server cannot even be reached, whatever --allow-errors says.
+        Err(problem) if problem.starts_with("cannot connect") => return Err(Error(problem)),
+        Err(problem) if spec.allow_errors => {
+            return Ok(report::Validation { status: 0, body_bytes: 0, ok: false, problem: Some(problem) })
+        }
+        Err(problem) => return Err(Error(format!("{problem}; pass --allow-errors to load it anyway"))),
+    };
+    let mut problem = None;
+    if !(200..300).contains(&response.status) {
+        problem = Some(format!(
+            "the first request, {} {}, was answered with status {}; check the URL",
+            spec.method, target.path, response.status
+        ));
+    } else if let Some(expected) = expect_body {
+        if body != expected {
+            let at = body.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(body.len().min(expected.len()));
+            problem = Some(format!(
+                "the first response's body ({} bytes) differs from the expected body ({} bytes) from byte {at} on",
+                body.len(),
+                expected.len()
+            ));
+        }
+    } else if let Some(len) = spec.expect_length {
+        if response.body_bytes != len {
+            problem = Some(format!(
+                "the first response's body has {} bytes, not the expected {len}",
+                response.body_bytes
+            ));
+        }
+    }
+    if let (Some(p), false) = (&problem, spec.allow_errors) {
+        return Err(Error(format!("{p}; pass --allow-errors to load it anyway")));
+    }
+    Ok(report::Validation { status: response.status, body_bytes: response.body_bytes, ok: problem.is_none(), problem })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn summarise(
+    spec: &LoadSpec,
+    resolved: &Resolved,
+    io: Io,
+    validation: report::Validation,
+    assignments: &[Assignment],
+    outcomes: Vec<Outcome>,
+    merger: SeriesMerger,
+    aborted: Option<String>,
+) -> Report {
+    let mut counters = Counters::default();
+    let mut latencies = Latencies::default();
+    let (mut in_flight, mut behind, mut cpu) = (0, 0, CpuTime::default());
+    let mut wall = Duration::ZERO;
+    let threads = outcomes
+        .iter()
+        .zip(assignments)
+        .map(|(o, a)| {
+            counters.add(&o.counters);
+            latencies.add(&o.latencies);
+            in_flight += o.in_flight;
+            behind += o.behind_schedule;
+            cpu.user += o.cpu.user;
+            cpu.sys += o.cpu.sys;
+            wall = wall.max(o.wall);
+            let wall_s = o.wall.as_secs_f64();
+            report::ThreadUse {
+                cpu: a.cpu,
+                user_s: o.cpu.user.as_secs_f64(),
+                sys_s: o.cpu.sys.as_secs_f64(),
+                wall_s,
+                busy_share: if wall_s > 0.0 { o.cpu.total().as_secs_f64() / wall_s } else { 0.0 },
+            }
+        })
+        .collect::<Vec<_>>();
+    let secs = wall.as_secs_f64();
+    let per_second = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    let mut timeseries = merger.into_points();
+    // The last point may be a sliver of a second past the end with nothing in it.
+    while timeseries.last().is_some_and(|p| p.requests + p.errors == 0 && p.second as f64 >= secs) {
+        timeseries.pop();
+    }
+    let open_loop = resolved.rate.map(|target_rate| {
+        let achieved_rate = per_second(counters.sent);
+        report::OpenLoop { target_rate, achieved_rate, behind_schedule: behind, fell_short: achieved_rate < 0.95 * target_rate }
+    });
+    Report {
+        schema: report::SCHEMA,
+        engine: report::Engine { version: env!("CARGO_PKG_VERSION"), io: io.name() },
+        spec: spec.clone(),
+        validation,
+        duration_s: secs,
+        requests: report::Requests {
+            sent: counters.sent,
+            completed: counters.completed,
+            failed: counters.failed_requests(),
+            in_flight,
+            per_second: per_second(counters.completed),
+        },
+        open_loop,
+        status: report::Status::of(&counters),
+        errors: report::errors_of(&counters),
+        errors_total: counters.errors_total(),
+        bytes: report::Bytes {
+            head: counters.head_bytes,
+            body: counters.body_bytes,
+            read: counters.bytes_read,
+            written: counters.bytes_written,
+        },
+        connections: report::Connections { opened: counters.connects, server_closes: counters.server_closes },
+        latency: report::LatencyReport::of(&latencies),
+        timeseries,
+        client: report::Client {
+            busy_share: threads.iter().map(|t| t.busy_share).fold(0.0, f64::max),
+            threads,
+            user_s: cpu.user.as_secs_f64(),
+            sys_s: cpu.sys.as_secs_f64(),
+            cpu_us_per_request: if counters.completed > 0 {
+                cpu.total().as_secs_f64() * 1e6 / counters.completed as f64
+            } else {
+                0.0
+            },
+        },
+        aborted,
+        host: host::facts(),
+    }
+}

@@ -1,0 +1,325 @@
+//! What to run: the engine's whole input, as the CLI and the Python suite describe it.
+//!
+//! A `LoadSpec` is plain data (serde, so Python can hand it over as JSON). [`LoadSpec::resolve`]
+//! checks it and turns it into a [`Resolved`] run: parsed URLs, a resolved address, and every
+//! refusal phrased as one line that says what is wrong and what to do.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Error;
+
+/// When the run ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// After exactly this many requests have been sent (ab's and weighttp's `-n`).
+    Requests(u64),
+    /// After this many seconds of measurement (wrk's `-d`); requests still in flight then are
+    /// reported as such.
+    Duration(f64),
+}
+
+/// Which I/O interface the engine threads use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoChoice {
+    /// io_uring when the kernel allows it, epoll otherwise.
+    #[default]
+    Auto,
+    IoUring,
+    Epoll,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoadSpec {
+    /// Requested round robin; all must share one scheme, host and port.
+    pub urls: Vec<String>,
+    pub method: String,
+    /// Extra or replacing request headers, as `Name: value`.
+    pub headers: Vec<String>,
+    pub body: Option<String>,
+    pub connections: u32,
+    pub threads: u32,
+    /// Requests outstanding per connection.
+    pub pipeline: u32,
+    pub stop: Stop,
+    /// Open loop: requests per second in total, each latency taken from when the request was
+    /// meant to be sent. `None`: closed loop.
+    pub rate: Option<f64>,
+    /// Off: a new TCP connection per request, closed by the client as ab without `-k` does.
+    pub keep_alive: bool,
+    /// Reconnect after this many requests on one connection.
+    pub requests_per_connection: Option<u64>,
+    pub http10: bool,
+    /// Seconds of load before measurement starts, excluded from every figure.
+    pub warmup: f64,
+    pub connect_timeout: f64,
+    pub request_timeout: f64,
+    /// CPUs to pin the engine threads to, round robin; empty: no pinning.
+    pub cpus: Vec<usize>,
+    /// Source addresses to spread connections over (weighttp's `-B`); empty: the kernel's choice.
+    pub bind: Vec<IpAddr>,
+    pub io: IoChoice,
+    /// A file holding the body the validation request must return, byte for byte.
+    pub expect_body_file: Option<std::path::PathBuf>,
+    /// Body length the validation request, and every response under load, must have.
+    pub expect_length: Option<u64>,
+    /// Load even when the validation request fails.
+    pub allow_errors: bool,
+}
+
+impl Default for LoadSpec {
+    fn default() -> Self {
+        LoadSpec {
+            urls: Vec::new(),
+            method: "GET".into(),
+            headers: Vec::new(),
+            body: None,
+            connections: 10,
+            threads: 1,
+            pipeline: 1,
+            stop: Stop::Duration(10.0),
+            rate: None,
+            keep_alive: true,
+            requests_per_connection: None,
+            http10: false,
+            warmup: 0.0,
+            connect_timeout: 5.0,
+            request_timeout: 10.0,
+            cpus: Vec::new(),
+            bind: Vec::new(),
+            io: IoChoice::Auto,
+            expect_body_file: None,
+            expect_length: None,
+            allow_errors: false,
+        }
+    }
+}
+
+/// One URL, split into what the engine needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `host` or `host:port` as the Host header carries it.
+    pub authority: String,
+    pub host: String,
+    pub port: u16,
+    /// Path and query, at least `/`.
+    pub path: String,
+}
+
+impl Target {
+    pub fn parse(url: &str) -> Result<Target, Error> {
+        let fail = |why: &str| Err(Error(format!("invalid URL {url:?}: {why}")));
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return fail("it has no scheme; write it as http://HOST[:PORT]/PATH");
+        };
+        match scheme.to_ascii_lowercase().as_str() {
+            "http" => {}
+            "https" => {
+                return fail("https is not supported yet; benchmark the server over http://")
+            }
+            other => return fail(&format!("scheme {other:?} is not supported; use http://")),
+        }
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], &rest[i..]),
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let path = if path.starts_with('?') { format!("/{path}") } else { path.to_string() };
+        if path.contains('#') {
+            return fail("a fragment (#...) is never sent to a server; remove it");
+        }
+        if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
+            return fail("the path has spaces or control characters; percent-encode them");
+        }
+        if authority.contains('@') {
+            return fail("user:password@ is not supported; pass credentials with -H 'Authorization: ...'");
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let Some((h, after)) = v6.split_once(']') else {
+                return fail("an IPv6 address must be closed with ']'");
+            };
+            (h.to_string(), after.strip_prefix(':'))
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), Some(p)),
+                None => (authority.to_string(), None),
+            }
+        };
+        if host.is_empty() {
+            return fail("it has no host");
+        }
+        let port = match port {
+            None => 80,
+            Some(p) => match p.parse::<u16>() {
+                Ok(p) if p > 0 => p,
+                _ => return fail(&format!("port {p:?} is not a number from 1 to 65535")),
+            },
+        };
+        Ok(Target { authority: authority.to_string(), host, port, path })
+    }
+}
+
+/// A checked spec, ready to run.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub targets: Vec<Target>,
+    pub addr: SocketAddr,
+    pub connections: u32,
+    pub threads: u32,
+    pub pipeline: u32,
+    pub stop: Stop,
+    pub rate: Option<f64>,
+    pub keep_alive: bool,
+    pub requests_per_connection: Option<u64>,
+    pub warmup: Duration,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+fn seconds(name: &str, v: f64, allow_zero: bool) -> Result<Duration, Error> {
+    if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) || v > 1e7 {
+        let least = if allow_zero { "0 or more" } else { "more than 0" };
+        return Err(Error(format!("{name} must be {least} seconds, got {v}")));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+impl LoadSpec {
+    pub fn resolve(&self) -> Result<Resolved, Error> {
+        if self.urls.is_empty() {
+            return Err(Error("no URL given; name one, e.g. http://127.0.0.1:8080/".into()));
+        }
+        let targets = self.urls.iter().map(|u| Target::parse(u)).collect::<Result<Vec<_>, _>>()?;
+        let first = &targets[0];
+        if let Some(t) = targets.iter().find(|t| (&t.host, t.port) != (&first.host, first.port)) {
+            return Err(Error(format!(
+                "all URLs must share one host and port ({}:{} and {}:{}); run one load per host",
+                first.host, first.port, t.host, t.port
+            )));
+        }
+        let count = |name: &str, v: u32| {
+            if v == 0 {
+                Err(Error(format!("{name} must be at least 1")))
+            } else {
+                Ok(v)
+            }
+        };
+        let connections = count("connections (-c)", self.connections)?;
+        let threads = count("threads (-t)", self.threads)?;
+        let pipeline = count("pipeline depth (--pipeline)", self.pipeline)?;
+        if threads > connections {
+            return Err(Error(format!(
+                "{threads} threads for {connections} connections leaves threads idle; use -t {connections} or fewer"
+            )));
+        }
+        if pipeline > 1024 {
+            return Err(Error("pipeline depth (--pipeline) must be 1024 or less".into()));
+        }
+        match self.stop {
+            Stop::Requests(0) => return Err(Error("request count (-n) must be at least 1".into())),
+            Stop::Requests(n) if n < connections as u64 => {
+                return Err(Error(format!(
+                    "-n {n} is smaller than -c {connections}: some connections would send nothing; raise -n or lower -c"
+                )))
+            }
+            Stop::Requests(_) => {}
+            Stop::Duration(d) => {
+                seconds("duration (-d)", d, false)?;
+            }
+        }
+        if let Some(r) = self.rate {
+            if !r.is_finite() || r <= 0.0 {
+                return Err(Error(format!("rate (-R) must be more than 0 requests/s, got {r}")));
+            }
+        }
+        if self.requests_per_connection == Some(0) {
+            return Err(Error("--requests-per-connection must be at least 1".into()));
+        }
+        if !self.keep_alive && pipeline > 1 {
+            return Err(Error(
+                "pipelining needs keep-alive: drop --pipeline or --no-keepalive".into(),
+            ));
+        }
+        if !self.method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') || self.method.is_empty() {
+            return Err(Error(format!("method {:?} is not a valid HTTP method", self.method)));
+        }
+        for h in &self.headers {
+            match h.split_once(':') {
+                Some((name, value))
+                    if !name.trim().is_empty()
+                        && name.bytes().all(|b| b.is_ascii_graphic())
+                        && !value.contains(['\r', '\n']) => {}
+                _ => {
+                    return Err(Error(format!(
+                        "header {h:?} is not of the form 'Name: value'"
+                    )))
+                }
+            }
+        }
+        let addr = resolve_addr(first)?;
+        if let Some(b) = self.bind.iter().find(|b| b.is_ipv4() != addr.is_ipv4()) {
+            return Err(Error(format!("--bind {b} is not of the same family as {addr}")));
+        }
+        Ok(Resolved {
+            targets,
+            addr,
+            connections,
+            threads,
+            pipeline,
+            stop: self.stop,
+            rate: self.rate,
+            keep_alive: self.keep_alive,
+            requests_per_connection: if self.keep_alive { self.requests_per_connection } else { Some(1) },
+            warmup: seconds("warmup (--warmup)", self.warmup, true)?,
+            connect_timeout: seconds("connect timeout", self.connect_timeout, false)?,
+            request_timeout: seconds("request timeout", self.request_timeout, false)?,
+        })
+    }
+}
+
+fn resolve_addr(t: &Target) -> Result<SocketAddr, Error> {
+    let unresolved = |why: String| {
+        Error(format!("cannot resolve host {:?}: {why}; check the URL", t.host))
+    };
+    let mut addrs = (t.host.as_str(), t.port).to_socket_addrs().map_err(|e| unresolved(e.to_string()))?;
+    addrs.next().ok_or_else(|| unresolved("no address".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_urls() {
+        let t = Target::parse("http://127.0.0.1:8080/a/b?c=d").unwrap();
+        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 8080, "/a/b?c=d"));
+        assert_eq!(t.authority, "127.0.0.1:8080");
+        let t = Target::parse("http://[::1]/").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("::1", 80));
+        assert_eq!(Target::parse("http://localhost?x=1").unwrap().path, "/?x=1");
+        for bad in ["127.0.0.1:80/", "https://x/", "ftp://x/", "http://:80/", "http://x:0/", "http://x:99999/", "http://x/ a", "http://[::1/"] {
+            assert!(Target::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn refuses_bad_counts() {
+        let spec = |f: &dyn Fn(&mut LoadSpec)| {
+            let mut s = LoadSpec { urls: vec!["http://127.0.0.1:1/".into()], ..Default::default() };
+            f(&mut s);
+            s.resolve().map(|_| ()).map_err(|e| e.0)
+        };
+        assert!(spec(&|_| {}).is_ok());
+        assert!(spec(&|s| s.connections = 0).unwrap_err().contains("connections"));
+        assert!(spec(&|s| s.stop = Stop::Requests(5)).unwrap_err().contains("smaller than -c"));
+        assert!(spec(&|s| s.stop = Stop::Duration(-1.0)).unwrap_err().contains("duration"));
+        assert!(spec(&|s| s.rate = Some(0.0)).unwrap_err().contains("rate"));
+        assert!(spec(&|s| s.threads = 11).unwrap_err().contains("threads"));
+        assert!(spec(&|s| s.headers = vec!["nocolon".into()]).unwrap_err().contains("Name: value"));
+    }
+}

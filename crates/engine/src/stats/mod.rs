@@ -1,0 +1,183 @@
+//! What a run counts: per-thread tallies, latency histograms and the per-second series, merged
+//! exactly (counter sums, histogram addition) when the threads are done.
+
+pub mod cpu;
+pub mod series;
+
+use hdrhistogram::Histogram;
+
+/// Why a request, or an attempt to connect, failed. Each request that was sent ends up exactly
+/// once in `completed`, in one of these classes, or in flight at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    ConnectRefused,
+    ConnectTimeout,
+    /// No local port was free for a new connection (EADDRNOTAVAIL): the client host, not the
+    /// server, ran out, typically in keep-alive-off runs. `--bind` with more addresses helps.
+    SourcePortsExhausted,
+    ConnectOther,
+    Reset,
+    /// The connection closed before a complete response head arrived.
+    Eof,
+    Protocol,
+    /// The body ended before its declared length, or differs from the expected length.
+    LengthMismatch,
+    /// No complete response within the request timeout.
+    Timeout,
+    /// Any other socket error while sending or receiving.
+    Io,
+}
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; 10] = [
+        ErrorClass::ConnectRefused,
+        ErrorClass::ConnectTimeout,
+        ErrorClass::SourcePortsExhausted,
+        ErrorClass::ConnectOther,
+        ErrorClass::Reset,
+        ErrorClass::Eof,
+        ErrorClass::Protocol,
+        ErrorClass::LengthMismatch,
+        ErrorClass::Timeout,
+        ErrorClass::Io,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::ConnectRefused => "connect_refused",
+            ErrorClass::ConnectTimeout => "connect_timeout",
+            ErrorClass::SourcePortsExhausted => "source_ports_exhausted",
+            ErrorClass::ConnectOther => "connect_other",
+            ErrorClass::Reset => "reset",
+            ErrorClass::Eof => "eof",
+            ErrorClass::Protocol => "protocol",
+            ErrorClass::LengthMismatch => "length_mismatch",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Io => "io",
+        }
+    }
+
+    pub fn is_connect(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::ConnectRefused
+                | ErrorClass::ConnectTimeout
+                | ErrorClass::SourcePortsExhausted
+                | ErrorClass::ConnectOther
+        )
+    }
+
+    /// The class of a failed connect(2).
+    pub fn of_connect(errno: i32) -> ErrorClass {
+        match errno {
+            libc::ECONNREFUSED => ErrorClass::ConnectRefused,
+            libc::ETIMEDOUT | libc::ECANCELED | libc::ETIME => ErrorClass::ConnectTimeout,
+            libc::EADDRNOTAVAIL | libc::EADDRINUSE => ErrorClass::SourcePortsExhausted,
+            _ => ErrorClass::ConnectOther,
+        }
+    }
+
+    /// The class of a failed send or receive.
+    pub fn of_transfer(errno: i32) -> ErrorClass {
+        match errno {
+            libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED => ErrorClass::Reset,
+            _ => ErrorClass::Io,
+        }
+    }
+}
+
+/// Plain tallies of one thread, added up at the end.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub sent: u64,
+    pub completed: u64,
+    /// Responses by status class: index 1 for 1xx .. 5 for 5xx, 0 for anything else.
+    pub status: [u64; 6],
+    pub errors: [u64; ErrorClass::ALL.len()],
+    pub head_bytes: u64,
+    pub body_bytes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub connects: u64,
+    /// Connections the server closed (or announced it would) while we still had work for them.
+    pub server_closes: u64,
+    /// Interim 1xx responses seen before final ones.
+    pub interim: u64,
+}
+
+impl Counters {
+    pub fn error(&mut self, class: ErrorClass, n: u64) {
+        self.errors[class as usize] += n;
+    }
+
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Requests that were sent and then failed (connect failures send nothing).
+    pub fn failed_requests(&self) -> u64 {
+        ErrorClass::ALL.iter().filter(|c| !c.is_connect()).map(|&c| self.errors[c as usize]).sum()
+    }
+
+    pub fn add(&mut self, o: &Counters) {
+        self.sent += o.sent;
+        self.completed += o.completed;
+        for (a, b) in self.status.iter_mut().zip(o.status) {
+            *a += b;
+        }
+        for (a, b) in self.errors.iter_mut().zip(o.errors) {
+            *a += b;
+        }
+        self.head_bytes += o.head_bytes;
+        self.body_bytes += o.body_bytes;
+        self.bytes_read += o.bytes_read;
+        self.bytes_written += o.bytes_written;
+        self.connects += o.connects;
+        self.server_closes += o.server_closes;
+        self.interim += o.interim;
+    }
+}
+
+/// Latency histograms in microseconds, 1 us to 60 s at 3 significant digits.
+pub fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("constant bounds are valid")
+}
+
+/// Record a duration given in nanoseconds; past the top it counts as the top, never dropped.
+#[inline]
+pub fn record_ns(h: &mut Histogram<u64>, ns: u64) {
+    h.saturating_record((ns / 1_000).max(1));
+}
+
+/// Every latency a thread measures.
+#[derive(Debug, Clone)]
+pub struct Latencies {
+    /// From when each request was meant to be sent (open loop) or was sent (closed loop) to its
+    /// complete response.
+    pub total: Histogram<u64>,
+    /// From the send to the first byte of the response.
+    pub first_byte: Histogram<u64>,
+    pub connect: Histogram<u64>,
+    /// From the actual send to the complete response: the uncorrected figure, which equals
+    /// `total` in closed loop.
+    pub service: Histogram<u64>,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies { total: histogram(), first_byte: histogram(), connect: histogram(), service: histogram() }
+    }
+}
+
+impl Latencies {
+    pub fn add(&mut self, o: &Latencies) {
+        for (a, b) in [
+            (&mut self.total, &o.total),
+            (&mut self.first_byte, &o.first_byte),
+            (&mut self.connect, &o.connect),
+            (&mut self.service, &o.service),
+        ] {
+            a.add(b).expect("histograms share bounds");
+        }
+    }
+}

@@ -1,0 +1,663 @@
+//! One engine thread: its share of the connections, their state machines, and its tallies.
+//!
+//! Written once against [`Reactor`] completions. Every request that is sent is accounted for
+//! exactly once: completed, failed in one error class, or in flight when the run ended.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::net::IpAddr;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use crate::http::request::RequestSet;
+use crate::http::response::{ParseError, Response, ResponseParser, ResponseSink};
+use crate::io::{new_socket, Completion, Reactor, SockAddr, Token};
+use crate::spec::{Resolved, Stop};
+use crate::stats::cpu::CpuTime;
+use crate::stats::series::{SecondRecorder, SecondSample};
+use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
+
+/// What all threads of a run share.
+pub struct Shared {
+    pub spec: Resolved,
+    pub requests: RequestSet,
+    pub head_request: bool,
+    pub expect_length: Option<u64>,
+    pub addr: SockAddr,
+    pub bind: Vec<IpAddr>,
+    /// Requests still to send when the run stops after a count.
+    pub tickets: AtomicU64,
+    /// Set to end the run early (Ctrl-C, or a thread that found the server gone).
+    pub stop: AtomicBool,
+    /// Why a thread ended the run early, if one did.
+    pub abort_reason: std::sync::Mutex<Option<String>>,
+    /// Time zero of the run: load starts here, measurement `warmup` later.
+    pub start: Instant,
+}
+
+impl Shared {
+    /// Take up to `k` requests from the run's budget.
+    fn claim(&self, k: u64) -> u64 {
+        if !matches!(self.spec.stop, Stop::Requests(_)) {
+            return k;
+        }
+        let mut left = self.tickets.load(Ordering::Relaxed);
+        loop {
+            let take = k.min(left);
+            if take == 0 {
+                return 0;
+            }
+            match self.tickets.compare_exchange_weak(left, left - take, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return take,
+                Err(now) => left = now,
+            }
+        }
+    }
+}
+
+/// This thread's part of the run.
+pub struct Assignment {
+    pub index: usize,
+    /// Global index of its first connection (spreads open-loop phases and bind addresses).
+    pub first_connection: usize,
+    pub connections: usize,
+    /// Open loop: this thread's requests per second.
+    pub rate: Option<f64>,
+    pub cpu: Option<usize>,
+}
+
+/// What a thread hands back.
+pub struct Outcome {
+    pub counters: Counters,
+    pub latencies: Latencies,
+    pub in_flight: u64,
+    pub cpu: CpuTime,
+    pub wall: Duration,
+    /// Open loop: requests that were due in the measured window but never sent.
+    pub behind_schedule: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Closed,
+    Connecting,
+    Open,
+}
+
+/// A request on the wire, waiting for its response.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    /// When it was meant to go (open loop) or went (closed loop), in ns since `start`.
+    due: u64,
+    sent: u64,
+}
+
+struct Conn {
+    fd: RawFd,
+    generation: u32,
+    state: State,
+    /// The unsent rest of the current send, if one is under way.
+    sending: Option<(*const u8, usize)>,
+    pending: VecDeque<Pending>,
+    parser: ResponseParser,
+    first_byte: u64,
+    /// Round-robin position of the next request.
+    next_url: usize,
+    /// Requests sent on this connection since it was opened.
+    on_connection: u64,
+    /// The server said it will close after the last response we are waiting for.
+    server_closing: bool,
+    connect_started: u64,
+    /// Open loop: when this connection's next request is due, in ns since `start`.
+    due: u64,
+    /// The time it is queued to be woken at, if any.
+    wake_at: Option<u64>,
+    bind: Option<IpAddr>,
+}
+
+pub struct Worker<'a> {
+    shared: &'a Shared,
+    conns: Vec<Conn>,
+    counters: Counters,
+    latencies: Latencies,
+    series: SecondRecorder,
+    /// Connections to act on at a time: (time, connection).
+    wakes: BinaryHeap<Reverse<(u64, u32)>>,
+    now: u64,
+    measure_from: u64,
+    /// End of a timed run, in ns since `start`.
+    end: u64,
+    /// Open loop: ns between two requests of one connection.
+    interval: Option<u64>,
+    outstanding: usize,
+    last_progress: u64,
+    cpu_at_start: Option<CpuTime>,
+}
+
+/// How long to wait before connecting again after a connect failed: long enough not to spin
+/// against a refusing server, short enough not to matter in a run.
+const RECONNECT_BACKOFF: u64 = 10_000_000;
+/// How often request timeouts are checked and the per-second series moves on.
+const TICK: u64 = 10_000_000;
+
+fn ns(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+impl<'a> Worker<'a> {
+    pub fn new(shared: &'a Shared, a: &Assignment, series: Sender<SecondSample>) -> Worker<'a> {
+        let spec = &shared.spec;
+        let measure_from = ns(spec.warmup);
+        let end = match spec.stop {
+            Stop::Duration(d) => measure_from + ns(Duration::from_secs_f64(d)),
+            Stop::Requests(_) => u64::MAX,
+        };
+        let interval = a.rate.map(|r| (a.connections as f64 * 1e9 / r).max(1.0) as u64);
+        let total_rate = spec.rate.unwrap_or(1.0);
+        let conns = (0..a.connections)
+            .map(|i| {
+                let global = a.first_connection + i;
+                Conn {
+                    fd: -1,
+                    generation: 0,
+                    state: State::Closed,
+                    sending: None,
+                    pending: VecDeque::with_capacity(spec.pipeline as usize),
+                    parser: ResponseParser::new(shared.head_request),
+                    first_byte: 0,
+                    next_url: global % shared.requests.cycle(),
+                    on_connection: 0,
+                    server_closing: false,
+                    connect_started: 0,
+                    // Phases spread evenly over all connections of all threads: no microbursts.
+                    due: (global as f64 * 1e9 / total_rate) as u64,
+                    wake_at: None,
+                    bind: (!shared.bind.is_empty()).then(|| shared.bind[global % shared.bind.len()]),
+                }
+            })
+            .collect();
+        Worker {
+            shared,
+            conns,
+            counters: Counters::default(),
+            latencies: Latencies::default(),
+            series: SecondRecorder::new(a.index, series),
+            wakes: BinaryHeap::new(),
+            now: 0,
+            measure_from,
+            end,
+            interval,
+            outstanding: 0,
+            last_progress: 0,
+            cpu_at_start: None,
+        }
+    }
+
+    fn clock(&self) -> u64 {
+        ns(self.shared.start.elapsed())
+    }
+
+    fn token(&self, i: usize) -> Token {
+        i as u64 | (self.conns[i].generation as u64 & 0x00ff_ffff) << 32
+    }
+
+    fn measuring(&self, t: u64) -> bool {
+        t >= self.measure_from
+    }
+
+    fn second(&self) -> u64 {
+        self.now.saturating_sub(self.measure_from) / 1_000_000_000
+    }
+
+    fn schedule(&mut self, i: usize, at: u64) {
+        let c = &mut self.conns[i];
+        if c.wake_at.is_none_or(|w| at < w) {
+            c.wake_at = Some(at);
+            self.wakes.push(Reverse((at, i as u32)));
+        }
+    }
+
+    pub fn run<R: Reactor>(mut self, reactor: &mut R) -> Outcome {
+        self.now = self.clock();
+        self.last_progress = self.now;
+        for i in 0..self.conns.len() {
+            self.connect(reactor, i);
+        }
+        let give_up_after = ns(self.shared.spec.connect_timeout + self.shared.spec.request_timeout) + 1_000_000_000;
+        let mut next_tick = self.now;
+        loop {
+            self.now = self.clock();
+            if self.cpu_at_start.is_none() && self.measuring(self.now) {
+                self.cpu_at_start = Some(CpuTime::of_this_thread());
+            }
+            if self.now >= self.end || self.shared.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if self.outstanding == 0 && self.budget_spent() {
+                break;
+            }
+            if self.now.saturating_sub(self.last_progress) > give_up_after {
+                self.abort(format!(
+                    "no connection and no response for {:.0} s: the server stopped answering",
+                    give_up_after as f64 / 1e9
+                ));
+                break;
+            }
+            while let Some(&Reverse((at, i))) = self.wakes.peek() {
+                if at > self.now {
+                    break;
+                }
+                self.wakes.pop();
+                let i = i as usize;
+                if self.conns[i].wake_at == Some(at) {
+                    self.conns[i].wake_at = None;
+                    self.wake(reactor, i);
+                }
+            }
+            if self.now >= next_tick {
+                self.expire_requests(reactor);
+                let second = self.second();
+                self.series.at(second);
+                next_tick = self.now + TICK;
+            }
+            let mut until = next_tick.min(self.end);
+            if let Some(&Reverse((at, _))) = self.wakes.peek() {
+                until = until.min(at);
+            }
+            let timeout = Duration::from_nanos(until.saturating_sub(self.now));
+            let mut fresh = false;
+            let result = reactor.wait(timeout, |r, token, completion| {
+                if !fresh {
+                    self.now = self.clock();
+                    fresh = true;
+                }
+                self.complete(r, token, completion);
+            });
+            if let Err(e) = result {
+                self.abort(format!("the {} reactor failed: {e}", R::NAME));
+                break;
+            }
+        }
+        self.finish(reactor)
+    }
+
+    fn abort(&self, why: String) {
+        let mut reason = self.shared.abort_reason.lock().unwrap_or_else(|p| p.into_inner());
+        reason.get_or_insert(why);
+        self.shared.stop.store(true, Ordering::Relaxed);
+    }
+
+    fn budget_spent(&self) -> bool {
+        matches!(self.shared.spec.stop, Stop::Requests(_)) && self.shared.tickets.load(Ordering::Relaxed) == 0
+    }
+
+    fn finish<R: Reactor>(self, reactor: &mut R) -> Outcome {
+        let ended = self.now.min(self.end);
+        let mut in_flight = 0;
+        let mut behind = 0;
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            in_flight += c.pending.iter().filter(|p| p.sent >= self.measure_from).count() as u64;
+            if let (Some(interval), true) = (self.interval, ended > c.due) {
+                behind += (ended - c.due.max(self.measure_from)) / interval;
+            }
+            if c.fd >= 0 {
+                reactor.close(self.token(i), c.fd);
+            }
+        }
+        // Closes are submitted on this last call; nothing it reports matters any more.
+        let _ = reactor.wait(Duration::ZERO, |_, _, _| {});
+        let second = ended.saturating_sub(self.measure_from) / 1_000_000_000;
+        self.series.finish(second);
+        let wall = Duration::from_nanos(ended.saturating_sub(self.measure_from));
+        let cpu = self.cpu_at_start.map(|s| CpuTime::of_this_thread().since(s)).unwrap_or_default();
+        Outcome { counters: self.counters, latencies: self.latencies, in_flight, cpu, wall, behind_schedule: behind }
+    }
+
+    fn connect<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        if self.now >= self.end || self.budget_spent() {
+            return;
+        }
+        let family = self.shared.addr.family();
+        match new_socket(family, self.conns[i].bind) {
+            Ok(fd) => {
+                let c = &mut self.conns[i];
+                c.fd = fd;
+                c.generation = c.generation.wrapping_add(1);
+                c.state = State::Connecting;
+                c.connect_started = self.now;
+                let token = self.token(i);
+                reactor.connect(token, fd, &self.shared.addr, self.shared.spec.connect_timeout);
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                self.connect_failed(i, errno);
+            }
+        }
+    }
+
+    fn connect_failed(&mut self, i: usize, errno: i32) {
+        if self.measuring(self.now) {
+            self.counters.error(ErrorClass::of_connect(errno), 1);
+            let second = self.second();
+            self.series.at(second).errors += 1;
+        }
+        self.conns[i].state = State::Closed;
+        self.schedule(i, self.now + RECONNECT_BACKOFF);
+    }
+
+    /// A connection's timer went off: reconnect it, or send what has become due.
+    fn wake<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        match self.conns[i].state {
+            State::Closed => self.connect(reactor, i),
+            State::Open => self.send_more(reactor, i),
+            State::Connecting => {}
+        }
+    }
+
+    fn close<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        let token = self.token(i);
+        let c = &mut self.conns[i];
+        if c.fd >= 0 {
+            reactor.close(token, c.fd);
+        }
+        c.fd = -1;
+        c.state = State::Closed;
+        c.sending = None;
+        c.server_closing = false;
+        c.on_connection = 0;
+        c.parser.reset();
+        self.outstanding -= c.pending.len();
+        c.pending.clear();
+    }
+
+    /// Close and, unless the run is over, open again.
+    fn reconnect<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        self.close(reactor, i);
+        self.connect(reactor, i);
+    }
+
+    /// The connection failed: every request still on it fails with `class`.
+    fn fail<R: Reactor>(&mut self, reactor: &mut R, i: usize, class: ErrorClass) {
+        let timeout = ns(self.shared.spec.request_timeout);
+        let mut failed = 0;
+        for p in &self.conns[i].pending {
+            if !self.measuring(p.sent) {
+                continue;
+            }
+            failed += 1;
+            if class == ErrorClass::Timeout {
+                // Counted as a timeout and kept in the latencies at no less than the timeout:
+                // dropping it would flatter the tail.
+                record_ns(&mut self.latencies.total, (self.now - p.due).max(timeout));
+                record_ns(&mut self.latencies.service, (self.now - p.sent).max(timeout));
+            }
+        }
+        if failed > 0 {
+            self.counters.error(class, failed);
+            let second = self.second();
+            self.series.at(second).errors += failed;
+        }
+        self.reconnect(reactor, i);
+    }
+
+    fn expire_requests<R: Reactor>(&mut self, reactor: &mut R) {
+        if self.outstanding == 0 {
+            return;
+        }
+        let timeout = ns(self.shared.spec.request_timeout);
+        for i in 0..self.conns.len() {
+            if self.conns[i].pending.front().is_some_and(|p| self.now - p.sent >= timeout) {
+                self.fail(reactor, i, ErrorClass::Timeout);
+            }
+        }
+    }
+
+    /// Put as many requests on the wire as the pipeline, the schedule and the budget allow, in
+    /// one send.
+    fn send_more<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        let shared = self.shared;
+        let spec = &shared.spec;
+        let c = &self.conns[i];
+        if c.state != State::Open || c.sending.is_some() || c.server_closing || self.now >= self.end {
+            return;
+        }
+        let mut k = spec.pipeline as u64 - c.pending.len() as u64;
+        if let Some(limit) = spec.requests_per_connection {
+            k = k.min(limit - c.on_connection);
+        }
+        if let Some(interval) = self.interval {
+            let due = if c.due <= self.now { (self.now - c.due) / interval + 1 } else { 0 };
+            if due < k {
+                self.schedule(i, c.due + due * interval);
+            }
+            k = k.min(due);
+        }
+        if k == 0 {
+            return;
+        }
+        let measuring = self.measuring(self.now);
+        if measuring {
+            k = self.shared.claim(k);
+            if k == 0 {
+                return;
+            }
+            self.counters.sent += k;
+        }
+        let c = &mut self.conns[i];
+        let data = self.shared.requests.window(c.next_url, k as usize);
+        for _ in 0..k {
+            let due = if let Some(interval) = self.interval {
+                let d = c.due;
+                c.due += interval;
+                d
+            } else {
+                self.now
+            };
+            c.pending.push_back(Pending { due, sent: self.now });
+        }
+        c.next_url = (c.next_url + k as usize) % self.shared.requests.cycle();
+        c.on_connection += k;
+        c.sending = Some((data.as_ptr(), data.len()));
+        self.outstanding += k as usize;
+        let (fd, token) = (c.fd, self.token(i));
+        // SAFETY: `data` lives in the run's RequestSet, which outlives every worker.
+        unsafe { reactor.send(token, fd, data.as_ptr(), data.len()) };
+    }
+
+    fn complete<R: Reactor>(&mut self, reactor: &mut R, token: Token, completion: Completion<'_>) {
+        let i = (token & 0xffff_ffff) as usize;
+        if i >= self.conns.len() || self.token(i) != token || self.conns[i].fd < 0 {
+            return; // about a socket closed since
+        }
+        match completion {
+            Completion::Connected => {
+                self.last_progress = self.now;
+                let c = &mut self.conns[i];
+                c.state = State::Open;
+                let started = c.connect_started;
+                let took = self.now - started;
+                if self.measuring(started) {
+                    self.counters.connects += 1;
+                    record_ns(&mut self.latencies.connect, took);
+                }
+                self.send_more(reactor, i);
+            }
+            Completion::ConnectFailed(errno) => {
+                reactor.close(token, self.conns[i].fd);
+                self.conns[i].fd = -1;
+                self.connect_failed(i, errno);
+            }
+            Completion::Sent(n) => {
+                if self.measuring(self.now) {
+                    self.counters.bytes_written += n as u64;
+                }
+                let c = &mut self.conns[i];
+                let Some((ptr, len)) = c.sending else { return };
+                if n < len {
+                    // SAFETY: the rest of the same RequestSet window.
+                    let rest = unsafe { ptr.add(n) };
+                    c.sending = Some((rest, len - n));
+                    let fd = c.fd;
+                    unsafe { reactor.send(token, fd, rest, len - n) };
+                } else {
+                    c.sending = None;
+                    self.send_more(reactor, i);
+                }
+            }
+            Completion::SendFailed(errno) | Completion::RecvFailed(errno) => {
+                self.fail(reactor, i, ErrorClass::of_transfer(errno));
+            }
+            Completion::Received(data) => self.received(reactor, i, data),
+            Completion::Eof => self.eof(reactor, i),
+        }
+    }
+
+    fn received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8]) {
+        if self.measuring(self.now) {
+            self.counters.bytes_read += data.len() as u64;
+        }
+        let second = self.second();
+        let c = &mut self.conns[i];
+        let mut sink = Sink {
+            now: self.now,
+            measure_from: self.measure_from,
+            expect_length: self.shared.expect_length,
+            pending: &mut c.pending,
+            first_byte: &mut c.first_byte,
+            server_closing: &mut c.server_closing,
+            counters: &mut self.counters,
+            latencies: &mut self.latencies,
+            series: self.series.at(second),
+            done: 0,
+            unsolicited: false,
+        };
+        let parsed = c.parser.feed(data, &mut sink);
+        let (done, unsolicited) = (sink.done, sink.unsolicited);
+        self.outstanding -= done;
+        if done > 0 {
+            self.last_progress = self.now;
+        }
+        match parsed {
+            Err(ParseError::Protocol(_)) | Err(ParseError::HeadTooLarge) => {
+                return self.fail(reactor, i, ErrorClass::Protocol)
+            }
+            Ok(()) if unsolicited => return self.fail(reactor, i, ErrorClass::Protocol),
+            Ok(()) => {}
+        }
+        self.after_responses(reactor, i);
+    }
+
+    /// Decide what a connection does once responses have arrived.
+    fn after_responses<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        let shared = self.shared;
+        let spec = &shared.spec;
+        let c = &self.conns[i];
+        if !c.pending.is_empty() {
+            if !c.server_closing {
+                self.send_more(reactor, i);
+            }
+            return;
+        }
+        let spent = spec.requests_per_connection.is_some_and(|limit| c.on_connection >= limit);
+        if c.server_closing {
+            if self.measuring(self.now) {
+                self.counters.server_closes += 1;
+            }
+            self.reconnect(reactor, i);
+        } else if spent {
+            self.reconnect(reactor, i);
+        } else {
+            self.send_more(reactor, i);
+        }
+    }
+
+    fn eof<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        let second = self.second();
+        let c = &mut self.conns[i];
+        let mut sink = Sink {
+            now: self.now,
+            measure_from: self.measure_from,
+            expect_length: self.shared.expect_length,
+            pending: &mut c.pending,
+            first_byte: &mut c.first_byte,
+            server_closing: &mut c.server_closing,
+            counters: &mut self.counters,
+            latencies: &mut self.latencies,
+            series: self.series.at(second),
+            done: 0,
+            unsolicited: false,
+        };
+        let outcome = c.parser.feed_eof(&mut sink);
+        self.outstanding -= sink.done;
+        use crate::http::response::EofOutcome;
+        let class = match outcome {
+            EofOutcome::MidBody => ErrorClass::LengthMismatch,
+            _ => ErrorClass::Eof,
+        };
+        if self.conns[i].pending.is_empty() {
+            if self.measuring(self.now) {
+                self.counters.server_closes += 1;
+            }
+            self.reconnect(reactor, i);
+        } else {
+            self.fail(reactor, i, class);
+        }
+    }
+}
+
+/// Receives the parser's findings for one connection.
+struct Sink<'s> {
+    now: u64,
+    measure_from: u64,
+    expect_length: Option<u64>,
+    pending: &'s mut VecDeque<Pending>,
+    first_byte: &'s mut u64,
+    server_closing: &'s mut bool,
+    counters: &'s mut Counters,
+    latencies: &'s mut Latencies,
+    series: &'s mut SecondSample,
+    done: usize,
+    unsolicited: bool,
+}
+
+impl ResponseSink for Sink<'_> {
+    #[inline]
+    fn first_byte(&mut self) {
+        *self.first_byte = self.now;
+    }
+
+    #[inline]
+    fn complete(&mut self, r: &Response) {
+        let Some(p) = self.pending.pop_front() else {
+            self.unsolicited = true;
+            return;
+        };
+        self.done += 1;
+        if r.close {
+            *self.server_closing = true;
+        }
+        if p.sent < self.measure_from {
+            return;
+        }
+        let c = &mut *self.counters;
+        c.head_bytes += r.head_bytes;
+        c.body_bytes += r.body_bytes;
+        c.interim += r.interim as u64;
+        if self.expect_length.is_some_and(|l| l != r.body_bytes) {
+            c.error(ErrorClass::LengthMismatch, 1);
+            self.series.errors += 1;
+            return;
+        }
+        c.completed += 1;
+        c.status[if (100..600).contains(&r.status) { (r.status / 100) as usize } else { 0 }] += 1;
+        let l = &mut *self.latencies;
+        record_ns(&mut l.total, self.now - p.due);
+        record_ns(&mut l.service, self.now - p.sent);
+        record_ns(&mut l.first_byte, self.first_byte.saturating_sub(p.sent));
+        self.series.requests += 1;
+        record_ns(&mut self.series.latency, self.now - p.due);
+    }
+}

@@ -1,0 +1,188 @@
+//! The flags, close to wrk's, ab's and weighttp's where they overlap.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+use httpbench_engine::spec::{IoChoice, LoadSpec, Stop};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "httpbench-load",
+    version,
+    about = "HTTP/1.x load generator: closed loop (like wrk, ab, weighttp) or open loop at a fixed rate (like wrk2), with exact accounting",
+    after_help = "Closed loop by default: each connection sends its next request when the previous answer is in. -R switches to an open loop, with latencies corrected for coordinated omission.\nExamples:\n  httpbench-load -c 100 -d 10s http://127.0.0.1:8080/\n  httpbench-load -c 50 -n 100000 --no-keepalive http://127.0.0.1:8080/index.html\n  httpbench-load -c 100 -R 20000 -d 30s --json http://127.0.0.1:8080/"
+)]
+pub struct Cli {
+    /// URLs to request, round robin (all on one host and port)
+    #[arg(value_name = "URL")]
+    urls: Vec<String>,
+    /// Read more URLs from this file, one per line (blank lines and # comments ignored)
+    #[arg(long, value_name = "FILE")]
+    urls_from_file: Option<PathBuf>,
+    /// Connections to keep open
+    #[arg(short = 'c', long, default_value_t = 10)]
+    connections: u32,
+    /// Engine threads (connections are spread over them)
+    #[arg(short = 't', long, default_value_t = 1)]
+    threads: u32,
+    /// Stop after exactly this many requests
+    #[arg(short = 'n', long, conflicts_with = "duration")]
+    requests: Option<u64>,
+    /// Stop after this long (e.g. 10s, 500ms, 2m); the default is 10s unless -n is given
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    duration: Option<f64>,
+    /// Open loop: send this many requests per second in total, evenly spread
+    #[arg(short = 'R', long)]
+    rate: Option<f64>,
+    /// Requests outstanding per connection
+    #[arg(long, default_value_t = 1)]
+    pipeline: u32,
+    /// A new connection for every request, closed by the client (like ab without -k)
+    #[arg(long)]
+    no_keepalive: bool,
+    /// Reconnect after this many requests on one connection
+    #[arg(long, value_name = "K")]
+    requests_per_connection: Option<u64>,
+    /// Send HTTP/1.0 requests (like ab)
+    #[arg(long = "http1.0")]
+    http10: bool,
+    /// Request method
+    #[arg(short = 'm', long, default_value = "GET")]
+    method: String,
+    /// Add or replace a request header, e.g. -H 'Accept-Encoding: gzip' (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// Request body
+    #[arg(long, conflicts_with = "body_file")]
+    body: Option<String>,
+    /// Request body from a file (UTF-8 text)
+    #[arg(long, value_name = "FILE")]
+    body_file: Option<PathBuf>,
+    /// Load for this long before measuring (excluded from every figure)
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    warmup: f64,
+    /// Give up connecting after this long
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    connect_timeout: f64,
+    /// Count a request as timed out after this long
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    timeout: f64,
+    /// Pin the engine threads to these CPUs, e.g. 2,3 or 2-5
+    #[arg(long, value_parser = parse_cpus)]
+    cpus: Option<Vec<usize>>,
+    /// Spread connections over these source addresses, e.g. 127.0.0.2,127.0.0.3
+    #[arg(long, value_delimiter = ',')]
+    bind: Vec<IpAddr>,
+    /// I/O interface: auto (io_uring if the kernel allows it), io-uring or epoll
+    #[arg(long, default_value = "auto", value_parser = ["auto", "io-uring", "io_uring", "epoll"])]
+    io: String,
+    /// The first response's body must equal this file
+    #[arg(long, value_name = "FILE")]
+    expect_body: Option<PathBuf>,
+    /// Every response body must have this many bytes (others count as length mismatches)
+    #[arg(long, value_name = "N")]
+    expect_length: Option<u64>,
+    /// Load even when the first request fails its checks
+    #[arg(long)]
+    allow_errors: bool,
+    /// Print the result as JSON (schema httpbench-load/1, see docs/json-schema.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("{s:?} is not a duration such as 10s, 500ms or 2m"))?;
+    let scale = match unit {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "m" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(format!("unit {unit:?} in {s:?} is not one of ms, s, m, h")),
+    };
+    Ok(value * scale)
+}
+
+fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
+    let bad = || format!("{s:?} is not a CPU list such as 1 or 2,3 or 0-3");
+    let mut cpus = Vec::new();
+    for part in s.split(',') {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    Ok(cpus)
+}
+
+impl Cli {
+    pub fn to_spec(&self) -> Result<LoadSpec, String> {
+        let mut urls = self.urls.clone();
+        if let Some(path) = &self.urls_from_file {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read --urls-from-file {}: {e}", path.display()))?;
+            urls.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from));
+        }
+        let body = match &self.body_file {
+            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?),
+            None => self.body.clone(),
+        };
+        let stop = match (self.requests, self.duration) {
+            (Some(n), _) => Stop::Requests(n),
+            (None, Some(d)) => Stop::Duration(d),
+            (None, None) => Stop::Duration(10.0),
+        };
+        Ok(LoadSpec {
+            urls,
+            method: self.method.clone(),
+            headers: self.headers.clone(),
+            body,
+            connections: self.connections,
+            threads: self.threads,
+            pipeline: self.pipeline,
+            stop,
+            rate: self.rate,
+            keep_alive: !self.no_keepalive,
+            requests_per_connection: self.requests_per_connection,
+            http10: self.http10,
+            warmup: self.warmup,
+            connect_timeout: self.connect_timeout,
+            request_timeout: self.timeout,
+            cpus: self.cpus.clone().unwrap_or_default(),
+            bind: self.bind.clone(),
+            io: match self.io.as_str() {
+                "epoll" => IoChoice::Epoll,
+                "auto" => IoChoice::Auto,
+                _ => IoChoice::IoUring,
+            },
+            expect_body_file: self.expect_body.clone(),
+            expect_length: self.expect_length,
+            allow_errors: self.allow_errors,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_cpu_lists() {
+        assert_eq!(parse_duration("10s"), Ok(10.0));
+        assert_eq!(parse_duration("500ms"), Ok(0.5));
+        assert_eq!(parse_duration("2m"), Ok(120.0));
+        assert_eq!(parse_duration("3"), Ok(3.0));
+        assert!(parse_duration("ten").is_err() && parse_duration("5x").is_err());
+        assert_eq!(parse_cpus("0-2,5"), Ok(vec![0, 1, 2, 5]));
+        assert!(parse_cpus("3-1").is_err() && parse_cpus("a").is_err());
+    }
+}

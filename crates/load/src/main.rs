@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(httpbench_load::main_with_args(std::env::args()));
+}

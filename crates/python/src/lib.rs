@@ -1,0 +1,54 @@
+//! `httpbench._engine`: the Python face of the engine. It speaks JSON strings both ways so that
+//! the spec and report schemas are defined once, by serde, and Python just loads them.
+//!
+//! Long calls (`run`, `load_main`) release the GIL so other Python threads (a server supervisor,
+//! a progress printer) keep running. Ctrl-C while the GIL is released: the Rust side installs no
+//! SIGINT handler, so Python's default handler only records the signal and KeyboardInterrupt is
+//! raised once the call returns. Acceptable for now; cancelling a run early needs the engine to
+//! watch a stop flag.
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+create_exception!(
+    httpbench._engine,
+    EngineError,
+    PyValueError,
+    "A run could not start or go on; the message says what is wrong and what to do."
+);
+
+/// Run a load test described by `spec_json` (a `LoadSpec`) and return its `Report` as JSON.
+#[pyfunction]
+fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
+    let spec: httpbench_engine::LoadSpec = serde_json::from_str(spec_json)
+        .map_err(|e| EngineError::new_err(format!("bad load spec: {e}")))?;
+    let report = py
+        .detach(|| httpbench_engine::run(&spec))
+        .map_err(|e| EngineError::new_err(e.to_string()))?;
+    serde_json::to_string(&report).map_err(|e| EngineError::new_err(e.to_string()))
+}
+
+/// This host's facts (CPU, kernel, memory, sysctls, limits) as JSON.
+#[pyfunction]
+fn host_facts() -> PyResult<String> {
+    serde_json::to_string(&httpbench_engine::host::facts())
+        .map_err(|e| EngineError::new_err(e.to_string()))
+}
+
+/// Run the `httpbench-load` command line with `argv` (argv[0] is the program name shown in its
+/// help and errors); returns its exit code.
+#[pyfunction]
+fn load_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| httpbench_load::main_with_args(argv))
+}
+
+#[pymodule]
+#[pyo3(name = "_engine")]
+fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("EngineError", m.py().get_type::<EngineError>())?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(host_facts, m)?)?;
+    m.add_function(wrap_pyfunction!(load_main, m)?)?;
+    Ok(())
+}

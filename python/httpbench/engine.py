@@ -1,0 +1,26 @@
+"""The engine's Python API: dicts in, dicts out.
+
+The extension speaks JSON strings so that the spec and report schemas are defined once, in Rust
+(serde); here they only become dicts.
+"""
+
+import json
+
+from httpbench import _engine
+
+EngineError = _engine.EngineError
+
+
+def run(spec: dict) -> dict:
+    """Run a load test described by ``spec`` (a LoadSpec) and return its report.
+
+    Raises EngineError (a ValueError) with a one-line message if the spec is bad or the run
+    cannot start or go on.
+    """
+    return json.loads(_engine.run(json.dumps(spec)))
+
+
+def host_facts() -> dict:
+    """This host's facts: CPU, kernel, distribution, memory, open-file limits and the sysctls
+    benchmarks tune."""
+    return json.loads(_engine.host_facts())
