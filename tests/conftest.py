@@ -1,2 +1,149 @@
-"""Shared pytest setup. The tests exercise the installed package (`pip install .` first), so
-that what is tested is what users get, compiled extension included."""
+"""Shared pytest setup. The tests exercise the installed package (`pip install .` first) and the
+release binaries (`cargo build --release`), so that what is tested is what users get.
+
+Every server a test starts is its own child, bound to loopback, stopped by PID at teardown.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASE = ROOT / "target" / "release"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before listening on {port}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {seconds} s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a server we started: politely, then by force, and reap it."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def binary(name: str) -> Path:
+    path = RELEASE / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: build it with `cargo build --release --workspace`")
+    return path
+
+
+class Load:
+    """Runs httpbench-load as a user would and reads its JSON."""
+
+    def __init__(self) -> None:
+        self.path = binary("httpbench-load")
+
+    def __call__(self, *args: str, timeout: float = 60) -> tuple[int, dict | None, str]:
+        done = subprocess.run([str(self.path), "--json", *args], capture_output=True, text=True, timeout=timeout)
+        report = json.loads(done.stdout) if done.stdout.strip().startswith("{") else None
+        return done.returncode, report, done.stderr
+
+
+@pytest.fixture
+def load() -> Load:
+    return Load()
+
+
+@pytest.fixture
+def testserver():
+    """Factory: start the purpose-built server in a mode; returns its base URL."""
+    procs = []
+
+    def start(mode: str, *options: str) -> str:
+        proc = subprocess.Popen(
+            [str(binary("httpbench-testserver")), "--listen", "127.0.0.1:0", "--mode", mode,
+             "--max-seconds", "120", *options],
+            stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        line = proc.stdout.readline().split()
+        assert line and line[0] == "listening", f"testserver said {line!r}"
+        return f"http://{line[1]}/"
+
+    yield start
+    for proc in procs:
+        stop(proc)
+
+
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    """Factory: a real nginx from Debian's package, one worker, serving `files` from a private
+    prefix; its access log (one line per request, with the connection serial) is returned."""
+    if not os.path.exists(NGINX):
+        pytest.fail("nginx is not installed: apt-get install -y nginx-light")
+    procs = []
+
+    def start(files: dict[str, bytes], access_log: bool = True) -> tuple[str, Path]:
+        root = tmp_path / "www"
+        root.mkdir(exist_ok=True)
+        for name, body in files.items():
+            (root / name).write_bytes(body)
+        log = tmp_path / "access.log"
+        port = free_port()
+        log_line = (f"log_format conn '$connection $request'; access_log {log} conn;"
+                    if access_log else "access_log off;")
+        conf = tmp_path / "nginx.conf"
+        conf.write_text(f"""
+worker_processes 1;
+pid {tmp_path}/nginx.pid;
+error_log {tmp_path}/error.log;
+worker_rlimit_nofile 8192;
+events {{ worker_connections 4096; }}
+http {{
+    {log_line}
+    keepalive_requests 1000000;
+    client_body_temp_path {tmp_path}/body;
+    proxy_temp_path {tmp_path}/proxy;
+    fastcgi_temp_path {tmp_path}/fastcgi;
+    uwsgi_temp_path {tmp_path}/uwsgi;
+    scgi_temp_path {tmp_path}/scgi;
+    server {{ listen 127.0.0.1:{port}; root {root}; }}
+}}
+""")
+        user = [] if os.geteuid() != 0 else ["-g", "daemon off; user root;"]
+        proc = subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(conf), *(user or ["-g", "daemon off;"])])
+        procs.append(proc)
+        wait_for_port(port, proc)
+        return f"http://127.0.0.1:{port}/", log
+
+    start.procs = procs  # so a test can stop its server mid-run, by PID
+    yield start
+    for proc in procs:
+        stop(proc)
+
+
+def log_lines(log: Path, settle: float = 0.3) -> list[str]:
+    """The access log once nginx has written everything (it writes each line as it goes)."""
+    time.sleep(settle)
+    return log.read_text().splitlines()

@@ -472,6 +472,9 @@ impl<'a> Worker<'a> {
         if i >= self.conns.len() || self.token(i) != token || self.conns[i].fd < 0 {
             return; // about a socket closed since
         }
+        if self.now >= self.end {
+            return; // past the end of a timed run: what is still on its way stays in flight
+        }
         match completion {
             Completion::Connected => {
                 self.last_progress = self.now;

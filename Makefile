@@ -1,0 +1,46 @@
+# The two commands of the README: `make run` (the main job) and `make test`.
+# Both install what they need on a fresh Debian machine (as root) and are safe to rerun.
+
+PY ?= python3
+# Real servers the tests load; peers the benchmark scripts measure against.
+TEST_PACKAGES := nginx-light
+BENCH_PACKAGES := nginx-light h2o wrk apache2-utils nghttp2-client
+URL ?= http://127.0.0.1:8080/
+ARGS ?= -c 100 -d 10s
+
+.PHONY: run test deps bench-deps build fuzz bench
+
+run: build
+	httpbench load $(ARGS) $(URL)
+
+test: deps build
+	cargo test --workspace --quiet
+	$(PY) -m pytest -q tests
+
+# apt-get only when a package is missing, so reruns are quick and offline.
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+endef
+
+deps:
+	$(call apt_install,$(TEST_PACKAGES))
+
+bench-deps:
+	$(call apt_install,$(BENCH_PACKAGES))
+
+# The Python package (its wheel builds the engine module) and the engine's binaries.
+build:
+	$(PY) -m pip install --quiet --root-user-action=ignore '.[test]'
+	cargo build --release --workspace --quiet
+
+# The response parser under cargo-fuzz, bounded to 60 s.
+fuzz:
+	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
+	cd fuzz && cargo +nightly fuzz run response_parser -- -max_total_time=60
+
+bench: bench-deps build
+	bench/engine_vs_peers

@@ -1,0 +1,285 @@
+//! One connection, served on its own thread according to the mode.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::http::{reason, Conn, ReadError, Request};
+use crate::slots::Slots;
+
+/// Requests answered so far, for `--count-file`.
+pub static ANSWERED: AtomicU64 = AtomicU64::new(0);
+
+/// Write out the responses to pipelined requests at least this often (bytes).
+const MAX_BATCH: usize = 64 * 1024;
+/// How long a closing connection waits for the client's FIN (see `close_gracefully`).
+const LINGER: Duration = Duration::from_secs(2);
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Ok,
+    Slots,
+    Freeze,
+    Reset,
+    Stall,
+    ShortBody,
+    Garbage,
+    CloseEach,
+    IgnoreClose,
+    Chunked,
+    Status,
+}
+
+pub struct Config {
+    pub mode: Mode,
+    /// The response body: `--body-bytes` bytes of `x`.
+    pub body: Vec<u8>,
+    pub status: u16,
+    pub slots: Option<Slots>,
+    pub freeze: Option<Freeze>,
+}
+
+/// `--mode freeze`: nothing is written during [k*every, k*every + length)
+/// for k >= 1, measured from server start.
+pub struct Freeze {
+    pub start: Instant,
+    pub every: Duration,
+    pub length: Duration,
+}
+
+impl Freeze {
+    fn wait_out(&self) {
+        let t = self.start.elapsed();
+        if t < self.every {
+            return;
+        }
+        // `length < every` (checked at startup), so one sleep always lands
+        // outside any freeze.
+        let window_start = self.every * (t.as_nanos() / self.every.as_nanos()) as u32;
+        let window_end = window_start + self.length;
+        if t < window_end {
+            thread::sleep(window_end - t);
+        }
+    }
+}
+
+pub fn serve(stream: TcpStream, cfg: &Config) {
+    // Responses are small single writes; Nagle would only add delay.
+    let _ = stream.set_nodelay(true);
+    let mut conn = Conn::new(stream);
+    match cfg.mode {
+        Mode::Reset => {
+            if next(&mut conn).is_some() {
+                reset(conn.stream);
+            }
+        }
+        Mode::Stall => {
+            if next(&mut conn).is_some() {
+                // Keep the socket open (and its receive window draining) until
+                // the client gives up or the process exits.
+                conn.drain();
+            }
+        }
+        Mode::ShortBody => {
+            if next(&mut conn).is_some() {
+                let mut out = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
+                out.extend_from_slice(&[b'x'; 50]);
+                answer_and_close(conn, &out);
+            }
+        }
+        Mode::Garbage => {
+            if next(&mut conn).is_some() {
+                answer_and_close(conn, b"this is not http\r\n\r\n");
+            }
+        }
+        _ => keep_alive_loop(conn, cfg),
+    }
+}
+
+/// The modes that answer every request with a well-formed response.
+fn keep_alive_loop(mut conn: Conn, cfg: &Config) {
+    let mut out = Vec::with_capacity(4096);
+    let mut batched = 0;
+    loop {
+        let req = match conn.next_request() {
+            Ok(Some(req)) => req,
+            Ok(None) | Err(ReadError::Gone) => {
+                flush(&mut conn, &mut out, &mut batched, cfg);
+                return;
+            }
+            Err(ReadError::Bad(status)) => {
+                // Answer the good requests before it, then refuse this one.
+                error_response(&mut out, status);
+                if flush(&mut conn, &mut out, &mut batched, cfg) {
+                    close_gracefully(&conn.stream);
+                }
+                return;
+            }
+        };
+        let close = match cfg.mode {
+            Mode::CloseEach => true,
+            Mode::IgnoreClose => false,
+            _ => !req.keep_alive,
+        };
+        let status = if cfg.mode == Mode::Status {
+            cfg.status
+        } else {
+            200
+        };
+        let chunked = cfg.mode == Mode::Chunked;
+        write_response(&mut out, status, &cfg.body, chunked, &req, close);
+        batched += 1;
+        if let Some(slots) = &cfg.slots {
+            slots.hold();
+        }
+        // Batch the answers to pipelined requests, but never sit on a
+        // response while blocking in a read (or, for slots, while holding the
+        // next request's slot).
+        let flush_now =
+            close || cfg.slots.is_some() || out.len() >= MAX_BATCH || !conn.has_buffered_request();
+        if flush_now && !flush(&mut conn, &mut out, &mut batched, cfg) {
+            return;
+        }
+        if close {
+            close_gracefully(&conn.stream);
+            return;
+        }
+    }
+}
+
+/// Writes the batched responses (once any freeze is over) and counts them;
+/// false if the peer is gone.
+fn flush(conn: &mut Conn, out: &mut Vec<u8>, batched: &mut u64, cfg: &Config) -> bool {
+    if out.is_empty() {
+        return true;
+    }
+    if let Some(freeze) = &cfg.freeze {
+        freeze.wait_out();
+    }
+    if conn.stream.write_all(out).is_err() {
+        return false;
+    }
+    ANSWERED.fetch_add(*batched, Ordering::Relaxed);
+    out.clear();
+    *batched = 0;
+    true
+}
+
+/// The next request for the one-shot modes; malformed ones are answered with
+/// an error status and the connection closed. `None` means the connection is
+/// finished.
+fn next(conn: &mut Conn) -> Option<Request> {
+    match conn.next_request() {
+        Ok(req) => req,
+        Err(ReadError::Gone) => None,
+        Err(ReadError::Bad(status)) => {
+            let mut out = Vec::new();
+            error_response(&mut out, status);
+            if conn.stream.write_all(&out).is_ok() {
+                close_gracefully(&conn.stream);
+            }
+            None
+        }
+    }
+}
+
+/// Refusal of a request we cannot frame; it is not counted as answered.
+fn error_response(out: &mut Vec<u8>, status: u16) {
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        reason(status)
+    );
+}
+
+fn write_response(
+    out: &mut Vec<u8>,
+    status: u16,
+    body: &[u8],
+    chunked: bool,
+    req: &Request,
+    close: bool,
+) {
+    let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason(status));
+    // 204 and 304 never have a body, so they carry no framing headers either.
+    let bodyless_status = status == 204 || status == 304;
+    if bodyless_status {
+        // no Content-Length / Transfer-Encoding
+    } else if chunked {
+        out.extend_from_slice(b"Transfer-Encoding: chunked\r\nTrailer: X-T\r\n");
+    } else {
+        let _ = write!(out, "Content-Length: {}\r\n", body.len());
+    }
+    if close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    } else if req.http10 {
+        // HTTP/1.0 clients only keep the connection if told so.
+        out.extend_from_slice(b"Connection: keep-alive\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    // A HEAD response has the headers of the GET response but no body.
+    if req.is_head || bodyless_status {
+        return;
+    }
+    if chunked {
+        // 3-byte chunks, each with an extension, then a trailer: exercises
+        // every part of the chunked grammar a client must skip over.
+        for chunk in body.chunks(3) {
+            let _ = write!(out, "{:x};x=1\r\n", chunk.len());
+            out.extend_from_slice(chunk);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"0;x=1\r\nX-T: 1\r\n\r\n");
+    } else {
+        out.extend_from_slice(body);
+    }
+}
+
+fn answer_and_close(mut conn: Conn, bytes: &[u8]) {
+    if conn.stream.write_all(bytes).is_ok() {
+        ANSWERED.fetch_add(1, Ordering::Relaxed);
+        close_gracefully(&conn.stream);
+    }
+}
+
+/// Close with a FIN the client will actually see. Closing a socket that still
+/// has unread input (e.g. pipelined requests) makes the kernel send RST
+/// instead, which can even discard the response we just wrote; so send our
+/// FIN first, then read until the client closes too (bounded by `LINGER`).
+fn close_gracefully(mut stream: &TcpStream) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(LINGER));
+    let deadline = Instant::now() + LINGER;
+    let mut sink = [0u8; 4096];
+    while Instant::now() < deadline {
+        match stream.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+}
+
+/// Abortive close: SO_LINGER {on, 0} makes close() send RST and drop
+/// anything unsent.
+fn reset(stream: TcpStream) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: valid fd owned by `stream`, pointer/len describe `linger`.
+    unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+    drop(stream);
+}

@@ -1,0 +1,251 @@
+"""The load engine against real servers: exact counts, ground truth, faults and bad input.
+
+Every load here targets 127.0.0.1 and is bounded by -n or -d and by a subprocess timeout.
+"""
+
+import collections
+import threading
+import time
+
+import pytest
+
+from conftest import log_lines, stop
+
+SEVEN = b"hello!\n"
+
+
+def accounted(r: dict) -> None:
+    """Every request sent is completed, failed, or in flight at the end; nothing else."""
+    q = r["requests"]
+    assert q["sent"] == q["completed"] + q["failed"] + q["in_flight"], q
+    connect_errors = sum(r["errors"][k] for k in
+                         ("connect_refused", "connect_timeout", "source_ports_exhausted", "connect_other"))
+    assert q["failed"] == r["errors_total"] - connect_errors
+
+
+@pytest.mark.parametrize("io", ["io-uring", "epoll"])
+def test_exactly_n_requests_reach_nginx(nginx, load, io):
+    url, log = nginx({"index.html": SEVEN})
+    rc, r, err = load("-n", "100000", "-c", "50", "--io", io, url + "index.html")
+    assert rc == 0, err
+    lines = log_lines(log)
+    # One validation request, then exactly -n.
+    assert len(lines) == 100000 + 1
+    assert r["requests"]["sent"] == r["requests"]["completed"] == 100000
+    assert r["status"]["2xx"] == 100000 and r["errors_total"] == 0
+    assert r["bytes"]["body"] == 100000 * len(SEVEN)
+    assert r["engine"]["io"] == io.replace("-", "_")
+    accounted(r)
+
+
+def test_pipelined_n_is_exact_too(nginx, load):
+    url, log = nginx({"index.html": SEVEN})
+    rc, r, err = load("-n", "20001", "-c", "7", "--pipeline", "16", url + "index.html")
+    assert rc == 0, err
+    assert len(log_lines(log)) == 20001 + 1
+    assert r["requests"]["completed"] == 20001
+
+
+def test_keepalive_off_opens_one_connection_per_request(nginx, load):
+    url, log = nginx({"index.html": SEVEN})
+    rc, r, err = load("-n", "3000", "-c", "10", "--no-keepalive", url + "index.html")
+    assert rc == 0, err
+    per_connection = collections.Counter(line.split()[0] for line in log_lines(log))
+    assert sum(per_connection.values()) == 3000 + 1
+    assert set(per_connection.values()) == {1}
+    # Reconnects made just before the budget ran out carry no request: at most one per connection.
+    assert 3000 <= r["connections"]["opened"] <= 3000 + 10
+
+
+def test_requests_per_connection_and_url_round_robin(nginx, load, tmp_path):
+    url, log = nginx({"a.html": b"a", "b.html": b"bb"})
+    urls = tmp_path / "urls.txt"
+    urls.write_text(f"{url}a.html\n# a comment\n\n{url}b.html\n")
+    rc, r, err = load("-n", "1000", "-c", "4", "--requests-per-connection", "10", "--urls-from-file", str(urls))
+    assert rc == 0, err
+    lines = log_lines(log)[1:]
+    paths = collections.Counter(line.split()[2] for line in lines)
+    assert paths == {"/a.html": 500, "/b.html": 500}
+    per_connection = collections.Counter(line.split()[0] for line in lines).values()
+    # Each connection carries 10, except the last of each of the 4 when the budget runs out.
+    assert max(per_connection) == 10 and sum(n < 10 for n in per_connection) <= 4
+    assert r["bytes"]["body"] == 500 * 1 + 500 * 2
+
+
+def test_http10_and_head(nginx, load):
+    url, log = nginx({"index.html": SEVEN})
+    rc, r, err = load("-n", "200", "-c", "2", "--http1.0", "-m", "HEAD", url + "index.html")
+    assert rc == 0, err
+    assert all(line.endswith("HEAD /index.html HTTP/1.0") for line in log_lines(log))
+    assert r["requests"]["completed"] == 200 and r["bytes"]["body"] == 0
+
+
+def test_closed_loop_matches_ground_truth(testserver, load):
+    # K slots held D ms each: throughput K/D once connections >= K, latency D below K.
+    slots, hold_ms = 8, 20
+    url = testserver("slots", "--slots", str(slots), "--hold-ms", str(hold_ms))
+    rc, r, err = load("-c", "16", "-d", "4s", "--warmup", "0.5s", url)
+    assert rc == 0, err
+    expected = slots * 1000 / hold_ms
+    assert abs(r["requests"]["per_second"] / expected - 1) < 0.03, r["requests"]
+    rc, r, err = load("-c", "4", "-d", "3s", url)
+    assert rc == 0, err
+    assert abs(r["latency"]["total"]["p50_us"] / (hold_ms * 1000) - 1) < 0.05, r["latency"]["total"]
+    accounted(r)
+
+
+def test_open_loop_corrects_coordinated_omission(testserver, load):
+    # The server freezes 1 s every 3 s. Two connections at 200 req/s: each freeze holds up 2
+    # requests in service but 200 by schedule, so only the corrected p99 shows it.
+    url = testserver("freeze", "--freeze-ms", "1000", "--every-ms", "3000")
+    rc, r, err = load("-c", "2", "-R", "200", "-d", "7s", "--timeout", "5s", url)
+    assert rc == 0, err
+    total, service = r["latency"]["total"], r["latency"]["service"]
+    assert total["p99_us"] > 500_000, total
+    assert service["p99_us"] < 100_000, service
+    assert r["open_loop"]["target_rate"] == 200
+    assert r["timeseries"] and max(p["p99_us"] for p in r["timeseries"]) > 500_000
+    accounted(r)
+
+
+def test_open_loop_reports_falling_short(testserver, load):
+    url = testserver("slots", "--slots", "1", "--hold-ms", "10")  # at most 100 req/s
+    rc, r, err = load("-c", "1", "-R", "400", "-d", "2s", url)
+    assert rc == 0, err
+    assert r["open_loop"]["fell_short"] and r["open_loop"]["behind_schedule"] > 100
+
+
+@pytest.mark.parametrize("mode,errors", [
+    ("reset", {"reset"}),
+    ("garbage", {"protocol"}),
+    ("short-body", {"length_mismatch"}),
+    ("stall", {"timeout"}),
+])
+def test_faults_land_in_their_error_class(testserver, load, mode, errors):
+    url = testserver(mode)
+    rc, r, err = load("-c", "4", "-d", "2s", "--timeout", "0.5s", "--allow-errors", url, timeout=15)
+    assert rc == 0, err
+    assert r["validation"]["ok"] is False
+    found = {k for k, v in r["errors"].items() if v > 0}
+    assert found == errors, r["errors"]
+    assert r["requests"]["completed"] == 0
+    assert r["duration_s"] < 2.5
+    accounted(r)
+    if mode == "stall":
+        # A timed-out request stays in the latencies, at no less than the timeout.
+        assert r["latency"]["total"]["count"] == r["errors"]["timeout"] > 0
+        assert r["latency"]["total"]["min_us"] >= 500_000
+
+
+def test_fault_without_allow_errors_is_refused_before_load(testserver, load):
+    url = testserver("garbage")
+    rc, r, err = load("-c", "4", "-d", "2s", url)
+    assert rc == 2 and r is None
+    assert len(err.splitlines()) == 1 and "--allow-errors" in err
+
+
+def test_server_closing_after_each_response_is_followed(testserver, load):
+    url = testserver("close-each")
+    rc, r, err = load("-n", "2000", "-c", "8", url)
+    assert rc == 0, err
+    assert r["requests"]["completed"] == 2000 and r["errors_total"] == 0
+    assert r["connections"]["server_closes"] >= 1990
+    assert r["connections"]["opened"] >= 1990
+
+
+def test_client_closes_even_when_the_server_ignores_connection_close(testserver, load):
+    url = testserver("ignore-close")
+    rc, r, err = load("-n", "500", "-c", "5", "--no-keepalive", url, timeout=20)
+    assert rc == 0, err
+    assert r["requests"]["completed"] == 500 and 500 <= r["connections"]["opened"] <= 505
+
+
+def test_chunked_bodies_are_counted_after_dechunking(testserver, load):
+    url = testserver("chunked", "--body-bytes", "100")
+    rc, r, err = load("-n", "300", "-c", "3", "--expect-length", "100", url)
+    assert rc == 0, err
+    assert r["requests"]["completed"] == 300 and r["bytes"]["body"] == 300 * 100
+
+
+def test_expected_body_and_length_are_checked(nginx, load, tmp_path):
+    url, _ = nginx({"index.html": SEVEN})
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.write_bytes(SEVEN)
+    bad.write_bytes(b"hello?\n")
+    assert load("-n", "10", "-c", "1", "--expect-body", str(good), url + "index.html")[0] == 0
+    rc, _, err = load("-n", "10", "-c", "1", "--expect-body", str(bad), url + "index.html")
+    assert rc == 2 and "differs" in err and len(err.splitlines()) == 1
+    rc, r, _ = load("-n", "10", "-c", "1", "--expect-length", "3", "--allow-errors", url + "index.html")
+    assert rc == 0 and r["errors"]["length_mismatch"] == 10 and r["requests"]["completed"] == 0
+
+
+def test_status_classes_are_counted(testserver, load):
+    url = testserver("status", "--status", "503")
+    rc, r, err = load("-n", "100", "-c", "2", "--allow-errors", url)
+    assert rc == 0, err
+    assert r["status"]["5xx"] == 100 and r["requests"]["completed"] == 100
+
+
+def test_server_gone_mid_run_ends_the_run_with_partial_results(nginx, load):
+    url, _ = nginx({"index.html": SEVEN})
+    # Stop nginx one second into a -n run that would take far longer.
+    result = {}
+    run = threading.Thread(target=lambda: result.update(r=load(
+        "-n", "100000000", "-c", "4", "--connect-timeout", "0.5s", "--timeout", "0.5s",
+        url + "index.html", timeout=30)))
+    run.start()
+    time.sleep(1)
+    stop(nginx.procs[-1])
+    run.join(30)
+    rc, r, err = result["r"]
+    assert rc == 1, err
+    assert r["aborted"] and "stopped answering" in r["aborted"]
+    assert r["requests"]["completed"] > 0
+    accounted(r)
+
+
+def test_per_second_series_and_client_self_knowledge(nginx, load):
+    url, _ = nginx({"index.html": SEVEN}, access_log=False)
+    rc, r, err = load("-c", "20", "-d", "3s", url + "index.html")
+    assert rc == 0, err
+    series = r["timeseries"]
+    assert [p["second"] for p in series] == [0, 1, 2]
+    assert sum(p["requests"] for p in series) == r["requests"]["completed"]
+    assert all(p["p50_us"] > 0 and p["p99_us"] >= p["p50_us"] for p in series)
+    client = r["client"]
+    assert client["user_s"] + client["sys_s"] > 0 and 0 < client["busy_share"] <= 1.05
+    assert client["cpu_us_per_request"] > 0
+
+
+@pytest.mark.parametrize("args,says", [
+    (["not-a-url"], "no scheme"),
+    (["https://127.0.0.1/"], "https is not supported"),
+    (["http://127.0.0.1:99999/"], "port"),
+    (["-c", "0", "http://127.0.0.1:1/"], "at least 1"),
+    (["-c", "-5", "http://127.0.0.1:1/"], ""),
+    (["-n", "5", "-c", "10", "-d", "1s", "http://127.0.0.1:1/"], "cannot be used with"),
+    (["-n", "5", "-c", "10", "http://127.0.0.1:1/"], "smaller than -c"),
+    (["-d", "-1s", "http://127.0.0.1:1/"], ""),
+    (["-R", "0", "http://127.0.0.1:1/"], "rate"),
+    (["-c", "30000", "http://127.0.0.1:1/"], "open files"),
+    (["http://127.0.0.1:1/"], "cannot connect"),
+    (["http://no-such-host.invalid/"], "cannot resolve"),
+    ([], "no URL"),
+])
+def test_bad_input_is_one_line_and_exit_2(load, args, says):
+    rc, r, err = load(*args)
+    assert rc == 2 and r is None
+    assert len(err.strip().splitlines()) == 1, err
+    assert "panicked" not in err and says in err
+
+
+def test_python_api_runs_the_engine(nginx):
+    from httpbench import engine
+    url, log = nginx({"index.html": SEVEN})
+    r = engine.run({"urls": [url + "index.html"], "connections": 3, "stop": {"requests": 999}})
+    assert r["schema"] == "httpbench-load/1" and r["requests"]["completed"] == 999
+    assert len(log_lines(log)) == 1000
+    with pytest.raises(engine.EngineError, match="connections"):
+        engine.run({"urls": [url], "connections": 0})
+    with pytest.raises(engine.EngineError, match="unknown field"):
+        engine.run({"urls": [url], "conections": 3})
