@@ -249,3 +249,38 @@ def test_python_api_runs_the_engine(nginx):
         engine.run({"urls": [url], "connections": 0})
     with pytest.raises(engine.EngineError, match="unknown field"):
         engine.run({"urls": [url], "conections": 3})
+
+
+def test_source_port_exhaustion_is_named_and_bind_spreads_it(load):
+    # A private network namespace with only 10 local ports: the host's sysctls stay untouched.
+    import json
+    import os
+    import subprocess
+    from conftest import binary
+    ns = f"hb-ports-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        def inside(*cmd, **kw):
+            return subprocess.run(["ip", "netns", "exec", ns, *cmd], **kw)
+        inside("ip", "link", "set", "lo", "up", check=True)
+        inside("sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 40009", check=True)
+        server = subprocess.Popen(["ip", "netns", "exec", ns, str(binary("httpbench-testserver")),
+                                   "--listen", "127.0.0.1:8080", "--mode", "ok", "--max-seconds", "30"],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout.readline().startswith("listening")
+
+            def run(*args):
+                done = inside(str(load.path), "--json", "-c", "20", "-d", "1s", *args, "http://127.0.0.1:8080/",
+                              capture_output=True, text=True, timeout=30)
+                assert done.returncode == 0, done.stderr
+                return json.loads(done.stdout)
+            crowded = run()
+            assert crowded["errors"]["source_ports_exhausted"] > 0
+            assert crowded["errors_total"] == crowded["errors"]["source_ports_exhausted"]
+            spread = run("--bind", "127.0.0.2,127.0.0.3")
+            assert spread["errors_total"] == 0 and spread["connections"]["opened"] == 20
+        finally:
+            stop(server)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
