@@ -284,3 +284,32 @@ def test_source_port_exhaustion_is_named_and_bind_spreads_it(load):
             stop(server)
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+def test_ctrl_c_stops_a_python_run_promptly(testserver):
+    import subprocess
+    import sys
+    url = testserver("ok")
+    code = ("from httpbench import engine\n"
+            "try:\n"
+            f"    engine.run({{'urls': ['{url}'], 'connections': 2, 'stop': {{'duration': 60}}}})\n"
+            "except KeyboardInterrupt:\n"
+            "    print('interrupted')\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.send_signal(2)
+    out, _ = proc.communicate(timeout=10)
+    assert out.strip() == "interrupted"
+
+
+def test_ctrl_c_stops_the_cli_with_what_it_measured(testserver, load):
+    import json
+    import subprocess
+    url = testserver("ok")
+    proc = subprocess.Popen([str(load.path), "--json", "-c", "2", "-d", "60s", url], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.send_signal(2)
+    out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    r = json.loads(out)
+    assert r["aborted"] and r["requests"]["completed"] > 0 and r["duration_s"] < 5

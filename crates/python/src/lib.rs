@@ -2,10 +2,13 @@
 //! the spec and report schemas are defined once, by serde, and Python just loads them.
 //!
 //! Long calls (`run`, `load_main`) release the GIL so other Python threads (a server supervisor,
-//! a progress printer) keep running. Ctrl-C while the GIL is released: the Rust side installs no
-//! SIGINT handler, so Python's default handler only records the signal and KeyboardInterrupt is
-//! raised once the call returns. Acceptable for now; cancelling a run early needs the engine to
-//! watch a stop flag.
+//! a progress printer) keep running. `run` works in a thread of its own and checks for Python
+//! signals every 20 ms, so Ctrl-C stops the engine promptly and surfaces as KeyboardInterrupt;
+//! `load_main` handles SIGINT itself, as the standalone CLI does.
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -22,9 +25,21 @@ create_exception!(
 fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
     let spec: httpbench_engine::LoadSpec = serde_json::from_str(spec_json)
         .map_err(|e| EngineError::new_err(format!("bad load spec: {e}")))?;
-    let report = py
-        .detach(|| httpbench_engine::run(&spec))
-        .map_err(|e| EngineError::new_err(e.to_string()))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let engine = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || httpbench_engine::run_until(&spec, &stop))
+    };
+    while !engine.is_finished() {
+        py.detach(|| std::thread::sleep(Duration::from_millis(20)));
+        if let Err(interrupt) = py.check_signals() {
+            stop.store(true, Ordering::Relaxed);
+            py.detach(|| engine.join()).ok();
+            return Err(interrupt);
+        }
+    }
+    let outcome = engine.join().map_err(|_| EngineError::new_err("the engine thread failed"))?;
+    let report = outcome.map_err(|e| EngineError::new_err(e.to_string()))?;
     serde_json::to_string(&report).map_err(|e| EngineError::new_err(e.to_string()))
 }
 
