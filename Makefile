@@ -40,7 +40,8 @@ build:
 # The response parser under cargo-fuzz, bounded to 60 s.
 fuzz:
 	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
-	cd fuzz && cargo +nightly fuzz run response_parser -- -max_total_time=60
+	mkdir -p fuzz/corpus/response_parser
+	cd fuzz && cargo +nightly fuzz run response_parser corpus/response_parser seeds/response_parser -- -max_total_time=60 -dict=response_parser.dict
 
 bench: bench-deps build
 	bench/engine_vs_peers
