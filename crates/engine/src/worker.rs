@@ -114,6 +114,8 @@ struct Conn {
     due: u64,
     /// The time it is queued to be woken at, if any.
     wake_at: Option<u64>,
+    /// Listed in `Worker::refill`.
+    refill: bool,
     bind: Option<IpAddr>,
 }
 
@@ -125,6 +127,10 @@ pub struct Worker<'a> {
     series: SecondRecorder,
     /// Connections to act on at a time: (time, connection).
     wakes: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Connections whose pipeline has room, refilled once the whole batch of completions is
+    /// in: a server that answers pipelined requests one segment at a time would otherwise get
+    /// as many one-request sends, each a packet with its full cost in the kernel.
+    refill: Vec<u32>,
     now: u64,
     measure_from: u64,
     /// End of a timed run, in ns since `start`.
@@ -174,6 +180,7 @@ impl<'a> Worker<'a> {
                     // Phases spread evenly over all connections of all threads: no microbursts.
                     due: (global as f64 * 1e9 / total_rate) as u64,
                     wake_at: None,
+                    refill: false,
                     bind: (!shared.bind.is_empty()).then(|| shared.bind[global % shared.bind.len()]),
                 }
             })
@@ -185,6 +192,7 @@ impl<'a> Worker<'a> {
             latencies: Latencies::default(),
             series: SecondRecorder::new(a.index, series),
             wakes: BinaryHeap::new(),
+            refill: Vec::new(),
             now: 0,
             measure_from,
             end,
@@ -209,6 +217,14 @@ impl<'a> Worker<'a> {
 
     fn second(&self) -> u64 {
         self.now.saturating_sub(self.measure_from) / 1_000_000_000
+    }
+
+    fn mark_for_refill(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        if !c.refill {
+            c.refill = true;
+            self.refill.push(i as u32);
+        }
     }
 
     fn schedule(&mut self, i: usize, at: u64) {
@@ -279,6 +295,13 @@ impl<'a> Worker<'a> {
                 self.abort(format!("the {} reactor failed: {e}", R::NAME));
                 break;
             }
+            let mut refill = std::mem::take(&mut self.refill);
+            for &i in &refill {
+                self.conns[i as usize].refill = false;
+                self.send_more(reactor, i as usize);
+            }
+            refill.clear();
+            self.refill = refill;
         }
         self.finish(reactor)
     }
@@ -507,7 +530,7 @@ impl<'a> Worker<'a> {
                     unsafe { reactor.send(token, fd, rest, len - n) };
                 } else {
                     c.sending = None;
-                    self.send_more(reactor, i);
+                    self.mark_for_refill(i);
                 }
             }
             Completion::SendFailed(errno) | Completion::RecvFailed(errno) => {
@@ -560,7 +583,7 @@ impl<'a> Worker<'a> {
         let c = &self.conns[i];
         if !c.pending.is_empty() {
             if !c.server_closing {
-                self.send_more(reactor, i);
+                self.mark_for_refill(i);
             }
             return;
         }
@@ -573,7 +596,7 @@ impl<'a> Worker<'a> {
         } else if spent {
             self.reconnect(reactor, i);
         } else {
-            self.send_more(reactor, i);
+            self.mark_for_refill(i);
         }
     }
 

@@ -1,0 +1,234 @@
+"""Running a server under test: a private run directory, the whole process tree pinned, a
+readiness check, and a stop that leaves nothing behind, even after Ctrl-C or a crash.
+
+Servers run in the foreground as session leaders, so their workers share a session and a
+process group: stopping is one signal to the group, and a leftover is found by its session id.
+Each server is also told (PR_SET_PDEATHSIG) to die with the suite, should the suite be killed
+before it can clean up.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import http.client
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import List, Optional, Set
+
+from httpbench.servers.base import Config, Server, ServerProfile, Site, fill
+
+_PR_SET_PDEATHSIG = 1
+_running: Set["RunningServer"] = set()
+
+
+class ServerFailed(Exception):
+    """A server could not be started, or did not come up; the message is one line saying what
+    went wrong (with the server's own words when it has any) and what to do."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether a server could listen there (with SO_REUSEADDR, as servers do)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def session_pids(sid: int) -> List[int]:
+    """Every live process of session `sid` (the server and all its workers)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        # Fields after the command name, which may itself hold spaces and parentheses.
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[3]) == sid and fields[0] != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+@dataclass(eq=False)
+class RunningServer:
+    server: Server
+    site: Site
+    profile: ServerProfile
+    config: Config
+    process: subprocess.Popen
+    log: Path
+    backend: Optional["RunningServer"] = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def pids(self) -> List[int]:
+        return session_pids(self.process.pid)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Stop gracefully, then kill whatever is left of the session; the backend last."""
+        try:
+            if self.alive():
+                self.process.send_signal(signal.SIGTERM)
+                try:
+                    self.process.wait(timeout=grace)
+                except subprocess.TimeoutExpired:
+                    pass
+            for _ in range(50):
+                left = self.pids()
+                if not left:
+                    break
+                for pid in left:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                time.sleep(0.05)
+            if self.process.poll() is None:
+                self.process.wait(timeout=5)
+        finally:
+            _running.discard(self)
+            if self.backend is not None:
+                self.backend.stop(grace)
+
+    def __enter__(self) -> "RunningServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _stop_all() -> None:
+    for running in list(_running):
+        running.stop(grace=2.0)
+
+
+atexit.register(_stop_all)
+
+
+def _child_setup(cpus) -> None:
+    """In the server's process, between fork and exec: pin it (its workers inherit the mask) and
+    have the kernel kill it if the suite dies first."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def render(server: Server, site: Site, profile: ServerProfile) -> Config:
+    if profile.config_file is not None:
+        try:
+            template = Path(profile.config_file).read_text()
+        except OSError as e:
+            raise ServerFailed(f"cannot read the config file {profile.config_file}: {e.strerror}") from None
+        first = server.render(site, profile)
+        return Config({first.main: fill(template, site), **{k: v for k, v in first.files.items() if k != first.main}})
+    return server.render(site, profile)
+
+
+def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: float = 20.0) -> RunningServer:
+    """Start `server` for `site` and return once it answers HTTP."""
+    if not server.installed():
+        raise ServerFailed(f"{server.name} is not installed; install it with: {server.install_command()}")
+    if not site.docroot.is_dir():
+        raise ServerFailed(f"document root {site.docroot} does not exist; create it or name another")
+    if not port_is_free(site.host, site.port):
+        raise ServerFailed(f"port {site.port} on {site.host} is in use; choose another port or stop what listens there")
+    backend = None
+    origin = server.backend()
+    if origin is not None:
+        backend_site = replace(site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None)
+        backend = start(origin, backend_site, profile, ready_timeout)
+        site = replace(site, upstream=f"{backend_site.host}:{backend_site.port}")
+    try:
+        site.run_dir.mkdir(parents=True, exist_ok=True)
+        config = render(server, site, profile)
+        for name, text in config.files.items():
+            (site.run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+            (site.run_dir / name).write_text(text)
+        log = site.run_dir / "server.log"
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                server.command(site, site.run_dir), cwd=site.run_dir, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                env={**os.environ, **server.environment(site)},
+                preexec_fn=lambda: _child_setup(site.cpus))
+        running = RunningServer(server, site, profile, config, process, log, backend)
+        _running.add(running)
+    except BaseException:
+        if backend is not None:
+            backend.stop()
+        raise
+    try:
+        _wait_ready(running, ready_timeout)
+    except BaseException:
+        running.stop(grace=1.0)
+        raise
+    return running
+
+
+def _wait_ready(running: RunningServer, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    site = running.site
+    while True:
+        code = running.process.poll()
+        if code is not None:
+            raise ServerFailed(f"{running.server.name} exited with code {code} at start: {_explain(running)}")
+        try:
+            conn = http.client.HTTPConnection(site.host, site.port, timeout=1)
+            conn.request("GET", "/")
+            conn.getresponse().read()
+            conn.close()
+            return
+        except (OSError, http.client.HTTPException):
+            pass
+        if time.monotonic() > deadline:
+            raise ServerFailed(f"{running.server.name} did not answer on {site.url} within {timeout:.0f} s: {_explain(running)}")
+        time.sleep(0.05)
+
+
+def _explain(running: RunningServer) -> str:
+    """The server's own last word, and the rendered config line it names, if it names one."""
+    lines = [line.strip() for line in running.log_tail(40).splitlines() if line.strip()]
+    said = next((l for l in reversed(lines) if re.search(r"emerg|error|fatal|invalid|unknown|failed|cannot", l, re.I)),
+                lines[-1] if lines else "it printed nothing")
+    where = re.search(r"([\w./-]+):(\d+)", said)
+    if where:
+        name = Path(where.group(1)).name
+        text = running.config.files.get(name)
+        if text is not None:
+            number = int(where.group(2))
+            rendered = text.splitlines()
+            if 0 < number <= len(rendered):
+                said += f" (line {number} of the rendered {name}: {rendered[number - 1].strip()!r})"
+    return said

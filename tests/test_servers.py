@@ -1,0 +1,100 @@
+"""Every server adapter, for real: started in both profiles with its process tree pinned,
+verified on a 7-byte, a 100-byte and a 25 KB file, loaded by the engine, and stopped leaving no
+process behind. Adapters are found by discovery, so a new adapter is tested by being written."""
+
+import os
+import socket
+
+import pytest
+
+from httpbench import engine, servers
+from httpbench.servers import ServerFailed, ServerProfile, Site, start, verify
+from httpbench.servers.process import port_is_free, session_pids
+
+# The write-ups' files: 000's 7-byte index.html, 002's 100-byte page, 004's 25 KB jpg.
+FILES = {
+    "index.html": b"hello!\n",
+    "100.html": (b"<html><body>" + b"x" * 73 + b"</body></html>\n"),
+    "test.jpg": bytes((i * 7 + 3) % 256 for i in range(25 * 1024)),
+}
+assert len(FILES["100.html"]) == 100
+
+SERVER_CPU, CLIENT_CPU = 0, 1
+
+
+@pytest.fixture
+def site(tmp_path):
+    docroot = tmp_path / "www"
+    docroot.mkdir()
+    for name, body in FILES.items():
+        (docroot / name).write_bytes(body)
+    return Site(docroot=docroot, run_dir=tmp_path / "run", port=servers.free_port(), cpus=(SERVER_CPU,))
+
+
+def _require(adapter):
+    if not adapter.installed():
+        pytest.fail(f"{adapter.name} is not installed: {adapter.install_command()}")
+
+
+@pytest.mark.parametrize("profile", ["default", "tuned"])
+@pytest.mark.parametrize("name", servers.names())
+def test_adapter_serves_verified_pinned_load_and_stops_clean(site, name, profile):
+    adapter = servers.get(name)
+    _require(adapter)
+    with start(adapter, site, ServerProfile(profile)) as running:
+        pids = running.pids()
+        assert pids, "no server process"
+        for pid in pids:
+            assert os.sched_getaffinity(pid) == {SERVER_CPU}, f"pid {pid} is not pinned"
+        verify(site, FILES, name)
+        report = engine.run({"urls": [site.url + "index.html"], "connections": 8, "stop": {"duration": 1.0},
+                             "cpus": [CLIENT_CPU], "expect_length": len(FILES["index.html"])})
+        assert report["requests"]["completed"] > 100, report["requests"]
+        assert report["errors_total"] == 0, report["errors"]
+        assert running.config.text.strip()
+        assert adapter.version()
+    assert session_pids(running.pid) == [], "processes left behind"
+    assert running.backend is None or session_pids(running.backend.pid) == []
+    assert port_is_free(site.host, site.port)  # for the next server (TIME_WAIT aside)
+
+
+def test_unknown_server_lists_the_known_ones():
+    with pytest.raises(servers.UnknownServer, match="known servers: .*nginx"):
+        servers.get("ngnix")
+
+
+def test_port_in_use_is_one_clear_line(site):
+    with socket.socket() as s:
+        s.bind((site.host, site.port))
+        s.listen()
+        with pytest.raises(ServerFailed, match=f"port {site.port} .* in use"):
+            start(servers.get("nginx"), site, ServerProfile("tuned"))
+
+
+def test_rejected_config_shows_the_servers_error_and_the_line(site):
+    profile = ServerProfile("tuned", directives=("no_such_directive on;",))
+    with pytest.raises(ServerFailed) as failed:
+        start(servers.get("nginx"), site, profile)
+    message = str(failed.value)
+    assert "no_such_directive" in message and "\n" not in message
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_nginx_of(p, site)]
+
+
+def _is_nginx_of(pid, site):
+    try:
+        return str(site.run_dir) in open(f"/proc/{pid}/cmdline").read()
+    except OSError:
+        return False
+
+
+def test_missing_document_root_is_refused(site, tmp_path):
+    missing = Site(docroot=tmp_path / "nope", run_dir=site.run_dir, port=site.port)
+    with pytest.raises(ServerFailed, match="does not exist"):
+        start(servers.get("nginx"), missing, ServerProfile())
+
+
+def test_server_that_compresses_fails_verification(site):
+    profile = ServerProfile("tuned", directives=("gzip on; gzip_min_length 1; gzip_types *;",))
+    with start(servers.get("nginx"), site, profile):
+        with pytest.raises(servers.VerificationFailed, match="compressed"):
+            verify(site, FILES, "nginx", headers={"Accept-Encoding": "gzip"})
