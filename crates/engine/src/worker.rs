@@ -448,6 +448,12 @@ impl<'a> Worker<'a> {
             return;
         }
         let mut k = spec.pipeline as u64 - c.pending.len() as u64;
+        // Refill a pipeline once half of it is free, not one slot at a time: each send is a
+        // packet whose kernel cost dwarfs the request's, and servers answer pipelined requests
+        // in separate segments. A connection keeps between P/2 and P requests outstanding.
+        if !c.pending.is_empty() && k < (spec.pipeline as u64).div_ceil(2) {
+            return;
+        }
         if let Some(limit) = spec.requests_per_connection {
             k = k.min(limit - c.on_connection);
         }
