@@ -98,3 +98,28 @@ def test_server_that_compresses_fails_verification(site):
     with start(servers.get("nginx"), site, profile):
         with pytest.raises(servers.VerificationFailed, match="compressed"):
             verify(site, FILES, "nginx", headers={"Accept-Encoding": "gzip"})
+
+
+def _httpbench(*args):
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_servers_command_lists_adapters_with_state_and_version():
+    done = _httpbench("servers")
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert set(rows) == set(servers.names())
+    assert "installed" in rows["nginx"] and "nginx/" in rows["nginx"]
+
+
+@pytest.mark.parametrize("args,says", [
+    (["servers", "install", "ngnix"], "known servers"),
+    (["servers", "install"], "name the servers"),
+    (["servers", "frob"], "invalid choice"),
+])
+def test_servers_command_bad_input_is_one_line(args, says):
+    done = _httpbench(*args)
+    assert done.returncode == 2 and says in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

@@ -23,10 +23,27 @@ def _parser() -> argparse.ArgumentParser:
     # `httpbench --help` lists it.
     commands.add_parser("load", add_help=False,
                         help="generate HTTP load (its options: httpbench load --help)")
+    listing = commands.add_parser("servers", help="list the servers under test; 'servers install NAME...' installs them")
+    listing.add_argument("action", nargs="?", choices=["install"], help="install the named servers' Debian packages")
+    listing.add_argument("names", nargs="*", metavar="NAME")
+    listing.set_defaults(run=_servers)
     check = commands.add_parser("doctor", help="check this host's settings for benchmarking")
     check.add_argument("--json", action="store_true", help="print facts and checks as JSON")
     check.set_defaults(run=lambda args: doctor.main(as_json=args.json))
     return parser
+
+
+def _servers(args: argparse.Namespace) -> int:
+    from httpbench.servers import catalog
+    if args.action is None:
+        return catalog.show()
+    if not args.names:
+        raise _UsageError("name the servers to install, e.g. 'httpbench servers install nginx lighttpd'")
+    return catalog.install(args.names)
+
+
+class _UsageError(Exception):
+    pass
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -38,7 +55,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _engine.load_main(["httpbench load", *argv[1:]])
         args = _parser().parse_args(argv)
         return args.run(args)
-    except _engine.EngineError as e:
+    except (_engine.EngineError, _UsageError, ValueError) as e:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
