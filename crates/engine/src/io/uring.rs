@@ -199,15 +199,17 @@ impl Reactor for UringReactor {
         if self.current(token).is_some() {
             self.fds[slot_of(token)] = (0, -1);
         }
-        // Shutting down first ends the multishot receive, which holds its own reference to
-        // the socket and would otherwise keep it open after the descriptor is closed. The hard
-        // link closes the descriptor even when the shutdown fails (never connected).
-        let shut = opcode::Shutdown::new(Fd(fd), libc::SHUT_RDWR)
+        // The multishot receive holds its own reference to the socket and would keep it open
+        // after the descriptor is closed: cancel it first. Both run inline at submission
+        // (a shutdown op would be punted to io-wq worker threads, costing a fifth of a
+        // keep-alive-off run), and the hard link closes the descriptor even when there was
+        // nothing to cancel (a connect that failed).
+        let cancel = opcode::AsyncCancel::new(OP_RECV | token)
             .build()
             .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
             .user_data(OP_CLOSE);
         let close = opcode::Close::new(Fd(fd)).build().flags(squeue::Flags::SKIP_SUCCESS).user_data(OP_CLOSE);
-        self.push(&shut);
+        self.push(&cancel);
         self.push(&close);
     }
 
