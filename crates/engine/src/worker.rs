@@ -12,7 +12,7 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use crate::http::request::RequestSet;
-use crate::http::response::{ParseError, Response, ResponseParser, ResponseSink};
+use crate::http::response::{EofOutcome, Response, ResponseParser, ResponseSink};
 use crate::io::{new_socket, Completion, Reactor, SockAddr, Token};
 use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
@@ -547,10 +547,9 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8]) {
-        if self.measuring(self.now) {
-            self.counters.bytes_read += data.len() as u64;
-        }
+    /// Hand connection `i`'s parser to `parse` with a sink that accounts for every response it
+    /// completes; returns what `parse` returned and whether a response came unasked.
+    fn parse<T>(&mut self, i: usize, parse: impl FnOnce(&mut ResponseParser, &mut Sink<'_>) -> T) -> (T, bool) {
         let second = self.second();
         let c = &mut self.conns[i];
         let mut sink = Sink {
@@ -566,20 +565,23 @@ impl<'a> Worker<'a> {
             done: 0,
             unsolicited: false,
         };
-        let parsed = c.parser.feed(data, &mut sink);
+        let out = parse(&mut c.parser, &mut sink);
         let (done, unsolicited) = (sink.done, sink.unsolicited);
         self.outstanding -= done;
         if done > 0 {
             self.last_progress = self.now;
         }
-        match parsed {
-            Err(ParseError::Protocol(_)) | Err(ParseError::HeadTooLarge) => {
-                return self.fail(reactor, i, ErrorClass::Protocol)
-            }
-            Ok(()) if unsolicited => return self.fail(reactor, i, ErrorClass::Protocol),
-            Ok(()) => {}
+        (out, unsolicited)
+    }
+
+    fn received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8]) {
+        if self.measuring(self.now) {
+            self.counters.bytes_read += data.len() as u64;
         }
-        self.after_responses(reactor, i);
+        match self.parse(i, |parser, sink| parser.feed(data, sink)) {
+            (Err(_), _) | (Ok(()), true) => self.fail(reactor, i, ErrorClass::Protocol),
+            (Ok(()), false) => self.after_responses(reactor, i),
+        }
     }
 
     /// Decide what a connection does once responses have arrived.
@@ -607,24 +609,7 @@ impl<'a> Worker<'a> {
     }
 
     fn eof<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        let second = self.second();
-        let c = &mut self.conns[i];
-        let mut sink = Sink {
-            now: self.now,
-            measure_from: self.measure_from,
-            expect_length: self.shared.expect_length,
-            pending: &mut c.pending,
-            first_byte: &mut c.first_byte,
-            server_closing: &mut c.server_closing,
-            counters: &mut self.counters,
-            latencies: &mut self.latencies,
-            series: self.series.at(second),
-            done: 0,
-            unsolicited: false,
-        };
-        let outcome = c.parser.feed_eof(&mut sink);
-        self.outstanding -= sink.done;
-        use crate::http::response::EofOutcome;
+        let (outcome, _) = self.parse(i, |parser, sink| parser.feed_eof(sink));
         let class = match outcome {
             EofOutcome::MidBody => ErrorClass::LengthMismatch,
             _ => ErrorClass::Eof,
