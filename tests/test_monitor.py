@@ -1,0 +1,201 @@
+"""The monitor against real processes: nginx idle, under load, losing a worker and killed;
+and a 100-process tree the size of apache2-prefork's, for what one sample costs.
+
+Every server here is started by the test, bound to 127.0.0.1, and stopped by PID; loads last at
+most a second or two.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from httpbench import engine, servers
+from httpbench.monitor import Monitor, ProcessTree, sample_tree
+from httpbench.servers import ServerProfile, Site
+from httpbench.servers.process import session_pids
+
+SERVER_CPU, CLIENT_CPU = 0, 1
+PAGE = b"hello!\n"
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    adapter = servers.get("nginx")
+    if not adapter.installed():
+        pytest.fail(f"nginx is not installed: {adapter.install_command()}")
+    docroot = tmp_path / "www"
+    docroot.mkdir()
+    (docroot / "index.html").write_bytes(PAGE)
+    site = Site(docroot=docroot, run_dir=tmp_path / "run", port=servers.free_port(), cpus=(SERVER_CPU,))
+    with servers.start(adapter, site, ServerProfile("tuned")) as running:
+        yield running
+
+
+def load(running, seconds: float) -> dict:
+    return engine.run({"urls": [running.site.url + "index.html"], "connections": 8,
+                       "stop": {"duration": seconds}, "cpus": [CLIENT_CPU], "allow_errors": True})
+
+
+def workers(running):
+    return [pid for pid in running.pids() if pid != running.pid]
+
+
+def test_idle_then_load(nginx):
+    with Monitor(nginx) as monitor:
+        idle = monitor.baseline()
+        with monitor.window() as measured:
+            report = load(nginx, 1.5)
+    busy = measured.window
+    assert report["requests"]["completed"] > 1000
+    for w in (idle, busy):
+        assert w.rss_mean_bytes > 0 and w.rss_peak_bytes >= w.rss_mean_bytes
+        assert w.pss_mean_bytes is not None and 0 < w.pss_mean_bytes <= w.rss_mean_bytes
+        assert 0 < w.pss_peak_bytes <= w.rss_peak_bytes
+        assert 0.0 <= w.machine_idle_share <= 1.0
+        assert w.processes_min == w.processes_max == 2  # tuned: master + one worker per CPU
+        assert w.threads_peak >= 2 and w.fds_peak > 0
+        assert w.events == [] and not w.crashed
+    # 5 and 15 intervals, give or take a late wake-up on a busy machine.
+    assert idle.samples >= 4 and busy.samples >= 10
+    assert 1.4 < busy.duration_s < 4
+    # Idle nginx spends next to nothing; loaded, all its CPU can give. How much that is depends
+    # on what else this machine runs, so only "far more" is asserted.
+    assert idle.cpu_cores < 0.05
+    assert busy.cpu_cores > 0.1 and busy.cpu_cores > 5 * idle.cpu_cores
+    assert busy.cpu_user_cores > 0 and busy.cpu_sys_cores > 0
+
+
+def test_sigkill_mid_window_is_a_crash_not_a_slow_server(nginx):
+    with Monitor(nginx) as monitor:
+        monitor.start_window()
+        loader = threading.Thread(target=load, args=(nginx, 1.0))
+        loader.start()
+        time.sleep(0.4)
+        for pid in [nginx.pid, *workers(nginx)]:  # the master first, as a crash would
+            os.kill(pid, signal.SIGKILL)
+        loader.join(timeout=10)
+        time.sleep(0.2)
+        window = monitor.end_window()
+    assert window.crashed
+    assert f"server (pid {nginx.pid}) died during the window" in window.events
+    assert "server exited during the window" in window.events
+    assert window.processes_min == 0 and window.processes_max == 2
+    assert window.rss_mean_bytes > 0  # what was measured while it ran is kept
+
+
+def test_killed_worker_is_a_restart(nginx):
+    with Monitor(nginx) as monitor:
+        monitor.baseline(0.2)
+        (old,) = workers(nginx)
+        with monitor.window() as measured:
+            os.kill(old, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+            while not [p for p in workers(nginx) if p != old] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.2)
+    window = measured.window
+    (new,) = workers(nginx)
+    assert new != old
+    assert not window.crashed
+    assert f"worker pid {old} exited" in window.events
+    assert f"1 new worker appeared (pid {new})" in window.events
+
+
+@pytest.fixture
+def prefork_tree():
+    """A session leader with 100 forked children, sleeping: apache2-prefork's shape. Each child
+    shares the interpreter's pages with the others, so RSS summed counts them 101 times."""
+    code = """
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None)
+children = 0
+for _ in range(100):
+    if os.fork() == 0:
+        libc.prctl(1, signal.SIGKILL)  # die with the leader (PR_SET_PDEATHSIG)
+        time.sleep(60)
+        os._exit(0)
+    children += 1
+print(children, flush=True)
+time.sleep(60)
+"""
+    leader = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        assert leader.stdout.readline().strip() == "100"
+        yield leader
+    finally:
+        for pid in session_pids(leader.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        leader.wait(timeout=10)
+
+
+def _cost(sid: int, samples: int = 10) -> tuple:
+    """CPU seconds one sample costs (the thread's own, user and system: unlike wall time, not
+    inflated by whatever else runs here): every PSS read fresh, and as the monitor samples,
+    after its first sample and at its interval."""
+    start = time.thread_time()
+    for _ in range(samples):
+        sample_tree(sid)
+    fresh = (time.thread_time() - start) / samples
+    tree, spent = ProcessTree(sid), 0.0
+    tree.sample()
+    for _ in range(samples):
+        time.sleep(0.1)
+        start = time.thread_time()
+        tree.sample()
+        spent += time.thread_time() - start
+    return fresh, spent / samples
+
+
+def test_a_prefork_sized_tree_is_cheap_to_sample(prefork_tree, nginx):
+    tree = sample_tree(prefork_tree.pid)
+    assert tree.processes == 101
+    # The children share the interpreter's pages: PSS far below RSS summed.
+    assert tree.pss_bytes < tree.rss_bytes / 3
+    small, large = _cost(nginx.pid), _cost(prefork_tree.pid)
+    print(f"\none sample, all PSS fresh / as the monitor samples: nginx (2 processes) "
+          f"{small[0] * 1e3:.2f} / {small[1] * 1e3:.2f} ms, 101 processes "
+          f"{large[0] * 1e3:.2f} / {large[1] * 1e3:.2f} ms")
+    # About 1 ms and 3.5 ms on a quiet machine; 10 ms at 10 samples a second would be 10% of a
+    # core. The margin is for a machine busy with other work, which slows /proc reads too.
+    assert small[1] < 0.010 and large[1] < 0.010
+
+
+def test_cpu_of_an_exited_worker_is_kept(tmp_path):
+    code = """
+import os, time
+if os.fork() == 0:
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    time.sleep(0.3)  # be seen with all that CPU spent, then exit
+    os._exit(0)
+os.wait()
+time.sleep(30)
+"""
+    leader = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+    try:
+        tree = ProcessTree(leader.pid)
+        totals, processes = [], []
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            s = tree.sample()
+            totals.append(s.cpu_user_s + s.cpu_sys_s)
+            processes.append(s.processes)
+            if len(processes) > 3 and processes[-1] == 1 and 2 in processes:
+                break
+            time.sleep(0.05)
+        assert 2 in processes and processes[-1] == 1, processes
+        assert totals == sorted(totals), "CPU time went backwards when the worker exited"
+        assert totals[-1] >= 0.25
+    finally:
+        leader.kill()
+        leader.wait(timeout=10)
