@@ -123,3 +123,28 @@ def test_servers_command_bad_input_is_one_line(args, says):
     done = _httpbench(*args)
     assert done.returncode == 2 and says in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_servers_die_with_a_killed_suite(site):
+    # A suite process that starts nginx and is then SIGKILLed: nothing of nginx may survive.
+    import signal
+    import subprocess
+    import sys
+    import time
+    code = ("import sys, pathlib\n"
+            "from httpbench import servers\n"
+            "from httpbench.servers import Site, ServerProfile\n"
+            f"site = Site(docroot=pathlib.Path({str(site.docroot)!r}), run_dir=pathlib.Path({str(site.run_dir)!r}),"
+            f" port={site.port}, cpus=(0,))\n"
+            "running = servers.start(servers.get('nginx'), site, ServerProfile('default'))\n"
+            "print(running.pid, flush=True)\n"
+            "import time; time.sleep(60)\n")
+    suite = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    sid = int(suite.stdout.readline())
+    assert len(session_pids(sid)) >= 2  # master and workers
+    suite.send_signal(signal.SIGKILL)
+    suite.wait()
+    deadline = time.monotonic() + 5
+    while session_pids(sid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert session_pids(sid) == []

@@ -3,8 +3,10 @@ readiness check, and a stop that leaves nothing behind, even after Ctrl-C or a c
 
 Servers run in the foreground as session leaders, so their workers share a session and a
 process group: stopping is one signal to the group, and a leftover is found by its session id.
-Each server is also told (PR_SET_PDEATHSIG) to die with the suite, should the suite be killed
-before it can clean up.
+Should the suite die without cleaning up (SIGKILL, a crash of the interpreter), a watchdog
+process it started kills every server session it was told of: it learns them through a pipe
+and acts when the pipe closes, which the kernel does however the suite ends. (PR_SET_PDEATHSIG
+alone is not enough: it reaches only the leader, and nginx's workers outlive their master.)
 """
 
 from __future__ import annotations
@@ -117,7 +119,9 @@ class RunningServer:
             if self.process.poll() is None:
                 self.process.wait(timeout=5)
         finally:
-            _running.discard(self)
+            if self in _running:
+                _running.discard(self)
+                _tell_watchdog(f"-{self.process.pid}")
             if self.backend is not None:
                 self.backend.stop(grace)
 
@@ -126,6 +130,33 @@ class RunningServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+# Reads session ids from stdin ("+sid" started, "-sid" stopped); at end of input the suite is
+# gone, and it kills what is still registered.
+_WATCHDOG = """
+import os, signal, sys
+live = set()
+for line in sys.stdin:
+    (live.add if line[0] == "+" else live.discard)(int(line[1:]))
+for sid in live:
+    try:
+        os.killpg(sid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+_watchdog: Optional[subprocess.Popen] = None
+
+
+def _tell_watchdog(message: str) -> None:
+    global _watchdog
+    if _watchdog is None or _watchdog.poll() is not None:
+        import sys
+        # Its own session, so a Ctrl-C aimed at the suite's process group does not end it early.
+        _watchdog = subprocess.Popen([sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+    _watchdog.stdin.write(message + "\n")
+    _watchdog.stdin.flush()
 
 
 def _stop_all() -> None:
@@ -185,6 +216,7 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
                 preexec_fn=lambda: _child_setup(site.cpus))
         running = RunningServer(server, site, profile, config, process, log, backend)
         _running.add(running)
+        _tell_watchdog(f"+{process.pid}")
     except BaseException:
         if backend is not None:
             backend.stop()
