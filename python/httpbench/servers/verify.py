@@ -44,6 +44,8 @@ def verify(site: Site, files: Dict[str, bytes], server_name: str, compression: b
         length = response.getheader("Content-Length")
         if length is None:
             raise fail("no Content-Length")
+        if not length.isdigit():
+            raise fail(f"Content-Length {length!r} is not a number")
         if not compression and int(length) != len(expected):
             raise fail(f"Content-Length {length}, not {len(expected)}")
         if not compression and body != expected:

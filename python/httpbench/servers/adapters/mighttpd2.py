@@ -1,0 +1,72 @@
+"""Mighttpd2 4.0, from Debian's mighttpd2: a Haskell server on warp, one process whose threads run
+on as many cores as GHC's runtime is given (`+RTS -N`; version 4 has no Worker_Processes)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import List, Optional
+
+from httpbench.servers.base import Config, Server, ServerProfile, Site
+from httpbench.servers.process import ServerFailed
+
+
+class Mighttpd2(Server):
+    name = "mighttpd2"
+    summary = "Mighttpd2 (Haskell, warp), one process, GHC threads on N cores"
+    packages = ("mighttpd2",)
+    program = "/usr/bin/mighty"
+
+    def version(self) -> Optional[str]:
+        # mighty has no version option (with no arguments it serves the cwd on port 8080) and says
+        # its version only in the Server header: ask the package database instead.
+        if self.executable() is None:
+            return None
+        try:
+            out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "mighttpd2"],
+                                 capture_output=True, text=True, timeout=20).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        return f"mighttpd2 {out}" if out else "mighttpd2 (not from a Debian package)"
+
+    def render(self, site: Site, profile: ServerProfile) -> Config:
+        if re.search(r"[\s,\[\]]", str(site.docroot)):
+            # The routing file's grammar has no quoting: a path ends at a space, comma or bracket.
+            raise ServerFailed(f"mighttpd2 cannot serve {site.docroot}: its routing file takes no path "
+                               "with spaces, commas or brackets; use another document root")
+        # GHC's runtime uses one core unless told: tuned gives it one capability per core (000).
+        # The runtime options are a file of their own because command() does not see the profile.
+        rts = f"-N{site.workers}" if profile.name == "tuned" else ""
+        return Config({"mighty.conf": render_conf(site, profile),
+                       "mighty.route": f"# rendered by httpbench\n[*]\n/ -> {site.docroot}/\n",
+                       "mighty.rts": rts + "\n"})
+
+    def command(self, site: Site, config_dir: Path) -> List[str]:
+        rts = (config_dir / "mighty.rts").read_text().split()
+        return [self.executable(), str(config_dir / "mighty.conf"), str(config_dir / "mighty.route"),
+                *(["+RTS", *rts, "-RTS"] if rts else [])]
+
+
+def render_conf(site: Site, profile: ServerProfile) -> str:
+    # mighty takes the first line naming a field, so directives go first to override what follows.
+    extra = "".join(f"{line}\n" for line in profile.directives)
+    # Upstream's example.conf (Debian ships none), with what the suite must change: the foreground
+    # (Debug_Mode, which also sends the access log to stdout, the suite's server.log), the address,
+    # and files kept in the run directory, named relative to it (mighty's working directory)
+    # because a value ends at the first space.
+    conf = f"""# rendered by httpbench for profile {profile.name}
+{extra}Port: {site.port}
+Host: {site.host}
+Debug_Mode: Yes
+User: root
+Group: root
+Pid_File: mighty.pid
+Report_File: mighty_report
+Log_File: log
+Index_File: index.html
+Connection_Timeout: 30
+Fd_Cache_Duration: 10
+Logging: {"No  # every write-up turned logging off" if profile.name == "tuned" else "Yes"}
+"""
+    return conf

@@ -1,0 +1,53 @@
+"""Node.js, Debian's nodejs, running a small static server of ours (node_static.js, shipped beside
+this module) that holds the whole document root in memory: what a Node shop would write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List
+
+from httpbench.servers.base import Config, Server, ServerProfile, Site
+
+SCRIPT = Path(__file__).with_name("node_static.js")
+
+
+class Node(Server):
+    name = "node"
+    summary = "Node.js http module, files held in memory; tuned: one cluster worker per core"
+    packages = ("nodejs",)
+    program = "node"
+
+    def version_args(self) -> List[str]:
+        return ["--version"]
+
+    def version(self):
+        v = super().version()
+        return v and f"node {v}"
+
+    def render(self, site: Site, profile: ServerProfile) -> Config:
+        return Config({"node.json": render_json(site, profile)})
+
+    def command(self, site: Site, config_dir: Path) -> List[str]:
+        return [self.executable(), str(SCRIPT), "--config", str(config_dir / "node.json")]
+
+
+def render_json(site: Site, profile: ServerProfile) -> str:
+    """node_static.js's settings. `server` holds http.Server properties; directives add to it as
+    `NAME=VALUE` (or `NAME VALUE`), e.g. `headersTimeout=10000`."""
+    settings = {"host": site.host, "port": site.port, "root": str(site.docroot), "workers": 1, "server": {}}
+    if profile.name == "tuned":
+        settings["workers"] = site.workers              # cluster: one process per core given (000)
+        settings["server"]["keepAliveTimeout"] = 60000  # 000's keep-alive 60 s (Node's default: 5 s)
+        # Not maxRequestsPerSocket=1024 (000's other keep-alive setting): past it Node answers 503
+        # to requests already sent on the connection, an error the load would count.
+    for directive in profile.directives:
+        name, _, value = directive.replace("=", " ", 1).partition(" ")
+        value = value.strip()
+        try:
+            settings["server"][name] = json.loads(value)
+        except ValueError:
+            settings["server"][name] = value            # a plain string
+    # JSON has no comments: the profile is recorded as a key node_static.js ignores.
+    return json.dumps({"_profile": profile.name, **settings}, indent=2) + "\n"
+

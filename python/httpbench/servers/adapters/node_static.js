@@ -1,0 +1,110 @@
+// A static file server in plain Node, for httpbench: every file of the document root is read into
+// memory at start, then served with keep-alive, an exact Content-Length, a Content-Type by
+// extension, 404 for anything else, and never compressed.
+//
+//   node node_static.js --host H --port P --root DIR [--workers N] [--set NAME=VALUE ...]
+//   node node_static.js --config FILE.json     (the same settings as a JSON object)
+//
+// --workers N > 1 runs N processes with the cluster module; --set NAME=VALUE sets a property of
+// the http.Server (keepAliveTimeout, maxRequestsPerSocket, ...), VALUE read as JSON if it parses.
+'use strict';
+const cluster = require('cluster');
+const fs = require('fs');
+const http = require('http');
+const path = require('path');
+
+const TYPES = {
+  '.html': 'text/html', '.htm': 'text/html', '.txt': 'text/plain', '.css': 'text/css',
+  '.js': 'text/javascript', '.json': 'application/json', '.xml': 'application/xml',
+  '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.png': 'image/png', '.gif': 'image/gif',
+  '.svg': 'image/svg+xml', '.ico': 'image/x-icon', '.webp': 'image/webp', '.pdf': 'application/pdf',
+};
+
+function parseArgs(argv) {
+  const opts = { host: '127.0.0.1', port: 8080, root: '.', workers: 1, server: {} };
+  for (let i = 0; i < argv.length; i += 2) {
+    const [flag, value] = [argv[i], argv[i + 1]];
+    if (value === undefined) throw new Error(`${flag} needs a value`);
+    if (flag === '--config') Object.assign(opts, JSON.parse(fs.readFileSync(value, 'utf8')));
+    else if (flag === '--set') {
+      const eq = value.indexOf('=');
+      if (eq < 1) throw new Error(`--set ${value}: expected NAME=VALUE`);
+      let v = value.slice(eq + 1);
+      try { v = JSON.parse(v); } catch (e) { /* a plain string */ }
+      opts.server[value.slice(0, eq)] = v;
+    } else if (['--host', '--port', '--root', '--workers'].includes(flag)) opts[flag.slice(2)] = value;
+    else throw new Error(`unknown option ${flag}`);
+  }
+  opts.port = Number(opts.port);
+  opts.workers = Math.max(1, Number(opts.workers));
+  return opts;
+}
+
+// URL path -> {body, headers}; headers are built once, so a request costs one map lookup.
+function load(root) {
+  const files = new Map();
+  (function walk(dir, prefix) {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) { walk(full, prefix + entry.name + '/'); continue; }
+      if (!entry.isFile() && !(entry.isSymbolicLink() && fs.statSync(full).isFile())) continue;
+      const body = fs.readFileSync(full);
+      const headers = {
+        'Content-Type': TYPES[path.extname(entry.name).toLowerCase()] || 'application/octet-stream',
+        'Content-Length': body.length,
+      };
+      files.set(prefix + entry.name, { body, headers });
+      if (entry.name === 'index.html') files.set(prefix, { body, headers });
+    }
+  })(root, '/');
+  return files;
+}
+
+const NOT_FOUND = Buffer.from('not found\n');
+
+function serve(opts) {
+  const files = load(opts.root);
+  const server = http.createServer((req, res) => {
+    const q = req.url.indexOf('?');
+    let name = q < 0 ? req.url : req.url.slice(0, q);
+    try { name = decodeURIComponent(name); } catch (e) { name = ''; }
+    const file = (req.method === 'GET' || req.method === 'HEAD') ? files.get(name) : undefined;
+    if (file === undefined) {
+      res.writeHead(req.method === 'GET' || req.method === 'HEAD' ? 404 : 405,
+        { 'Content-Type': 'text/plain', 'Content-Length': NOT_FOUND.length });
+      res.end(req.method === 'HEAD' ? undefined : NOT_FOUND);
+      return;
+    }
+    res.writeHead(200, file.headers);
+    res.end(req.method === 'HEAD' ? undefined : file.body);
+  });
+  for (const [name, value] of Object.entries(opts.server)) {
+    if (!(name in server)) throw new Error(`http.Server has no setting ${name}`);
+    server[name] = value;
+  }
+  server.listen(opts.port, opts.host);
+}
+
+// Workers run this script again with the same arguments, so they read the same settings.
+const opts = parseArgs(process.argv.slice(2));
+
+if (opts.workers > 1 && cluster.isPrimary) {
+  // Workers accept on the shared socket themselves (SCHED_NONE): with the default round-robin the
+  // primary accepts every connection and hands it over, one more hop on the measured path.
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
+  for (let i = 0; i < opts.workers; i++) cluster.fork();
+  // A worker that dies is a failed run, not something to hide by restarting it.
+  cluster.on('exit', (worker, code) => { console.error(`worker ${worker.process.pid} exited (${code})`); process.exit(1); });
+  // Signal the workers directly: worker.kill() first waits for a graceful disconnect.
+  const stop = () => {
+    cluster.removeAllListeners('exit');
+    for (const w of Object.values(cluster.workers)) w.process.kill('SIGTERM');
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+} else {
+  serve(opts);
+  process.on('SIGTERM', () => process.exit(0));
+  console.log(`node_static ${process.pid} serving ${opts.root} on ${opts.host}:${opts.port}`);
+}
