@@ -28,7 +28,7 @@ class ServerProfile:
     # Extra configuration lines, added where the adapter says (e.g. nginx's http block).
     directives: Tuple[str, ...] = ()
     # A whole configuration file replacing the rendered one; `{port}`, `{host}`, `{docroot}`,
-    # `{run_dir}` and `{workers}` in it are filled in.
+    # `{run_dir}`, `{workers}` and `{upstream}` (a fronted origin's host:port) are filled in.
     config_file: Optional[Path] = None
 
     def __post_init__(self) -> None:
@@ -139,4 +139,4 @@ def fill(template: str, site: Site) -> str:
     """A user's whole config file with the site's values put in."""
     return (template.replace("{port}", str(site.port)).replace("{host}", site.host)
             .replace("{docroot}", str(site.docroot)).replace("{run_dir}", str(site.run_dir))
-            .replace("{workers}", str(site.workers)))
+            .replace("{workers}", str(site.workers)).replace("{upstream}", site.upstream or ""))

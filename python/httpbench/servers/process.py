@@ -199,7 +199,8 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
     origin = server.backend()
     if origin is not None:
         backend_site = replace(site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None)
-        backend = start(origin, backend_site, profile, ready_timeout)
+        # The origin gets the profile's name only: directives and a config file are the front's.
+        backend = start(origin, backend_site, ServerProfile(profile.name), ready_timeout)
         site = replace(site, upstream=f"{backend_site.host}:{backend_site.port}")
     try:
         site.run_dir.mkdir(parents=True, exist_ok=True)

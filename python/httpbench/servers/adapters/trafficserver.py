@@ -1,0 +1,144 @@
+"""Apache Traffic Server 9.2, from Debian's trafficserver, caching in front of the nginx adapter.
+
+ATS reads a whole directory of configuration files and writes logs, a cache file and runtime
+state beside it. A runroot file (`runroot.yaml`) points all of those into the run directory, and
+`traffic_server` runs alone (no traffic_manager) in the foreground. Profile directives are extra
+records.config lines, e.g. `CONFIG proxy.config.http.cache.http INT 0`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List
+
+from httpbench.servers.adapters.nginx import Nginx
+from httpbench.servers.base import Config, Server, ServerProfile, Site
+
+ETC = Path("/etc/trafficserver")
+
+
+class TrafficServer(Server):
+    name = "trafficserver"
+    summary = "Apache Traffic Server, event threads, caching in front of nginx"
+    packages = ("trafficserver", "nginx-light")
+    program = "/usr/bin/traffic_server"
+
+    def version_args(self) -> List[str]:
+        return ["-V"]
+
+    def backend(self) -> Server:
+        return Nginx()
+
+    def render(self, site: Site, profile: ServerProfile) -> Config:
+        run = site.run_dir
+        files = {
+            "records.config": records(site, profile),
+            "remap.config": f"map / http://{site.upstream}/\n",   # every request to the nginx backend
+            "storage.config": f"{run} 256M\n",   # Debian's 256 MB, as the (sparse) file run/cache.db
+            "ip_allow.yaml": IP_ALLOW,
+            "runroot.yaml": "".join(f"{key}: {value}\n" for key, value in _layout(run).items()),
+        }
+        if profile.name == "default":
+            files["logging.yaml"] = LOGGING
+        return Config(files)
+
+    def command(self, site: Site, config_dir: Path) -> List[str]:
+        return [self.executable(), f"--run-root={config_dir / 'runroot.yaml'}"]
+
+
+def _layout(run: Path) -> Dict[str, str]:
+    """Programs and plugins from the package; configuration, logs, cache and state all in `run`
+    itself (ATS creates none of its directories)."""
+    return {"prefix": "/usr", "exec_prefix": "/usr", "bindir": "/usr/bin", "sbindir": "/usr/sbin",
+            "includedir": "/usr/include", "libdir": "/usr/lib/trafficserver",
+            "libexecdir": "/usr/lib/trafficserver/modules", "sysconfdir": str(run),
+            "datadir": str(run), "localstatedir": str(run), "runtimedir": str(run),
+            "logdir": str(run), "cachedir": str(run)}
+
+
+def records(site: Site, profile: ServerProfile) -> str:
+    ip = f"[{site.host}]" if ":" in site.host else site.host
+    family = ":ipv6" if ":" in site.host else ""
+    lines = [
+        f"# rendered by httpbench for profile {profile.name}",
+        f"CONFIG proxy.config.http.server_ports STRING {site.port}{family}:ip-in={ip}",
+        f"CONFIG proxy.config.body_factory.template_sets_dir STRING {ETC / 'body_factory'}",
+        "# #-1: stay the suite's user (Debian switches to trafficserver, who cannot enter the run dir)",
+        "CONFIG proxy.config.admin.user_id STRING #-1",
+        "# no crash-log helper process: it insists on a named user and adds a process to account",
+        "CONFIG proxy.config.crash_log_helper STRING NULL",
+        "CONFIG proxy.config.reverse_proxy.enabled INT 1",
+        "CONFIG proxy.config.url_remap.remap_required INT 1",
+        "# Debian's (and upstream's) 2 caches only responses with Expires or max-age, which nginx",
+        "# does not send: ATS would cache nothing. 1: Last-Modified suffices (nginx sends it); the",
+        "# object then lives for the heuristic lifetime, at least an hour.",
+        "CONFIG proxy.config.http.cache.required_headers INT 1",
+        "# Debian's 1 binds threads to all CPUs of a socket, undoing the suite's pinning.",
+        "CONFIG proxy.config.exec_thread.affinity INT 0",
+    ]
+    if profile.name == "tuned":
+        lines += [
+            "# one event thread per core given (000), not one per core of the machine",
+            "CONFIG proxy.config.exec_thread.autoconfig INT 0",
+            f"CONFIG proxy.config.exec_thread.limit INT {site.workers}",
+            "# each event thread accepts on its own SO_REUSEPORT socket (as nginx's reuseport)",
+            "# instead of an accept thread handing every connection over",
+            "CONFIG proxy.config.accept_threads INT 0",
+            "CONFIG proxy.config.exec_thread.listen INT 1",
+            "# no access log: every write-up turned logging off",
+            "CONFIG proxy.config.log.logging_enabled INT 0",
+            "# 000's 60 s keep-alive (Debian 120 s)",
+            "CONFIG proxy.config.http.keep_alive_no_activity_timeout_in INT 60",
+            "# no Via or X-Forwarded-For work per request: headers nobody here reads",
+            "CONFIG proxy.config.http.insert_request_via_str INT 0",
+            "CONFIG proxy.config.http.insert_response_via_str INT 0",
+            "CONFIG proxy.config.http.insert_client_ip INT 0",
+            "CONFIG proxy.config.http.insert_squid_x_forwarded_for INT 0",
+            "# within the 20,000 descriptors here, leaving half to the client (Debian 30,000)",
+            "CONFIG proxy.config.net.connections_throttle INT 10000",
+        ]
+    else:
+        lines += [
+            "# Debian's records.config where it differs from the compiled-in defaults",
+            "CONFIG proxy.config.exec_thread.autoconfig INT 1",
+            "CONFIG proxy.config.exec_thread.autoconfig.scale FLOAT 1.0",
+            "CONFIG proxy.config.accept_threads INT 1",
+            "CONFIG proxy.config.task_threads INT 2",
+            "CONFIG proxy.config.http.insert_request_via_str INT 1",
+            "CONFIG proxy.config.http.insert_response_via_str INT 0",
+            "CONFIG proxy.config.http.keep_alive_no_activity_timeout_in INT 120",
+            "CONFIG proxy.config.http.insert_client_ip INT 1",
+            "CONFIG proxy.config.http.insert_squid_x_forwarded_for INT 1",
+            "CONFIG proxy.config.http.cache.ignore_client_cc_max_age INT 1",
+            "CONFIG proxy.config.http.cache.cache_responses_to_cookies INT 1",
+            "CONFIG proxy.config.http.cache.cache_urls_that_look_dynamic INT 1",
+            "CONFIG proxy.config.http.cache.when_to_revalidate INT 0",
+            "CONFIG proxy.config.net.connections_throttle INT 30000",
+            "CONFIG proxy.config.log.logging_enabled INT 3",
+        ]
+    lines += list(profile.directives)
+    return "\n".join(lines) + "\n"
+
+
+# Debian's rules for loopback, the only address served here: any method.
+IP_ALLOW = """ip_allow:
+  - apply: in
+    ip_addrs: 127.0.0.1
+    action: allow
+    methods: ALL
+  - apply: in
+    ip_addrs: ::1
+    action: allow
+    methods: ALL
+"""
+
+# Debian's access log: squid format, binary, in the log dir (here the run dir).
+LOGGING = """logging:
+  formats:
+    - name: squid
+      format: '%<cqtq> %<ttms> %<chi> %<crc>/%<pssc> %<psql> %<cqhm> %<cquc> %<caun> %<phr>/%<shn> %<psct>'
+  logs:
+    - filename: squid
+      format: squid
+      mode: binary
+"""

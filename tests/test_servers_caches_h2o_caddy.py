@@ -1,0 +1,69 @@
+"""What the shared adapter test cannot see for varnish, trafficserver, h2o and caddy: the caches
+really answer from cache, nobody compresses even when asked, and profile directives land."""
+
+import pytest
+
+from httpbench import engine, servers
+from httpbench.servers import ServerProfile, Site, start, verify
+
+from test_servers import CLIENT_CPU, FILES, SERVER_CPU
+
+OURS = ("varnish", "trafficserver", "h2o", "caddy")
+
+
+@pytest.fixture
+def site(tmp_path):
+    docroot = tmp_path / "www"
+    docroot.mkdir()
+    for name, body in FILES.items():
+        (docroot / name).write_bytes(body)
+    return Site(docroot=docroot, run_dir=tmp_path / "run", port=servers.free_port(), cpus=(SERVER_CPU,))
+
+
+def _lines(path):
+    return len(path.read_text().splitlines())
+
+
+@pytest.mark.parametrize("name", ["varnish", "trafficserver"])
+def test_cache_answers_without_asking_the_backend(site, name):
+    # The default profile's nginx backend keeps an access log: one line per request it served.
+    with start(servers.get(name), site, ServerProfile("default")) as running:
+        verify(site, FILES, name)  # warm-up: every file fetched once
+        log = running.backend.site.run_dir / "access.log"
+        before = _lines(log)
+        report = engine.run({"urls": [site.url + "index.html"], "connections": 4, "stop": {"duration": 0.5},
+                             "cpus": [CLIENT_CPU], "expect_length": len(FILES["index.html"])})
+        assert report["requests"]["completed"] > 100
+        assert _lines(log) == before, "the backend served requests the cache should have"
+
+
+@pytest.mark.parametrize("profile", ["default", "tuned"])
+@pytest.mark.parametrize("name", OURS)
+def test_plain_with_length_on_miss_and_hit(site, name, profile):
+    # Tuned servers send plain files even to a client that accepts gzip. Default ones may then
+    # compress (Debian's nginx does, and a cache passes its answer on), but not for the load,
+    # which sends no Accept-Encoding: a varnish storing gzip used to send such a miss chunked.
+    headers = {"Accept-Encoding": "gzip"} if profile == "tuned" else {}
+    with start(servers.get(name), site, ServerProfile(profile)):
+        for _ in range(2):  # a cache's miss, then its hit
+            verify(site, FILES, name, headers=headers)
+
+
+@pytest.mark.parametrize("name, directive", [("h2o", 'header.add: "X-Bench: yes"'),
+                                             ("caddy", "header X-Bench yes")])
+def test_directives_reach_the_server(site, name, directive):
+    import http.client
+    with start(servers.get(name), site, ServerProfile("tuned", directives=(directive,))):
+        conn = http.client.HTTPConnection(site.host, site.port, timeout=5)
+        conn.request("GET", "/index.html")
+        assert conn.getresponse().getheader("X-Bench") == "yes"
+        conn.close()
+
+
+@pytest.mark.parametrize("name, directive", [("varnish", "-p default_ttl=3600"),
+                                             ("trafficserver", "CONFIG proxy.config.http.cache.http INT 1")])
+def test_directives_of_caches_are_rendered(site, name, directive):
+    # Rendered only: started, the directive would also reach the nginx backend (same profile).
+    site = Site(docroot=site.docroot, run_dir=site.run_dir, port=site.port, upstream="127.0.0.1:1")
+    config = servers.get(name).render(site, ServerProfile("tuned", directives=(directive,)))
+    assert config.files[config.main].rstrip().endswith(directive)
