@@ -255,12 +255,17 @@ def _explain(running: RunningServer) -> str:
     lines = [line.strip() for line in running.log_tail(40).splitlines() if line.strip()]
     said = next((l for l in reversed(lines) if re.search(r"emerg|error|fatal|invalid|unknown|failed|cannot", l, re.I)),
                 lines[-1] if lines else "it printed nothing")
-    where = re.search(r"([\w./-]+):(\d+)", said)
+    # Some servers (apache2) name the file and line on one line and give the reason on the next.
+    at = len(lines) - 1 - lines[::-1].index(said) if said in lines else -1
+    if at > 0 and lines[at - 1].endswith(":"):
+        said = f"{lines[at - 1]} {said}"
+    where = (re.search(r"(?P<file>[\w./-]+):(?P<line>\d+)", said)
+             or re.search(r"line (?P<line>\d+) of (?P<file>[\w./-]+)", said))
     if where:
-        name = Path(where.group(1)).name
+        name = Path(where["file"].rstrip(":")).name
         text = running.config.files.get(name)
         if text is not None:
-            number = int(where.group(2))
+            number = int(where["line"])
             rendered = text.splitlines()
             if 0 < number <= len(rendered):
                 said += f" (line {number} of the rendered {name}: {rendered[number - 1].strip()!r})"

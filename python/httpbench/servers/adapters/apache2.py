@@ -1,0 +1,183 @@
+"""Apache httpd 2.4 from Debian's apache2, once per MPM: prefork, worker and event (all three ship
+in apache2-bin as loadable modules, so one binary and one renderer serve the three adapters).
+
+Privileges: apache refuses `User root` (unless built with BIG_SECURITY_HOLE), and its workers,
+run as www-data, could not reach a document root under a private 0700 directory (pytest's are).
+So when the suite is root, apache is started as www-data with one capability, CAP_DAC_READ_SEARCH
+(read and traverse any path, as nginx's `user root` workers can), and the run directory is given
+to www-data so it can write its pid file and logs there. Nothing outside the run directory changes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from pathlib import Path
+from typing import ClassVar, List
+
+from httpbench.servers.base import Config, Server, ServerProfile, Site
+
+MODULES = "/usr/lib/apache2/modules"
+STOCK = "/etc/apache2/mods-available"
+RUN_USER = "www-data"
+
+# What Debian enables on install (/etc/apache2/mods-enabled), the MPM aside, and which of those
+# have a stock .conf file there; the default profile loads and includes exactly these.
+DEBIAN_MODULES = ("access_compat", "alias", "auth_basic", "authn_core", "authn_file", "authz_core",
+                  "authz_host", "authz_user", "autoindex", "deflate", "dir", "env", "filter", "mime",
+                  "negotiation", "reqtimeout", "setenvif", "status")
+DEBIAN_MODULE_CONFS = ("alias", "autoindex", "deflate", "dir", "mime", "negotiation", "reqtimeout",
+                       "setenvif", "status")
+# Debian's mpm_*.conf values.
+DEBIAN_MPM = {
+    "prefork": "StartServers 5\nMinSpareServers 5\nMaxSpareServers 10\nMaxRequestWorkers 150\n"
+               "MaxConnectionsPerChild 0",
+    "worker": "StartServers 2\nMinSpareThreads 25\nMaxSpareThreads 75\nThreadLimit 64\nThreadsPerChild 25\n"
+              "MaxRequestWorkers 150\nMaxConnectionsPerChild 0",
+}
+DEBIAN_MPM["event"] = DEBIAN_MPM["worker"]
+
+# Tuned: connections apache can hold at once. Every MPM gives each open connection a process
+# (prefork) or a thread (worker; event while a request is in flight), so this must cover the
+# largest concurrency run; 000 went to 1,000. Beyond it connections wait in the listen queue.
+TUNED_CONNECTIONS = 1024
+
+
+class _Apache(Server):
+    mpm: ClassVar[str]
+    packages = ("apache2",)
+    program = "/usr/sbin/apache2"
+
+    def render(self, site: Site, profile: ServerProfile) -> Config:
+        return Config({"apache2.conf": render_conf(site, profile, self.mpm)})
+
+    def command(self, site: Site, config_dir: Path) -> List[str]:
+        # -d: relative paths resolve in the run directory, not /etc/apache2. FOREGROUND: neither
+        # detach nor start a new session, so the framework's session holds every child.
+        apache = [self.executable(), "-d", str(config_dir), "-f", str(config_dir / "apache2.conf"),
+                  "-DFOREGROUND"]
+        if os.geteuid() != 0:
+            return apache  # not root: apache keeps the suite's user and changes nothing
+        shutil.chown(config_dir, RUN_USER, RUN_USER)  # pid file and logs (see the module doc)
+        # --pdeathsig keep: a change of user clears the parent-death signal the framework set.
+        return ["setpriv", f"--reuid={RUN_USER}", f"--regid={RUN_USER}", "--clear-groups",
+                "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search", "--pdeathsig=keep",
+                "--", *apache]
+
+
+class ApachePrefork(_Apache):
+    name = "apache2-prefork"
+    summary = "Apache httpd, prefork MPM: one process per connection"
+    mpm = "prefork"
+
+
+class ApacheWorker(_Apache):
+    name = "apache2-worker"
+    summary = "Apache httpd, worker MPM: processes of threads, one thread per connection"
+    mpm = "worker"
+
+
+class ApacheEvent(_Apache):
+    name = "apache2-event"
+    summary = "Apache httpd, event MPM: threads, idle keep-alive connections parked with a listener"
+    mpm = "event"
+
+
+def render_conf(site: Site, profile: ServerProfile, mpm: str) -> str:
+    # Apache has no end-of-line comments: every comment is a line of its own above its directive.
+    run = site.run_dir
+    host = f"[{site.host}]" if ":" in site.host else site.host
+    mpm_module = f"LoadModule mpm_{mpm}_module {MODULES}/mod_mpm_{mpm}.so\n"
+    if profile.name == "tuned":
+        modules = mpm_module + "".join(f"LoadModule {m}_module {MODULES}/mod_{m}.so\n"
+                                       for m in ("authz_core", "dir", "mime"))
+        body = f"""{_tuned_mpm(mpm, site.workers)}
+# 000's keep-alive settings
+KeepAlive On
+KeepAliveTimeout 60
+MaxKeepAliveRequests 1024
+# 000: sendfile does not pay for tiny files (Off is also apache's own default)
+EnableSendfile Off
+# as nginx's tuned backlog: a connection storm waits in the queue instead of failing
+ListenBacklog 4096
+# no CustomLog: every write-up turned access logging off
+# Content-Type from the system's table, as Debian's mime.conf has it
+TypesConfig /etc/mime.types
+DirectoryIndex index.html
+<Directory />
+    # no .htaccess lookups along every path
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory "{site.docroot}">
+    Require all granted
+</Directory>"""
+    else:
+        # Debian's apache2.conf with its enabled modules, conf-enabled and 000-default site, minus
+        # what would touch the system: pid, logs and runtime files go to the run directory.
+        modules = (mpm_module + "".join(f"LoadModule {m}_module {MODULES}/mod_{m}.so\n" for m in DEBIAN_MODULES)
+                   + "".join(f"Include {STOCK}/{m}.conf\n" for m in DEBIAN_MODULE_CONFS))
+        body = f"""{DEBIAN_MPM[mpm]}
+Timeout 300
+KeepAlive On
+MaxKeepAliveRequests 100
+KeepAliveTimeout 5
+HostnameLookups Off
+ServerTokens OS
+ServerSignature On
+TraceEnable Off
+<Directory />
+    Options FollowSymLinks
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory "{site.docroot}">
+    Options Indexes FollowSymLinks
+    AllowOverride None
+    Require all granted
+</Directory>
+AccessFileName .htaccess
+<FilesMatch "^\\.ht">
+    Require all denied
+</FilesMatch>
+LogFormat "%h %l %u %t \\"%r\\" %>s %O \\"%{{Referer}}i\\" \\"%{{User-Agent}}i\\"" combined
+CustomLog "{run}/access.log" combined"""
+    extra = "".join(f"{line}\n" for line in profile.directives)
+    return f"""# rendered by httpbench for profile {profile.name}, {mpm} MPM
+ServerRoot "{run}"
+DefaultRuntimeDir "{run}"
+PidFile "{run}/apache2.pid"
+Mutex file:{run} default
+ErrorLog "{run}/error.log"
+LogLevel warn
+Listen {host}:{site.port}
+# any name will do: with one, apache skips looking up this machine's at start (warning AH00558)
+ServerName localhost
+DocumentRoot "{site.docroot}"
+{modules}{body}
+{extra}"""
+
+
+def _tuned_mpm(mpm: str, workers: int) -> str:
+    if mpm == "prefork":
+        n = TUNED_CONNECTIONS
+        return f"""# prefork holds a connection for its whole keep-alive life: one process per connection,
+# all forked before the load and none reaped while idle
+ServerLimit {n}
+StartServers {n}
+MinSpareServers 1
+MaxSpareServers {n}
+MaxRequestWorkers {n}
+MaxConnectionsPerChild 0"""
+    threads = math.ceil(TUNED_CONNECTIONS / workers)
+    return f"""# one process per CPU given (as nginx's workers), {TUNED_CONNECTIONS} connection threads in all,
+# all started before the load and none reaped while idle
+ServerLimit {workers}
+StartServers {workers}
+ThreadLimit {threads}
+ThreadsPerChild {threads}
+MaxRequestWorkers {threads * workers}
+MinSpareThreads 1
+MaxSpareThreads {threads * workers}
+MaxConnectionsPerChild 0"""

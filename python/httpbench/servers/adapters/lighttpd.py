@@ -1,0 +1,85 @@
+"""lighttpd, from Debian's lighttpd.
+
+It runs as root (no server.username), as nginx's adapter does (`user root;`). Debian's config
+drops to www-data, but lighttpd serves files from the very process that drops privileges, and
+www-data can neither traverse a document root under a private 0700 directory (pytest's are) nor
+open its error log in a root-owned run directory, which makes lighttpd exit at start. Unlike
+apache, lighttpd accepts running as root, so no other arrangement is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+from httpbench.servers.base import Config, Server, ServerProfile, Site
+
+
+class Lighttpd(Server):
+    name = "lighttpd"
+    summary = "lighttpd, one event-driven process (or N with server.max-worker)"
+    packages = ("lighttpd",)
+    program = "/usr/sbin/lighttpd"
+
+    def render(self, site: Site, profile: ServerProfile) -> Config:
+        return Config({"lighttpd.conf": render_conf(site, profile)})
+
+    def command(self, site: Site, config_dir: Path) -> List[str]:
+        return [self.executable(), "-D", "-f", str(config_dir / "lighttpd.conf")]  # -D: no daemon
+
+
+def render_conf(site: Site, profile: ServerProfile) -> str:
+    run = site.run_dir
+    if profile.name == "tuned":
+        # lighttpd's docs discourage server.max-worker (one process is rarely the bottleneck, and
+        # mod_status and caches become per process); 000 set it to the CPU count, so it is set
+        # only when there is more than one CPU to use.
+        workers = (f"server.max-worker = {site.workers}              # one process per CPU given (000)\n"
+                   if site.workers > 1 else "")
+        body = f"""server.modules = ( "mod_indexfile", "mod_staticfile" )
+{workers}server.max-fds = 20000              # connections are descriptors; 20,000 is the hard limit here
+server.max-connections = 10000      # lighttpd's ceiling is max-fds / 2 (default about 1365)
+server.listen-backlog = 4096        # as nginx's tuned backlog: a connection storm waits, not fails
+server.max-keep-alive-idle = 60     # 000's keep-alive settings
+server.max-keep-alive-requests = 1024
+# no access log: every write-up turned it off (Debian's default has none either)
+# server.network-backend stays sendfile: lighttpd already reads a response body under 16 KB into
+# memory and sends it with the headers in one write; sendfile serves only larger files (the 25 KB
+# one), where it is the cheaper way
+index-file.names = ( "index.html" )"""
+    else:
+        # Debian's /etc/lighttpd/lighttpd.conf and its conf-enabled, minus what would touch the
+        # system: pid, logs and uploads go to the run directory. Not included: use-ipv6.pl (a
+        # listener on [::]; the suite binds one address) and server.username/groupname (see above).
+        body = """server.modules = ( "mod_indexfile", "mod_access", "mod_alias", "mod_redirect" )
+server.feature-flags += ("server.h2proto" => "enable")
+server.feature-flags += ("server.h2c" => "enable")
+server.feature-flags += ("server.graceful-shutdown-timeout" => 5)
+server.http-parseopts = (
+  "header-strict" => "enable",
+  "host-strict" => "enable",
+  "host-normalize" => "enable",
+  "url-normalize-unreserved" => "enable",
+  "url-normalize-required" => "enable",
+  "url-ctrls-reject" => "enable",
+  "url-path-2f-decode" => "enable",
+  "url-path-dotseg-remove" => "enable",
+)
+index-file.names = ( "index.php", "index.html" )
+url.access-deny = ( "~", ".inc" )
+static-file.exclude-extensions = ( ".php", ".pl", ".fcgi" )
+alias.url += ( "/javascript" => "/usr/share/javascript" )
+server.modules += ( "mod_dirlisting", "mod_staticfile" )"""
+    host = f"[{site.host}]" if ":" in site.host else site.host
+    # Added last; to change a setting made above, use := (lighttpd refuses a second =).
+    extra = "".join(f"{line}\n" for line in profile.directives)
+    return f"""# rendered by httpbench for profile {profile.name}
+server.document-root = "{site.docroot}"
+server.upload-dirs = ( "{run}" )
+server.errorlog = "{run}/error.log"
+server.pid-file = "{run}/lighttpd.pid"
+server.bind = "{host}"
+server.port = {site.port}
+include_shell "/usr/share/lighttpd/create-mime.conf.pl"
+{body}
+{extra}"""
