@@ -143,6 +143,31 @@ http {{
         stop(proc)
 
 
+# The write-ups' files: 000's 7-byte index.html, 002's 100-byte page, 004's 25 KB jpg.
+FILES = {
+    "index.html": b"hello!\n",
+    "100.html": (b"<html><body>" + b"x" * 73 + b"</body></html>\n"),
+    "test.jpg": bytes((i * 7 + 3) % 256 for i in range(25 * 1024)),
+}
+SERVER_CPU, CLIENT_CPU = 0, 1
+
+
+def make_site(base: Path, docroot: str = "www", run_dir: str = "run"):
+    """A document root holding FILES and a run directory under `base`, the server on CPU 0."""
+    from httpbench import servers
+    from httpbench.servers import Site
+    root = base / docroot
+    root.mkdir()
+    for name, body in FILES.items():
+        (root / name).write_bytes(body)
+    return Site(docroot=root, run_dir=base / run_dir, port=servers.free_port(), cpus=(SERVER_CPU,))
+
+
+@pytest.fixture
+def site(tmp_path):
+    return make_site(tmp_path)
+
+
 def log_lines(log: Path, settle: float = 0.3) -> list[str]:
     """The access log once nginx has written everything (it writes each line as it goes)."""
     time.sleep(settle)

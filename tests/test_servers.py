@@ -11,25 +11,7 @@ from httpbench import engine, servers
 from httpbench.servers import ServerFailed, ServerProfile, Site, start, verify
 from httpbench.servers.process import port_is_free, session_pids
 
-# The write-ups' files: 000's 7-byte index.html, 002's 100-byte page, 004's 25 KB jpg.
-FILES = {
-    "index.html": b"hello!\n",
-    "100.html": (b"<html><body>" + b"x" * 73 + b"</body></html>\n"),
-    "test.jpg": bytes((i * 7 + 3) % 256 for i in range(25 * 1024)),
-}
-assert len(FILES["100.html"]) == 100
-
-SERVER_CPU, CLIENT_CPU = 0, 1
-
-
-@pytest.fixture
-def site(tmp_path):
-    docroot = tmp_path / "www"
-    docroot.mkdir()
-    for name, body in FILES.items():
-        (docroot / name).write_bytes(body)
-    return Site(docroot=docroot, run_dir=tmp_path / "run", port=servers.free_port(), cpus=(SERVER_CPU,))
-
+from conftest import CLIENT_CPU, FILES, SERVER_CPU
 
 def _require(adapter):
     if not adapter.installed():

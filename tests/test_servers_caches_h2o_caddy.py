@@ -6,18 +6,9 @@ import pytest
 from httpbench import engine, servers
 from httpbench.servers import ServerProfile, Site, start, verify
 
-from test_servers import CLIENT_CPU, FILES, SERVER_CPU
+from conftest import CLIENT_CPU, FILES
 
 OURS = ("varnish", "trafficserver", "h2o", "caddy")
-
-
-@pytest.fixture
-def site(tmp_path):
-    docroot = tmp_path / "www"
-    docroot.mkdir()
-    for name, body in FILES.items():
-        (docroot / name).write_bytes(body)
-    return Site(docroot=docroot, run_dir=tmp_path / "run", port=servers.free_port(), cpus=(SERVER_CPU,))
 
 
 def _lines(path):

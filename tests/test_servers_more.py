@@ -16,16 +16,13 @@ from httpbench.servers.adapters.command import CommandServer
 from httpbench.servers.adapters.node import SCRIPT as NODE_STATIC
 from httpbench.servers.process import port_is_free, session_pids
 
-from test_servers import FILES
+from conftest import FILES, make_site
 
 
 @pytest.fixture
 def site(tmp_path):
-    docroot = tmp_path / "w w w"  # spaces, which command lines and configs must keep whole
-    docroot.mkdir()
-    for name, body in FILES.items():
-        (docroot / name).write_bytes(body)
-    return Site(docroot=docroot, run_dir=tmp_path / "run dir", port=servers.free_port(), cpus=(0,))
+    # Spaces, which command lines and configs must keep whole.
+    return make_site(tmp_path, docroot="w w w", run_dir="run dir")
 
 
 def get(site, path, method="GET", headers=None):
