@@ -43,16 +43,19 @@ def _unreadable(name: str) -> Check:
     return _warn(name, f"cannot read /proc/sys/{name.replace('.', '/')}; check it by hand")
 
 
-def check_somaxconn(facts: dict) -> Check:
-    name = "net.core.somaxconn"
+def _at_least(facts: dict, name: str, minimum: int, suggest: int, why: str) -> Check:
     value = _int_sysctl(facts, name)
     if value is None:
         return _unreadable(name)
-    if value < MIN_SOMAXCONN:
-        return _warn(name, f"{value}: run `sysctl -w {name}={MIN_SOMAXCONN}`; the kernel silently "
-                           "truncates every listen() backlog to this, so at high concurrency "
-                           "the accept queue overflows and connections are dropped")
+    if value < minimum:
+        return _warn(name, f"{value}: run `sysctl -w {name}={suggest}`; {why}")
     return _ok(name, f"{value}")
+
+
+def check_somaxconn(facts: dict) -> Check:
+    return _at_least(facts, "net.core.somaxconn", MIN_SOMAXCONN, MIN_SOMAXCONN,
+                     "the kernel silently truncates every listen() backlog to this, so at high "
+                     "concurrency the accept queue overflows and connections are dropped")
 
 
 def check_port_range(facts: dict) -> Check:
@@ -85,15 +88,9 @@ def check_tw_reuse(facts: dict) -> Check:
 
 
 def check_syn_backlog(facts: dict) -> Check:
-    name = "net.ipv4.tcp_max_syn_backlog"
-    value = _int_sysctl(facts, name)
-    if value is None:
-        return _unreadable(name)
-    if value < MIN_SYN_BACKLOG:
-        return _warn(name, f"{value}: run `sysctl -w {name}={2 * MIN_SYN_BACKLOG}`; it caps "
-                           "half-open connections, and a connect burst beyond it is answered "
-                           "with SYN cookies or dropped, which skews connect latency")
-    return _ok(name, f"{value}")
+    return _at_least(facts, "net.ipv4.tcp_max_syn_backlog", MIN_SYN_BACKLOG, 2 * MIN_SYN_BACKLOG,
+                     "it caps half-open connections, and a connect burst beyond it is answered "
+                     "with SYN cookies or dropped, which skews connect latency")
 
 
 def _limit(value: Optional[int]) -> str:
