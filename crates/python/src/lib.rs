@@ -43,6 +43,46 @@ fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
     serde_json::to_string(&report).map_err(|e| EngineError::new_err(e.to_string()))
 }
 
+/// Serve `root` with the suite's reference server (`httpbench-reference`) until a Python signal
+/// handler raises (Ctrl-C; SIGTERM once Python handles it): the exception ends the serving, which
+/// closes the sockets, and propagates. `threads` 0 means one event loop per CPU of the affinity
+/// mask.
+#[pyfunction]
+fn serve_reference(
+    py: Python<'_>,
+    root: std::path::PathBuf,
+    host: &str,
+    port: u16,
+    threads: usize,
+) -> PyResult<()> {
+    let server = httpbench_reference::Server::bind(&root, host, port, threads)
+        .map_err(EngineError::new_err)?;
+    eprintln!(
+        "httpbench-reference: serving {} files from {} on {} with {} threads",
+        server.files(),
+        root.display(),
+        server.local_addr(),
+        server.threads()
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let serving = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || server.run(&stop))
+    };
+    while !serving.is_finished() {
+        py.detach(|| std::thread::sleep(Duration::from_millis(100)));
+        if let Err(interrupt) = py.check_signals() {
+            stop.store(true, Ordering::Relaxed);
+            py.detach(|| serving.join()).ok();
+            return Err(interrupt);
+        }
+    }
+    let outcome = serving
+        .join()
+        .map_err(|_| EngineError::new_err("the server thread failed"))?;
+    outcome.map_err(EngineError::new_err)
+}
+
 /// This host's facts (CPU, kernel, memory, sysctls, limits) as JSON.
 #[pyfunction]
 fn host_facts() -> PyResult<String> {
@@ -65,5 +105,6 @@ fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(host_facts, m)?)?;
     m.add_function(wrap_pyfunction!(load_main, m)?)?;
+    m.add_function(wrap_pyfunction!(serve_reference, m)?)?;
     Ok(())
 }

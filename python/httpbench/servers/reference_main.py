@@ -1,0 +1,43 @@
+"""The suite's reference server, run from the Python package (no extra binary to install):
+
+    python -m httpbench.servers.reference_main --root DIR --host 127.0.0.1 --port 8080 --threads N
+
+It is `httpbench-reference` (crates/reference) inside the `_engine` extension: files read into
+memory at start, one pinned epoll loop per thread. It runs until SIGTERM (how the suite stops its
+servers) or SIGINT, closing its sockets before it exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import List, Optional
+
+from httpbench import _engine
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m httpbench.servers.reference_main",
+                                     description="Serve a directory with httpbench's reference server.")
+    parser.add_argument("--root", required=True, help="document root, read into memory at start")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="event loops, each pinned to one CPU of the affinity mask (0: one per CPU)")
+    args = parser.parse_args(argv)
+    # Python would die at SIGTERM without unwinding; as an exception, it reaches serve_reference's
+    # signal check, which stops the loops and closes the sockets first.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    try:
+        _engine.serve_reference(args.root, args.host, args.port, args.threads)
+    except KeyboardInterrupt:
+        pass
+    except _engine.EngineError as e:
+        print(f"httpbench-reference: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
