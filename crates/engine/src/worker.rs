@@ -344,7 +344,8 @@ impl<'a> Worker<'a> {
             return;
         }
         let family = self.shared.addr.family();
-        match new_socket(family, self.conns[i].bind) {
+        let single_request = self.shared.spec.requests_per_connection == Some(1);
+        match new_socket(family, self.conns[i].bind, !single_request) {
             Ok(fd) => {
                 let c = &mut self.conns[i];
                 c.fd = fd;

@@ -110,9 +110,11 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-/// A non-blocking TCP socket with Nagle off (requests are whole writes; waiting to coalesce
-/// them would only add latency), bound to `bind` when given.
-pub fn new_socket(family: libc::c_int, bind: Option<IpAddr>) -> io::Result<RawFd> {
+/// A non-blocking TCP socket, bound to `bind` when given. `nodelay` turns Nagle off: requests
+/// are whole writes, and holding one back until the previous is acknowledged only adds latency.
+/// A connection that carries a single request never meets Nagle (nothing is unacknowledged when
+/// it writes), so it is spared the extra syscall.
+pub fn new_socket(family: libc::c_int, bind: Option<IpAddr>, nodelay: bool) -> io::Result<RawFd> {
     // SAFETY: plain syscalls on a descriptor we own; it is closed on every error path.
     unsafe {
         let fd = check(libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0))?;
@@ -121,7 +123,9 @@ pub fn new_socket(family: libc::c_int, bind: Option<IpAddr>) -> io::Result<RawFd
             let opt = |level, name| {
                 check(libc::setsockopt(fd, level, name, &one as *const _ as *const libc::c_void, 4)).map(drop)
             };
-            opt(libc::IPPROTO_TCP, libc::TCP_NODELAY)?;
+            if nodelay {
+                opt(libc::IPPROTO_TCP, libc::TCP_NODELAY)?;
+            }
             if let Some(ip) = bind {
                 // Choose the port at connect time, from the full 4-tuple, so that several
                 // source addresses multiply the ports available instead of sharing them.
