@@ -1,0 +1,214 @@
+"""The write-ups' own clients (ab, wrk, h2load), run for one level and parsed into the engine
+report's shape (schema httpbench-load/1), so a reproduction can be cross-checked against the
+engine with the original tool.
+
+A field the tool does not give is None, never 0. Where a tool groups statuses or errors its own
+way, `status` and `errors` carry its groups under its own names (ab's `non_2xx`, wrk's
+`non_2xx_3xx`, wrk's `read`/`write` socket errors): they mean what the tool means, not what the
+engine's classes mean. `client` holds the tool's name, version, command line and its own CPU time
+(rusage of the child, with its wall time `wall_s` and `thread_count`), so the honesty checks work
+on tool runs too. `client.threads` stays None, and so does `client.busy_share` for a tool with
+more than one thread: its rusage is one figure for all of them, so the busiest is unknown.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+CLIENTS = ("ab", "wrk", "h2load")
+SCHEMA = "httpbench-load/1"
+# Time allowed beyond the duration budget: start-up, connecting, and the tool's own summary.
+GRACE_S = 30.0
+# A request budget has no duration to bound it; no sane level takes longer than this.
+REQUESTS_TIMEOUT_S = 600.0
+# After the deadline the tool gets SIGINT (ab and wrk print what they measured) and this long to
+# print it, then SIGKILL.
+INTERRUPT_GRACE_S = 5.0
+
+
+class ClientError(ValueError):
+    """A client run that cannot be done or did not produce figures; one line saying why."""
+
+
+def run(client: str, url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
+        keep_alive: bool, cpus: Sequence[int], pipeline: int = 1, timeout: Optional[float] = None) -> dict:
+    """Run `client` for one level against `url` and return its report. Exactly one budget is set.
+    `cpus` pins the tool (empty: not pinned); `timeout` overrides the default bound."""
+    if client not in CLIENTS:
+        raise ClientError(f"unknown client {client!r}: choose one of {', '.join(CLIENTS)}")
+    if (budget_requests is None) == (budget_seconds is None):
+        raise ClientError(f"{client}: give exactly one budget, requests or seconds")
+    if connections < 1 or pipeline < 1:
+        raise ClientError(f"{client}: connections and pipeline must be >= 1, got {connections} and {pipeline}")
+    if budget_requests is not None and budget_requests < 1 or budget_seconds is not None and budget_seconds <= 0:
+        raise ClientError(f"{client}: the budget must be > 0")
+    if timeout is None:
+        timeout = (budget_seconds + GRACE_S + connections / 500 if budget_seconds is not None
+                   else REQUESTS_TIMEOUT_S)
+    module = importlib.import_module(f"{__name__}.{client}")
+    return module.run(url, connections, budget_requests, budget_seconds, keep_alive, list(cpus), pipeline, timeout)
+
+
+# ---------------------------------------------------------------- shared by the tool modules
+
+def blank(tool: str) -> dict:
+    """A report with every engine field present and unknown (None), for a parser to fill in."""
+    return {
+        "schema": SCHEMA,
+        "engine": None,
+        "spec": None,
+        "validation": None,
+        "duration_s": None,
+        "requests": {"sent": None, "completed": None, "failed": None, "in_flight": None, "per_second": None},
+        "open_loop": None,
+        "status": {k: None for k in ("1xx", "2xx", "3xx", "4xx", "5xx", "other")},
+        "errors": {},
+        "errors_total": None,
+        "bytes": {"head": None, "body": None, "read": None, "written": None},
+        "connections": {"opened": None, "server_closes": None},
+        "latency": {"total": summary(), "service": None, "first_byte": None, "connect": None},
+        "timeseries": None,
+        "client": {"tool": tool, "version": None, "argv": None, "user_s": None, "sys_s": None, "wall_s": None,
+                   "thread_count": None, "threads": None, "busy_share": None, "cpu_us_per_request": None},
+        "aborted": None,
+        "host": None,
+    }
+
+
+def summary(**given: Optional[float]) -> dict:
+    """An engine latency summary with only the fields a tool gives set."""
+    fields = ("count", "min_us", "mean_us", "stdev_us", "max_us", "p50_us", "p75_us", "p90_us", "p99_us",
+              "p99_9_us", "p99_99_us", "hdr")
+    unknown = set(given) - set(fields)
+    assert not unknown, unknown
+    return {k: given.get(k) for k in fields}
+
+
+_UNITS_US = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
+
+
+def to_us(value: str, unit: str) -> float:
+    """wrk and h2load print times as "126.00us", "1.90ms", "2.03s" (wrk also "m" and "h")."""
+    return float(value) * _UNITS_US[unit]
+
+
+TIME = r"([\d.]+)(us|ms|s|m|h)\b"
+
+
+def number(pattern: str, text: str, cast=float):
+    """The first group of `pattern` in `text` (multi-line), or None when the tool did not print it."""
+    m = re.search(pattern, text, re.M)
+    return cast(m.group(1).replace(",", "")) if m else None
+
+
+def whole_seconds(seconds: float) -> int:
+    """ab's -t and wrk's -d take whole seconds: a fractional budget is rounded up, never down to 0."""
+    return max(1, math.ceil(seconds - 1e-9))
+
+
+@functools.lru_cache(maxsize=None)
+def version(argv: tuple, pattern: str) -> Optional[str]:
+    """The tool's version from the first line matching `pattern` of its version output."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return number(pattern, done.stdout + done.stderr, str)
+
+
+@dataclass
+class Finished:
+    argv: List[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    user_s: float
+    sys_s: float
+    wall_s: float
+    interrupted: bool   # the deadline passed and we stopped it
+
+
+def execute(argv: List[str], cpus: Sequence[int], timeout: float) -> Finished:
+    """Run a tool to completion, pinned to `cpus` (taskset execs it, so the pid and its rusage are
+    the tool's own), in its own session so that stopping it stops nothing else. Past `timeout`
+    it gets SIGINT, then SIGKILL."""
+    tool = argv[0]
+    if cpus:
+        argv = ["taskset", "-c", ",".join(str(c) for c in cpus)] + argv
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+        except OSError as e:
+            raise ClientError(f"{tool}: cannot start it ({e.strerror}); is it installed?") from None
+        interrupted = False
+        try:
+            reaped = _wait4(proc.pid, started + timeout)
+            if reaped is None:
+                interrupted = True
+                _signal(proc.pid, signal.SIGINT)
+                reaped = _wait4(proc.pid, time.monotonic() + INTERRUPT_GRACE_S)
+            if reaped is None:
+                _signal(proc.pid, signal.SIGKILL)
+                reaped = _wait4(proc.pid, None)
+        except BaseException:
+            # Ctrl-C or any failure here: the tool must not outlive us.
+            _signal(proc.pid, signal.SIGKILL)
+            _wait4(proc.pid, None)
+            raise
+        wall = time.monotonic() - started
+        status, usage = reaped
+        proc.returncode = os.waitstatus_to_exitcode(status)   # reaped by us: keep Popen from waiting
+        out.seek(0)
+        err.seek(0)
+        return Finished(argv, proc.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
+                        usage.ru_utime, usage.ru_stime, wall, interrupted)
+
+
+def _wait4(pid: int, deadline: Optional[float]):
+    """(status, rusage) of `pid` once it exits, or None if `deadline` passes first."""
+    while True:
+        wpid, status, usage = os.wait4(pid, 0 if deadline is None else os.WNOHANG)
+        if wpid == pid:
+            return status, usage
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.01)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)   # its own session: the group is the tool and nothing else
+    except ProcessLookupError:
+        pass
+
+
+def finish(report: dict, done: Finished, tool_version: Optional[str], threads: int, timeout: float) -> dict:
+    """Add what we measured around the tool, or raise if it produced no figures."""
+    tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
+    if report["requests"]["per_second"] is None or report["requests"]["completed"] is None:
+        why = f"stopped after {timeout:.0f} s" if done.interrupted else f"exited with {done.returncode}"
+        raise ClientError(f"{report['client']['tool']}: {why} without figures: {tail[0]}")
+    if done.returncode != 0 and not done.interrupted:
+        raise ClientError(f"{report['client']['tool']}: exited with {done.returncode}: {tail[0]}")
+    if done.interrupted:
+        report["aborted"] = f"stopped after the {timeout:.0f} s time limit; figures are what it measured until then"
+    client = report["client"]
+    client.update(version=tool_version, argv=done.argv, user_s=done.user_s, sys_s=done.sys_s, wall_s=done.wall_s,
+                  thread_count=threads)
+    if threads == 1 and done.wall_s > 0:
+        client["busy_share"] = (done.user_s + done.sys_s) / done.wall_s
+    completed = report["requests"]["completed"]
+    if completed:
+        client["cpu_us_per_request"] = (done.user_s + done.sys_s) / completed * 1e6
+    return report

@@ -1,0 +1,118 @@
+"""Honesty checks: signs that a level measured the client or the machine rather than the server.
+
+Each check is a small pure function over the measurements of one level (engine report dicts,
+schema httpbench-load/1, or a client's report in the same shape), so the sweep can call them per
+level and a report can show the flag wherever the number is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+from httpbench.stats import LevelStats
+
+BUSY_SHARE_LIMIT = 0.9      # busiest engine thread's CPU time / wall time
+CPU_SHARE_LIMIT = 0.95      # client CPU time / wall time, as a share of the cores it was given
+CEILING_MARGIN = 0.10       # throughput within this of the client ceiling
+LITTLE_MARGIN = 0.10
+NOISY_CV = 0.05
+AUTO_CV = 0.025             # rounds = "auto" stops once cv drops below this
+AUTO_MIN_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class Flag:
+    kind: str     # client_saturated, littles_law, noisy (the sweep adds others, e.g. shared_cpus)
+    reason: str   # one sentence with the numbers, shown next to the figure
+
+
+def _rps(m: dict) -> Optional[float]:
+    return (m.get("requests") or {}).get("per_second")
+
+
+def client_saturated(measurements: Sequence[dict], ceiling_rps: Optional[float], client_cores: int) -> Optional[Flag]:
+    """The client, not the server, set the pace: any round's busiest engine thread above 90% busy,
+    or the client's CPU time at 95% of the cores it was given, or the level's mean throughput
+    within 10% of the client ceiling (its throughput against `reference`, measured at the start
+    of the run)."""
+    reasons: List[str] = []
+    for index, m in enumerate(measurements, 1):
+        client = m.get("client") or {}
+        busy = client.get("busy_share")
+        if busy is not None and busy > BUSY_SHARE_LIMIT:
+            reasons.append(f"round {index}: busiest client thread {busy:.0%} busy (> {BUSY_SHARE_LIMIT:.0%})")
+        user, system = client.get("user_s"), client.get("sys_s")
+        # A tool's rusage covers its whole life (start-up, connecting), so it is set against the
+        # process's wall time when the client report has one; the engine's is measurement only.
+        wall = client.get("wall_s") or m.get("duration_s")
+        # A client with fewer threads than cores (ab has one) can use no more than its threads.
+        usable = min(client_cores, client.get("thread_count") or client_cores)
+        if user is not None and system is not None and wall and usable > 0:
+            cores = (user + system) / wall
+            if cores >= usable * CPU_SHARE_LIMIT:
+                reasons.append(f"round {index}: client CPU {user + system:.2f} s in {wall:.2f} s = "
+                               f"{cores:.2f} of the {usable} core(s) it could use")
+    values = [v for v in map(_rps, measurements) if v is not None]
+    if ceiling_rps and values:
+        mean = sum(values) / len(values)
+        if mean >= ceiling_rps * (1 - CEILING_MARGIN):
+            reasons.append(f"{mean:,.0f} req/s is within {CEILING_MARGIN:.0%} of the client ceiling "
+                           f"({ceiling_rps:,.0f} req/s against reference)")
+    return Flag("client_saturated", "; ".join(reasons)) if reasons else None
+
+
+def littles_law(measurements: Sequence[dict], connections: int) -> Optional[Flag]:
+    """Closed loop only: requests in flight (`connections`, times the pipeline depth when
+    pipelining) should equal throughput x mean latency. Flags the round furthest off when it is
+    off by more than 10%.
+
+    The law holds for any stable system, so a miss means the latency does not cover the whole
+    time a connection holds a request slot: a client that cannot keep its connections busy (CPU
+    bound, so the time between a response and the next request is nobody's latency), connections
+    that are not all established (listen backlog overflow, SYN retries), time spent connecting
+    without keep-alive, or errors and reconnects. Each of those is the environment being measured,
+    not the server.
+    """
+    worst = None
+    for index, m in enumerate(measurements, 1):
+        if m.get("open_loop"):
+            return None   # open loop: the rate, not the connections, sets the load
+        rps = _rps(m)
+        mean_us = (((m.get("latency") or {}).get("total")) or {}).get("mean_us")
+        if not rps or mean_us is None or connections <= 0:
+            continue      # a client that does not report a mean latency cannot be checked
+        in_flight = rps * mean_us / 1e6
+        off = abs(in_flight / connections - 1)
+        if worst is None or off > worst[0]:
+            worst = (off, index, rps, mean_us, in_flight)
+    if worst is None or worst[0] <= LITTLE_MARGIN:
+        return None
+    off, index, rps, mean_us, in_flight = worst
+    return Flag("littles_law", f"round {index}: {connections} requests in flight, but throughput x mean latency = "
+                               f"{rps:,.0f} req/s x {mean_us:,.0f} us = {in_flight:,.1f} (off by {off:.1%})")
+
+
+def noisy(values: Sequence[float]) -> Optional[Flag]:
+    """Rounds of one level disagree: coefficient of variation above 5%."""
+    if len(values) < 2:
+        return None
+    s = LevelStats.of(values)
+    if s.cv <= NOISY_CV:
+        return None
+    return Flag("noisy", f"cv {s.cv:.1%} across {s.n} rounds (> {NOISY_CV:.0%}): "
+                         f"{s.min:,.0f} to {s.max:,.0f} req/s")
+
+
+def needs_more_rounds(values: Sequence[float], rounds_done: int, max_rounds: int) -> bool:
+    """For rounds = "auto": as the Phoronix Test Suite's dynamic run count, keep adding rounds
+    until the cv drops below 2.5%, judged on at least 3 values, and never beyond max_rounds.
+
+    `values` are the rounds' throughputs; when fewer than 3 are at hand (e.g. after a resume
+    that skipped stored rounds), the cv cannot be judged yet, so the answer is yes until the cap.
+    """
+    if rounds_done >= max_rounds:
+        return False
+    if len(values) < AUTO_MIN_ROUNDS:
+        return True
+    return LevelStats.of(values).cv >= AUTO_CV
