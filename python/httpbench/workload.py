@@ -1,0 +1,119 @@
+"""What the servers serve and the load requests: a generated file of N bytes, a given file, or a
+document root with a list of URLs.
+
+A workload holds its files' bytes, so the same bytes are written into every server's document
+root and checked by verification; generated content depends only on (size, name), so every run
+of a plan serves the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Dict, List, Sequence, Tuple, Union
+
+# Extensions served as text; anything else is generated as incompressible bytes, like a real
+# image, so a server that compresses by type gains nothing it would not gain in production.
+TEXT_EXTENSIONS = {"", ".html", ".htm", ".txt", ".css", ".js", ".json", ".xml", ".csv", ".svg"}
+
+
+class WorkloadError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Workload:
+    label: str                                          # "7B", "25KB jpg", "docroot:site"
+    # (name relative to the docroot, bytes); repr=False: a 25 KB body in a traceback helps nobody
+    files: Tuple[Tuple[str, bytes], ...] = field(repr=False)
+    paths: Tuple[str, ...]                              # URL paths the load requests, round robin
+
+    def write(self, docroot: Path) -> None:
+        for name, data in self.files:
+            target = Path(docroot) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+
+    def file_map(self) -> Dict[str, bytes]:
+        """URL path (without its leading "/", as verification wants it) -> the bytes it must
+        answer: exactly what the load will request."""
+        files = dict(self.files)
+        return {path[1:]: files[_file_for(path)] for path in self.paths}
+
+
+def size_label(size: int) -> str:
+    """7 -> "7B", 25600 -> "25KB", 1048576 -> "1MB"; a size that is no whole KB stays in bytes."""
+    for unit, factor in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= factor and size % factor == 0:
+            return f"{size // factor}{unit}"
+    return f"{size}B"
+
+
+def generated(size: int, name: str = "index.html") -> Workload:
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise WorkloadError(f"size must be a whole number of bytes >= 0, got {size!r}")
+    _check_name(name)
+    suffix = PurePosixPath(name).suffix.lower()
+    label = size_label(size) if suffix in (".html", ".htm") else f"{size_label(size)} {suffix.lstrip('.') or name}"
+    return Workload(label, ((name, content(size, name)),), ("/" + name,))
+
+
+def content(size: int, name: str) -> bytes:
+    """Deterministic bytes for a generated file: readable text ending in a newline for text
+    types; for others, hash-stream bytes framed like the type where that is cheap (JPEG's
+    start and end markers), incompressible as real media is."""
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix in TEXT_EXTENSIONS:
+        if size == 0:
+            return b""
+        pattern = b"httpbench "
+        return (pattern * (size // len(pattern) + 1))[:size - 1] + b"\n"
+    data = bytearray(hashlib.shake_256(f"httpbench {name} {size}".encode()).digest(size))
+    if suffix in (".jpg", ".jpeg") and size >= 4:
+        data[:2], data[-2:] = b"\xff\xd8", b"\xff\xd9"
+    return bytes(data)
+
+
+def file(path: Union[str, Path]) -> Workload:
+    """One given file, served under its own name."""
+    source = Path(path)
+    if not source.is_file():
+        raise WorkloadError(f"no such file: {source}")
+    data = source.read_bytes()
+    return Workload(f"{source.name} {size_label(len(data))}", ((source.name, data),), ("/" + source.name,))
+
+
+def docroot(path: Union[str, Path], urls: Sequence[str]) -> Workload:
+    """A whole document root; the load requests `urls` round robin. Every URL must name a file
+    in it (a URL ending in "/" names its index.html), so a typo fails here, not mid-run."""
+    root = Path(path)
+    if not root.is_dir():
+        raise WorkloadError(f"no such directory: {root}")
+    if not urls:
+        raise WorkloadError("a docroot workload needs at least one URL")
+    files: List[Tuple[str, bytes]] = []
+    for parent, _, names in sorted(os.walk(root, followlinks=True)):
+        for name in sorted(names):
+            full = Path(parent) / name
+            if full.is_file():
+                files.append((full.relative_to(root).as_posix(), full.read_bytes()))
+    present = {name for name, _ in files}
+    for url in urls:
+        if not isinstance(url, str) or not url.startswith("/"):
+            raise WorkloadError(f"a URL path must start with '/', got {url!r}")
+        if _file_for(url) not in present:
+            raise WorkloadError(f"{url} names no file in {root}")
+    return Workload(f"docroot:{root.resolve().name}", tuple(files), tuple(urls))
+
+
+def _file_for(url: str) -> str:
+    path = url.split("?", 1)[0].lstrip("/")
+    return path + "index.html" if path == "" or path.endswith("/") else path
+
+
+def _check_name(name: str) -> None:
+    parts = PurePosixPath(name).parts if isinstance(name, str) else ()
+    if not parts or name.startswith("/") or ".." in parts or "\\" in name:
+        raise WorkloadError(f"name must be a relative file name inside the document root, got {name!r}")
