@@ -5,13 +5,13 @@ PY ?= python3
 # Real servers the tests load; peers the benchmark scripts measure against.
 TEST_PACKAGES := iproute2 nginx-light apache2 lighttpd varnish h2o caddy trafficserver mighttpd2 jetty9 nodejs
 BENCH_PACKAGES := nginx-light h2o wrk apache2-utils nghttp2-client
-URL ?= http://127.0.0.1:8080/
-ARGS ?= -c 100 -d 10s
+ARGS ?=
 
 .PHONY: run test deps bench-deps build fuzz bench
 
-run: build
-	httpbench load $(ARGS) $(URL)
+# The main job: install the servers, then sweep the quick plan (or ARGS="PLAN --servers ...").
+run: deps build
+	httpbench run $(ARGS)
 
 test: deps build
 	cargo test --workspace --quiet

@@ -6,6 +6,7 @@ import sys
 from typing import List, NoReturn, Optional
 
 from httpbench import __version__, _engine, doctor
+from httpbench.servers import ServerFailed, VerificationFailed
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,10 +28,59 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("action", nargs="?", choices=["install"], help="install the named servers' Debian packages")
     listing.add_argument("names", nargs="*", metavar="NAME")
     listing.set_defaults(run=_servers)
+    run = commands.add_parser("run", help="sweep a plan (default: quick) and store every round")
+    run.add_argument("plan", nargs="?", help="a built-in plan (see 'httpbench plans') or a plan file")
+    run.add_argument("--servers", help="only these servers, comma-separated")
+    run.add_argument("--server-cpus", help="CPUs for the server, e.g. 0 or 0-3 (default: the first)")
+    run.add_argument("--client-cpus", help="CPUs for the client (default: all the others)")
+    run.add_argument("--allow-shared-cpus", action="store_true", help="let server and client share CPUs")
+    run.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file or database URL (default: {DEFAULT_DB})")
+    run.add_argument("--resume", type=int, metavar="RUN", help="finish an interrupted run")
+    run.set_defaults(run=_run)
+    runs = commands.add_parser("runs", help="list stored runs")
+    runs.add_argument("--db", default=DEFAULT_DB)
+    runs.set_defaults(run=_runs)
+    show = commands.add_parser("show", help="print a stored run")
+    show.add_argument("run_id", type=int, metavar="RUN")
+    show.add_argument("--db", default=DEFAULT_DB)
+    show.set_defaults(run=_show)
+    listed = commands.add_parser("plans", help="list the built-in plans, one line each")
+    listed.set_defaults(run=_plans)
     check = commands.add_parser("doctor", help="check this host's settings for benchmarking")
     check.add_argument("--json", action="store_true", help="print facts and checks as JSON")
     check.set_defaults(run=lambda args: doctor.main(as_json=args.json))
     return parser
+
+
+DEFAULT_DB = "httpbench-results/results.db"
+
+
+def _run(args: argparse.Namespace) -> int:
+    from httpbench import console
+    if args.plan and args.resume is not None:
+        raise _UsageError("--resume continues a stored run with its own plan; drop the plan argument")
+    only = [name.strip() for name in args.servers.split(",") if name.strip()] if args.servers else None
+    return console.run_plan(args.plan, only, args.server_cpus, args.client_cpus, args.allow_shared_cpus,
+                            args.db, args.resume)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from httpbench import console
+    from httpbench.store import Store
+    console.runs_table(Store(args.db).runs())
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from httpbench import console
+    from httpbench.store import Store
+    console.summary(Store(args.db).run(args.run_id))
+    return 0
+
+
+def _plans(args: argparse.Namespace) -> int:
+    from httpbench import plan
+    return plan.print_builtin()
 
 
 def _servers(args: argparse.Namespace) -> int:
@@ -55,7 +105,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _engine.load_main(["httpbench load", *argv[1:]])
         args = _parser().parse_args(argv)
         return args.run(args)
-    except (_engine.EngineError, _UsageError, ValueError) as e:
+    except (_engine.EngineError, _UsageError, ValueError, ServerFailed, VerificationFailed) as e:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,0 +1,187 @@
+"""The results store: every run, cell and round, kept with SQLAlchemy Core in an SQLite file by
+default or in PostgreSQL by URL.
+
+Each round is committed the moment it is measured, so a crash or Ctrl-C loses at most the round
+in flight, and a resumed run finds exactly which rounds it still owes. A round stays whole (the
+engine's report with its histograms and series, the server's monitor window, the flags) in a
+JSON column, with its headline figures in columns of their own for querying.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import List, Optional, Set, Tuple
+
+from sqlalchemy import (JSON, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String, Table, Text,
+                        UniqueConstraint, create_engine, func, insert, select, update)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
+runs = Table(
+    "runs", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("plan_name", String(200), nullable=False),
+    Column("plan_text", Text, nullable=False),
+    Column("host", JSON, nullable=False),
+    Column("versions", JSON, nullable=False),
+    Column("started", DateTime, nullable=False),
+    Column("ended", DateTime),
+    Column("status", String(20), nullable=False),
+)
+cells = Table(
+    "cells", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("run_id", ForeignKey("runs.id"), nullable=False),
+    Column("key", String(300), nullable=False),
+    Column("server", String(100), nullable=False),
+    Column("profile", String(20), nullable=False),
+    Column("workload", String(200), nullable=False),
+    Column("keep_alive", Boolean, nullable=False),
+    Column("cpus", Integer, nullable=False),
+    Column("config_text", Text, nullable=False),
+    Column("server_version", String(300), nullable=False),
+    Column("seconds", Float),
+    Column("status", String(20), nullable=False),
+    Column("error", Text),
+    UniqueConstraint("run_id", "key"),
+)
+rounds = Table(
+    "rounds", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("cell_id", ForeignKey("cells.id"), nullable=False),
+    Column("level", Integer, nullable=False),
+    Column("round", Integer, nullable=False),
+    Column("requests_per_second", Float),
+    Column("completed", Integer),
+    Column("errors_total", Integer),
+    Column("p50_us", Integer),
+    Column("p99_us", Integer),
+    Column("client_busy_share", Float),
+    Column("measurement", JSON, nullable=False),
+    UniqueConstraint("cell_id", "level", "round"),
+)
+
+
+class StoreError(ValueError):
+    """The store cannot be used; the message is one line saying why and what to do."""
+
+
+def url_of(db: str) -> str:
+    """A path or URL as SQLAlchemy wants it; plain postgresql:// uses psycopg 3."""
+    if "://" not in db:
+        Path(db).parent.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{db}"
+    if db.startswith("postgresql://") or db.startswith("postgres://"):
+        return "postgresql+psycopg://" + db.split("://", 1)[1]
+    return db
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+def _headline(m: dict, *path):
+    for key in path:
+        if not isinstance(m, dict) or m.get(key) is None:
+            return None
+        m = m[key]
+    return m
+
+
+class Store:
+    def __init__(self, db: str) -> None:
+        url = url_of(db)
+        args = {"connect_timeout": 5} if url.startswith("postgresql") else {}
+        try:
+            self.engine: Engine = create_engine(url, connect_args=args)
+            with self.engine.begin() as conn:
+                metadata.create_all(conn)
+                version = conn.execute(select(meta.c.schema_version)).scalar()
+                if version is None:
+                    conn.execute(insert(meta).values(schema_version=SCHEMA_VERSION))
+                elif version != SCHEMA_VERSION:
+                    raise StoreError(f"{db} holds results in schema version {version}, this httpbench writes "
+                                     f"version {SCHEMA_VERSION}; use another --db, or the httpbench that wrote it")
+        except SQLAlchemyError as e:
+            reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+            raise StoreError(f"cannot open the results database {db}: {reason}; check the path or URL "
+                             "(server running, user, password, database name)") from None
+
+    def start_run(self, plan, host: dict, versions: dict) -> int:
+        with self.engine.begin() as conn:
+            return conn.execute(insert(runs).values(
+                plan_name=plan.name, plan_text=plan.text, host=host, versions=versions, started=_now(),
+                status="running")).inserted_primary_key[0]
+
+    def cell(self, run_id: int, cell, config_text: str, server_version: str) -> int:
+        """The stored cell of `run_id` with `cell.key`, created on first use (resume finds it)."""
+        with self.engine.begin() as conn:
+            found = conn.execute(select(cells.c.id).where(cells.c.run_id == run_id, cells.c.key == cell.key)).scalar()
+            if found is not None:
+                conn.execute(update(cells).where(cells.c.id == found).values(
+                    config_text=config_text or cells.c.config_text, server_version=server_version, status="running"))
+                return found
+            return conn.execute(insert(cells).values(
+                run_id=run_id, key=cell.key, server=cell.server, profile=cell.profile, workload=cell.workload.label,
+                keep_alive=cell.keep_alive, cpus=cell.cpus, config_text=config_text, server_version=server_version,
+                status="running")).inserted_primary_key[0]
+
+    def add_round(self, cell_id: int, level: int, index: int, measurement: dict) -> None:
+        """Store one round, committed at once. A round already stored stays as it was: a resumed
+        run never duplicates one."""
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(rounds).values(
+                    cell_id=cell_id, level=level, round=index, measurement=measurement,
+                    requests_per_second=_headline(measurement, "requests", "per_second"),
+                    completed=_headline(measurement, "requests", "completed"),
+                    errors_total=_headline(measurement, "errors_total"),
+                    p50_us=_headline(measurement, "latency", "total", "p50_us"),
+                    p99_us=_headline(measurement, "latency", "total", "p99_us"),
+                    client_busy_share=_headline(measurement, "client", "busy_share")))
+        except IntegrityError:
+            pass
+
+    def rounds_done(self, cell_id: int) -> Set[Tuple[int, int]]:
+        with self.engine.connect() as conn:
+            return {(r.level, r.round) for r in conn.execute(
+                select(rounds.c.level, rounds.c.round).where(rounds.c.cell_id == cell_id))}
+
+    def finish_cell(self, cell_id: int, status: str, seconds: float, error: Optional[str]) -> None:
+        with self.engine.begin() as conn:
+            # A resumed cell adds its time to what the interrupted attempt already spent.
+            conn.execute(update(cells).where(cells.c.id == cell_id).values(
+                status=status, error=error, seconds=func.coalesce(cells.c.seconds, 0) + seconds))
+
+    def finish_run(self, run_id: int, status: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(runs).where(runs.c.id == run_id).values(status=status, ended=_now()))
+
+    def runs(self) -> List[dict]:
+        with self.engine.connect() as conn:
+            counts = dict(conn.execute(select(cells.c.run_id, func.count()).group_by(cells.c.run_id)).all())
+            return [{**r._asdict(), "cells": counts.get(r.id, 0)} for r in conn.execute(
+                select(runs.c.id, runs.c.plan_name, runs.c.status, runs.c.started, runs.c.ended).order_by(runs.c.id))]
+
+    def run(self, run_id: int) -> dict:
+        """A whole run: its cells in the order they were made, each with its rounds."""
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs).where(runs.c.id == run_id)).first()
+            if row is None:
+                recent = [str(r.id) for r in conn.execute(select(runs.c.id).order_by(runs.c.id.desc()).limit(5))]
+                raise StoreError(f"there is no run {run_id}; recent runs: {', '.join(recent) or 'none'} "
+                                 "(httpbench runs lists them)")
+            out = row._asdict()
+            out["cells"] = []
+            for c in conn.execute(select(cells).where(cells.c.run_id == run_id).order_by(cells.c.id)):
+                cell = c._asdict()
+                cell["rounds"] = [r._asdict() for r in conn.execute(
+                    select(rounds.c.level, rounds.c.round, rounds.c.measurement)
+                    .where(rounds.c.cell_id == c.id).order_by(rounds.c.level, rounds.c.round))]
+                out["cells"].append(cell)
+            return out
