@@ -3,7 +3,7 @@
 
 PY ?= python3
 # Real servers the tests load; peers the benchmark scripts measure against.
-TEST_PACKAGES := iproute2 nginx-light apache2 lighttpd varnish h2o caddy trafficserver mighttpd2 jetty9 nodejs
+TEST_PACKAGES := iproute2 postgresql nginx-light apache2 lighttpd varnish h2o caddy trafficserver mighttpd2 jetty9 nodejs
 BENCH_PACKAGES := nginx-light h2o wrk apache2-utils nghttp2-client
 ARGS ?=
 
