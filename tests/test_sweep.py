@@ -101,3 +101,51 @@ def test_unknown_run_and_bad_plan_are_one_line(tmp_path, plan_file):
     assert done.returncode == 2 and "lisst" in done.stderr and "Traceback" not in done.stderr
     unreachable = httpbench("run", str(plan_file), "--db", "postgresql://127.0.0.1:1/none")
     assert unreachable.returncode == 2 and len(unreachable.stderr.strip().splitlines()) == 1
+
+
+def test_ctrl_c_saves_and_prints_the_resume_command(plan_file, tmp_path):
+    db = tmp_path / "results.db"
+    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", str(plan_file), "--db", str(db)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        try:
+            if rounds_of(db, 1)[1]:
+                break
+        except Exception:
+            continue
+    sweep.send_signal(signal.SIGINT)
+    _, err = sweep.communicate(timeout=60)
+    assert sweep.returncode == 130, err[-2000:]
+    assert f"httpbench run --resume 1 --db {db}" in err.replace("\n", "")
+    run, stored = rounds_of(db, 1)
+    assert run["status"] == "interrupted" and stored
+
+
+@pytest.mark.parametrize("name", ["quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image",
+                                  "tfb-plaintext"])
+def test_a_shortened_version_of_each_built_in_plan_runs(name, tmp_path):
+    # The plan as shipped, cut down: two servers it names (or reference), its first two levels kept
+    # small, one round, short budgets. Everything else (workloads, keep-alive, model, client,
+    # directives) stays as the plan says.
+    import dataclasses
+    from httpbench import plan as plans, servers
+    from httpbench.placement import Placement
+    from httpbench.sweep import Sweep
+    p = plans.load(name)
+    wanted = [s for s in (p.servers or servers.names()) if s in servers.names()][:2] or ["reference"]
+    short = dataclasses.replace(
+        p, servers=tuple(wanted), profiles=p.profiles[:1], server_cpus=(1,), keep_alive=p.keep_alive[:2],
+        levels=tuple(min(level, 20) for level in p.levels[:2]), rounds=1, warmup=0.0,
+        budget=plans.Budget(requests=200) if p.budget.requests else plans.Budget(duration=0.3),
+        budgets=tuple(plans.Budget(requests=min(b.requests, 200)) for b in p.budgets[:2] if b.requests))
+    store = Store(str(tmp_path / "r.db"))
+    sweep = Sweep(short, store, Placement.choose("0", "1"), only=wanted)
+    run_id = sweep.start()
+    sweep.run(run_id)
+    run = store.run(run_id)
+    assert run["status"] == "done" and run["cells"]
+    for cell in run["cells"]:
+        assert cell["status"] == "done", (cell["key"], cell["error"])
+        assert all(r["measurement"]["requests"]["completed"] for r in cell["rounds"])

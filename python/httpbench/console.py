@@ -139,8 +139,9 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
         with bar:
             sweep.run(run_id)
     except KeyboardInterrupt:
-        console.print(f"interrupted; every finished round is stored. Resume with: "
-                      f"httpbench run --resume {run_id} --db {db}")
+        # Plain print: the command must stay on one line, to be copied.
+        print(f"interrupted; every finished round is stored. Resume with: "
+              f"httpbench run --resume {run_id} --db {db}", file=sys.stderr)
         return 130
     summary(store.run(run_id))
     return 0
