@@ -313,3 +313,16 @@ def test_ctrl_c_stops_the_cli_with_what_it_measured(testserver, load):
     assert proc.returncode == 130
     r = json.loads(out)
     assert r["aborted"] and r["requests"]["completed"] > 0 and r["duration_s"] < 5
+
+
+@pytest.mark.parametrize("io", ["io_uring", "epoll"])
+def test_runs_leave_no_descriptor_behind(testserver, io):
+    # The sweep runs hundreds of rounds in one process: a leaked socket per connection per round
+    # would exhaust the open-file limit halfway through a plan.
+    import os
+    from httpbench import engine
+    url = testserver("ok")
+    before = len(os.listdir("/proc/self/fd"))
+    for keep_alive in (True, False):
+        engine.run({"urls": [url], "connections": 200, "stop": {"duration": 0.3}, "keep_alive": keep_alive, "io": io})
+    assert len(os.listdir("/proc/self/fd")) == before

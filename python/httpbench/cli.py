@@ -74,7 +74,9 @@ def _runs(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from httpbench import console
     from httpbench.store import Store
-    console.summary(Store(args.db).run(args.run_id))
+    run = Store(args.db).run(args.run_id)
+    console.levels(run)
+    console.summary(run)
     return 0
 
 

@@ -86,6 +86,44 @@ def summary(run: dict) -> None:
         out.print(sentence)
 
 
+def levels(run: dict) -> None:
+    """Every level of every cell: the statistics of its rounds, latency, the server's CPU and
+    memory, and the honesty flags with their reasons."""
+    out = _stdout()
+    for cell in run["cells"]:
+        by_level = _levels(cell)
+        if not by_level:
+            continue
+        table = Table(title=f"{cell['key']} ({cell['server_version']})", title_justify="left")
+        for column in ("level", "rounds", "req/s mean", "±95%", "median", "stdev", "min", "max", "p50", "p99",
+                       "errors", "server CPU", "server RSS", "flags"):
+            table.add_column(column, justify="left" if column == "flags" else "right")
+        for level, ms in by_level.items():
+            st = LevelStats.of([m["requests"]["per_second"] for m in ms])
+            last = ms[-1]
+            total = (last.get("latency") or {}).get("total") or {}
+            server = last.get("server") or {}
+            cpu = server.get("cpu_user_cores", 0) + server.get("cpu_sys_cores", 0) if server else None
+            flags = {f["kind"]: f["reason"] for m in ms for f in m.get("flags", [])}
+            if st.n > 1 and st.cv > 0.05:
+                flags["noisy"] = f"rounds vary by {st.cv:.1%} (coefficient of variation)"
+            table.add_row(
+                str(level), str(st.n), f"{st.mean:,.0f}", "-" if st.n < 2 else f"{st.ci95:,.0f}", f"{st.median:,.0f}",
+                f"{st.stdev:,.0f}", f"{st.min:,.0f}", f"{st.max:,.0f}",
+                _us(total.get("p50_us")), _us(total.get("p99_us")), str(sum(m.get("errors_total") or 0 for m in ms)),
+                "-" if cpu is None else f"{cpu:.2f} cores", _mib(server.get("rss_peak_bytes")),
+                "; ".join(f"{k}: {v}" for k, v in flags.items()))
+        out.print(table)
+
+
+def _us(v) -> str:
+    return "-" if v is None else (f"{v / 1000:.2f} ms" if v >= 1000 else f"{v} us")
+
+
+def _mib(v) -> str:
+    return "-" if not v else f"{v / 2**20:.1f} MiB"
+
+
 def verdicts(run: dict) -> List[str]:
     """Within each group of cells that differ only by server and profile, the winner and its
     ratio to each other one, as 002 put it."""

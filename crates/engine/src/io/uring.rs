@@ -200,17 +200,15 @@ impl Reactor for UringReactor {
             self.fds[slot_of(token)] = (0, -1);
         }
         // The multishot receive holds its own reference to the socket and would keep it open
-        // after the descriptor is closed: cancel it first. Both run inline at submission
-        // (a shutdown op would be punted to io-wq worker threads, costing a fifth of a
-        // keep-alive-off run), and the hard link closes the descriptor even when there was
-        // nothing to cancel (a connect that failed).
-        let cancel = opcode::AsyncCancel::new(OP_RECV | token)
-            .build()
-            .flags(squeue::Flags::IO_HARDLINK | squeue::Flags::SKIP_SUCCESS)
-            .user_data(OP_CLOSE);
-        let close = opcode::Close::new(Fd(fd)).build().flags(squeue::Flags::SKIP_SUCCESS).user_data(OP_CLOSE);
+        // after the descriptor is closed: cancel it (inline at the next submission; a shutdown
+        // op would run in io-wq worker threads, a fifth of a keep-alive-off run's CPU). The
+        // descriptor itself is closed here and now: a close left queued in the ring would be
+        // dropped with the ring at the end of a run, leaking the descriptor, whereas a receive
+        // still pending then is cancelled by the ring's teardown and lets the socket go.
+        let cancel = opcode::AsyncCancel::new(OP_RECV | token).build().flags(squeue::Flags::SKIP_SUCCESS).user_data(OP_CLOSE);
         self.push(&cancel);
-        self.push(&close);
+        // SAFETY: the descriptor is ours; completions for it are recognised by token, not number.
+        unsafe { libc::close(fd) };
     }
 
     fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, mut on: F) -> io::Result<()> {
