@@ -1,28 +1,43 @@
 """The results store on SQLite and on a real PostgreSQL server started by the test."""
 
+import json
 import os
-import pwd
-import shutil
 import signal
+import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from httpbench.store import Store, StoreError
 
-from conftest import free_port, stop
+from conftest import free_port
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+# Real histograms from an engine run against the reference server (V2 compressed, base64): the
+# store must keep them byte for byte, since merging runs means decoding and adding them.
+HDR_TOTAL = (
+    "HISTFAAAAhV4nC1QTWgTURB+73uT2d1s1jRJ80vSv1SwBhqotooEelCpCoKICD17E0Tw2oMIgRYJUi0FkRK1J/FQRFBRPBTpwVvF"
+    "Qwlag1QPKiIeFIJ46LzdLrx982bm+5kpN5cySuGOij6zd+vwsTSvpn9HiUp86NSxxsUn+h9uxrYTWwMLo3/Kt9I7/f+zzerK2Kup"
+    "17X1idalzl2s3jbtDWy8xdq154fXjt47/vXk0+kf9c54c2RhqDf4oPSrvFPoZbv9rfT7VC/1ONjyF+M/nQ/OG16PdWMtatNn884s"
+    "mm208U13dFev6hXd1o/05QuNc2fOj0wdPNEYHz1QnijkSqV9Azm33JcoJHIqgXQfwC6XSMWVS0QKgAKBmI2NFNNehmFcE5fAcEwO"
+    "MjDkCELa2NalFYIRAgMPEY/9pOjBQZIM5QWn4EPwtqgoYEfCIKFQB3sSpqhOjvRbgmFU8VJL0kcSeUnBEXsO5uALi4qUApZbcKhw"
+    "HpOIsBYi4SHGVQSo0X6OemztkxZ5a+i7RoofahHxLfcsv9DSLFPxF00zMlyGPAxClGv80bqbl5jnEOpNogaPjmBMwIoMD7OPKygK"
+    "tSN1j5PSk0cldHI6nNfHLLLyJwu3psmTVeK6KAby4qrFCUKEZaMzKPIyZLqiSFjwDS37faatU+ko0qYlCndwFvfDkSgQV/IK8Ne1"
+    "ew+NyFl2wZvWJXYB37FbRQ==")
+HDR_CONNECT = "HISTFAAAACF4nJNpmSzMwMDAzAABMJoRzJnczmD/ASKwl5EDAFNGBGA="
 
 
 @dataclass(frozen=True)
 class FakePlan:
     name: str = "tiny"
-    text: str = 'name = "tiny"\n'
+    text: str = 'name = "tiny"\n[levels]\nlist = [1, 10]\n'
 
 
 @dataclass(frozen=True)
@@ -40,110 +55,211 @@ class FakeCell:
     cpus: int = 1
 
 
-MEASUREMENT = {
-    "requests": {"per_second": 12345.5, "completed": 6172, "sent": 6180, "failed": 0, "in_flight": 8},
-    "errors_total": 0,
-    "latency": {"total": {"p50_us": 812, "p99_us": 2048, "hdr": "HISTFAAAACR4nJNpmSzMwMDAxQABzFCaEUzz2X+AsQ=="}},
-    "client": {"busy_share": 0.41},
-    "timeseries": [{"second": 0, "requests": 6172, "errors": 0, "p50_us": 812, "p99_us": 2048}],
-    "server": {"rss_peak_bytes": 1 << 20},
-    "flags": [{"kind": "noisy", "reason": "cv 7%"}],
-}
+def summary(p50: int, hdr: str) -> dict:
+    return {"count": 176049, "min_us": 15, "mean_us": 44.92793483632398, "stdev_us": 154.59999970366633,
+            "max_us": 20127, "p50_us": p50, "p75_us": 44, "p90_us": 52, "p99_us": 74, "p99_9_us": 931,
+            "p99_99_us": 5739, "hdr": hdr}
+
+
+def measurement(level: int, index: int) -> dict:
+    """One round as the sweep stores it: the engine's report (httpbench-load/1), the server's
+    monitor window and the flags."""
+    rps = 88024.5 + level * 10 + index
+    return {
+        "schema": "httpbench-load/1", "engine": {"version": "0.1.0", "io": "io_uring"},
+        "spec": {"urls": ["http://127.0.0.1:18089/index.html"], "connections": level, "stop": {"duration": 2.0}},
+        "validation": {"status": 200, "body_bytes": 7, "ok": True, "problem": None},
+        "duration_s": 2.0,
+        "requests": {"sent": 176053, "completed": 176049, "failed": 0, "in_flight": 4, "per_second": rps},
+        "open_loop": None,
+        "status": {"1xx": 0, "2xx": 176049, "3xx": 0, "4xx": 0, "5xx": 0, "other": 0},
+        "errors": {"connect_refused": 0, "timeout": 0, "reset": index},
+        "errors_total": index,
+        "bytes": {"head": 15492312, "body": 1232343, "read": 16724655, "written": 16372650},
+        "connections": {"opened": level, "server_closes": 0},
+        "latency": {"total": summary(39, HDR_TOTAL), "service": summary(39, HDR_TOTAL),
+                    "first_byte": summary(38, HDR_TOTAL), "connect": summary(95, HDR_CONNECT)},
+        "timeseries": [{"second": s, "requests": 88000 + s, "errors": 0, "p50_us": 39, "p99_us": 74} for s in range(2)],
+        "client": {"threads": [{"cpu": 1, "user_s": 0.138627, "sys_s": 0.798828, "wall_s": 2.0,
+                                "busy_share": 0.4687275}],
+                   "user_s": 0.138627, "sys_s": 0.798828, "busy_share": 0.4687275, "cpu_us_per_request": 5.32},
+        "aborted": None,
+        "server": {"duration_s": 2.01, "samples": 20, "rss_peak_bytes": 1 << 22, "pss_mean_bytes": None,
+                   "cpu_user_cores": 0.31, "idle_share": float("nan")},  # NaN: JSON has none, stored as null
+        "flags": [{"kind": "littles_law", "reason": "1 connections, throughput x latency says 3.9"}],
+    }
 
 
 def fill(store: Store) -> int:
-    run_id = store.start_run(FakePlan(), {"kernel": "6.18"}, {"nginx": "nginx/1.22.1"})
+    run_id = store.start_run(FakePlan(), {"kernel": "6.18", "cpus": 2}, {"nginx": "nginx/1.22.1"})
     for key in ("nginx/tuned/7B/ka/1cpu", "reference/tuned/7B/ka/1cpu"):
-        cell_id = store.cell(run_id, FakeCell(key=key, server=key.split("/")[0]), "worker_processes 1;", "v1")
+        cell_id = store.cell(run_id, FakeCell(key=key, server=key.split("/")[0]), "worker_processes 1;\n", "v1")
         for level in (1, 10):
             for index in (0, 1):
-                store.add_round(cell_id, level, index, {**MEASUREMENT, "level": level, "round": index})
+                store.add_round(cell_id, level, index, measurement(level, index))
         store.finish_cell(cell_id, "done", 1.5, None)
     store.finish_run(run_id, "done")
     return run_id
 
 
-def comparable(run: dict) -> dict:
-    return {**run, "started": None, "ended": None}
+class Postgres:
+    """A private PostgreSQL server; each test gets a database of its own."""
+
+    def __init__(self, port: int) -> None:
+        self.port, self.made = port, 0
+
+    def database(self) -> str:
+        self.made += 1
+        with psycopg.connect(host="127.0.0.1", port=self.port, user="bench", dbname="postgres",
+                             autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE t{self.made}")
+        return f"postgresql://bench@127.0.0.1:{self.port}/t{self.made}"
 
 
 @pytest.fixture(scope="module")
 def postgres():
-    """A private PostgreSQL server: its own data directory, unix socket and loopback port, run as
-    the postgres user (it refuses root), stopped by PID at the end."""
+    """initdb into a directory of /tmp owned by postgres (pytest's tmp_path is under a 0700 root
+    directory), then postgres itself as our child (Popen's user=: PostgreSQL refuses root, and a
+    wrapper like runuser would turn our SIGINT into SIGTERM, a shutdown that waits for clients).
+    Unix socket in that directory, TCP on loopback only; SIGINT (fast shutdown) by PID at the end."""
     if not (PG_BIN / "postgres").exists():
-        pytest.fail("PostgreSQL is not installed: apt-get install -y postgresql")
+        pytest.fail("PostgreSQL is not installed: apt-get install -y postgresql (make deps does)")
     base = Path(tempfile.mkdtemp(prefix="httpbench-pg-", dir="/tmp"))
-    user = pwd.getpwnam("postgres")
-    os.chown(base, user.pw_uid, user.pw_gid)
-    as_postgres = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*as_postgres, str(PG_BIN / "initdb"), "-D", str(base / "data"), "-A", "trust", "-U", "bench"],
-                   check=True, capture_output=True)
-    port = free_port()
-    server = subprocess.Popen([*as_postgres, str(PG_BIN / "postgres"), "-D", str(base / "data"), "-k", str(base),
-                               "-p", str(port), "-c", "listen_addresses=127.0.0.1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"postgresql://bench@127.0.0.1:{port}/postgres"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            Store(url)
-            break
-        except StoreError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                stop(server)
-                raise
-            time.sleep(0.2)
-    yield url
-    server.send_signal(signal.SIGINT)  # fast shutdown
+    as_postgres = {"user": "postgres", "group": "postgres", "extra_groups": [], "cwd": base}
+    shutil.chown(base, "postgres", "postgres")
+    server = None
     try:
-        server.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        stop(server)
-    shutil.rmtree(base, ignore_errors=True)
+        subprocess.run([PG_BIN / "initdb", "-D", base / "data", "-A", "trust", "-U", "bench", "-E", "UTF8",
+                        "--no-locale", "--no-sync"], check=True, capture_output=True, **as_postgres)
+        port = free_port()
+        server = subprocess.Popen([PG_BIN / "postgres", "-D", base / "data", "-k", base, "-p", str(port),
+                                   "-c", "listen_addresses=127.0.0.1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **as_postgres)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                psycopg.connect(host="127.0.0.1", port=port, user="bench", dbname="postgres",
+                                connect_timeout=1).close()
+                break
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        yield Postgres(port)
+    finally:
+        if server is not None and server.poll() is None:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path) -> str:
+    """An empty database: an SQLite path, or a fresh database on the private server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "results.db")
+    return request.getfixturevalue("postgres").database()
+
+
+def without_times(run: dict) -> dict:
+    return {k: v for k, v in run.items() if k not in ("started", "ended")}
 
 
 def test_sqlite_and_postgresql_read_back_identically(tmp_path, postgres):
-    lite, pg = Store(str(tmp_path / "r.db")), Store(postgres)
+    lite, pg = Store(str(tmp_path / "r.db")), Store(postgres.database())
     a, b = lite.run(fill(lite)), pg.run(fill(pg))
-    assert comparable(a)["cells"] == comparable(b)["cells"]
-    assert {k: v for k, v in comparable(a).items() if k != "id"} == {k: v for k, v in comparable(b).items() if k != "id"}
-    assert a["cells"][0]["rounds"][0]["measurement"] == {**MEASUREMENT, "level": 1, "round": 0}
-    assert len(a["cells"][1]["rounds"]) == 4
+    assert without_times(a) == without_times(b)
+    assert a["status"] == "done" and a["ended"] >= a["started"]
+    assert [len(c["rounds"]) for c in a["cells"]] == [4, 4]
+    stored = a["cells"][0]["rounds"][3]
+    assert (stored["level"], stored["round"]) == (10, 1)
+    assert stored["measurement"] == {**measurement(10, 1), "server": {**measurement(10, 1)["server"], "idle_share": None}}
+    assert stored["measurement"]["latency"]["total"]["hdr"] == HDR_TOTAL
 
 
-def test_resume_sees_what_is_stored_and_never_duplicates(tmp_path):
-    store = Store(str(tmp_path / "r.db"))
+def test_resume_sees_what_is_stored_and_never_duplicates(db):
+    store = Store(db)
     run_id = store.start_run(FakePlan(), {}, {})
     cell = FakeCell(key="nginx/tuned/7B/ka/1cpu")
     cell_id = store.cell(run_id, cell, "conf", "v1")
-    store.add_round(cell_id, 1, 0, MEASUREMENT)
-    assert store.cell(run_id, cell, "conf", "v1") == cell_id  # found again on resume
-    assert store.rounds_done(cell_id) == {(1, 0)}
-    store.add_round(cell_id, 1, 0, {**MEASUREMENT, "errors_total": 99})
-    rounds = store.run(run_id)["cells"][0]["rounds"]
-    assert len(rounds) == 1 and rounds[0]["measurement"]["errors_total"] == 0
+    store.add_round(cell_id, 1, 0, measurement(1, 0))
+    store.add_round(cell_id, 10, 0, measurement(10, 0))
+
+    resumed = Store(db)  # as `httpbench run --resume` would
+    assert resumed.cell(run_id, cell, "conf", "v1") == cell_id
+    assert resumed.rounds_done(cell_id) == {(1, 0), (10, 0)}
+    resumed.add_round(cell_id, 1, 0, {**measurement(1, 0), "errors_total": 99})  # ignored: the first stays
+    resumed.add_round(cell_id, 1, 1, measurement(1, 1))
+    rounds = resumed.run(run_id)["cells"][0]["rounds"]
+    assert [(r["level"], r["round"]) for r in rounds] == [(1, 0), (1, 1), (10, 0)]
+    assert rounds[0]["measurement"]["errors_total"] == 0
+    with pytest.raises(Exception):  # a round of a cell that does not exist is a bug, not a duplicate
+        resumed.add_round(cell_id + 100, 1, 0, measurement(1, 0))
 
 
-def test_schema_version_mismatch_is_one_line(tmp_path):
-    db = tmp_path / "r.db"
-    store = Store(str(db))
-    with store.engine.begin() as conn:
+def test_schema_version_mismatch_is_one_line(db):
+    with Store(db).engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
-    with pytest.raises(StoreError, match="schema version 99") as failed:
-        Store(str(db))
+    with pytest.raises(StoreError, match=r"schema version 99, this httpbench writes version 1; use another --db") \
+            as failed:
+        Store(db)
     assert "\n" not in str(failed.value)
 
 
 def test_unreachable_database_is_one_fast_line():
     started = time.monotonic()
-    with pytest.raises(StoreError, match="cannot open the results database") as failed:
-        Store("postgresql://bench@127.0.0.1:1/none")
-    assert "\n" not in str(failed.value) and time.monotonic() - started < 10
+    with pytest.raises(StoreError, match="cannot open the results database .*127.0.0.1:1.*server running") as failed:
+        Store("postgresql://bench:secret@127.0.0.1:1/none")
+    message = str(failed.value)
+    assert "\n" not in message and "secret" not in message and time.monotonic() - started < 5
 
 
-def test_unknown_run_lists_recent_ones(tmp_path):
-    store = Store(str(tmp_path / "r.db"))
+def test_a_writer_killed_mid_run_loses_nothing_it_committed(db):
+    """kill -9 a process writing rounds as fast as it can: every round it reported committed is
+    there, whole, and the database opens as before (SQLite rolls back its hot journal)."""
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, db, json.dumps(measurement(1, 0))],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        run_id, cell_id = map(int, writer.stdout.readline().split())
+        committed = [int(writer.stdout.readline()) for _ in range(30)]
+        os.kill(writer.pid, signal.SIGKILL)
+    finally:
+        writer.kill()
+        writer.wait()
+    store = Store(db)
+    done = store.rounds_done(cell_id)
+    assert {(1, i) for i in committed} <= done
+    assert done == {(1, i) for i in range(len(done))}  # no gap, nothing torn
+    rounds = store.run(run_id)["cells"][0]["rounds"]
+    assert all(r["measurement"] == rounds[0]["measurement"] for r in rounds)
+    assert rounds[0]["measurement"]["latency"]["total"]["hdr"] == HDR_TOTAL
+
+
+# The writer of the crash test: prints each round's index once add_round has returned (committed).
+WRITER = """
+import json, sys
+from types import SimpleNamespace as NS
+from httpbench.store import Store
+store = Store(sys.argv[1])
+m = json.loads(sys.argv[2])
+run_id = store.start_run(NS(name="crash", text=""), {}, {})
+cell_id = store.cell(run_id, NS(key="nginx/tuned/7B/ka/1cpu", server="nginx", profile="tuned",
+                                workload=NS(label="7B"), keep_alive=True, cpus=1), "", "v1")
+print(run_id, cell_id, flush=True)
+for index in range(10**6):
+    store.add_round(cell_id, 1, index, m)
+    print(index, flush=True)
+"""
+
+
+def test_default_sqlite_directory_is_created_and_unknown_runs_named(tmp_path):
+    store = Store(str(tmp_path / "httpbench-results" / "results.db"))
+    assert (tmp_path / "httpbench-results" / "results.db").exists()
     fill(store)
+    assert [r["plan_name"] for r in store.runs()] == ["tiny"] and store.runs()[0]["cells"] == 2
     with pytest.raises(StoreError, match="no run 7; recent runs: 1"):
         store.run(7)

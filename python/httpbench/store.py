@@ -10,12 +10,14 @@ JSON column, with its headline figures in columns of their own for querying.
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 from pathlib import Path
 from typing import List, Optional, Set, Tuple
 
-from sqlalchemy import (JSON, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String, Table, Text,
-                        UniqueConstraint, create_engine, func, insert, select, update)
-from sqlalchemy.engine import Engine
+from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String,
+                        Table, Text, UniqueConstraint, create_engine, event, func, inspect, insert, select, update)
+from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 SCHEMA_VERSION = 1
@@ -57,8 +59,8 @@ rounds = Table(
     Column("level", Integer, nullable=False),
     Column("round", Integer, nullable=False),
     Column("requests_per_second", Float),
-    Column("completed", Integer),
-    Column("errors_total", Integer),
+    Column("completed", BigInteger),  # a long round at a few million requests/s passes 2**31
+    Column("errors_total", BigInteger),
     Column("p50_us", Integer),
     Column("p99_us", Integer),
     Column("client_busy_share", Float),
@@ -71,18 +73,43 @@ class StoreError(ValueError):
     """The store cannot be used; the message is one line saying why and what to do."""
 
 
-def url_of(db: str) -> str:
-    """A path or URL as SQLAlchemy wants it; plain postgresql:// uses psycopg 3."""
-    if "://" not in db:
-        Path(db).parent.mkdir(parents=True, exist_ok=True)
-        return f"sqlite:///{db}"
-    if db.startswith("postgresql://") or db.startswith("postgres://"):
-        return "postgresql+psycopg://" + db.split("://", 1)[1]
-    return db
+def url_of(db: str) -> URL:
+    """A path or URL as SQLAlchemy wants it: plain postgresql:// uses psycopg 3, and an SQLite
+    file's directory is created."""
+    url = make_url(db) if "://" in db else URL.create("sqlite", database=db)
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    if url.drivername.startswith("sqlite") and url.database not in (None, "", ":memory:"):
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    return url
+
+
+def _shown(db: str) -> str:
+    """The database as messages name it: never with its password."""
+    try:
+        return make_url(db).render_as_string(hide_password=True) if "://" in db else db
+    except SQLAlchemyError:
+        return db
 
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+def _finite(value):
+    """JSON has no NaN or infinity: PostgreSQL refuses them where SQLite would keep them, so both
+    store null and a run reads back the same from either."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _dumps(value) -> str:
+    return json.dumps(_finite(value), allow_nan=False)
 
 
 def _headline(m: dict, *path):
@@ -90,26 +117,38 @@ def _headline(m: dict, *path):
         if not isinstance(m, dict) or m.get(key) is None:
             return None
         m = m[key]
-    return m
+    return _finite(m)
+
+
+def _foreign_keys_on(dbapi_connection, _record) -> None:
+    # SQLite ignores foreign keys unless asked, per connection; PostgreSQL always checks them.
+    dbapi_connection.execute("PRAGMA foreign_keys = ON")
 
 
 class Store:
     def __init__(self, db: str) -> None:
-        url = url_of(db)
-        args = {"connect_timeout": 5} if url.startswith("postgresql") else {}
+        shown = _shown(db)
         try:
-            self.engine: Engine = create_engine(url, connect_args=args)
+            url = url_of(db)
+            # connect_timeout: an unreachable server fails in seconds, not after the OS's TCP timeout.
+            args = {"connect_timeout": 5} if url.drivername.startswith("postgresql") else {}
+            self.engine: Engine = create_engine(url, connect_args=args, json_serializer=_dumps)
+            if url.drivername.startswith("sqlite"):
+                event.listen(self.engine, "connect", _foreign_keys_on)
             with self.engine.begin() as conn:
+                # The version is checked before any table is created, so a database written by
+                # another httpbench is left exactly as it was.
+                version = conn.execute(select(meta.c.schema_version)).scalar() \
+                    if inspect(conn).has_table("meta") else None
+                if version is not None and version != SCHEMA_VERSION:
+                    raise StoreError(f"{shown} holds results in schema version {version}, this httpbench writes "
+                                     f"version {SCHEMA_VERSION}; use another --db, or the httpbench that wrote it")
                 metadata.create_all(conn)
-                version = conn.execute(select(meta.c.schema_version)).scalar()
                 if version is None:
                     conn.execute(insert(meta).values(schema_version=SCHEMA_VERSION))
-                elif version != SCHEMA_VERSION:
-                    raise StoreError(f"{db} holds results in schema version {version}, this httpbench writes "
-                                     f"version {SCHEMA_VERSION}; use another --db, or the httpbench that wrote it")
-        except SQLAlchemyError as e:
+        except (SQLAlchemyError, OSError, ImportError) as e:  # ImportError: a URL for a driver not installed
             reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
-            raise StoreError(f"cannot open the results database {db}: {reason}; check the path or URL "
+            raise StoreError(f"cannot open the results database {shown}: {reason}; check the path or URL "
                              "(server running, user, password, database name)") from None
 
     def start_run(self, plan, host: dict, versions: dict) -> int:
@@ -132,8 +171,8 @@ class Store:
                 status="running")).inserted_primary_key[0]
 
     def add_round(self, cell_id: int, level: int, index: int, measurement: dict) -> None:
-        """Store one round, committed at once. A round already stored stays as it was: a resumed
-        run never duplicates one."""
+        """Store one round, committed at once. Adding a round that is already stored is ignored:
+        the first one stays as it was, so a resumed run never duplicates one."""
         try:
             with self.engine.begin() as conn:
                 conn.execute(insert(rounds).values(
@@ -145,7 +184,9 @@ class Store:
                     p99_us=_headline(measurement, "latency", "total", "p99_us"),
                     client_busy_share=_headline(measurement, "client", "busy_share")))
         except IntegrityError:
-            pass
+            # Only the unique (cell, level, round) is forgiven; an unknown cell is a caller's bug.
+            if (level, index) not in self.rounds_done(cell_id):
+                raise
 
     def rounds_done(self, cell_id: int) -> Set[Tuple[int, int]]:
         with self.engine.connect() as conn:
