@@ -26,7 +26,10 @@ from httpbench.store import Store
 # Load used to warm a server up and to measure the client ceiling: enough connections to keep
 # any server busy, few enough for every open-file limit.
 WARM_CONNECTIONS = 50
-CEILING_SECONDS = 2.0
+# The ceiling is the best of a few short measurements: other load on the machine can only
+# lower it, so the best is the closest to what the client can do.
+CEILING_ROUNDS = 3
+CEILING_SECONDS = 1.0
 
 
 @dataclass
@@ -96,9 +99,8 @@ class Sweep:
             site = self._site(Path(tmp), 1)
             workload.write(site.docroot)
             with servers.start(servers.get("reference"), site, ServerProfile("tuned")):
-                report = engine.run(self._spec(site, workload, WARM_CONNECTIONS, {"duration": CEILING_SECONDS},
-                                               keep_alive=True))
-        ceiling = report["requests"]["per_second"]
+                spec = self._spec(site, workload, WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive=True)
+                ceiling = max(engine.run(spec)["requests"]["per_second"] for _ in range(CEILING_ROUNDS))
         self.progress.on_note(f"client ceiling (engine against the reference server): {ceiling:,.0f} req/s")
         return ceiling
 
