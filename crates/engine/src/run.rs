@@ -167,14 +167,15 @@ fn raise_open_files(spec: &Resolved) -> Result<(), Error> {
             libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
         }
     }
-    let need = spec.connections as u64 + SPARE_FILES + 8 * spec.threads as u64;
-    if need > lim.rlim_cur as u64 {
+    let spare = SPARE_FILES + 8 * spec.threads as u64;
+    let need = spec.connections as u64 + spare;
+    if need > lim.rlim_cur {
         return Err(Error(format!(
             "{} connections need about {need} open files but this process may have {} (hard limit {}); lower -c to {} or raise the hard limit (ulimit -Hn, LimitNOFILE=)",
             spec.connections,
             lim.rlim_cur,
             lim.rlim_max,
-            (lim.rlim_cur as u64).saturating_sub(SPARE_FILES + 8 * spec.threads as u64)
+            lim.rlim_cur.saturating_sub(spare)
         )));
     }
     Ok(())

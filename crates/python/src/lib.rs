@@ -57,13 +57,7 @@ fn serve_reference(
 ) -> PyResult<()> {
     let server = httpbench_reference::Server::bind(&root, host, port, threads)
         .map_err(EngineError::new_err)?;
-    eprintln!(
-        "httpbench-reference: serving {} files from {} on {} with {} threads",
-        server.files(),
-        root.display(),
-        server.local_addr(),
-        server.threads()
-    );
+    eprintln!("{}", server.banner(&root));
     let stop = Arc::new(AtomicBool::new(false));
     let serving = {
         let stop = Arc::clone(&stop);

@@ -94,6 +94,17 @@ impl Server {
         self.files.len()
     }
 
+    /// The line both front ends print once bound, so a run's log says what was served.
+    pub fn banner(&self, root: &Path) -> String {
+        format!(
+            "httpbench-reference: serving {} files from {} on {} with {} threads",
+            self.files(),
+            root.display(),
+            self.local_addr(),
+            self.threads()
+        )
+    }
+
     /// Serve until `stop` is set (seen within 100 ms) or a loop fails.
     pub fn run(&self, stop: &AtomicBool) -> Result<(), String> {
         let failed = AtomicBool::new(false);

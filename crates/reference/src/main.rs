@@ -46,13 +46,7 @@ fn main() {
     }
     let server =
         httpbench_reference::Server::bind(&root, &host, port, threads).unwrap_or_else(|e| fail(&e));
-    eprintln!(
-        "httpbench-reference: serving {} files from {} on {} with {} threads",
-        server.files(),
-        root.display(),
-        server.local_addr(),
-        server.threads()
-    );
+    eprintln!("{}", server.banner(&root));
     server.run(&STOP).unwrap_or_else(|e| fail(&e));
 }
 

@@ -54,9 +54,17 @@ class Site:
         return max(1, len(self.cpus))
 
     @property
+    def address(self) -> str:
+        """The host as URLs and most configs write it: an IPv6 address in brackets."""
+        return f"[{self.host}]" if ":" in self.host else self.host
+
+    @property
+    def authority(self) -> str:
+        return f"{self.address}:{self.port}"
+
+    @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/"
+        return f"http://{self.authority}/"
 
 
 @dataclass

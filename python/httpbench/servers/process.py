@@ -35,17 +35,19 @@ class ServerFailed(Exception):
     went wrong (with the server's own words when it has any) and what to do."""
 
 
+def _family(host: str) -> int:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as s:
+    with socket.socket(_family(host)) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
 
 
 def port_is_free(host: str, port: int) -> bool:
     """Whether a server could listen there (with SO_REUSEADDR, as servers do)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as s:
+    with socket.socket(_family(host)) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))

@@ -15,10 +15,6 @@ impl CpuTime {
         Self::rusage(libc::RUSAGE_THREAD)
     }
 
-    pub fn of_this_process() -> CpuTime {
-        Self::rusage(libc::RUSAGE_SELF)
-    }
-
     fn rusage(who: libc::c_int) -> CpuTime {
         // SAFETY: getrusage only writes into the zeroed struct we own.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

@@ -87,7 +87,7 @@ class ApacheEvent(_Apache):
 def render_conf(site: Site, profile: ServerProfile, mpm: str) -> str:
     # Apache has no end-of-line comments: every comment is a line of its own above its directive.
     run = site.run_dir
-    host = f"[{site.host}]" if ":" in site.host else site.host
+    host = site.address
     mpm_module = f"LoadModule mpm_{mpm}_module {MODULES}/mod_mpm_{mpm}.so\n"
     if profile.name == "tuned":
         modules = mpm_module + "".join(f"LoadModule {m}_module {MODULES}/mod_{m}.so\n"

@@ -70,7 +70,7 @@ url.access-deny = ( "~", ".inc" )
 static-file.exclude-extensions = ( ".php", ".pl", ".fcgi" )
 alias.url += ( "/javascript" => "/usr/share/javascript" )
 server.modules += ( "mod_dirlisting", "mod_staticfile" )"""
-    host = f"[{site.host}]" if ":" in site.host else site.host
+    host = site.address
     # Added last; to change a setting made above, use := (lighttpd refuses a second =).
     extra = "".join(f"{line}\n" for line in profile.directives)
     return f"""# rendered by httpbench for profile {profile.name}

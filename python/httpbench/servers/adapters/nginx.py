@@ -28,7 +28,7 @@ class Nginx(Server):
 
 def render_conf(site: Site, profile: ServerProfile) -> str:
     run = site.run_dir
-    listen = f"{'[' + site.host + ']' if ':' in site.host else site.host}:{site.port}"
+    listen = site.authority
     if profile.name == "tuned":
         main = f"""worker_processes {site.workers};              # one worker per core given (000)
 worker_rlimit_nofile 20000;               # connections are descriptors; 20,000 is the hard limit here

@@ -57,7 +57,7 @@ def _layout(run: Path) -> Dict[str, str]:
 
 
 def records(site: Site, profile: ServerProfile) -> str:
-    ip = f"[{site.host}]" if ":" in site.host else site.host
+    ip = site.address
     family = ":ipv6" if ":" in site.host else ""
     lines = [
         f"# rendered by httpbench for profile {profile.name}",

@@ -31,7 +31,7 @@ class Varnish(Server):
         return Nginx()
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
-        listen = f"[{site.host}]:{site.port}" if ":" in site.host else f"{site.host}:{site.port}"
+        listen = site.authority
         lines = [
             f"# rendered by httpbench for profile {profile.name}",
             f"-a {listen}",
