@@ -24,3 +24,15 @@ def host_facts() -> dict:
     """This host's facts: CPU, kernel, distribution, memory, open-file limits and the sysctls
     benchmarks tune."""
     return json.loads(_engine.host_facts())
+
+
+def merge_latency(summaries: list) -> dict:
+    """Add the histograms of several latency summaries (rounds, threads, hosts) and summarise the
+    sum: exact percentiles, never an average of percentiles."""
+    return json.loads(_engine.merge_latency([s["hdr"] for s in summaries]))
+
+
+def latency_spectrum(summaries: list, ticks: int = 5) -> list:
+    """The percentile spectrum of the added histograms, from the median up to the largest value:
+    ``[[percentile, microseconds], ...]``."""
+    return json.loads(_engine.latency_spectrum([s["hdr"] for s in summaries], ticks))

@@ -176,6 +176,27 @@ pub fn decode_histogram(hdr: &str) -> Result<Histogram<u64>, String> {
         .map_err(|e| format!("{e:?}"))
 }
 
+/// Add encoded histograms (rounds, threads or hosts) into one: the exact merge, where averaging
+/// their percentiles would not be.
+pub fn merge_histograms<'a>(hdrs: impl IntoIterator<Item = &'a str>) -> Result<Histogram<u64>, String> {
+    let mut merged = crate::stats::histogram();
+    // Histograms written by another HdrHistogram may reach past 60 s; grow rather than fail.
+    merged.auto(true);
+    for hdr in hdrs {
+        merged.add(decode_histogram(hdr)?).map_err(|e| format!("{e:?}"))?;
+    }
+    Ok(merged)
+}
+
+/// The percentile spectrum HdrHistogram's plotter draws: `ticks` points per halving of the
+/// distance to 100%, from the median up to the largest value, as (percentile, microseconds).
+pub fn percentile_spectrum(h: &Histogram<u64>, ticks: u32) -> Vec<(f64, u64)> {
+    h.iter_quantiles(ticks)
+        .map(|v| (v.quantile_iterated_to() * 100.0, h.highest_equivalent(v.value_iterated_to())))
+        .filter(|&(percentile, _)| percentile >= 50.0)
+        .collect()
+}
+
 /// The engine's own use of the machine.
 #[derive(Debug, Clone, Serialize)]
 pub struct Client {
@@ -232,11 +253,24 @@ mod tests {
             b.record(v * 1000).unwrap();
         }
         let (sa, sb) = (Summary::of(&a), Summary::of(&b));
-        let mut merged = decode_histogram(&sa.hdr).unwrap();
-        merged.add(decode_histogram(&sb.hdr).unwrap()).unwrap();
+        let merged = merge_histograms([sa.hdr.as_str(), sb.hdr.as_str()]).unwrap();
         let mut direct = a.clone();
         direct.add(&b).unwrap();
         assert_eq!(merged, direct);
         assert_eq!(Summary::of(&merged).p50_us, direct.value_at_quantile(0.5));
+        assert!(merge_histograms(["not base64!"]).is_err());
+    }
+
+    #[test]
+    fn spectrum_runs_from_the_median_to_the_maximum() {
+        let mut h = histogram();
+        for v in 1..=100_000 {
+            h.record(v).unwrap();
+        }
+        let spectrum = percentile_spectrum(&h, 5);
+        assert!(spectrum.first().unwrap().0 >= 50.0);
+        assert_eq!(spectrum.last().unwrap().1, h.highest_equivalent(h.max()));
+        assert!(spectrum.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+        assert!(spectrum.iter().any(|&(p, _)| p > 99.99));
     }
 }

@@ -84,6 +84,25 @@ fn host_facts() -> PyResult<String> {
         .map_err(|e| EngineError::new_err(e.to_string()))
 }
 
+/// Merge encoded latency histograms exactly; returns the merged summary (schema's `summary`) as
+/// JSON.
+#[pyfunction]
+fn merge_latency(hdrs: Vec<String>) -> PyResult<String> {
+    let merged = httpbench_engine::report::merge_histograms(hdrs.iter().map(String::as_str))
+        .map_err(|e| EngineError::new_err(format!("not an HdrHistogram: {e}")))?;
+    serde_json::to_string(&httpbench_engine::report::Summary::of(&merged))
+        .map_err(|e| EngineError::new_err(e.to_string()))
+}
+
+/// The percentile spectrum of the merged histograms: JSON `[[percentile, microseconds], ...]`.
+#[pyfunction]
+fn latency_spectrum(hdrs: Vec<String>, ticks: u32) -> PyResult<String> {
+    let merged = httpbench_engine::report::merge_histograms(hdrs.iter().map(String::as_str))
+        .map_err(|e| EngineError::new_err(format!("not an HdrHistogram: {e}")))?;
+    serde_json::to_string(&httpbench_engine::report::percentile_spectrum(&merged, ticks))
+        .map_err(|e| EngineError::new_err(e.to_string()))
+}
+
 /// Run the `httpbench-load` command line with `argv` (argv[0] is the program name shown in its
 /// help and errors); returns its exit code.
 #[pyfunction]
@@ -100,5 +119,7 @@ fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(host_facts, m)?)?;
     m.add_function(wrap_pyfunction!(load_main, m)?)?;
     m.add_function(wrap_pyfunction!(serve_reference, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_latency, m)?)?;
+    m.add_function(wrap_pyfunction!(latency_spectrum, m)?)?;
     Ok(())
 }
