@@ -44,6 +44,29 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("run_id", type=int, metavar="RUN")
     show.add_argument("--db", default=DEFAULT_DB)
     show.set_defaults(run=_show)
+    report = commands.add_parser("report", help="write a self-contained HTML report of stored runs")
+    _runs_args(report)
+    report.add_argument("-o", "--output", help="the HTML file (default: report-run-N.html next to the database)")
+    _chart_args(report)
+    report.set_defaults(run=_report)
+    plot = commands.add_parser("plot", help="write every chart of stored runs as PNG or SVG files")
+    _runs_args(plot)
+    plot.add_argument("--format", choices=("png", "svg"), default="png")
+    plot.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write them to")
+    _chart_args(plot)
+    plot.set_defaults(run=_plot)
+    export = commands.add_parser("export", help="print stored runs as CSV, JSON or Markdown tables")
+    _runs_args(export)
+    export.add_argument("--format", choices=("csv", "json", "markdown"), default="markdown")
+    export.add_argument("-o", "--output", help="a file to write (default: standard output)")
+    export.set_defaults(run=_export)
+    compare = commands.add_parser("compare", help="compare two stored runs level by level")
+    compare.add_argument("before", type=int, metavar="RUN_A")
+    compare.add_argument("after", type=int, metavar="RUN_B")
+    compare.add_argument("--db", default=DEFAULT_DB)
+    compare.add_argument("--fail-on-regression", metavar="PERCENT",
+                         help="exit 1 if any level's throughput fell by more than this (e.g. 5%%) beyond the noise")
+    compare.set_defaults(run=_compare)
     listed = commands.add_parser("plans", help="list the built-in plans, one line each")
     listed.set_defaults(run=_plans)
     check = commands.add_parser("doctor", help="check this host's settings for benchmarking")
@@ -53,6 +76,67 @@ def _parser() -> argparse.ArgumentParser:
 
 
 DEFAULT_DB = "httpbench-results/results.db"
+
+
+def _runs_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_ids", type=int, nargs="+", metavar="RUN", help="stored runs ('httpbench runs' lists them)")
+    parser.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file or database URL (default: {DEFAULT_DB})")
+
+
+def _chart_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--baseline", metavar="SERVER", help="the server (or server/profile) rated 100 "
+                                                             "(default: the plan's baseline, else the first server)")
+    parser.add_argument("--level", type=int, help="the level whose percentile spectrum and timeline are drawn "
+                                                  "(default: each cell's highest)")
+
+
+def _load(args: argparse.Namespace):
+    from httpbench import results
+    from httpbench.store import Store
+    store = Store(args.db)
+    return [results.load(store, run_id) for run_id in dict.fromkeys(args.run_ids)]
+
+
+def _choices(args: argparse.Namespace):
+    from httpbench.report import Choices
+    return Choices(baseline=args.baseline, level=args.level)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+    from httpbench import console, report
+    runs = _load(args)
+    path = Path(args.output) if args.output else console.report_path(args.db, [r.id for r in runs])
+    print(report.write_html(runs, path, _choices(args)))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from pathlib import Path
+    from httpbench import report
+    for path in report.write_charts(_load(args), Path(args.output), args.format, _choices(args)):
+        print(path)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from httpbench import export
+    text = export.render(_load(args), args.format)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from httpbench import compare, console, results
+    from httpbench.store import Store
+    threshold = compare.parse_threshold(args.fail_on_regression) if args.fail_on_regression else None
+    store = Store(args.db)
+    comparison = compare.compare(results.load(store, args.before), results.load(store, args.after))
+    return console.comparison(comparison, threshold)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -74,7 +158,8 @@ def _runs(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from httpbench import console
     from httpbench.store import Store
-    run = Store(args.db).run(args.run_id)
+    from httpbench import results
+    run = results.load(Store(args.db), args.run_id)
     console.levels(run)
     console.summary(run)
     return 0

@@ -7,14 +7,16 @@ Everything shown comes from the store: `show` and the end of `run` print the sam
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
-from typing import Dict, List, Optional
+from pathlib import Path
+from typing import List, Optional
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from httpbench.stats import LevelStats
+from httpbench import results
+from httpbench.report import summary as report_summary, tables
+from httpbench.results import RunResults
 from httpbench.sweep import Progress
 
 console = Console(stderr=True)
@@ -49,99 +51,72 @@ def live_progress(total_rounds: int):
     return bar, Progress(on_cell=on_cell, on_round=on_round, on_note=on_note)
 
 
-def _levels(cell: dict) -> Dict[int, List[dict]]:
-    levels: Dict[int, List[dict]] = defaultdict(list)
-    for r in cell["rounds"]:
-        levels[r["level"]].append(r["measurement"])
-    return dict(sorted(levels.items()))
+def _rich(table: tables.Table, title: str, columns: Optional[List[str]] = None) -> Table:
+    """A report table in the terminal; `columns` picks and orders them by key."""
+    keys = columns or [c.key for c in table.columns]
+    index = {c.key: n for n, c in enumerate(table.columns)}
+    out = Table(title=title, title_justify="left")
+    for key in keys:
+        out.add_column(table.columns[index[key]].title, justify="left" if key in ("cell", "status") else "right")
+    out.add_column("flags")
+    for shown, flags in zip(table.shown(), table.flags):
+        out.add_row(*[shown[index[key]] for key in keys], "; ".join(flags))
+    return out
 
 
-def _mean_rps(cell: dict) -> Optional[float]:
-    """A cell's figure of merit: requests/s averaged over every level and round (002's average)."""
-    values = [m["requests"]["per_second"] for ms in _levels(cell).values() for m in ms]
-    return sum(values) / len(values) if values else None
-
-
-def summary(run: dict) -> None:
+def summary(run: RunResults) -> None:
     """Print a stored run: one table of every cell, then who won each comparison."""
     out = _stdout()
-    table = Table(title=f"run {run['id']}: plan {run['plan_name']} ({run['status']})")
-    for column in ("cell", "levels", "req/s min", "mean", "max", "p99 at top level", "flags", "time"):
-        table.add_column(column, justify="left" if column in ("cell", "flags") else "right")
-    for cell in run["cells"]:
-        levels = _levels(cell)
-        if cell["status"] == "failed" or not levels:
-            table.add_row(cell["key"], "-", "-", "-", "-", "-", f"[red]{cell['status']}: {cell.get('error') or ''}", "-")
-            continue
-        stats = LevelStats.of([m["requests"]["per_second"] for ms in levels.values() for m in ms])
-        top = levels[max(levels)]
-        p99 = max((m["latency"]["total"]["p99_us"] or 0) for m in top) if top[0].get("latency") else None
-        flags = sorted({f["kind"] for ms in levels.values() for m in ms for f in m.get("flags", [])})
-        flags += [f"noisy@{level}" for level, ms in levels.items() if len(ms) > 1 and
-                  LevelStats.of([m["requests"]["per_second"] for m in ms]).cv > 0.05]
-        table.add_row(cell["key"], str(len(levels)), f"{stats.min:,.0f}", f"{stats.mean:,.0f}", f"{stats.max:,.0f}",
-                      f"{p99 / 1000:.2f} ms" if p99 else "-", ", ".join(flags), f"{cell['seconds'] or 0:.0f} s")
-    out.print(table)
-    for sentence in verdicts(run):
-        out.print(sentence)
+    out.print(_rich(tables.cells([run]), f"run {run.id}: plan {run.plan_name} ({run.status})",
+                    ["cell", "status", "levels", "rps_min", "rps_mean", "rps_max", "seconds"]))
+    for cell in run.failed:
+        out.print(f"[red]{cell.key} failed: {cell.error}")
+    for verdict in report_summary.winners([run]):
+        out.print(f"{verdict.group}: {verdict.headline}")
+        for line in verdict.details:
+            out.print(f"  {line}")
 
 
-def levels(run: dict) -> None:
+def levels(run: RunResults) -> None:
     """Every level of every cell: the statistics of its rounds, latency, the server's CPU and
     memory, and the honesty flags with their reasons."""
     out = _stdout()
-    for cell in run["cells"]:
-        by_level = _levels(cell)
-        if not by_level:
-            continue
-        table = Table(title=f"{cell['key']} ({cell['server_version']})", title_justify="left")
-        for column in ("level", "rounds", "req/s mean", "±95%", "median", "stdev", "min", "max", "p50", "p99",
-                       "errors", "server CPU", "server RSS", "flags"):
-            table.add_column(column, justify="left" if column == "flags" else "right")
-        for level, ms in by_level.items():
-            st = LevelStats.of([m["requests"]["per_second"] for m in ms])
-            last = ms[-1]
-            total = (last.get("latency") or {}).get("total") or {}
-            server = last.get("server") or {}
-            cpu = server.get("cpu_user_cores", 0) + server.get("cpu_sys_cores", 0) if server else None
-            flags = {f["kind"]: f["reason"] for m in ms for f in m.get("flags", [])}
-            if st.n > 1 and st.cv > 0.05:
-                flags["noisy"] = f"rounds vary by {st.cv:.1%} (coefficient of variation)"
-            table.add_row(
-                str(level), str(st.n), f"{st.mean:,.0f}", "-" if st.n < 2 else f"{st.ci95:,.0f}", f"{st.median:,.0f}",
-                f"{st.stdev:,.0f}", f"{st.min:,.0f}", f"{st.max:,.0f}",
-                _us(total.get("p50_us")), _us(total.get("p99_us")), str(sum(m.get("errors_total") or 0 for m in ms)),
-                "-" if cpu is None else f"{cpu:.2f} cores", _mib(server.get("rss_peak_bytes")),
-                "; ".join(f"{k}: {v}" for k, v in flags.items()))
-        out.print(table)
+    for cell in run.measured:
+        out.print(_rich(tables.levels(cell), f"{cell.key} ({cell.server_version})"))
 
 
-def _us(v) -> str:
-    return "-" if v is None else (f"{v / 1000:.2f} ms" if v >= 1000 else f"{v} us")
-
-
-def _mib(v) -> str:
-    return "-" if not v else f"{v / 2**20:.1f} MiB"
-
-
-def verdicts(run: dict) -> List[str]:
-    """Within each group of cells that differ only by server and profile, the winner and its
-    ratio to each other one, as 002 put it."""
-    groups: Dict[tuple, List[tuple]] = defaultdict(list)
-    for cell in run["cells"]:
-        mean = _mean_rps(cell)
-        if mean:
-            groups[(cell["workload"], cell["keep_alive"], cell["cpus"])].append((mean, f"{cell['server']}/{cell['profile']}"))
-    sentences = []
-    for (workload, keep_alive, cpus), entries in groups.items():
-        if len(entries) < 2:
-            continue
-        entries.sort(reverse=True)
-        (best, winner), rest = entries[0], entries[1:]
-        others = ", ".join(f"{best / mean:.2f}x {name}" for mean, name in rest)
-        sentences.append(f"{workload}, {'keep-alive' if keep_alive else 'no keep-alive'}, {cpus} CPU: "
-                         f"{winner} served {best:,.0f} req/s on average, {others}")
-    return sentences
+def comparison(cmp, threshold: Optional[float]) -> int:
+    """Print a comparison of two runs; returns 1 when `threshold` is given and a level regressed
+    beyond it, else 0."""
+    out = _stdout()
+    table = Table(title=f"run {cmp.after.id} against run {cmp.before.id}", title_justify="left")
+    for column in ("cell", "level", f"run {cmp.before.id} req/s", f"run {cmp.after.id} req/s", "ratio",
+                   "95% interval", "verdict"):
+        table.add_column(column, justify="left" if column in ("cell", "verdict") else "right")
+    for c in cmp.changes:
+        style = {"faster": "green", "slower": "red"}.get(c.verdict, "")
+        table.add_row(c.cell, str(c.level), f"{c.before.mean:,.0f}", f"{c.after.mean:,.0f}", f"{c.ratio:.3f}",
+                      "-" if c.interval is None else f"{c.interval[0]:.3f} to {c.interval[1]:.3f}",
+                      f"[{style}]{c.verdict}" if style else c.verdict)
+    out.print(table)
+    counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
+    out.print(f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "
+              f"{counts['within the noise']} within the noise.")
+    for key in cmp.only_before:
+        out.print(f"{key}: only in run {cmp.before.id}")
+    for key in cmp.only_after:
+        out.print(f"{key}: only in run {cmp.after.id}")
+    if not cmp.changes:
+        out.print("no cell and level was measured in both runs: nothing to compare")
+    if threshold is None:
+        return 0
+    regressed = cmp.regressions(threshold)
+    for c in regressed:
+        print(f"regression: {c.cell} at {c.level} connections: {c.ratio - 1:+.1%} requests/s "
+              f"({c.before.mean:,.0f} -> {c.after.mean:,.0f}), beyond the noise", file=sys.stderr)
+    if not regressed:
+        print(f"no level fell by more than {threshold:.0%} beyond the noise", file=sys.stderr)
+    return 1 if regressed else 0
 
 
 def runs_table(runs: List[dict]) -> None:
@@ -181,5 +156,23 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
         print(f"interrupted; every finished round is stored. Resume with: "
               f"httpbench run --resume {run_id} --db {db}", file=sys.stderr)
         return 130
-    summary(store.run(run_id))
+    measured = results.load(store, run_id)
+    summary(measured)
+    write_report(measured, db)
     return 0
+
+
+def report_path(db: str, run_ids: List[int]) -> Path:
+    """Where a run's report goes by default: next to an SQLite database, else in the current directory."""
+    folder = Path(db).parent if "://" not in db else Path("httpbench-results")
+    return folder / f"report-run-{'-'.join(map(str, run_ids))}.html"
+
+
+def write_report(measured: RunResults, db: str) -> None:
+    from httpbench import report
+    try:
+        path = report.write_html([measured], report_path(db, [measured.id]))
+    except report.NothingToChart as e:
+        console.print(str(e))
+        return
+    print(f"report: {path}", file=sys.stderr)

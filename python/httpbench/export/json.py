@@ -1,0 +1,24 @@
+"""The runs, their cells and every level as one JSON document (schema httpbench-export/1); the
+raw rounds, with their histograms, stay in the store."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from httpbench.report import tables
+from httpbench.results import RunResults
+
+SCHEMA = "httpbench-export/1"
+
+
+def render(runs: Sequence[RunResults]) -> str:
+    document = {
+        "schema": SCHEMA,
+        "runs": [{"id": r.id, "plan": r.plan_name, "status": r.status, "started": str(r.started),
+                  "ended": r.ended and str(r.ended), "host": r.host, "versions": r.versions, "plan_text": r.plan_text}
+                 for r in runs],
+        "cells": tables.cells(runs).records(),
+        "levels": tables.all_levels(runs).records(),
+    }
+    return json.dumps(document, indent=2, allow_nan=False) + "\n"

@@ -1,0 +1,77 @@
+"""Reports of stored runs: one self-contained HTML page (interactive charts, tables, how it was
+measured) and every chart as a PNG or SVG file. The charts come from one spec each
+(report.charts), drawn by Vega in the page and by vl-convert for the files.
+
+A report reads the store and nothing else: it never re-runs a measurement.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import List, Sequence
+
+from httpbench.report.charts import Chart, Choices, all_charts
+from httpbench.results import RunResults
+
+FORMATS = ("png", "svg")
+
+
+class NothingToChart(ValueError):
+    """The runs have no measured round: one line saying so."""
+
+
+def _require_rounds(runs: Sequence[RunResults]) -> None:
+    if not any(r.measured for r in runs):
+        ids = ", ".join(str(r.id) for r in runs)
+        failed = sum(len(r.failed) for r in runs)
+        why = f"its {failed} cell(s) failed before measuring" if failed else "no round was stored"
+        raise NothingToChart(f"run {ids} has nothing to chart: {why}; 'httpbench show {runs[0].id}' "
+                             "prints what is stored")
+
+
+@functools.lru_cache(maxsize=1)
+def _vega_bundle() -> str:
+    import vl_convert
+    # Vega, Vega-Lite and vega-embed in one script, inlined so the page opens offline.
+    return vl_convert.javascript_bundle()
+
+
+def html(runs: Sequence[RunResults], choices: Choices = Choices()) -> str:
+    from httpbench.report import page
+    _require_rounds(runs)
+    return page.render(runs, all_charts(runs, choices), choices, _vega_bundle())
+
+
+def write_html(runs: Sequence[RunResults], path: Path, choices: Choices = Choices()) -> Path:
+    text = html(runs, choices)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def write_charts(runs: Sequence[RunResults], directory: Path, fmt: str, choices: Choices = Choices()) -> List[Path]:
+    """Every chart as `<name>.png` or `<name>.svg` in `directory`."""
+    import vl_convert
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown chart format {fmt!r}: choose {' or '.join(FORMATS)}")
+    _require_rounds(runs)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for chart in all_charts(runs, choices):
+        spec = chart_spec(chart)
+        path = directory / f"{chart.name}.{fmt}"
+        if fmt == "png":
+            path.write_bytes(vl_convert.vegalite_to_png(spec, scale=2))
+        else:
+            path.write_text(vl_convert.vegalite_to_svg(spec), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def chart_spec(chart: Chart) -> dict:
+    """The Vega-Lite spec both the page and the files draw, with the chart's title on it."""
+    spec = chart.spec.to_dict()
+    spec["title"] = {"text": chart.title, "anchor": "start", "fontSize": 15}
+    spec.setdefault("config", {})["background"] = "white"
+    return spec

@@ -1,0 +1,154 @@
+"""The report's tables, defined once: raw values for CSV and JSON, the same values formatted for
+the HTML page, Markdown and the terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from httpbench.results import CellResult, RunResults, groups
+
+
+def _count(v) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _ms(v) -> str:
+    return "-" if v is None else (f"{v / 1000:,.2f} ms" if v >= 1000 else f"{v:,.0f} us")
+
+
+def _cores(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _mib(v) -> str:
+    return "-" if not v else f"{v / 2 ** 20:,.1f} MiB"
+
+
+def _share(v) -> str:
+    return "-" if v is None else f"{v:.0%}"
+
+
+def _seconds(v) -> str:
+    return "-" if v is None else f"{v:,.1f} s"
+
+
+def _plain(v) -> str:
+    return "-" if v is None or v == "" else str(v)
+
+
+def _interval(v) -> str:
+    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"±{v:,.0f}"
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str                              # field name in CSV and JSON
+    title: str                            # heading where it is shown
+    show: Callable[[Any], str] = _plain
+
+
+@dataclass
+class Table:
+    columns: List[Column]
+    rows: List[List[Any]] = field(default_factory=list)
+    flags: List[Dict[str, str]] = field(default_factory=list)   # per row: kind -> reason
+
+    def add(self, values: Sequence[Any], flags: Optional[Dict[str, str]] = None) -> None:
+        assert len(values) == len(self.columns)
+        self.rows.append(list(values))
+        self.flags.append(dict(flags or {}))
+
+    def records(self) -> List[Dict[str, Any]]:
+        """Raw values by column key, flags included: what CSV and JSON write."""
+        return [{**{c.key: _finite(v) for c, v in zip(self.columns, row)}, "flags": flags}
+                for row, flags in zip(self.rows, self.flags)]
+
+    def shown(self) -> List[List[str]]:
+        return [[c.show(v) for c, v in zip(self.columns, row)] for row in self.rows]
+
+
+def _finite(v):
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+LEVEL_COLUMNS = [
+    Column("level", "level"), Column("rounds", "rounds"), Column("rps_mean", "req/s mean", _count),
+    Column("rps_ci95", "95% interval", _interval), Column("rps_median", "median", _count),
+    Column("rps_min", "min", _count), Column("rps_max", "max", _count),
+    Column("p50_us", "p50", _ms), Column("p99_us", "p99", _ms), Column("p99_9_us", "p99.9", _ms),
+    Column("errors", "errors", _count), Column("non_2xx", "non-2xx", _count),
+    Column("server_cpu_user", "server CPU user", _cores), Column("server_cpu_sys", "system", _cores),
+    Column("server_memory_bytes", "server memory", _mib), Column("client_busy", "client busy", _share),
+]
+CELL_COLUMNS = [
+    Column("run", "run"), Column("cell", "cell"), Column("server", "server"), Column("profile", "profile"),
+    Column("workload", "workload"), Column("keep_alive", "keep-alive"), Column("cpus", "CPUs"),
+    Column("budget", "budget"),
+]
+
+
+def _cell_values(cell: CellResult) -> list:
+    return [cell.run_id, cell.key, cell.server, cell.profile, cell.workload, cell.keep_alive, cell.cpus, cell.budget]
+
+
+def _level_values(lv) -> list:
+    s, lat = lv.rps, lv.latency
+    return [lv.level, s.n, s.mean, s.ci95, s.median, s.min, s.max, lat.p50_us, lat.p99_us, lat.p99_9_us, lv.errors,
+            lv.non_2xx, lv.server_cpu_user, lv.server_cpu_sys, lv.server_memory_bytes, lv.client_busy]
+
+
+def levels(cell: CellResult) -> Table:
+    """Every level of one cell."""
+    table = Table(LEVEL_COLUMNS)
+    for lv in cell.levels:
+        table.add(_level_values(lv), lv.flags)
+    return table
+
+
+def all_levels(runs: Sequence[RunResults]) -> Table:
+    """Every level of every cell in one long table: the CSV export."""
+    table = Table(CELL_COLUMNS + LEVEL_COLUMNS)
+    for run in runs:
+        for cell in run.measured:
+            for lv in cell.levels:
+                table.add(_cell_values(cell) + _level_values(lv), lv.flags)
+    return table
+
+
+def cells(runs: Sequence[RunResults]) -> Table:
+    """One row per cell, failed ones included: status, the spread of its requests/s, its time."""
+    table = Table(CELL_COLUMNS + [
+        Column("status", "status"), Column("error", "error"), Column("levels", "levels"),
+        Column("rps_min", "req/s min", _count), Column("rps_mean", "mean", _count), Column("rps_max", "max", _count),
+        Column("seconds", "cell time", _seconds)])
+    for run in runs:
+        for cell in run.cells:
+            st = cell.rps_stats
+            table.add(_cell_values(cell) + [cell.status, cell.error, len(cell.levels), st and st.min, st and st.mean,
+                                            st and st.max, cell.seconds],
+                      {kind: f"{kind} at {sum(1 for lv in cell.levels if kind in lv.flags)} level(s)"
+                       for kind in cell.flag_kinds})
+    return table
+
+
+def comparison(cells_of_group: Sequence[CellResult], several_runs: bool) -> Table:
+    """hyperfine's table for one group: mean ± stdev, min, max, and each cell relative to the
+    fastest, ready to paste under a post."""
+    table = Table([Column("series", "server/profile"), Column("rps_mean", "mean req/s", _count),
+                   Column("rps_stdev", "σ", _count), Column("rps_min", "min", _count),
+                   Column("rps_max", "max", _count), Column("relative", "relative", lambda v: f"{v:.2f}")])
+    measured = sorted((c for c in cells_of_group if c.mean_rps), key=lambda c: -c.mean_rps)
+    for cell in measured:
+        st = cell.rps_stats
+        table.add([cell.series + (f" (run {cell.run_id})" if several_runs else ""), st.mean, st.stdev, st.min,
+                   st.max, measured[0].mean_rps / cell.mean_rps],
+                  {kind: f"at {sum(1 for lv in cell.levels if kind in lv.flags)} level(s)" for kind in cell.flag_kinds})
+    return table
+
+
+def comparisons(runs: Sequence[RunResults]) -> Dict[str, Table]:
+    cells_ = [c for r in runs for c in r.measured]
+    return {group: comparison(members, len(runs) > 1) for group, members in groups(cells_).items()}

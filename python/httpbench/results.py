@@ -1,0 +1,242 @@
+"""A stored run read back as results: per cell, per level, the statistics of its rounds, latency
+merged from their histograms, the server's CPU and memory, errors and honesty flags.
+
+Everything that shows a run (the terminal summary, the HTML report, exports, comparisons) reads
+these; none of them re-runs anything or looks into raw measurements itself.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from httpbench import engine
+from httpbench.honesty import NOISY_CV
+from httpbench.stats import LevelStats
+
+# A requests budget makes "total time" a measured wall time (000, 002); with a duration budget
+# every cell runs equally long, so the time to serve this many requests at each level is
+# derived from the throughput instead, and the ratios between servers are the same.
+SAME_REQUESTS = 100_000
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Total latency of a level in microseconds. `exact`: added from the rounds' HdrHistograms;
+    otherwise the median of the rounds' own percentiles (ab, wrk and h2load give no histogram)."""
+
+    p50_us: Optional[float]
+    p90_us: Optional[float]
+    p99_us: Optional[float]
+    p99_9_us: Optional[float]
+    mean_us: Optional[float]
+    max_us: Optional[float]
+    exact: bool
+    summaries: tuple = ()   # the rounds' summaries with histograms, for the percentile spectrum
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    level: int
+    rps_values: tuple                   # requests/s of each round
+    rps: LevelStats                     # their statistics
+    latency: Latency
+    completed: int
+    errors: int
+    errors_by_class: Dict[str, int]
+    non_2xx: int
+    duration_s: float                   # measured seconds, all rounds
+    server_cpu_user: Optional[float]    # cores, mean over the rounds
+    server_cpu_sys: Optional[float]
+    server_memory_bytes: Optional[int]  # PSS peak (RSS where PSS is unreadable), highest round
+    client_busy: Optional[float]        # busiest client thread, highest round
+    flags: Dict[str, str]               # kind -> reason, any round's, plus noisy across rounds
+    timeseries: List[dict]              # per second, rounds one after another: second, round, requests, errors
+
+
+@dataclass(frozen=True)
+class CellResult:
+    run_id: int
+    key: str
+    server: str
+    profile: str
+    workload: str
+    keep_alive: bool
+    cpus: int
+    budget: str                 # "" for the plan's one budget, "n100" when the plan sweeps several
+    requests_budget: Optional[int]
+    status: str
+    error: Optional[str]
+    seconds: Optional[float]    # wall time of the whole cell: start, verify, warm-up, levels, stop
+    server_version: str
+    config_text: str
+    levels: List[LevelResult]
+
+    @property
+    def series(self) -> str:
+        """What a line on a chart is: one server in one profile."""
+        return f"{self.server}/{self.profile}"
+
+    @property
+    def group(self) -> str:
+        """Cells in one group differ only by server and profile, so they can be compared."""
+        parts = [self.workload, "keep-alive" if self.keep_alive else "no keep-alive", f"{self.cpus} CPU"]
+        return ", ".join(parts + ([self.budget] if self.budget else []))
+
+    @property
+    def mean_rps(self) -> Optional[float]:
+        """The cell's figure of merit: requests/s averaged over every level and round (002's average)."""
+        values = self.all_rps()
+        return sum(values) / len(values) if values else None
+
+    def all_rps(self) -> List[float]:
+        return [v for lv in self.levels for v in lv.rps_values]
+
+    @property
+    def rps_stats(self) -> Optional[LevelStats]:
+        values = self.all_rps()
+        return LevelStats.of(values) if values else None
+
+    @property
+    def time_for_same_requests(self) -> Optional[float]:
+        """Seconds to serve the same requests at every level: with a requests budget the measured
+        time (as 000 and 002 report), otherwise SAME_REQUESTS per level at the measured rate."""
+        if not self.levels or any(lv.rps.mean <= 0 for lv in self.levels):
+            return None
+        if self.requests_budget:
+            return sum(lv.duration_s for lv in self.levels)
+        return sum(SAME_REQUESTS / lv.rps.mean for lv in self.levels)
+
+    @property
+    def end_memory_bytes(self) -> Optional[int]:
+        """The server's memory at the end of the test (000's chart): its last level's."""
+        return self.levels[-1].server_memory_bytes if self.levels else None
+
+    @property
+    def flag_kinds(self) -> List[str]:
+        return sorted({kind for lv in self.levels for kind in lv.flags})
+
+
+@dataclass
+class RunResults:
+    id: int
+    plan_name: str
+    plan_text: str
+    status: str
+    started: object
+    ended: object
+    host: dict
+    versions: dict
+    baseline: Optional[str]
+    client: str
+    cells: List[CellResult] = field(default_factory=list)
+
+    @property
+    def measured(self) -> List[CellResult]:
+        return [c for c in self.cells if c.levels]
+
+    @property
+    def failed(self) -> List[CellResult]:
+        return [c for c in self.cells if c.status == "failed"]
+
+
+def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
+    values = [m["requests"]["per_second"] or 0.0 for m in measurements]
+    stats = LevelStats.of(values)
+    flags: Dict[str, str] = {}
+    for m in measurements:
+        for f in m.get("flags") or []:
+            flags.setdefault(f["kind"], f["reason"])
+    if stats.n > 1 and stats.cv > NOISY_CV:
+        flags["noisy"] = (f"rounds vary by {stats.cv:.1%} (coefficient of variation > {NOISY_CV:.0%}): "
+                          f"{stats.min:,.0f} to {stats.max:,.0f} req/s")
+    errors_by_class: Dict[str, int] = defaultdict(int)
+    for m in measurements:
+        for kind, count in (m.get("errors") or {}).items():
+            errors_by_class[kind] += count or 0
+    servers = [m["server"] for m in measurements if m.get("server")]
+    memory = [s.get("pss_peak_bytes") or s.get("rss_peak_bytes") for s in servers]
+    busy = [(m.get("client") or {}).get("busy_share") for m in measurements]
+    series, offset = [], 0
+    for index, m in enumerate(measurements):
+        points = m.get("timeseries") or []
+        series += [{"second": offset + p["second"], "round": index, "requests": p["requests"], "errors": p["errors"]}
+                   for p in points]
+        offset += len(points)
+    return LevelResult(
+        level=number, rps_values=tuple(values), rps=stats, latency=_latency(measurements),
+        completed=sum(m["requests"]["completed"] or 0 for m in measurements),
+        errors=sum(m.get("errors_total") or 0 for m in measurements),
+        errors_by_class={k: v for k, v in errors_by_class.items() if v},
+        non_2xx=sum(v or 0 for m in measurements for k, v in (m.get("status") or {}).items() if k != "2xx"),
+        duration_s=sum(m.get("duration_s") or (m.get("client") or {}).get("wall_s") or 0 for m in measurements),
+        server_cpu_user=_mean([s.get("cpu_user_cores") for s in servers]),
+        server_cpu_sys=_mean([s.get("cpu_sys_cores") for s in servers]),
+        server_memory_bytes=max((v for v in memory if v), default=None),
+        client_busy=max((b for b in busy if b is not None), default=None),
+        flags=flags, timeseries=series)
+
+
+def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _latency(measurements: Sequence[dict]) -> Latency:
+    summaries = [((m.get("latency") or {}).get("total") or {}) for m in measurements]
+    if summaries and all(s.get("hdr") for s in summaries):
+        merged = engine.merge_latency(summaries)
+        if merged["count"]:
+            return Latency(merged["p50_us"], merged["p90_us"], merged["p99_us"], merged["p99_9_us"],
+                           merged["mean_us"], merged["max_us"], exact=True, summaries=tuple(summaries))
+
+    def median(key):
+        known = sorted(s[key] for s in summaries if s.get(key) is not None)
+        return known[len(known) // 2] if known else None
+    return Latency(median("p50_us"), median("p90_us"), median("p99_us"), median("p99_9_us"), median("mean_us"),
+                   median("max_us"), exact=False)
+
+
+def _budget(key: str) -> str:
+    parts = key.split("/")
+    return parts[5] if len(parts) > 5 else ""
+
+
+def of_run(run: dict) -> RunResults:
+    """Results of a run as `Store.run` returns it."""
+    from httpbench import plan as plans
+    try:
+        plan = plans.parse(run["plan_text"], f"run {run['id']}")
+        baseline, client, budget = plan.baseline, plan.client, plan.budget.requests
+    except ValueError:
+        # A plan this httpbench no longer accepts still has results worth showing.
+        baseline, client, budget = None, "engine", None
+    results = RunResults(id=run["id"], plan_name=run["plan_name"], plan_text=run["plan_text"], status=run["status"],
+                         started=run["started"], ended=run["ended"], host=run["host"] or {},
+                         versions=run["versions"] or {}, baseline=baseline, client=client)
+    for cell in run["cells"]:
+        by_level: Dict[int, List[dict]] = defaultdict(list)
+        for r in cell["rounds"]:
+            by_level[r["level"]].append(r["measurement"])
+        cell_budget = _budget(cell["key"])
+        results.cells.append(CellResult(
+            run_id=run["id"], key=cell["key"], server=cell["server"], profile=cell["profile"],
+            workload=cell["workload"], keep_alive=cell["keep_alive"], cpus=cell["cpus"], budget=cell_budget,
+            requests_budget=int(cell_budget[1:]) if cell_budget.startswith("n") else budget,
+            status=cell["status"], error=cell.get("error"), seconds=cell.get("seconds"),
+            server_version=cell.get("server_version") or "", config_text=cell.get("config_text") or "",
+            levels=[_level(n, ms) for n, ms in sorted(by_level.items())]))
+    return results
+
+
+def groups(cells: Sequence[CellResult]) -> Dict[str, List[CellResult]]:
+    """Cells that differ only by server and profile (and run), in the order they were measured."""
+    out: Dict[str, List[CellResult]] = {}
+    for cell in cells:
+        out.setdefault(cell.group, []).append(cell)
+    return out
+
+
+def load(store, run_id: int) -> RunResults:
+    return of_run(store.run(run_id))
