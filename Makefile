@@ -2,18 +2,20 @@
 # Both install what they need on a fresh Debian machine (as root) and are safe to rerun.
 
 PY ?= python3
-# Real servers the tests load; peers the benchmark scripts measure against.
-TEST_PACKAGES := iproute2 postgresql nginx-light apache2 lighttpd varnish h2o caddy trafficserver mighttpd2 jetty9 nodejs
+# The servers `make run` sweeps; what the tests add (a real PostgreSQL, network namespaces, a real
+# Chromium for the HTML report); peers the benchmark scripts measure against.
+SERVER_PACKAGES := nginx-light apache2 lighttpd varnish h2o caddy trafficserver mighttpd2 jetty9 nodejs
+TEST_PACKAGES := $(SERVER_PACKAGES) iproute2 postgresql chromium fonts-liberation
 BENCH_PACKAGES := nginx-light h2o wrk apache2-utils nghttp2-client
 ARGS ?=
 
-.PHONY: run test deps bench-deps build fuzz bench
+.PHONY: run test deps test-deps bench-deps build fuzz bench
 
 # The main job: install the servers, then sweep the quick plan (or ARGS="PLAN --servers ...").
 run: deps build
 	httpbench run $(ARGS)
 
-test: deps build
+test: test-deps build
 	cargo test --workspace --quiet
 	$(PY) -m pytest -q tests
 
@@ -27,6 +29,9 @@ define apt_install
 endef
 
 deps:
+	$(call apt_install,$(SERVER_PACKAGES))
+
+test-deps:
 	$(call apt_install,$(TEST_PACKAGES))
 
 bench-deps:

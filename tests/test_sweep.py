@@ -59,7 +59,7 @@ def test_a_short_sweep_is_stored_and_shown(plan_file, tmp_path):
             m = r["measurement"]
             assert m["requests"]["completed"] > 0 and m["errors_total"] == 0
             assert m["server"]["rss_peak_bytes"] > 0 and m["server"]["cpu_user_cores"] >= 0
-    assert "served" in done.stdout  # the verdict sentence
+    assert "is fastest" in done.stdout and "times more requests per second" in done.stdout  # the verdict
     shown = httpbench("show", "1", "--db", str(db))
     assert shown.returncode == 0 and "nginx/tuned" in shown.stdout
     listed = httpbench("runs", "--db", str(db))
