@@ -65,7 +65,10 @@ def test_requests_per_connection_and_url_round_robin(nginx, load, tmp_path):
     assert rc == 0, err
     lines = log_lines(log)[1:]
     paths = collections.Counter(line.split()[2] for line in lines)
-    assert paths == {"/a.html": 500, "/b.html": 500}
+    # Each connection walks the list round robin and draws requests from the shared budget as it
+    # goes, so a connection ending on an odd count leaves the split off by one: at most 4 here.
+    assert set(paths) == {"/a.html", "/b.html"} and sum(paths.values()) == 1000
+    assert abs(paths["/a.html"] - paths["/b.html"]) <= 4, paths
     per_connection = collections.Counter(line.split()[0] for line in lines).values()
     # Each connection carries 10, except the last of each of the 4 when the budget runs out.
     assert max(per_connection) == 10 and sum(n < 10 for n in per_connection) <= 4
@@ -134,7 +137,8 @@ def test_faults_land_in_their_error_class(testserver, load, mode, errors):
     if mode == "stall":
         # A timed-out request stays in the latencies, at no less than the timeout.
         assert r["latency"]["total"]["count"] == r["errors"]["timeout"] > 0
-        assert r["latency"]["total"]["min_us"] >= 500_000
+        # (min_us is the floor of its histogram bucket: 3 significant digits, 256 us wide here.)
+        assert r["latency"]["total"]["min_us"] >= 500_000 - 256
 
 
 def test_fault_without_allow_errors_is_refused_before_load(testserver, load):

@@ -52,7 +52,7 @@ class LevelResult:
     server_memory_bytes: Optional[int]  # PSS peak (RSS where PSS is unreadable), highest round
     client_busy: Optional[float]        # busiest client thread, highest round
     flags: Dict[str, str]               # kind -> reason, any round's, plus noisy across rounds
-    timeseries: List[dict]              # per second, rounds one after another: second, round, requests, errors
+    timeseries: List[dict]              # per second, rounds one after another: second, round, requests/s, errors/s
 
 
 @dataclass(frozen=True)
@@ -161,8 +161,12 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
     series, offset = [], 0
     for index, m in enumerate(measurements):
         points = m.get("timeseries") or []
-        series += [{"second": offset + p["second"], "round": index, "requests": p["requests"], "errors": p["errors"]}
-                   for p in points]
+        duration = m.get("duration_s") or len(points)
+        for p in points:
+            # The last second of a round is usually partial: counts become rates over its length.
+            span = min(1.0, max(duration - p["second"], 1e-3))
+            series.append({"second": offset + p["second"], "round": index, "requests": p["requests"] / span,
+                           "errors": p["errors"] / span})
         offset += len(points)
     return LevelResult(
         level=number, rps_values=tuple(values), rps=stats, latency=_latency(measurements),

@@ -326,12 +326,14 @@ def timeline(m: Measured) -> Chart:
                  for p in lv.timeseries for field, metric in (("requests", "requests/s"), ("errors", "errors/s"))]
     shown = _legend_toggle()
     spec = alt.Chart(alt.Data(values=rows)).mark_line(point=True).encode(
-        x=alt.X("second:Q", title="second of the level (its rounds one after another)", scale=alt.Scale(zero=True)),
+        x=alt.X("second:Q", title="second of the level (its rounds one after another)", scale=alt.Scale(zero=True),
+                axis=alt.Axis(tickMinStep=1, format="d")),
         y=quantity("count:Q", "per second"), color=m.color(), opacity=_faded(shown),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("second:Q"), alt.Tooltip("round:Q"),
-                 alt.Tooltip("metric:N"), alt.Tooltip("count:Q", format=",")]
+                 alt.Tooltip("metric:N"), alt.Tooltip("count:Q", format=",.0f")]
     ).add_params(shown).properties(width=WIDTH, height=HEIGHT // 2 + 40).facet(
-        row=alt.Row("metric:N", title=None), column=alt.Column("context:N", title=None)).resolve_scale(y="independent")
+        row=alt.Row("metric:N", title=None, sort=["requests/s", "errors/s"]),
+        column=alt.Column("context:N", title=None)).resolve_scale(y="independent")
     level = m.choices.level
     return Chart("timeline", "Requests and errors per second" + (f" at {level} connections" if level else ""), spec,
                  "Each second of the chosen level as the engine recorded it; other clients give no timeline.")

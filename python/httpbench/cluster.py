@@ -1,0 +1,292 @@
+"""Load from several client hosts, on Dask distributed.
+
+Every host runs a Dask worker started by `httpbench worker` with its role as a Dask resource
+(`client` or `server`); a scheduler runs anywhere (`httpbench cluster scheduler`). Workers run
+whatever the scheduler sends them, so the cluster is TLS with mutual authentication (a CA made
+by `httpbench cluster certs`) whenever any address is not loopback; plain TCP is accepted on
+loopback only.
+
+A level is split over the client workers (connections, rate and request budget divided as evenly
+as whole numbers allow); every engine waits at a barrier and starts when all are ready, and each
+returns its report with its HdrHistograms, which `merge_reports` adds exactly.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+from urllib.parse import urlsplit
+
+from httpbench import engine
+
+ROLES = ("client", "server")
+CERT_NAMES = ("scheduler", "worker", "client")
+READY_TIMEOUT_S = 60.0
+
+
+class ClusterError(ValueError):
+    """The cluster cannot be used as asked; one line saying why and what to do."""
+
+
+# ---------------------------------------------------------------- certificates and security
+
+def make_certs(directory: Path, days: int = 365) -> List[Path]:
+    """A CA and one certificate per part (scheduler, worker, client) signed by it; every private
+    key and certificate written 0600, in a directory only its owner can enter."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    now = dt.datetime.now(dt.timezone.utc)
+
+    def name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "httpbench"),
+                          x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    def write(path: Path, data: bytes) -> Path:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        path.chmod(0o600)   # an existing file keeps its mode through O_CREAT
+        return path
+
+    def pem_key(key) -> bytes:
+        return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                 serialization.NoEncryption())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(name("httpbench CA")).issuer_name(name("httpbench CA"))
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    written = [write(directory / "ca.pem", ca.public_bytes(serialization.Encoding.PEM)),
+               write(directory / "ca-key.pem", pem_key(ca_key))]
+    for part in CERT_NAMES:
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = (x509.CertificateBuilder().subject_name(name(f"httpbench {part}")).issuer_name(ca.subject)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days))
+                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+                .sign(ca_key, hashes.SHA256()))
+        written.append(write(directory / f"{part}.pem", cert.public_bytes(serialization.Encoding.PEM)))
+        written.append(write(directory / f"{part}-key.pem", pem_key(key)))
+    return written
+
+
+def security(certs: Optional[Path], part: str):
+    """Dask's Security for one part of the cluster: mutual TLS with the CA, or None (plain TCP)."""
+    from distributed import Security
+    if certs is None:
+        return Security()
+    missing = [n for n in ("ca.pem", f"{part}.pem", f"{part}-key.pem") if not (certs / n).exists()]
+    if missing:
+        raise ClusterError(f"{certs} lacks {', '.join(missing)}; make them with: httpbench cluster certs {certs}")
+    files = {"tls_ca_file": str(certs / "ca.pem"), f"tls_{part}_cert": str(certs / f"{part}.pem"),
+             f"tls_{part}_key": str(certs / f"{part}-key.pem")}
+    return Security(require_encryption=True, **files)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def check_address(address: str, certs: Optional[Path], what: str = "scheduler") -> None:
+    """The security rule: tls:// with certificates anywhere, tcp:// on loopback only."""
+    parts = urlsplit(address if "://" in address else f"tcp://{address}")
+    if parts.scheme not in ("tls", "tcp") or not parts.hostname or not parts.port:
+        raise ClusterError(f"{what} address {address!r} is not tls://HOST:PORT or tcp://HOST:PORT")
+    if parts.scheme == "tls" and certs is None:
+        raise ClusterError(f"{what} {address} is TLS: give --certs DIR (made by 'httpbench cluster certs DIR')")
+    if parts.scheme == "tcp" and not _is_loopback(parts.hostname):
+        raise ClusterError(f"refusing plain TCP to {what} {address}: workers run what the scheduler sends, so "
+                           "beyond loopback the cluster must use mutual TLS (tls://, with --certs)")
+
+
+# ---------------------------------------------------------------- scheduler and workers
+
+async def _serve_scheduler(address: str, certs: Optional[Path]) -> None:
+    from distributed import Scheduler
+    check_address(address, certs)
+    async with Scheduler(host=address if "://" in address else f"tcp://{address}",
+                         security=security(certs, "scheduler"), dashboard=False) as scheduler:
+        print(f"scheduler at {scheduler.address}", flush=True)
+        await scheduler.finished()
+
+
+async def _serve_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[str],
+                        listen: Optional[str]) -> None:
+    from distributed import Worker
+    check_address(scheduler, certs)
+    if role not in ROLES:
+        raise ClusterError(f"unknown role {role!r}: choose {' or '.join(ROLES)}")
+    host = listen or ("tls://" if scheduler.startswith("tls") else "tcp://") + _route_address(scheduler)
+    # One task at a time: a worker is a host's load generator (or its server), never a pool.
+    async with Worker(scheduler, nthreads=1, resources={role: 1}, security=security(certs, "worker"),
+                      name=name or f"{socket.gethostname()}-{role}", host=host, dashboard=False,
+                      memory_limit=0) as worker:
+        print(f"worker {worker.name} ({role}) at {worker.address}", flush=True)
+        await worker.finished()
+
+
+def _route_address(scheduler: str) -> str:
+    """This host's address on the route to the scheduler: what the other hosts can reach."""
+    parts = urlsplit(scheduler)
+    family = socket.AF_INET6 if ":" in (parts.hostname or "") else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        probe.connect((parts.hostname, parts.port))
+        return probe.getsockname()[0]
+
+
+def run_scheduler(address: str, certs: Optional[Path]) -> int:
+    import asyncio
+    asyncio.run(_serve_scheduler(address, certs))
+    return 0
+
+
+def run_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[str] = None,
+               listen: Optional[str] = None) -> int:
+    import asyncio
+    asyncio.run(_serve_worker(scheduler, role, certs, name, listen))
+    return 0
+
+
+# ---------------------------------------------------------------- splitting and merging load
+
+def split_spec(spec: dict, parts: int) -> List[dict]:
+    """One spec per client host: connections, rate and a request budget divided as evenly as whole
+    numbers allow (the first hosts take the remainders)."""
+    connections = spec.get("connections", 10)
+    if parts > connections:
+        parts = connections   # a host with no connection would only add noise
+    out = []
+    for i in range(parts):
+        share = dict(spec)
+        share["connections"] = connections // parts + (i < connections % parts)
+        share["threads"] = max(1, min(spec.get("threads", 1), share["connections"]))
+        if spec.get("rate"):
+            share["rate"] = spec["rate"] * share["connections"] / connections
+        stop = spec.get("stop") or {}
+        if "requests" in stop:
+            n = stop["requests"]
+            share["stop"] = {"requests": n // parts + (i < n % parts)}
+        out.append(share)
+    return out
+
+
+_SUMMED = (("requests", ("sent", "completed", "failed", "in_flight")), ("bytes", ("head", "body", "read", "written")),
+           ("connections", ("opened", "server_closes")))
+
+
+def merge_reports(reports: Sequence[dict], hosts: Sequence[str]) -> dict:
+    """One report from several hosts' reports of the same level: counters added, histograms added
+    (exact percentiles), the duration the longest host's, per-second series added by second
+    (their per-second percentiles are not mergeable and left out); each host's own figures are
+    kept under `hosts`."""
+    first = reports[0]
+    merged = {k: v for k, v in first.items() if k not in ("timeseries", "client", "hosts")}
+    merged["duration_s"] = max(r["duration_s"] for r in reports)
+    for section, fields in _SUMMED:
+        merged[section] = {f: sum(r[section][f] for r in reports) for f in fields}
+    merged["requests"]["per_second"] = merged["requests"]["completed"] / merged["duration_s"] \
+        if merged["duration_s"] else 0.0
+    merged["status"] = {k: sum(r["status"][k] for r in reports) for k in first["status"]}
+    merged["errors"] = {k: sum(r["errors"][k] for r in reports) for k in first["errors"]}
+    merged["errors_total"] = sum(r["errors_total"] for r in reports)
+    merged["latency"] = {kind: engine.merge_latency([r["latency"][kind] for r in reports]) for kind in first["latency"]}
+    if first.get("open_loop"):
+        target = sum(r["open_loop"]["target_rate"] for r in reports)
+        achieved = sum(r["open_loop"]["achieved_rate"] for r in reports)
+        merged["open_loop"] = {"target_rate": target, "achieved_rate": achieved,
+                               "behind_schedule": sum(r["open_loop"]["behind_schedule"] for r in reports),
+                               "fell_short": achieved < target * 0.95}
+    seconds: Dict[int, dict] = {}
+    for r in reports:
+        for p in r.get("timeseries") or []:
+            point = seconds.setdefault(p["second"], {"second": p["second"], "requests": 0, "errors": 0,
+                                                     "p50_us": None, "p99_us": None})
+            point["requests"] += p["requests"]
+            point["errors"] += p["errors"]
+    merged["timeseries"] = [seconds[s] for s in sorted(seconds)]
+    clients = [r["client"] for r in reports]
+    merged["client"] = {
+        "threads": [t for c in clients for t in c["threads"]],
+        "user_s": sum(c["user_s"] for c in clients), "sys_s": sum(c["sys_s"] for c in clients),
+        # The busiest thread anywhere: one saturated host is enough to distort the level.
+        "busy_share": max(c["busy_share"] for c in clients),
+        "cpu_us_per_request": (sum(c["user_s"] + c["sys_s"] for c in clients) * 1e6 / merged["requests"]["completed"]
+                               if merged["requests"]["completed"] else 0.0),
+    }
+    merged["aborted"] = "; ".join(f"{h}: {r['aborted']}" for h, r in zip(hosts, reports) if r.get("aborted")) or None
+    merged["hosts"] = [{"host": h, "report": r} for h, r in zip(hosts, reports)]
+    return merged
+
+
+def _engine_at_barrier(spec: dict, ready_queue: str, go_event: str) -> dict:
+    """On a client worker: say ready, wait for everyone, then run the engine; the wall-clock
+    time the load started comes back with the report, to measure the spread of the starts."""
+    from distributed import Event, Queue
+    Queue(ready_queue).put(socket.gethostname())
+    if not Event(go_event).wait(timeout=READY_TIMEOUT_S):
+        raise ClusterError(f"the other client hosts were not ready within {READY_TIMEOUT_S:.0f} s")
+    started = time.time()
+    report = engine.run(spec)
+    report["started_at"] = started
+    return report
+
+
+class ClusterLoad:
+    """Runs each level's engine on every client worker of a Dask cluster at once and merges."""
+
+    def __init__(self, scheduler: str, certs: Optional[Path]) -> None:
+        from distributed import Client
+        check_address(scheduler, certs)
+        try:
+            self.client = Client(scheduler, security=security(certs, "client"), timeout="15s")
+        except OSError as e:
+            raise ClusterError(f"cannot reach the scheduler {scheduler}: {e}") from None
+        self.rounds = 0
+
+    def client_workers(self) -> Dict[str, str]:
+        """address -> name of the workers with the client role."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        return {addr: w.get("name") or addr for addr, w in info.items() if w.get("resources", {}).get("client")}
+
+    def run(self, spec: dict) -> dict:
+        from distributed import Event
+        workers = self.client_workers()
+        if not workers:
+            raise ClusterError("the cluster has no client worker: start one with "
+                               "'httpbench worker --scheduler ADDRESS --role client'")
+        shares = split_spec(spec, len(workers))
+        chosen = list(workers)[:len(shares)]
+        self.rounds += 1
+        tag = f"httpbench-{os.getpid()}-{self.rounds}"
+        go = Event(f"{tag}-go", client=self.client)
+        from distributed import Queue
+        ready = Queue(f"{tag}-ready", client=self.client)
+        futures = [self.client.submit(_engine_at_barrier, share, f"{tag}-ready", f"{tag}-go", workers=[addr],
+                                      resources={"client": 1}, pure=False, key=f"{tag}-{i}")
+                   for i, (share, addr) in enumerate(zip(shares, chosen))]
+        for _ in chosen:
+            ready.get(timeout=READY_TIMEOUT_S)
+        go.set()
+        reports = self.client.gather(futures)
+        starts = [r.pop("started_at") for r in reports]
+        merged = merge_reports(reports, [workers[a] for a in chosen])
+        merged["start_spread_s"] = max(starts) - min(starts)
+        return merged
+
+    def close(self) -> None:
+        self.client.close()
