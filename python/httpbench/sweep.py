@@ -9,19 +9,19 @@ first round not stored.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from httpbench import clients, engine, honesty, servers
-from httpbench.monitor import Monitor
 from httpbench.placement import Placement
 from httpbench.plan import Cell, Plan
-from httpbench.servers import ServerProfile, Site
+from httpbench.servers import ServerProfile
+from httpbench.servers.host import ServerHost
 from httpbench.store import Store
+
+if TYPE_CHECKING:
+    from httpbench.cluster import ClusterLoad
 
 # Load used to warm a server up and to measure the client ceiling: enough connections to keep
 # any server busy, few enough for every open-file limit.
@@ -41,9 +41,25 @@ class Progress:
     on_note: Callable[[str], None] = lambda text: None
 
 
+def _merged(flags: Sequence[Optional[honesty.Flag]]) -> List[honesty.Flag]:
+    """One flag per kind, reasons joined: a level is saturated once, for every reason it is."""
+    by_kind: dict = {}
+    for flag in flags:
+        if flag is not None:
+            by_kind.setdefault(flag.kind, []).append(flag.reason)
+    return [honesty.Flag(kind, "; ".join(reasons)) for kind, reasons in by_kind.items()]
+
+
 class Sweep:
     def __init__(self, plan: Plan, store: Store, placement: Placement, only: Optional[Sequence[str]] = None,
-                 progress: Optional[Progress] = None) -> None:
+                 progress: Optional[Progress] = None, cluster: Optional["ClusterLoad"] = None,
+                 on_client_loss: str = "continue") -> None:
+        """`cluster`: load from its client workers and run servers on its server worker; None: all
+        in this process. `on_client_loss`: "continue" stores a level a client host left as
+        partial and goes on, "stop" stores it and stops the run."""
+        self.cluster = cluster
+        self.on_client_loss = on_client_loss
+        self.load: Callable[[dict], dict] = cluster.run if cluster else engine.run
         self.plan = plan
         self.store = store
         self.placement = placement
@@ -89,31 +105,32 @@ class Sweep:
         finally:
             self.store.finish_run(run_id, status)
 
+    def _server_host(self) -> ServerHost:
+        if self.cluster:
+            return self.cluster.server_host(self.placement.server)
+        return ServerHost(self.placement.server)
+
     def _client_ceiling(self) -> Optional[float]:
-        """The engine's throughput against the reference server on this machine: no server
+        """The clients' throughput against the reference server (on the server's host): no server
         measured here can be told apart from the client above it."""
         if "reference" not in servers.names():
             return None
-        with tempfile.TemporaryDirectory(prefix="httpbench-ceiling-") as tmp:
-            workload = self.plan.workloads[0]
-            site = self._site(Path(tmp), 1)
-            workload.write(site.docroot)
-            with servers.start(servers.get("reference"), site, ServerProfile("tuned")):
-                spec = self._spec(site, workload, WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive=True)
-                ceiling = max(engine.run(spec)["requests"]["per_second"] for _ in range(CEILING_ROUNDS))
+        host = self._server_host()
+        try:
+            started = host.start(servers.get("reference"), ServerProfile("tuned"), self.plan.workloads[0], 1)
+            spec = self._spec(started.url, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS},
+                              keep_alive=True)
+            ceiling = max(self.load(spec)["requests"]["per_second"] for _ in range(CEILING_ROUNDS))
+        finally:
+            host.stop()
         self.progress.on_note(f"client ceiling (engine against the reference server): {ceiling:,.0f} req/s")
         return ceiling
 
-    def _site(self, base: Path, cpus: int) -> Site:
-        docroot = base / "www"
-        docroot.mkdir(parents=True, exist_ok=True)
-        return Site(docroot=docroot, run_dir=base / "run", port=servers.free_port(),
-                    cpus=tuple(self.placement.server[:cpus]))
-
-    def _spec(self, site: Site, workload, level: int, stop: dict, keep_alive: bool) -> dict:
-        client_cpus = list(self.placement.client)
+    def _spec(self, url: str, workload, level: int, stop: dict, keep_alive: bool) -> dict:
+        # On a cluster each client host uses its own CPUs (cluster.ClusterLoad sets them).
+        client_cpus = [] if self.cluster else list(self.placement.client)
         spec = {
-            "urls": [site.url.rstrip("/") + path for path in workload.paths],
+            "urls": [url.rstrip("/") + path for path in workload.paths],
             "keep_alive": keep_alive,
             "pipeline": self.plan.pipeline,
             "stop": stop,
@@ -126,7 +143,7 @@ class Sweep:
         else:
             connections = max(1, level)
             spec["connections"] = connections
-        spec["threads"] = max(1, min(len(client_cpus), connections))
+        spec["threads"] = max(1, min(len(client_cpus) or 1, connections))
         return spec
 
     def _stop(self, cell: Cell) -> dict:
@@ -137,48 +154,49 @@ class Sweep:
         adapter = self.plan.adapter(cell.server)
         profile = ServerProfile(cell.profile, directives=tuple(self.plan.directives.get(cell.server, ())),
                                 config_file=self.plan.config_files.get(cell.server))
-        base = Path(tempfile.mkdtemp(prefix=f"httpbench-{cell.server}-"))
-        started = time.monotonic()
+        started_at = time.monotonic()
         cell_id = None
+        host = self._server_host()
         try:
-            site = self._site(base, cell.cpus)
-            cell.workload.write(site.docroot)
-            with servers.start(adapter, site, profile) as running:
-                cell_id = self.store.cell(run_id, cell, running.config.text, adapter.version() or "")
-                done = self.store.rounds_done(cell_id)
-                servers.verify(site, cell.workload.file_map(), cell.server)
-                if self.plan.warmup > 0:
-                    engine.run(self._spec(site, cell.workload, WARM_CONNECTIONS, {"duration": self.plan.warmup},
-                                          cell.keep_alive))
-                with Monitor(running) as monitor:
-                    monitor.baseline()
-                    for level in self.plan.levels:
-                        self._level(cell, cell_id, site, monitor, level, done)
-                if not running.alive():
-                    raise servers.ServerFailed(f"{cell.server} died during the measurement")
-            self.store.finish_cell(cell_id, "done", time.monotonic() - started, None)
+            started = host.start(adapter, profile, cell.workload, cell.cpus)
+            cell_id = self.store.cell(run_id, cell, started.config_text, started.version)
+            done = self.store.rounds_done(cell_id)
+            host.verify()
+            if self.plan.warmup > 0:
+                self.load(self._spec(started.url, cell.workload, WARM_CONNECTIONS, {"duration": self.plan.warmup},
+                                     cell.keep_alive))
+            host.watch()
+            for level in self.plan.levels:
+                self._level(cell, cell_id, started.url, host, level, done)
+            if not host.alive():
+                raise servers.ServerFailed(f"{cell.server} died during the measurement")
+            self.store.finish_cell(cell_id, "done", time.monotonic() - started_at, None)
         except KeyboardInterrupt:
             if cell_id is not None:
-                self.store.finish_cell(cell_id, "interrupted", time.monotonic() - started, None)
+                self.store.finish_cell(cell_id, "interrupted", time.monotonic() - started_at, None)
             raise
         except (servers.ServerFailed, servers.VerificationFailed, engine.EngineError, clients.ClientError) as e:
             # A failed cell is recorded and the run goes on: the report shows the failure.
             if cell_id is None:
                 cell_id = self.store.cell(run_id, cell, "", adapter.version() or "")
-            self.store.finish_cell(cell_id, "failed", time.monotonic() - started, str(e))
+            self.store.finish_cell(cell_id, "failed", time.monotonic() - started_at, str(e))
             self.progress.on_note(f"{cell.key}: {e}")
         finally:
-            shutil.rmtree(base, ignore_errors=True)
+            host.stop()
 
-    def _level(self, cell: Cell, cell_id: int, site: Site, monitor: Monitor, level: int, done) -> None:
+    def _level(self, cell: Cell, cell_id: int, url: str, host: ServerHost, level: int, done) -> None:
         rounds: List[dict] = []
         index = 0
         while True:
             if (level, index) not in done:
-                measurement = self._round(cell, site, monitor, level)
+                measurement = self._round(cell, url, host, level)
                 self.store.add_round(cell_id, level, index, measurement)
                 self.progress.on_round(cell, level, index, measurement)
                 rounds.append(measurement)
+                if measurement.get("lost_hosts") and self.on_client_loss == "stop":
+                    from httpbench.cluster import ClusterError
+                    raise ClusterError(f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level} "
+                                       f"of {cell.key} (stored as partial); stopping as --on-client-loss stop asks")
             index += 1
             if self.plan.rounds == "auto":
                 values = [m["requests"]["per_second"] for m in rounds]
@@ -187,22 +205,31 @@ class Sweep:
             elif index >= self.plan.rounds:
                 break
 
-    def _round(self, cell: Cell, site: Site, monitor: Monitor, level: int) -> dict:
-        monitor.start_window()
+    def _round(self, cell: Cell, url: str, host: ServerHost, level: int) -> dict:
+        host.start_window()
         if self.plan.client == "engine":
-            measurement = engine.run(self._spec(site, cell.workload, level, self._stop(cell), cell.keep_alive))
+            measurement = self.load(self._spec(url, cell.workload, level, self._stop(cell), cell.keep_alive))
         else:
             budget = self.plan.budget_for(cell)
-            url = site.url.rstrip("/") + cell.workload.paths[0]
-            measurement = clients.run(self.plan.client, url, max(1, level), budget.requests, budget.duration,
-                                      cell.keep_alive, self.placement.client, self.plan.pipeline)
-        window = monitor.end_window()
-        measurement["server"] = asdict(window)
+            measurement = clients.run(self.plan.client, url.rstrip("/") + cell.workload.paths[0], max(1, level),
+                                      budget.requests, budget.duration, cell.keep_alive, self.placement.client,
+                                      self.plan.pipeline)
+        measurement["server"] = host.end_window()
         flags = [honesty.client_saturated([measurement], self.ceiling, len(self.placement.client))]
+        # Each client host is judged on its own: one saturated host distorts the whole level.
+        for part in measurement.get("hosts") or []:
+            report = part["report"]
+            cores = len((report.get("host") or {}).get("cpus_allowed") or []) or 1
+            flag = honesty.client_saturated([report], None, cores)
+            if flag:
+                flags.append(honesty.Flag("client_saturated", f"client host {part['host']}: {flag.reason}"))
         if self.plan.model == "closed" and self.plan.client == "engine":
             flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))
-        if self.placement.shared:
+        if self.placement.shared and not self.cluster:
             flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
-        measurement["flags"] = [asdict(f) for f in flags if f is not None]
+        lost = measurement.get("lost_hosts")
+        if lost:
+            flags.append(honesty.Flag("partial", f"client host(s) {', '.join(lost)} lost during the level: "
+                                                 "the figures are the other hosts' only"))
+        measurement["flags"] = [asdict(f) for f in _merged(flags)]
         return measurement
-

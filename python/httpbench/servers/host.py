@@ -1,0 +1,89 @@
+"""The host a cell's server runs on: start the server there, verify it, watch it one monitor
+window per round, stop it.
+
+The sweep uses a ServerHost in its own process, or, with a cluster, the same class as a Dask actor
+on the server-role worker, so the server is started, pinned, verified, watched and stopped on its
+own host by the same code.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from httpbench.monitor import Monitor
+from httpbench.servers.base import Server, ServerProfile, Site
+from httpbench.servers.process import RunningServer, free_port, start
+from httpbench.servers.verify import verify
+
+
+@dataclass(frozen=True)
+class Started:
+    url: str
+    config_text: str
+    version: str
+
+
+# As the address of a ServerHost made as a Dask actor: listen where the worker itself is reached.
+WORKER_ADDRESS = "worker"
+
+
+class ServerHost:
+    def __init__(self, cpus: Sequence[int], address: Optional[str] = None) -> None:
+        """`cpus`: this host's CPUs for servers (a cell takes the first ones it needs);
+        `address`: where servers listen: None for loopback, or WORKER_ADDRESS."""
+        self.cpus = tuple(cpus)
+        if address == WORKER_ADDRESS:
+            from urllib.parse import urlsplit
+            from distributed import get_worker
+            address = urlsplit(get_worker().address).hostname
+        self.address = address or "127.0.0.1"
+        self.base: Optional[Path] = None
+        self.running: Optional[RunningServer] = None
+        self.monitor: Optional[Monitor] = None
+        self.files: dict = {}
+        self.name = ""
+
+    def start(self, adapter: Server, profile: ServerProfile, workload, cpus: int) -> Started:
+        self.stop()
+        self.base = Path(tempfile.mkdtemp(prefix=f"httpbench-{adapter.name}-"))
+        docroot = self.base / "www"
+        docroot.mkdir()
+        workload.write(docroot)
+        self.files, self.name = workload.file_map(), adapter.name
+        site = Site(docroot=docroot, run_dir=self.base / "run", port=free_port(self.address), host=self.address,
+                    cpus=self.cpus[:cpus])
+        self.running = start(adapter, site, profile)
+        return Started(site.url, self.running.config.text, adapter.version() or "")
+
+    def verify(self) -> None:
+        verify(self.running.site, self.files, self.name)
+
+    def watch(self) -> dict:
+        """Start watching the server's processes; returns its idle baseline window."""
+        self.monitor = Monitor(self.running)
+        return asdict(self.monitor.baseline())
+
+    def start_window(self) -> None:
+        self.monitor.start_window()
+
+    def end_window(self) -> dict:
+        return asdict(self.monitor.end_window())
+
+    def alive(self) -> bool:
+        return self.running is not None and self.running.alive()
+
+    def stop(self) -> None:
+        """Stop what this host started, if anything; safe to call twice."""
+        if self.monitor is not None:
+            self.monitor.stop()
+            self.monitor = None
+        if self.running is not None:
+            self.running.stop()
+            self.running = None
+        if self.base is not None:
+            shutil.rmtree(self.base, ignore_errors=True)
+            self.base = None
