@@ -3,6 +3,7 @@ the work; a bad command line or engine error ends in one line on stderr and exit
 
 import argparse
 import sys
+from pathlib import Path
 from typing import List, NoReturn, Optional
 
 from httpbench import __version__, _engine, doctor
@@ -36,6 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-shared-cpus", action="store_true", help="let server and client share CPUs")
     run.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file or database URL (default: {DEFAULT_DB})")
     run.add_argument("--resume", type=int, metavar="RUN", help="finish an interrupted run")
+    run.add_argument("--cluster", metavar="SCHEDULER", help="load from the client workers of this Dask scheduler "
+                                                           "(tls://HOST:PORT) and run servers on its server worker")
+    run.add_argument("--certs", type=Path, help="the folder 'httpbench cluster certs' made (for tls://)")
+    run.add_argument("--on-client-loss", choices=("continue", "stop"), default="continue",
+                     help="when a client host is lost mid-level: store the level as partial and go on, or stop")
     run.set_defaults(run=_run)
     runs = commands.add_parser("runs", help="list stored runs")
     runs.add_argument("--db", default=DEFAULT_DB)
@@ -67,6 +73,22 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--fail-on-regression", metavar="PERCENT",
                          help="exit 1 if any level's throughput fell by more than this (e.g. 5%%) beyond the noise")
     compare.set_defaults(run=_compare)
+    worker = commands.add_parser("worker", help="serve as a Dask worker of a benchmark cluster (client or server host)")
+    worker.add_argument("--scheduler", required=True, help="tls://HOST:PORT (or tcp:// on loopback only)")
+    worker.add_argument("--role", required=True, choices=("client", "server"))
+    worker.add_argument("--certs", type=Path, help="the folder 'httpbench cluster certs' made (required for tls://)")
+    worker.add_argument("--name", help="how results name this host (default: hostname-role)")
+    worker.add_argument("--listen", help="the address to listen on (default: this host's address towards the scheduler)")
+    worker.set_defaults(run=lambda a: _cluster().run_worker(a.scheduler, a.role, a.certs, a.name, a.listen))
+    cluster = commands.add_parser("cluster", help="the benchmark cluster: certificates and the scheduler")
+    parts = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
+    certs = parts.add_parser("certs", help="make a CA and the scheduler, worker and client certificates (0600)")
+    certs.add_argument("directory", type=Path)
+    certs.set_defaults(run=lambda a: print("\n".join(map(str, _cluster().make_certs(a.directory)))) or 0)
+    scheduler = parts.add_parser("scheduler", help="run the Dask scheduler")
+    scheduler.add_argument("--address", default="tls://0.0.0.0:8786", help="where to listen (default: %(default)s)")
+    scheduler.add_argument("--certs", type=Path)
+    scheduler.set_defaults(run=lambda a: _cluster().run_scheduler(a.address, a.certs))
     listed = commands.add_parser("plans", help="list the built-in plans, one line each")
     listed.set_defaults(run=_plans)
     check = commands.add_parser("doctor", help="check this host's settings for benchmarking")
@@ -100,6 +122,11 @@ def _load(args: argparse.Namespace):
 def _choices(args: argparse.Namespace):
     from httpbench.report import Choices
     return Choices(baseline=args.baseline, level=args.level)
+
+
+def _cluster():
+    from httpbench import cluster
+    return cluster
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -145,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
         raise _UsageError("--resume continues a stored run with its own plan; drop the plan argument")
     only = [name.strip() for name in args.servers.split(",") if name.strip()] if args.servers else None
     return console.run_plan(args.plan, only, args.server_cpus, args.client_cpus, args.allow_shared_cpus,
-                            args.db, args.resume)
+                            args.db, args.resume, args.cluster, args.certs, args.on_client_loss)
 
 
 def _runs(args: argparse.Namespace) -> int:

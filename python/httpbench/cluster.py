@@ -90,8 +90,12 @@ def security(certs: Optional[Path], part: str):
     missing = [n for n in ("ca.pem", f"{part}.pem", f"{part}-key.pem") if not (certs / n).exists()]
     if missing:
         raise ClusterError(f"{certs} lacks {', '.join(missing)}; make them with: httpbench cluster certs {certs}")
-    files = {"tls_ca_file": str(certs / "ca.pem"), f"tls_{part}_cert": str(certs / f"{part}.pem"),
-             f"tls_{part}_key": str(certs / f"{part}-key.pem")}
+    files = {"tls_ca_file": str(certs / "ca.pem")}
+    # Each part presents its own certificate in every role it may take: a worker's tasks open
+    # client connections too (the barrier's Queue and Event).
+    for role in CERT_NAMES:
+        files[f"tls_{role}_cert"] = str(certs / f"{part}.pem")
+        files[f"tls_{role}_key"] = str(certs / f"{part}-key.pem")
     return Security(require_encryption=True, **files)
 
 
@@ -240,6 +244,9 @@ def _engine_at_barrier(spec: dict, ready_queue: str, go_event: str) -> dict:
     Queue(ready_queue).put(socket.gethostname())
     if not Event(go_event).wait(timeout=READY_TIMEOUT_S):
         raise ClusterError(f"the other client hosts were not ready within {READY_TIMEOUT_S:.0f} s")
+    if not spec.get("cpus"):
+        # Unpinned: as many engine threads as this host gives the worker, up to one per connection.
+        spec = {**spec, "threads": max(1, min(len(os.sched_getaffinity(0)), spec["connections"]))}
     started = time.time()
     report = engine.run(spec)
     report["started_at"] = started
@@ -264,7 +271,7 @@ class ClusterLoad:
         return {addr: w.get("name") or addr for addr, w in info.items() if w.get("resources", {}).get("client")}
 
     def run(self, spec: dict) -> dict:
-        from distributed import Event
+        from distributed import Event, Queue
         workers = self.client_workers()
         if not workers:
             raise ClusterError("the cluster has no client worker: start one with "
@@ -274,7 +281,6 @@ class ClusterLoad:
         self.rounds += 1
         tag = f"httpbench-{os.getpid()}-{self.rounds}"
         go = Event(f"{tag}-go", client=self.client)
-        from distributed import Queue
         ready = Queue(f"{tag}-ready", client=self.client)
         futures = [self.client.submit(_engine_at_barrier, share, f"{tag}-ready", f"{tag}-go", workers=[addr],
                                       resources={"client": 1}, pure=False, key=f"{tag}-{i}")
@@ -282,11 +288,81 @@ class ClusterLoad:
         for _ in chosen:
             ready.get(timeout=READY_TIMEOUT_S)
         go.set()
-        reports = self.client.gather(futures)
+        finished, lost = self._collect(dict(zip(chosen, futures)), spec)
+        if not finished:
+            raise ClusterError(f"every client host was lost during the level: {', '.join(workers[a] for a in lost)}")
+        reports = [finished[a] for a in chosen if a in finished]
         starts = [r.pop("started_at") for r in reports]
-        merged = merge_reports(reports, [workers[a] for a in chosen])
+        merged = merge_reports(reports, [workers[a] for a in chosen if a in finished])
         merged["start_spread_s"] = max(starts) - min(starts)
+        merged["lost_hosts"] = [workers[a] for a in lost]
         return merged
+
+    def _collect(self, pending: Dict[str, object], spec: dict):
+        """Wait for every host's report; a host whose worker leaves the cluster is lost (its
+        task could run nowhere else), and the others' reports still count."""
+        budget = (spec.get("stop") or {}).get("duration") or READY_TIMEOUT_S
+        deadline = time.monotonic() + budget + (spec.get("warmup") or 0) + READY_TIMEOUT_S
+        finished, lost = {}, []
+        while pending and time.monotonic() < deadline:
+            alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+            for address, future in list(pending.items()):
+                if future.status == "finished":
+                    finished[address] = future.result()
+                elif future.status == "error":
+                    future.result()   # the engine's own error (bad spec, server gone) is the level's
+                elif address not in alive:
+                    lost.append(address)
+                    future.cancel()
+                else:
+                    continue
+                del pending[address]
+            time.sleep(0.1)
+        for address, future in pending.items():
+            lost.append(address)
+            future.cancel()
+        return finished, lost
+
+    def server_host(self, cpus: Sequence[int]) -> "RemoteServerHost":
+        """A ServerHost living on the server-role worker, as a Dask actor."""
+        from httpbench.servers.host import WORKER_ADDRESS, ServerHost
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        found = [(addr, w.get("name") or addr) for addr, w in info.items() if w.get("resources", {}).get("server")]
+        if not found:
+            raise ClusterError("the cluster has no server worker: start one on the server's host with "
+                               "'httpbench worker --scheduler ADDRESS --role server'")
+        address, name = found[0]
+        actor = self.client.submit(ServerHost, list(cpus), WORKER_ADDRESS, actor=True, workers=[address],
+                                   resources={"server": 1}, pure=False).result()
+        return RemoteServerHost(actor, name)
 
     def close(self) -> None:
         self.client.close()
+
+
+class RemoteServerHost:
+    """The sweep's ServerHost interface on a Dask actor: every call waited for, and a lost server
+    host turned into a failed cell rather than a crashed run."""
+
+    def __init__(self, actor, name: str) -> None:
+        self._actor = actor
+        self.name = name
+
+    def stop(self) -> None:
+        from httpbench.servers import ServerFailed
+        try:
+            self.__getattr__("stop")()
+        except ServerFailed:
+            pass   # a lost host's watchdog has already stopped its servers: nothing left to stop
+
+    def __getattr__(self, method: str):
+        from httpbench.servers import ServerFailed, VerificationFailed
+
+        def call(*args, **kwargs):
+            try:
+                return getattr(self._actor, method)(*args, **kwargs).result()
+            except (ServerFailed, VerificationFailed, ClusterError):
+                raise
+            except Exception as e:   # the worker or its connection is gone, whatever Dask calls it
+                raise ServerFailed(f"the server host {self.name} was lost: {type(e).__name__}: {e}") from None
+        return call

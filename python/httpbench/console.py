@@ -130,7 +130,9 @@ def runs_table(runs: List[dict]) -> None:
 
 
 def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: Optional[str],
-             client_cpus: Optional[str], allow_shared: bool, db: str, resume: Optional[int]) -> int:
+             client_cpus: Optional[str], allow_shared: bool, db: str, resume: Optional[int],
+             cluster_address: Optional[str] = None, certs: Optional[Path] = None,
+             on_client_loss: str = "continue") -> int:
     """`httpbench run`: sweep a plan (or finish an interrupted run) with a live display, then
     print the summary. Returns the exit code: 0 done, 130 interrupted (resumable)."""
     from httpbench import plan as plans
@@ -144,7 +146,14 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
         chosen = plans.parse(stored["plan_text"], f"run {resume}")
     else:
         chosen = plans.load(plan_name or "quick")
-    sweep = Sweep(chosen, store, Placement.choose(server_cpus, client_cpus, allow_shared), only)
+    cluster = None
+    if cluster_address:
+        # Nothing of Dask is imported or started without --cluster.
+        from httpbench.cluster import ClusterLoad
+        cluster = ClusterLoad(cluster_address, certs)
+    # On a cluster the client's CPUs are the client hosts' own: the server may take any here.
+    placement = Placement.choose(server_cpus, client_cpus, allow_shared or cluster is not None)
+    sweep = Sweep(chosen, store, placement, only, cluster=cluster, on_client_loss=on_client_loss)
     run_id = resume if resume is not None else sweep.start()
     per_cell = len(chosen.levels) * (chosen.rounds if isinstance(chosen.rounds, int) else 3)
     bar, sweep.progress = live_progress(len(sweep.cells) * per_cell)
@@ -156,6 +165,9 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
         print(f"interrupted; every finished round is stored. Resume with: "
               f"httpbench run --resume {run_id} --db {db}", file=sys.stderr)
         return 130
+    finally:
+        if cluster is not None:
+            cluster.close()
     measured = results.load(store, run_id)
     summary(measured)
     write_report(measured, db)
