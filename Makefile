@@ -2,11 +2,13 @@
 # Both install what they need on a fresh Debian machine (as root) and are safe to rerun.
 
 PY ?= python3
-# The servers `make run` sweeps; what the tests add (a real PostgreSQL, network namespaces, a real
-# Chromium for the HTML report); peers the benchmark scripts measure against.
+# The servers `make run` sweeps and the write-ups' own load clients its plans may name (ab, wrk,
+# h2load); what the tests add (a real PostgreSQL, network namespaces, a real Chromium for the
+# HTML report); peers the benchmark scripts measure against.
 SERVER_PACKAGES := nginx-light apache2 lighttpd varnish h2o caddy trafficserver mighttpd2 jetty9 nodejs
-TEST_PACKAGES := $(SERVER_PACKAGES) iproute2 postgresql chromium fonts-liberation
-BENCH_PACKAGES := nginx-light h2o wrk apache2-utils nghttp2-client
+CLIENT_PACKAGES := apache2-utils wrk nghttp2-client
+TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) iproute2 postgresql chromium fonts-liberation
+BENCH_PACKAGES := nginx-light h2o $(CLIENT_PACKAGES)
 ARGS ?=
 
 .PHONY: run test deps test-deps bench-deps build fuzz bench
@@ -29,7 +31,7 @@ define apt_install
 endef
 
 deps:
-	$(call apt_install,$(SERVER_PACKAGES))
+	$(call apt_install,$(SERVER_PACKAGES) $(CLIENT_PACKAGES))
 
 test-deps:
 	$(call apt_install,$(TEST_PACKAGES))
