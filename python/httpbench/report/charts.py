@@ -18,6 +18,7 @@ from httpbench import engine
 from httpbench.results import SAME_REQUESTS, CellResult, LevelResult, RunResults, groups
 
 WIDTH, HEIGHT = 380, 240
+WIDE = 760
 MIB = 2 ** 20
 FLAG_COLOR = "#d62728"
 # Percentile spectrum ticks: x = 1 / (1 - p), so 50% -> 2, 99.999% -> 100,000 (HdrHistogram's plot).
@@ -56,7 +57,9 @@ class Measured:
         return self.label[id(cell)]
 
     def color(self) -> alt.Color:
-        return alt.Color("series:N", title="server/profile", scale=alt.Scale(domain=self.series),
+        # Ten colours repeat beyond ten series; twenty keep every server apart.
+        scheme = "tableau10" if len(self.series) <= 10 else "tableau20"
+        return alt.Color("series:N", title="server/profile", scale=alt.Scale(domain=self.series, scheme=scheme),
                                           legend=alt.Legend(orient="bottom", columns=4, symbolOpacity=1))
 
     def level_rows(self) -> List[dict]:
@@ -102,6 +105,11 @@ def _flag_text(lv: LevelResult) -> str:
     return "; ".join(f"{kind}: {reason}" for kind, reason in sorted(lv.flags.items()))
 
 
+def _width(rows: List[dict], panel_field: str) -> int:
+    """A chart with one panel gets the page's width; several share it."""
+    return WIDE if len({r[panel_field] for r in rows}) <= 1 else WIDTH
+
+
 def quantity(field: str, title: str, **kwargs) -> alt.Y:
     """The y encoding of a quantity: its axis starts at 0, always (readers' first complaint)."""
     return alt.Y(field, title=title, scale=alt.Scale(zero=True), **kwargs)
@@ -140,7 +148,7 @@ def _per_level(m: Measured, rows: List[dict], y_field: str, y_title: str, band: 
             y=alt.Y(f"{band[0]}:Q"), y2=alt.Y2(f"{band[1]}:Q"), opacity=alt.value(0.18)))
     layers.append(base.mark_line(point=True).encode(**encoding).add_params(shown))
     layers.append(_flag_marks(base, f"{y_field}:Q"))
-    return alt.layer(*layers, data=alt.Data(values=rows)).properties(width=WIDTH, height=HEIGHT).facet(
+    return alt.layer(*layers, data=alt.Data(values=rows)).properties(width=_width(rows, "cpus"), height=HEIGHT).facet(
         column=alt.Column("cpus:N", title=None), row=alt.Row("context:N", title=None))
 
 
@@ -283,7 +291,7 @@ def differences(m: Measured) -> Chart:
         stroke=alt.condition("datum.flagged", alt.value(FLAG_COLOR), alt.value(None)),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("level:N", title="connections"),
                  alt.Tooltip("percent:Q", format="+.1f"), alt.Tooltip("baseline:N"), alt.Tooltip("flags:N")]
-    ).add_params(shown).properties(width=WIDTH, height=HEIGHT).facet(
+    ).add_params(shown).properties(width=_width(rows, "group"), height=HEIGHT).facet(
         facet=alt.Facet("group:N", title=None), columns=2)
     return Chart("differences", "Difference to the baseline at each level", spec,
                  "Positive: faster than the baseline at that level and budget (004's percentages).")
@@ -306,7 +314,7 @@ def spectrum(m: Measured) -> Chart:
         y=quantity("ms:Q", "latency (ms)"), color=m.color(), opacity=_faded(shown),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("percentile:Q", format=".4~f"),
                  alt.Tooltip("ms:Q", title="latency (ms)", format=",.3f")]
-    ).add_params(shown).properties(width=WIDTH, height=HEIGHT).facet(
+    ).add_params(shown).properties(width=_width(rows, "context"), height=HEIGHT).facet(
         facet=alt.Facet("context:N", title=None), columns=2)
     level = m.choices.level
     return Chart("spectrum", "Latency percentile spectrum" + (f" at {level} connections" if level else ""), spec,
@@ -331,7 +339,7 @@ def timeline(m: Measured) -> Chart:
         y=quantity("count:Q", "per second"), color=m.color(), opacity=_faded(shown),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("second:Q"), alt.Tooltip("round:Q"),
                  alt.Tooltip("metric:N"), alt.Tooltip("count:Q", format=",.0f")]
-    ).add_params(shown).properties(width=WIDTH, height=HEIGHT // 2 + 40).facet(
+    ).add_params(shown).properties(width=_width(rows, "context"), height=HEIGHT // 2 + 40).facet(
         row=alt.Row("metric:N", title=None, sort=["requests/s", "errors/s"]),
         column=alt.Column("context:N", title=None)).resolve_scale(y="independent")
     level = m.choices.level
