@@ -96,7 +96,7 @@ impl Io {
 }
 
 fn choose_io(choice: IoChoice, connections: usize) -> Result<Io, Error> {
-    let probe = || UringReactor::new(connections.min(256)).map(drop);
+    let probe = || UringReactor::new(connections.min(256), true).map(drop);
     match choice {
         IoChoice::Epoll => Ok(Io::Epoll),
         IoChoice::IoUring => probe().map(|_| Io::Uring).map_err(|e| {
@@ -113,8 +113,9 @@ fn run_thread(shared: &Shared, a: &Assignment, tx: mpsc::Sender<crate::stats::se
         }
     }
     let worker = Worker::new(shared, a, tx);
+    let multishot = shared.spec.requests_per_connection != Some(1);
     match io {
-        Io::Uring => match UringReactor::new(a.connections) {
+        Io::Uring => match UringReactor::new(a.connections, multishot) {
             Ok(mut r) => worker.run(&mut r),
             Err(e) => {
                 abort(shared, format!("cannot set up io_uring for an engine thread: {e}"));

@@ -127,6 +127,9 @@ pub struct Worker<'a> {
     series: SecondRecorder,
     /// Connections to act on at a time: (time, connection).
     wakes: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Connects under way, in deadline order (the timeout is the same for all): (deadline,
+    /// connection, generation).
+    connect_deadlines: VecDeque<(u64, u32, u32)>,
     /// Connections whose pipeline has room, refilled once the whole batch of completions is
     /// in: a server that answers pipelined requests one segment at a time would otherwise get
     /// as many one-request sends, each a packet with its full cost in the kernel.
@@ -192,6 +195,7 @@ impl<'a> Worker<'a> {
             latencies: Latencies::default(),
             series: SecondRecorder::new(a.index, series),
             wakes: BinaryHeap::new(),
+            connect_deadlines: VecDeque::new(),
             refill: Vec::new(),
             now: 0,
             measure_from,
@@ -273,6 +277,7 @@ impl<'a> Worker<'a> {
                 }
             }
             if self.now >= next_tick {
+                self.expire_connects(reactor);
                 self.expire_requests(reactor);
                 let second = self.second();
                 self.series.at(second);
@@ -352,14 +357,23 @@ impl<'a> Worker<'a> {
                 c.generation = c.generation.wrapping_add(1);
                 c.state = State::Connecting;
                 c.connect_started = self.now;
+                let deadline = self.now + ns(self.shared.spec.connect_timeout);
+                self.connect_deadlines.push_back((deadline, i as u32, c.generation));
                 let token = self.token(i);
-                reactor.connect(token, fd, &self.shared.addr, self.shared.spec.connect_timeout);
+                reactor.connect(token, fd, &self.shared.addr);
             }
             Err(e) => {
                 let errno = e.raw_os_error().unwrap_or(libc::EIO);
                 self.connect_failed(i, errno);
             }
         }
+    }
+
+    /// A connect failed, or took too long: give up its socket.
+    fn connect_ended<R: Reactor>(&mut self, reactor: &mut R, i: usize, errno: i32) {
+        reactor.close(self.token(i), self.conns[i].fd);
+        self.conns[i].fd = -1;
+        self.connect_failed(i, errno);
     }
 
     fn connect_failed(&mut self, i: usize, errno: i32) {
@@ -425,6 +439,22 @@ impl<'a> Worker<'a> {
             self.series.at(second).errors += failed;
         }
         self.reconnect(reactor, i);
+    }
+
+    /// Connects past their timeout fail as such; entries of connects that ended otherwise are
+    /// dropped on the way.
+    fn expire_connects<R: Reactor>(&mut self, reactor: &mut R) {
+        while let Some(&(deadline, i, generation)) = self.connect_deadlines.front() {
+            let c = &self.conns[i as usize];
+            let still_connecting = c.state == State::Connecting && c.generation == generation;
+            if still_connecting && deadline > self.now {
+                break;
+            }
+            self.connect_deadlines.pop_front();
+            if still_connecting {
+                self.connect_ended(reactor, i as usize, libc::ETIMEDOUT);
+            }
+        }
     }
 
     fn expire_requests<R: Reactor>(&mut self, reactor: &mut R) {
@@ -518,11 +548,7 @@ impl<'a> Worker<'a> {
                 }
                 self.send_more(reactor, i);
             }
-            Completion::ConnectFailed(errno) => {
-                reactor.close(token, self.conns[i].fd);
-                self.conns[i].fd = -1;
-                self.connect_failed(i, errno);
-            }
+            Completion::ConnectFailed(errno) => self.connect_ended(reactor, i, errno),
             Completion::Sent(n) => {
                 if self.measuring(self.now) {
                     self.counters.bytes_written += n as u64;

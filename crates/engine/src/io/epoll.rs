@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll};
@@ -20,7 +20,7 @@ use super::{socket_error, Completion, Reactor, SockAddr, Token};
 struct Slot {
     token: Token,
     open: bool,
-    connect_deadline: Option<Instant>,
+    connecting: bool,
     /// A send the kernel pushed back on, retried when the socket turns writable.
     pending_send: Option<(*const u8, usize)>,
 }
@@ -40,8 +40,6 @@ pub struct EpollReactor {
     early: VecDeque<(Token, Early)>,
     /// One read buffer for every connection of the thread: data is parsed before the next read.
     buf: Box<[u8]>,
-    /// Connects under way, in deadline order: the timeout is the same for all of them.
-    deadlines: VecDeque<(Instant, RawFd, Token)>,
 }
 
 impl EpollReactor {
@@ -52,7 +50,6 @@ impl EpollReactor {
             slots: Vec::new(),
             early: VecDeque::new(),
             buf: vec![0; 64 * 1024].into_boxed_slice(),
-            deadlines: VecDeque::new(),
         })
     }
 
@@ -107,8 +104,8 @@ impl EpollReactor {
 impl Reactor for EpollReactor {
     const NAME: &'static str = "epoll";
 
-    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr, timeout: Duration) {
-        *self.slot(fd) = Slot { token, open: true, connect_deadline: None, pending_send: None };
+    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr) {
+        *self.slot(fd) = Slot { token, open: true, connecting: false, pending_send: None };
         let registered = self.poll.registry().register(
             &mut SourceFd(&fd),
             mio::Token(fd as usize),
@@ -123,11 +120,7 @@ impl Reactor for EpollReactor {
         let errno = if ret == 0 { 0 } else { io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) };
         match errno {
             0 => self.early.push_back((token, Early::Connected)),
-            libc::EINPROGRESS => {
-                let deadline = Instant::now() + timeout;
-                self.slot(fd).connect_deadline = Some(deadline);
-                self.deadlines.push_back((deadline, fd, token));
-            }
+            libc::EINPROGRESS => self.slot(fd).connecting = true,
             e => self.early.push_back((token, Early::ConnectFailed(e))),
         }
     }
@@ -149,10 +142,6 @@ impl Reactor for EpollReactor {
 
     fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, mut on: F) -> io::Result<()> {
         let timeout = if self.early.is_empty() { timeout } else { Duration::ZERO };
-        let timeout = match self.deadlines.front() {
-            Some(&(d, _, _)) => timeout.min(d.saturating_duration_since(Instant::now())),
-            None => timeout,
-        };
         match self.poll.poll(&mut self.events, Some(timeout)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -177,11 +166,11 @@ impl Reactor for EpollReactor {
                 continue;
             }
             let token = slot.token;
-            if slot.connect_deadline.is_some() {
+            if slot.connecting {
                 if !(event.is_writable() || event.is_error() || event.is_write_closed()) {
                     continue;
                 }
-                self.slot(fd).connect_deadline = None;
+                self.slot(fd).connecting = false;
                 match socket_error(fd) {
                     0 => on(self, token, Completion::Connected),
                     e => {
@@ -204,18 +193,6 @@ impl Reactor for EpollReactor {
             }
         }
         self.events = events;
-        let now = Instant::now();
-        while let Some(&(deadline, fd, token)) = self.deadlines.front() {
-            let still_connecting = self.is_current(fd, token) && self.slots[fd as usize].connect_deadline.is_some();
-            if still_connecting && deadline > now {
-                break;
-            }
-            self.deadlines.pop_front();
-            if still_connecting {
-                self.slots[fd as usize].connect_deadline = None;
-                on(self, token, Completion::ConnectFailed(libc::ETIMEDOUT));
-            }
-        }
         Ok(())
     }
 }

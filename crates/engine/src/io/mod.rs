@@ -33,10 +33,10 @@ pub trait Reactor: Sized {
     /// The name reported with every result.
     const NAME: &'static str;
 
-    /// Connect the fresh socket `fd` to `addr`; completes with `Connected` or `ConnectFailed`.
-    /// After `Connected` the reactor delivers what arrives (`Received`, `Eof`, `RecvFailed`)
-    /// until `close`.
-    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr, timeout: Duration);
+    /// Connect the fresh socket `fd` to `addr`; completes with `Connected` or `ConnectFailed`
+    /// (the caller enforces its own timeout by closing). After `Connected` the reactor delivers
+    /// what arrives (`Received`, `Eof`, `RecvFailed`) until `close`.
+    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr);
 
     /// Send `len` bytes at `data`; completes with `Sent` (possibly fewer bytes) or `SendFailed`.
     ///
@@ -44,7 +44,7 @@ pub trait Reactor: Sized {
     /// The bytes must stay valid and unchanged until that completion arrives or `fd` is closed.
     unsafe fn send(&mut self, token: Token, fd: RawFd, data: *const u8, len: usize);
 
-    /// Close the socket; nothing more is delivered for it.
+    /// Close the socket, whatever it is doing; nothing more is delivered for it.
     fn close(&mut self, token: Token, fd: RawFd);
 
     /// Wait up to `timeout` for completions and hand each to `on`, which may start new

@@ -1,9 +1,11 @@
 //! The io_uring reactor: every connect, send, receive and close of a thread goes through one
 //! ring and one `io_uring_enter` per loop iteration, however many connections are active.
 //!
-//! Receives are multishot into a ring of provided buffers shared by all the thread's
-//! connections, so an idle connection holds no buffer at all; each buffer goes back to the
-//! kernel as soon as its bytes are parsed.
+//! Receives go into a ring of provided buffers shared by all the thread's connections, so an
+//! idle connection holds no buffer at all; each buffer goes back to the kernel as soon as its
+//! bytes are parsed. A connection that carries many responses keeps one multishot receive armed;
+//! one that carries a single response gets one receive at a time, so that closing it right
+//! after that response leaves nothing to cancel.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -17,7 +19,6 @@ use super::{Completion, Reactor, SockAddr, Token};
 
 /// The kind of operation, in the top byte of each submission's user data.
 const OP_CONNECT: u64 = 1 << 56;
-const OP_TIMEOUT: u64 = 2 << 56;
 const OP_SEND: u64 = 3 << 56;
 const OP_RECV: u64 = 4 << 56;
 const OP_CLOSE: u64 = 5 << 56;
@@ -110,12 +111,22 @@ pub struct UringReactor {
     bufs: BufRing,
     /// Completions copied out of the queue, so that handlers may submit while we go through them.
     batch: Vec<(u64, i32, u32)>,
-    /// The connect timeout; linked timeouts read it when submitted.
-    connect_timeout: Box<Timespec>,
-    /// Per connection slot: its current token and descriptor, to re-arm a receive that ended
-    /// and to tell completions of a closed socket from those of its successor.
-    fds: Vec<(Token, RawFd)>,
+    multishot: bool,
+    slots: Vec<Slot>,
 }
+
+/// Per connection slot: its current token and descriptor, to re-arm a receive that ended and to
+/// tell completions of a closed socket from those of its successor; and which of its operations
+/// the kernel still holds, the only ones a close has to cancel.
+#[derive(Clone, Copy)]
+struct Slot {
+    token: Token,
+    fd: RawFd,
+    connecting: bool,
+    receiving: bool,
+}
+
+const CLOSED: Slot = Slot { token: 0, fd: -1, connecting: false, receiving: false };
 
 fn slot_of(token: Token) -> usize {
     (token & 0xffff_ffff) as usize
@@ -123,7 +134,8 @@ fn slot_of(token: Token) -> usize {
 
 impl UringReactor {
     /// `connections`: how many this thread will hold at once (sizes the queues and buffers).
-    pub fn new(connections: usize) -> io::Result<UringReactor> {
+    /// `multishot`: whether connections carry more than one response each.
+    pub fn new(connections: usize, multishot: bool) -> io::Result<UringReactor> {
         let sq = (connections * 2).clamp(256, 4096).next_power_of_two() as u32;
         let build = |deferred: bool| {
             let mut b = IoUring::builder();
@@ -141,7 +153,7 @@ impl UringReactor {
         // SAFETY: the ring mapping lives as long as the reactor, which unregisters nothing
         // before the ring itself is dropped.
         unsafe { ring.submitter().register_buf_ring_with_flags(bufs.ring.ptr as u64, entries, BUF_GROUP, 0)? };
-        Ok(UringReactor { ring, bufs, batch: Vec::with_capacity(4096), connect_timeout: Box::new(Timespec::new()), fds: Vec::new() })
+        Ok(UringReactor { ring, bufs, batch: Vec::with_capacity(4096), multishot, slots: Vec::new() })
     }
 
     fn push(&mut self, entry: &squeue::Entry) {
@@ -158,36 +170,42 @@ impl UringReactor {
     }
 
     fn arm_recv(&mut self, token: Token, fd: RawFd) {
-        let e = opcode::RecvMulti::new(Fd(fd), BUF_GROUP).build().user_data(OP_RECV | token);
-        self.push(&e);
+        let e = if self.multishot {
+            opcode::RecvMulti::new(Fd(fd), BUF_GROUP).build()
+        } else {
+            opcode::Recv::new(Fd(fd), std::ptr::null_mut(), BUF_SIZE as u32)
+                .buf_group(BUF_GROUP)
+                .build()
+                .flags(squeue::Flags::BUFFER_SELECT)
+        };
+        self.slots[slot_of(token)].receiving = true;
+        self.push(&e.user_data(OP_RECV | token));
     }
 
-    /// The descriptor of `token` if that connection is still open.
-    fn current(&self, token: Token) -> Option<RawFd> {
-        match self.fds.get(slot_of(token)) {
-            Some(&(t, fd)) if t == token && fd >= 0 => Some(fd),
-            _ => None,
-        }
+    /// The slot of `token` if that connection is still open.
+    fn current(&mut self, token: Token) -> Option<&mut Slot> {
+        self.slots.get_mut(slot_of(token)).filter(|s| s.token == token && s.fd >= 0)
+    }
+
+    /// Cancel the operation the kernel holds for `token`: it holds its own reference to the
+    /// socket and would keep it open after the descriptor is closed.
+    fn cancel(&mut self, op: u64, token: Token) {
+        let e = opcode::AsyncCancel::new(op | token).build().flags(squeue::Flags::SKIP_SUCCESS).user_data(OP_CLOSE);
+        self.push(&e);
     }
 }
 
 impl Reactor for UringReactor {
     const NAME: &'static str = "io_uring";
 
-    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr, timeout: Duration) {
+    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr) {
         let slot = slot_of(token);
-        if slot >= self.fds.len() {
-            self.fds.resize(slot + 1, (0, -1));
+        if slot >= self.slots.len() {
+            self.slots.resize(slot + 1, CLOSED);
         }
-        self.fds[slot] = (token, fd);
-        *self.connect_timeout = Timespec::new().sec(timeout.as_secs()).nsec(timeout.subsec_nanos());
-        let c = opcode::Connect::new(Fd(fd), addr.as_ptr(), addr.len())
-            .build()
-            .flags(squeue::Flags::IO_LINK)
-            .user_data(OP_CONNECT | token);
-        let t = opcode::LinkTimeout::new(&*self.connect_timeout).build().user_data(OP_TIMEOUT);
+        self.slots[slot] = Slot { token, fd, connecting: true, receiving: false };
+        let c = opcode::Connect::new(Fd(fd), addr.as_ptr(), addr.len()).build().user_data(OP_CONNECT | token);
         self.push(&c);
-        self.push(&t);
     }
 
     unsafe fn send(&mut self, token: Token, fd: RawFd, data: *const u8, len: usize) {
@@ -196,17 +214,21 @@ impl Reactor for UringReactor {
     }
 
     fn close(&mut self, token: Token, fd: RawFd) {
-        if self.current(token).is_some() {
-            self.fds[slot_of(token)] = (0, -1);
+        // A pending operation is cancelled inline at the next submission (a shutdown op would
+        // run in io-wq worker threads, a fifth of a keep-alive-off run's CPU). The descriptor
+        // itself is closed here and now: a close left queued in the ring would be dropped with
+        // the ring at the end of a run, leaking the descriptor, whereas an operation still
+        // pending then is cancelled by the ring's teardown and lets the socket go.
+        if let Some(slot) = self.current(token) {
+            let held = *slot;
+            *slot = CLOSED;
+            if held.connecting {
+                self.cancel(OP_CONNECT, token);
+            }
+            if held.receiving {
+                self.cancel(OP_RECV, token);
+            }
         }
-        // The multishot receive holds its own reference to the socket and would keep it open
-        // after the descriptor is closed: cancel it (inline at the next submission; a shutdown
-        // op would run in io-wq worker threads, a fifth of a keep-alive-off run's CPU). The
-        // descriptor itself is closed here and now: a close left queued in the ring would be
-        // dropped with the ring at the end of a run, leaking the descriptor, whereas a receive
-        // still pending then is cancelled by the ring's teardown and lets the socket go.
-        let cancel = opcode::AsyncCancel::new(OP_RECV | token).build().flags(squeue::Flags::SKIP_SUCCESS).user_data(OP_CLOSE);
-        self.push(&cancel);
         // SAFETY: the descriptor is ours; completions for it are recognised by token, not number.
         unsafe { libc::close(fd) };
     }
@@ -227,7 +249,9 @@ impl Reactor for UringReactor {
             let token = user_data & !OP_MASK;
             match user_data & OP_MASK {
                 OP_CONNECT => {
-                    let Some(fd) = self.current(token) else { continue };
+                    let Some(slot) = self.current(token) else { continue };
+                    slot.connecting = false;
+                    let fd = slot.fd;
                     if res == 0 {
                         self.arm_recv(token, fd);
                         on(self, token, Completion::Connected);
@@ -243,6 +267,10 @@ impl Reactor for UringReactor {
                     }
                 }
                 OP_RECV => {
+                    let more = cqueue::more(flags);
+                    if let (false, Some(slot)) = (more, self.current(token)) {
+                        slot.receiving = false;
+                    }
                     let bid = cqueue::buffer_select(flags);
                     if res > 0 {
                         let bid = bid.expect("a receive with data names its buffer");
@@ -254,17 +282,18 @@ impl Reactor for UringReactor {
                     } else if let Some(bid) = bid {
                         self.bufs.give_back(bid);
                     }
-                    if let (false, Some(fd)) = (cqueue::more(flags), self.current(token)) {
+                    if let (false, Some(fd)) = (more, self.current(token).map(|s| s.fd)) {
                         match res {
                             0 => on(self, token, Completion::Eof),
-                            // Out of buffers, or a multishot the kernel ended: arm it again;
-                            // the buffers given back in this batch are published first.
+                            // Data from a single receive, out of buffers, or a multishot the
+                            // kernel ended: arm it again; the buffers given back in this batch
+                            // are published first.
                             r if r > 0 || r == -libc::ENOBUFS => self.arm_recv(token, fd),
                             r => on(self, token, Completion::RecvFailed(-r)),
                         }
                     }
                 }
-                _ => {} // linked timeouts and closes: nothing to report
+                _ => {} // cancels: nothing to report
             }
         }
         self.batch = batch;
