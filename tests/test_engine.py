@@ -142,6 +142,23 @@ def test_faults_land_in_their_error_class(testserver, load, mode, errors):
         assert r["latency"]["total"]["min_us"] >= 500_000 - 256
 
 
+@pytest.mark.parametrize("io", ["io-uring", "epoll"])
+def test_connects_that_hang_are_connect_timeouts(testserver, load, io):
+    # After answering the validation request the server accepts nothing more and its backlog is
+    # full, so the kernel drops every SYN: each connect hangs until --connect-timeout.
+    url = testserver("deaf")
+    started = time.monotonic()
+    rc, r, err = load("-c", "8", "-d", "1.5s", "--connect-timeout", "0.3s", "--timeout", "0.5s",
+                      "--allow-errors", "--io", io, url, timeout=20)
+    assert rc == 0, err
+    assert time.monotonic() - started < 10
+    # 8 connections over 1.5 s, each attempt 0.3 s: about 40 attempts, all but the one the
+    # backlog took timing out.
+    assert 20 <= r["errors"]["connect_timeout"] <= 45, r["errors"]
+    assert r["requests"]["completed"] == 0
+    accounted(r)
+
+
 def test_fault_without_allow_errors_is_refused_before_load(testserver, load):
     url = testserver("garbage")
     rc, r, err = load("-c", "4", "-d", "2s", url)

@@ -41,6 +41,8 @@ modes:
   ignore-close  like ok, but keep-alive even when the request says close
   chunked       --body-bytes in 3-byte chunks with extension `;x=1` and trailer `X-T: 1`
   status        every response has status --status CODE
+  deaf          like ok for the first connection, then never accepts again, with
+                a listen backlog of 0: later connects hang (connect timeouts)
 
 options:
   --body-bytes N    response body size (default 7)
@@ -69,10 +71,12 @@ fn main() {
     let listener = TcpListener::bind(opts.listen)
         .unwrap_or_else(|e| fail(&format!("cannot listen on {}: {e}", opts.listen)));
     // std listens with a small backlog; listen() again on a listening socket
-    // just raises it (capped by net.core.somaxconn), so bursts of connects
-    // from a load generator are not dropped.
+    // just sets it (capped by net.core.somaxconn), so bursts of connects
+    // from a load generator are not dropped; or, for `deaf`, so that the
+    // kernel drops every SYN once one connection waits unaccepted.
+    let backlog = if opts.config.mode == Mode::Deaf { 0 } else { 4096 };
     // SAFETY: valid listening fd.
-    unsafe { libc::listen(listener.as_raw_fd(), 4096) };
+    unsafe { libc::listen(listener.as_raw_fd(), backlog) };
     let local = listener
         .local_addr()
         .unwrap_or_else(|e| fail(&format!("local_addr: {e}")));
@@ -107,6 +111,12 @@ fn main() {
                     .spawn(move || serve::serve(stream, cfg));
                 if let Err(e) = spawned {
                     eprintln!("httpbench-testserver: cannot spawn connection thread: {e}");
+                }
+                if cfg.mode == Mode::Deaf {
+                    // Until --max-seconds ends the process.
+                    loop {
+                        thread::park();
+                    }
                 }
             }
             // Typically EMFILE or ECONNABORTED: back off briefly instead of
@@ -231,6 +241,7 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
         "ignore-close" => Mode::IgnoreClose,
         "chunked" => Mode::Chunked,
         "status" => Mode::Status,
+        "deaf" => Mode::Deaf,
         _ => return Err(format!("unknown mode {s} (see --help)")),
     })
 }

@@ -31,6 +31,7 @@ pub enum Mode {
     IgnoreClose,
     Chunked,
     Status,
+    Deaf,
 }
 
 pub struct Config {
