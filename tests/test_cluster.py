@@ -1,6 +1,7 @@
 """The benchmark cluster on loopback: certificates, the TLS rule, exact merging, a level split
 over two real Dask client workers under mutual TLS against a real nginx, and a client worker
-killed mid-level. (Several hosts in network namespaces: see the notes of issue 6.)"""
+killed mid-level; bad certificate directories and addresses refused with one line. (Several
+hosts in network namespaces: see the notes of issue 6.)"""
 
 import os
 import signal
@@ -13,12 +14,19 @@ import pytest
 
 from conftest import free_port, log_lines, stop
 from httpbench import cluster, engine
+from httpbench.store import Store
 
 SEVEN = b"7 bytes"
 
 
 def httpbench(*args, timeout=60):
     return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def one_line_error(done: subprocess.CompletedProcess) -> str:
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    return done.stderr
 
 
 def test_certificates_are_private_and_signed_by_their_ca(tmp_path):
@@ -34,15 +42,53 @@ def test_certificates_are_private_and_signed_by_their_ca(tmp_path):
         cert.verify_directly_issued_by(ca)
 
 
-def test_plain_tcp_beyond_loopback_is_refused(tmp_path):
-    refused = httpbench("worker", "--scheduler", "tcp://10.20.30.40:8786", "--role", "client")
-    assert refused.returncode == 2 and "refusing plain TCP" in refused.stderr and "Traceback" not in refused.stderr
-    no_certs = httpbench("worker", "--scheduler", "tls://10.20.30.40:8786", "--role", "client")
-    assert no_certs.returncode == 2 and "--certs" in no_certs.stderr
-    scheduler = httpbench("cluster", "scheduler", "--address", "tcp://0.0.0.0:8786")
-    assert scheduler.returncode == 2 and "refusing plain TCP" in scheduler.stderr
+def test_certificates_go_only_into_a_new_or_empty_directory(tmp_path):
+    a_file = tmp_path / "hostname"
+    a_file.write_text("x")
+    assert "is not a directory" in one_line_error(httpbench("cluster", "certs", str(a_file)))
+    made = tmp_path / "certs"
+    cluster.make_certs(made)
+    ca = (made / "ca.pem").read_bytes()
+    assert "is not empty" in one_line_error(httpbench("cluster", "certs", str(made)))
+    assert (made / "ca.pem").read_bytes() == ca
+    # A directory holding other things keeps its mode, even when --force writes into it.
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    (shared / "notes.txt").write_text("mine")
+    assert "is not empty" in one_line_error(httpbench("cluster", "certs", str(shared)))
+    forced = httpbench("cluster", "certs", str(shared), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o755 and (shared / "notes.txt").read_text() == "mine"
+    assert stat.S_IMODE((shared / "ca-key.pem").stat().st_mode) == 0o600
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o755)
+    assert httpbench("cluster", "certs", str(empty)).returncode == 0
+    assert stat.S_IMODE(empty.stat().st_mode) == 0o700
+
+
+def test_plain_tcp_beyond_loopback_and_bad_addresses_are_refused(tmp_path):
+    assert "refusing plain TCP" in one_line_error(httpbench("worker", "--scheduler", "tcp://10.20.30.40:8786",
+                                                            "--role", "client"))
+    assert "--certs" in one_line_error(httpbench("worker", "--scheduler", "tls://10.20.30.40:8786", "--role", "client"))
+    assert "refusing plain TCP" in one_line_error(httpbench("cluster", "scheduler", "--address", "tcp://0.0.0.0:8786"))
+    assert "refusing plain TCP" in one_line_error(httpbench("run", "--cluster", "tcp://10.20.30.40:8786",
+                                                            "--db", str(tmp_path / "r.db")))
+    assert not (tmp_path / "r.db").exists() or Store(str(tmp_path / "r.db")).runs() == []
+    listen = httpbench("worker", "--scheduler", "tcp://127.0.0.1:8786", "--role", "client", "--listen", "tcp://0.0.0.0")
+    assert "refusing plain TCP for the worker's --listen address tcp://0.0.0.0" in one_line_error(listen)
+    certs = tmp_path / "certs"
+    cluster.make_certs(certs)
+    tcp_with_certs = httpbench("cluster", "scheduler", "--address", "tcp://127.0.0.1:8786", "--certs", str(certs))
+    assert "plain TCP but --certs is given" in one_line_error(tcp_with_certs)
+    assert "is not tls://HOST:PORT" in one_line_error(httpbench("worker", "--scheduler", "tls://host:port",
+                                                                "--role", "client", "--certs", str(certs)))
     cluster.check_address("tcp://127.0.0.1:8786", None)
     cluster.check_address("tcp://[::1]:8786", None)
+
+
+def test_an_address_without_a_scheme_is_plain_tcp_and_routed():
+    assert cluster.check_address("localhost:8786", None) == "tcp://localhost:8786"
+    assert cluster._route_address("tcp://localhost:8786") == "127.0.0.1"
 
 
 def test_a_level_is_split_as_evenly_as_whole_numbers_allow():

@@ -83,8 +83,10 @@ def _parser() -> argparse.ArgumentParser:
     cluster = commands.add_parser("cluster", help="the benchmark cluster: certificates and the scheduler")
     parts = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
     certs = parts.add_parser("certs", help="make a CA and the scheduler, worker and client certificates (0600)")
-    certs.add_argument("directory", type=Path)
-    certs.set_defaults(run=lambda a: print("\n".join(map(str, _cluster().make_certs(a.directory)))) or 0)
+    certs.add_argument("directory", type=Path, help="a new or empty directory")
+    certs.add_argument("--force", action="store_true", help="write into a directory that is not empty, replacing "
+                                                            "the certificates there")
+    certs.set_defaults(run=lambda a: print("\n".join(map(str, _cluster().make_certs(a.directory, force=a.force)))) or 0)
     scheduler = parts.add_parser("scheduler", help="run the Dask scheduler")
     scheduler.add_argument("--address", default="tls://0.0.0.0:8786", help="where to listen (default: %(default)s)")
     scheduler.add_argument("--certs", type=Path)

@@ -27,6 +27,10 @@ from httpbench import engine
 ROLES = ("client", "server")
 CERT_NAMES = ("scheduler", "worker", "client")
 READY_TIMEOUT_S = 60.0
+# Dask serves HTTP (dashboard, metrics, health) beside every scheduler and worker, plain and
+# unauthenticated even when the cluster is TLS: it gets no routes, and listens on loopback only.
+NO_HTTP = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+HTTP_ON_LOOPBACK = "127.0.0.1:0"
 
 
 class ClusterError(ValueError):
@@ -35,16 +39,27 @@ class ClusterError(ValueError):
 
 # ---------------------------------------------------------------- certificates and security
 
-def make_certs(directory: Path, days: int = 365) -> List[Path]:
+def make_certs(directory: Path, days: int = 365, force: bool = False) -> List[Path]:
     """A CA and one certificate per part (scheduler, worker, client) signed by it; every private
-    key and certificate written 0600, in a directory only its owner can enter."""
+    key and certificate written 0600. The directory must be new or empty (a CA every host trusts
+    is not replaced by accident) unless `force`; a new or empty one is made 0700."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    directory.mkdir(parents=True, exist_ok=True)
-    directory.chmod(0o700)
+    if directory.exists() and not directory.is_dir():
+        raise ClusterError(f"{directory} exists and is not a directory; name a new directory for the certificates")
+    try:
+        empty = not directory.exists() or not any(directory.iterdir())
+        if not empty and not force:
+            raise ClusterError(f"{directory} is not empty; name a new or empty directory (--force overwrites its "
+                               "certificates, and every host then needs the new CA)")
+        directory.mkdir(parents=True, exist_ok=True)
+        if empty:
+            directory.chmod(0o700)
+    except OSError as e:
+        raise ClusterError(f"cannot use {directory} for the certificates: {e.strerror}") from None
     now = dt.datetime.now(dt.timezone.utc)
 
     def name(common: str) -> x509.Name:
@@ -106,62 +121,83 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def check_address(address: str, certs: Optional[Path], what: str = "scheduler") -> None:
-    """The security rule: tls:// with certificates anywhere, tcp:// on loopback only."""
-    parts = urlsplit(address if "://" in address else f"tcp://{address}")
-    if parts.scheme not in ("tls", "tcp") or not parts.hostname or not parts.port:
-        raise ClusterError(f"{what} address {address!r} is not tls://HOST:PORT or tcp://HOST:PORT")
+def check_address(address: str, certs: Optional[Path], what: str = "scheduler address",
+                  with_port: bool = True) -> str:
+    """The security rule: tls:// with certificates anywhere, tcp:// on loopback only and without
+    certificates. Returns the address with its scheme (HOST:PORT alone is tcp://)."""
+    full = address if "://" in address else f"tcp://{address}"
+    parts = urlsplit(full)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    shape = "tls://HOST:PORT or tcp://HOST:PORT" if with_port else "tls://HOST or tcp://HOST"
+    if parts.scheme not in ("tls", "tcp") or not parts.hostname or (with_port and not port):
+        raise ClusterError(f"the {what} {address!r} is not {shape}")
     if parts.scheme == "tls" and certs is None:
-        raise ClusterError(f"{what} {address} is TLS: give --certs DIR (made by 'httpbench cluster certs DIR')")
+        raise ClusterError(f"the {what} {address} is TLS: give --certs DIR (made by 'httpbench cluster certs DIR')")
     if parts.scheme == "tcp" and not _is_loopback(parts.hostname):
-        raise ClusterError(f"refusing plain TCP to {what} {address}: workers run what the scheduler sends, so "
+        raise ClusterError(f"refusing plain TCP for the {what} {address}: workers run what the scheduler sends, so "
                            "beyond loopback the cluster must use mutual TLS (tls://, with --certs)")
+    if parts.scheme == "tcp" and certs is not None:
+        raise ClusterError(f"the {what} {address} is plain TCP but --certs is given: use tls://{parts.netloc} "
+                           "for mutual TLS, or drop --certs (plain TCP on loopback only)")
+    return full
 
 
 # ---------------------------------------------------------------- scheduler and workers
 
 async def _serve_scheduler(address: str, certs: Optional[Path]) -> None:
+    import dask
     from distributed import Scheduler
-    check_address(address, certs)
-    async with Scheduler(host=address if "://" in address else f"tcp://{address}",
-                         security=security(certs, "scheduler"), dashboard=False) as scheduler:
-        print(f"scheduler at {scheduler.address}", flush=True)
-        await scheduler.finished()
+    with dask.config.set(NO_HTTP):
+        async with Scheduler(host=address, security=security(certs, "scheduler"), dashboard=False,
+                             dashboard_address=HTTP_ON_LOOPBACK) as scheduler:
+            print(f"scheduler at {scheduler.address}", flush=True)
+            await scheduler.finished()
 
 
 async def _serve_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[str],
-                        listen: Optional[str]) -> None:
+                        listen: str) -> None:
+    import dask
     from distributed import Worker
-    check_address(scheduler, certs)
-    if role not in ROLES:
-        raise ClusterError(f"unknown role {role!r}: choose {' or '.join(ROLES)}")
-    host = listen or ("tls://" if scheduler.startswith("tls") else "tcp://") + _route_address(scheduler)
     # One task at a time: a worker is a host's load generator (or its server), never a pool.
-    async with Worker(scheduler, nthreads=1, resources={role: 1}, security=security(certs, "worker"),
-                      name=name or f"{socket.gethostname()}-{role}", host=host, dashboard=False,
-                      memory_limit=0) as worker:
-        print(f"worker {worker.name} ({role}) at {worker.address}", flush=True)
-        await worker.finished()
+    with dask.config.set(NO_HTTP):
+        async with Worker(scheduler, nthreads=1, resources={role: 1}, security=security(certs, "worker"),
+                          name=name or f"{socket.gethostname()}-{role}", host=listen, dashboard=False,
+                          dashboard_address=HTTP_ON_LOOPBACK, memory_limit=0) as worker:
+            print(f"worker {worker.name} ({role}) at {worker.address}", flush=True)
+            await worker.finished()
 
 
 def _route_address(scheduler: str) -> str:
     """This host's address on the route to the scheduler: what the other hosts can reach."""
     parts = urlsplit(scheduler)
     family = socket.AF_INET6 if ":" in (parts.hostname or "") else socket.AF_INET
-    with socket.socket(family, socket.SOCK_DGRAM) as probe:
-        probe.connect((parts.hostname, parts.port))
-        return probe.getsockname()[0]
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as probe:
+            probe.connect((parts.hostname, parts.port))
+            return probe.getsockname()[0]
+    except OSError as e:
+        raise ClusterError(f"no route to the scheduler {scheduler}: {e.strerror or e}; check its address, "
+                           "or give --listen") from None
 
 
 def run_scheduler(address: str, certs: Optional[Path]) -> int:
     import asyncio
-    asyncio.run(_serve_scheduler(address, certs))
+    asyncio.run(_serve_scheduler(check_address(address, certs), certs))
     return 0
 
 
 def run_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[str] = None,
                listen: Optional[str] = None) -> int:
     import asyncio
+    scheduler = check_address(scheduler, certs)
+    if role not in ROLES:
+        raise ClusterError(f"unknown role {role!r}: choose {' or '.join(ROLES)}")
+    scheme = urlsplit(scheduler).scheme
+    listen = (check_address(listen, certs, "worker's --listen address", with_port=False) if listen
+              else f"{scheme}://{_route_address(scheduler)}")
     asyncio.run(_serve_worker(scheduler, role, certs, name, listen))
     return 0
 
