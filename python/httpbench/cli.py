@@ -117,7 +117,7 @@ def _chart_args(parser: argparse.ArgumentParser) -> None:
 def _load(args: argparse.Namespace):
     from httpbench import results
     from httpbench.store import Store
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     return [results.load(store, run_id) for run_id in dict.fromkeys(args.run_ids)]
 
 
@@ -163,7 +163,7 @@ def _compare(args: argparse.Namespace) -> int:
     from httpbench import compare, console, results
     from httpbench.store import Store
     threshold = compare.parse_threshold(args.fail_on_regression) if args.fail_on_regression else None
-    store = Store(args.db)
+    store = Store(args.db, create=False)
     comparison = compare.compare(results.load(store, args.before), results.load(store, args.after))
     return console.comparison(comparison, threshold)
 
@@ -180,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from httpbench import console
     from httpbench.store import Store
-    console.runs_table(Store(args.db).runs())
+    console.runs_table(Store(args.db, create=False).runs())
     return 0
 
 
@@ -188,7 +188,7 @@ def _show(args: argparse.Namespace) -> int:
     from httpbench import console
     from httpbench.store import Store
     from httpbench import results
-    run = results.load(Store(args.db), args.run_id)
+    run = results.load(Store(args.db, create=False), args.run_id)
     console.levels(run)
     console.summary(run)
     return 0

@@ -73,14 +73,19 @@ class StoreError(ValueError):
     """The store cannot be used; the message is one line saying why and what to do."""
 
 
-def url_of(db: str) -> URL:
+def url_of(db: str, create: bool = True) -> URL:
     """A path or URL as SQLAlchemy wants it: plain postgresql:// uses psycopg 3, and an SQLite
-    file's directory is created."""
+    file's directory is created, or with `create` false the file must exist (SQLite would
+    otherwise make an empty one)."""
     url = make_url(db) if "://" in db else URL.create("sqlite", database=db)
     if url.drivername in ("postgresql", "postgres"):
         url = url.set(drivername="postgresql+psycopg")
     if url.drivername.startswith("sqlite") and url.database not in (None, "", ":memory:"):
-        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        if create:
+            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        elif not Path(url.database).is_file():
+            raise StoreError(f"no database at {url.database}: 'httpbench run' makes one; "
+                             "give --db the file or URL it wrote")
     return url
 
 
@@ -126,10 +131,12 @@ def _foreign_keys_on(dbapi_connection, _record) -> None:
 
 
 class Store:
-    def __init__(self, db: str) -> None:
+    def __init__(self, db: str, create: bool = True) -> None:
+        """Open the results database; `create` makes it and its tables when missing (`run`
+        does), otherwise it must hold httpbench results (commands that only read)."""
         shown = _shown(db)
         try:
-            url = url_of(db)
+            url = url_of(db, create)
             # connect_timeout: an unreachable server fails in seconds, not after the OS's TCP timeout.
             args = {"connect_timeout": 5} if url.drivername.startswith("postgresql") else {}
             self.engine: Engine = create_engine(url, connect_args=args, json_serializer=_dumps)
@@ -143,6 +150,8 @@ class Store:
                 if version is not None and version != SCHEMA_VERSION:
                     raise StoreError(f"{shown} holds results in schema version {version}, this httpbench writes "
                                      f"version {SCHEMA_VERSION}; use another --db, or the httpbench that wrote it")
+                if version is None and not create:
+                    raise StoreError(f"{shown} holds no httpbench results: 'httpbench run --db' writes them")
                 metadata.create_all(conn)
                 if version is None:
                     conn.execute(insert(meta).values(schema_version=SCHEMA_VERSION))
