@@ -181,10 +181,17 @@ def report_path(db: str, run_ids: List[int]) -> Path:
 
 
 def write_report(measured: RunResults, db: str) -> None:
+    """The report at the end of `httpbench run`. The run is stored whatever happens here, so a
+    report that cannot be written is a warning, never the run's exit status."""
     from httpbench import report
     try:
         path = report.write_html([measured], report_path(db, [measured.id]))
     except report.NothingToChart as e:
         console.print(str(e))
+        return
+    except Exception as e:  # noqa: BLE001 - any failure of the report; the measurements are safe
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"httpbench: warning: run {measured.id} is stored but its report failed ({reason}); retry with: "
+              f"httpbench report {measured.id} --db {db}", file=sys.stderr)
         return
     print(f"report: {path}", file=sys.stderr)
