@@ -7,9 +7,10 @@ these; none of them re-runs anything or looks into raw measurements itself.
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Collection, Dict, List, Optional, Sequence, Tuple
 
 from httpbench import engine
 from httpbench.honesty import NOISY_CV
@@ -85,18 +86,43 @@ class CellResult:
         return ", ".join(parts + ([self.budget] if self.budget else []))
 
     @property
-    def mean_rps(self) -> Optional[float]:
-        """The cell's figure of merit: requests/s averaged over every level and round (002's average)."""
-        values = self.all_rps()
-        return sum(values) / len(values) if values else None
+    def level_numbers(self) -> Tuple[int, ...]:
+        return tuple(lv.level for lv in self.levels)
 
-    def all_rps(self) -> List[float]:
-        return [v for lv in self.levels for v in lv.rps_values]
+    def figures(self, levels: Collection[int]) -> Figures:
+        """Its figures over those of `levels` it measured."""
+        return Figures(self, tuple(lv for lv in self.levels if lv.level in levels))
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A cell's figures of merit over some of its levels: the ones every cell of its group
+    measured, so that cells are compared on the same levels."""
+
+    cell: CellResult
+    levels: Tuple[LevelResult, ...]
 
     @property
-    def rps_stats(self) -> Optional[LevelStats]:
-        values = self.all_rps()
-        return LevelStats.of(values) if values else None
+    def mean_rps(self) -> Optional[float]:
+        """The mean of the level means (002's average): every level weighs the same, however
+        many rounds it took."""
+        return statistics.fmean(lv.rps.mean for lv in self.levels) if self.levels else None
+
+    @property
+    def min_rps(self) -> Optional[float]:
+        """The slowest round."""
+        return min(lv.rps.min for lv in self.levels) if self.levels else None
+
+    @property
+    def max_rps(self) -> Optional[float]:
+        return max(lv.rps.max for lv in self.levels) if self.levels else None
+
+    @property
+    def noise(self) -> Optional[float]:
+        """How much a level's rounds differ: their coefficient of variation, averaged over the
+        levels that had two or more. The spread between levels is the load's doing, not noise."""
+        repeated = [lv.rps.cv for lv in self.levels if lv.rps.n > 1]
+        return statistics.fmean(repeated) if repeated else None
 
     @property
     def time_for_same_requests(self) -> Optional[float]:
@@ -104,18 +130,74 @@ class CellResult:
         time (as 000 and 002 report), otherwise SAME_REQUESTS per level at the measured rate."""
         if not self.levels or any(lv.rps.mean <= 0 for lv in self.levels):
             return None
-        if self.requests_budget:
+        if self.cell.requests_budget:
             return sum(lv.duration_s for lv in self.levels)
         return sum(SAME_REQUESTS / lv.rps.mean for lv in self.levels)
 
     @property
     def end_memory_bytes(self) -> Optional[int]:
-        """The server's memory at the end of the test (000's chart): its last level's."""
+        """The server's memory at the end of the test (000's chart): at the highest of these levels."""
         return self.levels[-1].server_memory_bytes if self.levels else None
 
     @property
-    def flag_kinds(self) -> List[str]:
-        return sorted({kind for lv in self.levels for kind in lv.flags})
+    def flagged(self) -> Dict[str, List[LevelResult]]:
+        """Each honesty flag raised at these levels, with the levels that raised it."""
+        out: Dict[str, List[LevelResult]] = {}
+        for lv in self.levels:
+            for kind in sorted(lv.flags):
+                out.setdefault(kind, []).append(lv)
+        return out
+
+
+@dataclass(frozen=True)
+class Group:
+    """Cells that differ only by server and profile (and run), in the order they were measured.
+    They are compared on the levels every one of them measured: a cell that failed partway, or
+    was resumed without some levels, would otherwise be averaged over other levels than the
+    rest, and its total time summed over fewer, making it look faster than it was."""
+
+    name: str
+    cells: Tuple[CellResult, ...]
+
+    @property
+    def levels(self) -> Tuple[int, ...]:
+        """The levels every cell measured: the ones they are compared on."""
+        return tuple(sorted(set.intersection(*(set(c.level_numbers) for c in self.cells))))
+
+    @property
+    def every_level(self) -> Tuple[int, ...]:
+        return tuple(sorted({n for c in self.cells for n in c.level_numbers}))
+
+    def figures(self, cell: CellResult) -> Figures:
+        return cell.figures(self.levels)
+
+    def ranked(self) -> List[CellResult]:
+        """Its cells with a throughput on the common levels, fastest first."""
+        return sorted((c for c in self.cells if self.figures(c).mean_rps), key=lambda c: -self.figures(c).mean_rps)
+
+    def incomplete(self, cell: CellResult) -> Optional[str]:
+        """How `cell` lacks levels that others of its group measured; None if it lacks none."""
+        if cell.level_numbers == self.every_level:
+            return None
+        measured = f"measured {levels_text(cell.level_numbers)} of {levels_text(self.every_level)}"
+        if not self.levels:
+            return f"{measured}; its group's cells share no level, so they are not compared"
+        return f"{measured}; its group is compared on {levels_text(self.levels)}"
+
+    def flags(self, cell: CellResult, levels: Optional[Collection[int]] = None) -> Dict[str, str]:
+        """What to read with care in `cell`'s figures: kind -> the reason at each of `levels`
+        (default: the compared ones) that raised it, and `incomplete` when it lacks levels."""
+        out = {kind: "; ".join(f"level {lv.level}: {lv.flags[kind]}" for lv in flagged)
+               for kind, flagged in cell.figures(self.levels if levels is None else levels).flagged.items()}
+        why = self.incomplete(cell)
+        if why:
+            out["incomplete"] = why
+        return out
+
+
+def levels_text(levels: Sequence[int]) -> str:
+    """(1,) -> "level 1", (1, 20) -> "levels 1, 20"."""
+    return f"level{'s' if len(levels) != 1 else ''} {', '.join(map(str, levels))}"
 
 
 @dataclass
@@ -234,12 +316,12 @@ def of_run(run: dict) -> RunResults:
     return results
 
 
-def groups(cells: Sequence[CellResult]) -> Dict[str, List[CellResult]]:
-    """Cells that differ only by server and profile (and run), in the order they were measured."""
-    out: Dict[str, List[CellResult]] = {}
+def groups(cells: Sequence[CellResult]) -> List[Group]:
+    """Cells by group, groups and cells in the order they were measured."""
+    members: Dict[str, List[CellResult]] = {}
     for cell in cells:
-        out.setdefault(cell.group, []).append(cell)
-    return out
+        members.setdefault(cell.group, []).append(cell)
+    return [Group(name, tuple(group)) for name, group in members.items()]
 
 
 def load(store, run_id: int) -> RunResults:

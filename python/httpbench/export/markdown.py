@@ -1,12 +1,13 @@
-"""hyperfine-style Markdown: per group of comparable cells, mean ± σ, min, max and each server
-relative to the fastest, with the verdict sentences; ready to paste under a post."""
+"""hyperfine-style Markdown: per group of comparable cells, the mean requests/s, how noisy the
+rounds were, min, max and each server relative to the fastest, with the verdict sentences;
+ready to paste under a post."""
 
 from __future__ import annotations
 
 from typing import List, Sequence
 
 from httpbench.report import summary, tables
-from httpbench.results import RunResults
+from httpbench.results import RunResults, groups, levels_text
 
 
 def _row(cells: Sequence[str]) -> str:
@@ -16,8 +17,12 @@ def _row(cells: Sequence[str]) -> str:
 def render(runs: Sequence[RunResults]) -> str:
     lines: List[str] = []
     verdicts = {v.group: v for v in summary.winners(runs)}
-    for group, table in tables.comparisons(runs).items():
-        lines += [f"### {group}", ""]
+    for group in groups([c for r in runs for c in r.measured]):
+        table = tables.comparison(group, len(runs) > 1)
+        lines += [f"### {group.name}", ""]
+        if not table.rows:
+            lines += ["Its cells share no level with a throughput to compare.", ""]
+            continue
         lines.append(_row([c.title for c in table.columns]))
         lines.append(_row([":---"] + ["---:"] * (len(table.columns) - 1)))
         for shown, flags in zip(table.shown(), table.flags):
@@ -25,8 +30,11 @@ def render(runs: Sequence[RunResults]) -> str:
             if flags:
                 shown[0] += " ⚑ " + ", ".join(f"{kind} {where}" for kind, where in flags.items())
             lines.append(_row(shown))
-        if group in verdicts:
-            lines += ["", verdicts[group].headline] + [f"- {d}" for d in verdicts[group].details]
+        lines += ["", f"Requests/s over {levels_text(group.levels)}: the mean of the level means, the slowest "
+                      "and fastest round; round-to-round CV is how much a level's rounds differ (their "
+                      "coefficient of variation, averaged over the levels)."]
+        if group.name in verdicts:
+            lines += ["", verdicts[group.name].headline] + [f"- {d}" for d in verdicts[group.name].details]
         lines.append("")
     for caution in summary.cautions(runs):
         lines.append(f"> {caution}")

@@ -11,7 +11,7 @@ import functools
 from pathlib import Path
 from typing import List, Sequence
 
-from httpbench.report.charts import Chart, Choices, all_charts
+from httpbench.report.charts import Chart, Choices, all_charts, vega
 from httpbench.results import RunResults
 
 FORMATS = ("png", "svg")
@@ -56,21 +56,22 @@ def write_charts(runs: Sequence[RunResults], directory: Path, fmt: str, choices:
     if fmt not in FORMATS:
         raise ValueError(f"unknown chart format {fmt!r}: choose {' or '.join(FORMATS)}")
     _require_rounds(runs)
+    drawn = all_charts(runs, choices)   # refuses bad choices before anything is written
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for chart in all_charts(runs, choices):
-        spec = chart_spec(chart)
+    for chart in drawn:
+        spec = vega(chart_spec(chart))
         path = directory / f"{chart.name}.{fmt}"
         if fmt == "png":
-            path.write_bytes(vl_convert.vegalite_to_png(spec, scale=2))
+            path.write_bytes(vl_convert.vega_to_png(spec, scale=2))
         else:
-            path.write_text(vl_convert.vegalite_to_svg(spec), encoding="utf-8")
+            path.write_text(vl_convert.vega_to_svg(spec), encoding="utf-8")
         written.append(path)
     return written
 
 
 def chart_spec(chart: Chart) -> dict:
-    """The Vega-Lite spec both the page and the files draw, with the chart's title on it."""
+    """The Vega-Lite spec of a chart's files, with its title on it (the page gives it its own)."""
     spec = chart.spec.to_dict()
     spec["title"] = {"text": chart.title, "anchor": "start", "fontSize": 15}
     spec.setdefault("config", {})["background"] = "white"

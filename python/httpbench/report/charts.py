@@ -2,9 +2,9 @@
 HTML page and a PNG or SVG file.
 
 Honesty rules kept here for every chart: a quantity axis (requests/s, latency, CPU, memory,
-time, rating) always starts at 0 (`quantity`), a level flagged as measuring the client or the
-noise is drawn with a red ring and says why on hover, and clicking a legend entry hides or shows
-that series.
+time, rating) always starts at 0 (`quantity`), a flagged level (the client set the pace, the
+rounds disagree...) or a cell lacking levels is marked in red wherever it is drawn and says why
+on hover, and clicking a legend entry hides that series, every mark of it.
 """
 
 from __future__ import annotations
@@ -13,14 +13,18 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence
 
 import altair as alt
+import vl_convert
 
 from httpbench import engine
-from httpbench.results import SAME_REQUESTS, CellResult, LevelResult, RunResults, groups
+from httpbench.results import SAME_REQUESTS, CellResult, Figures, Group, LevelResult, RunResults, groups
 
 WIDTH, HEIGHT = 380, 240
 WIDE = 760
 MIB = 2 ** 20
 FLAG_COLOR = "#d62728"
+# The legend selection: the series a reader clicked away. Vega-Lite keeps its tuples in a
+# dataset named after it.
+HIDDEN = "hidden"
 # Percentile spectrum ticks: x = 1 / (1 - p), so 50% -> 2, 99.999% -> 100,000 (HdrHistogram's plot).
 SPECTRUM_TICKS = [2, 10, 100, 1000, 10000, 100000]
 
@@ -52,6 +56,25 @@ class Measured:
         several = len(self.runs) > 1
         self.label: Dict[int, str] = {id(c): c.series + (f" (run {c.run_id})" if several else "") for c in self.cells}
         self.series = list(dict.fromkeys(self.label[id(c)] for c in self.cells))
+        self.groups: List[Group] = groups(self.cells)
+        self._check()
+
+    def _check(self) -> None:
+        """A baseline or level the runs do not have would silently drop charts: refuse it."""
+        choices = self.choices
+        runs = f"run{'s' if len(self.runs) > 1 else ''} {', '.join(str(r.id) for r in self.runs)}"
+        if choices.baseline is not None and not any(choices.baseline in self._names(c) for c in self.cells):
+            names = dict.fromkeys(name for c in self.cells for name in self._names(c))
+            raise ValueError(f"--baseline {choices.baseline} is not a server of {runs}: "
+                             f"choose one of {', '.join(names)}")
+        if choices.level is not None and not any(choices.level in c.level_numbers for c in self.cells):
+            levels = sorted({n for c in self.cells for n in c.level_numbers})
+            raise ValueError(f"--level {choices.level} was not measured in {runs}: "
+                             f"choose one of {', '.join(map(str, levels))}")
+
+    def _names(self, cell: CellResult) -> tuple:
+        """What a baseline may be given as: the server, server/profile, or the legend's label."""
+        return tuple(dict.fromkeys((cell.server, cell.series, self.series_of(cell))))
 
     def series_of(self, cell: CellResult) -> str:
         return self.label[id(cell)]
@@ -72,18 +95,15 @@ class Measured:
                     "rounds": lv.rps.n, "p50_ms": _ms(lv.latency.p50_us), "p99_ms": _ms(lv.latency.p99_us),
                     "cpu_user": lv.server_cpu_user, "cpu_sys": lv.server_cpu_sys,
                     "memory_mib": lv.server_memory_bytes / MIB if lv.server_memory_bytes else None,
-                    "errors": lv.errors, "flagged": bool(lv.flags), "flags": _flag_text(lv)})
+                    "errors": lv.errors, **_flagged(lv.flags)})
         return rows
 
-    def baseline_of(self, group: List[CellResult]) -> Optional[CellResult]:
+    def baseline_of(self, group: Group) -> Optional[CellResult]:
         """The group's cell the ratings are relative to: the chosen one, the plan's, or the first."""
         wanted = self.choices.baseline or next((r.baseline for r in self.runs if r.baseline), None)
         if wanted:
-            for cell in group:
-                if wanted in (cell.server, cell.series, self.series_of(cell)):
-                    return cell
-            return None
-        return group[0] if group else None
+            return next((cell for cell in group.cells if wanted in self._names(cell)), None)
+        return group.cells[0]
 
     def chosen_level(self, cell: CellResult) -> Optional[LevelResult]:
         if self.choices.level is None:
@@ -101,8 +121,9 @@ def _ms(us: Optional[float]) -> Optional[float]:
     return None if us is None else us / 1000
 
 
-def _flag_text(lv: LevelResult) -> str:
-    return "; ".join(f"{kind}: {reason}" for kind, reason in sorted(lv.flags.items()))
+def _flagged(flags: Dict[str, str]) -> dict:
+    """A row's flag fields: whether to mark it, and the reasons its tooltip gives."""
+    return {"flagged": bool(flags), "flags": "; ".join(f"{kind}: {reason}" for kind, reason in sorted(flags.items()))}
 
 
 def _width(rows: List[dict], panel_field: str) -> int:
@@ -116,38 +137,48 @@ def quantity(field: str, title: str, **kwargs) -> alt.Y:
 
 
 def _legend_toggle():
-    return alt.selection_point(fields=["series"], bind="legend", name="shown")
+    """The series hidden from a chart: clicking a legend entry hides that series, shift-click
+    hides more, double-click shows them all again (an empty selection hides nothing)."""
+    return alt.selection_point(fields=["series"], bind="legend", name=HIDDEN)
 
 
-def _faded(selection) -> alt.OpacityValue:
-    return alt.condition(selection, alt.value(1.0), alt.value(0.08))
+def _unless_hidden(hidden, opacity: float = 1.0) -> alt.OpacityValue:
+    """Every mark of a series follows this, so a hidden series leaves nothing behind."""
+    return alt.condition(hidden, alt.value(0.0), alt.value(opacity), empty=False)
 
 
-def _flag_marks(base: alt.Chart, y_field: str) -> alt.Chart:
-    """A red ring on every flagged level, with its reasons on hover."""
-    return base.transform_filter("datum.flagged").mark_point(
-        shape="circle", size=140, filled=False, strokeWidth=2).encode(
-        y=alt.Y(y_field), color=alt.value(FLAG_COLOR), tooltip=[alt.Tooltip("series:N"), alt.Tooltip("level:Q", title="connections"),
-                                   alt.Tooltip("flags:N", title="flagged")])
+def _outlined_if_flagged() -> dict:
+    """The encoding of a red outline on a flagged row's bar or dot."""
+    return dict(stroke=alt.condition("datum.flagged", alt.value(FLAG_COLOR), alt.value(None)), strokeWidth=alt.value(2))
+
+
+def _dots(base: alt.Chart, y: str, hidden, tooltip: Sequence[alt.Tooltip]) -> alt.Chart:
+    """A dot per row in its series' colour with the row's values on hover; a flagged row's dot
+    is larger and ringed in red, with the reasons. Every row gets one, not the flagged ones
+    only: a layer left without data gives its scales an empty extent, which Vega warns about."""
+    return base.mark_point(filled=True).encode(
+        y=alt.Y(y), opacity=_unless_hidden(hidden), size=alt.condition("datum.flagged", alt.value(130), alt.value(36)),
+        tooltip=list(tooltip), **_outlined_if_flagged())
 
 
 def _per_level(m: Measured, rows: List[dict], y_field: str, y_title: str, band: Optional[tuple] = None,
                dash: Optional[str] = None, extra_tooltip: Sequence[alt.Tooltip] = ()) -> alt.FacetChart:
     """Lines against concurrency, a panel per CPU count (000) and per workload / keep-alive."""
-    shown = _legend_toggle()
+    hidden = _legend_toggle()
     base = alt.Chart().encode(x=alt.X("level:Q", title="concurrent connections", scale=alt.Scale(zero=True)),
                               color=m.color())
     tooltip = [alt.Tooltip("series:N"), alt.Tooltip("level:Q", title="connections"),
-               alt.Tooltip(f"{y_field}:Q", title=y_title, format=",.2f"), *extra_tooltip]
-    encoding = dict(y=quantity(f"{y_field}:Q", y_title), opacity=_faded(shown), tooltip=tooltip)
+               alt.Tooltip(f"{y_field}:Q", title=y_title, format=",.2f"), *extra_tooltip,
+               alt.Tooltip("flags:N", title="flagged")]
+    line = dict(y=quantity(f"{y_field}:Q", y_title), opacity=_unless_hidden(hidden))
     if dash:
-        encoding["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None)
+        line["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None)
     layers = []
     if band:
-        layers.append(base.mark_area(opacity=0.18).encode(
-            y=alt.Y(f"{band[0]}:Q"), y2=alt.Y2(f"{band[1]}:Q"), opacity=alt.value(0.18)))
-    layers.append(base.mark_line(point=True).encode(**encoding).add_params(shown))
-    layers.append(_flag_marks(base, f"{y_field}:Q"))
+        layers.append(base.mark_area().encode(
+            y=alt.Y(f"{band[0]}:Q"), y2=alt.Y2(f"{band[1]}:Q"), opacity=_unless_hidden(hidden, 0.18)))
+    layers.append(base.mark_line().encode(**line).add_params(hidden))
+    layers.append(_dots(base, f"{y_field}:Q", hidden, tooltip))
     return alt.layer(*layers, data=alt.Data(values=rows)).properties(width=_width(rows, "cpus"), height=HEIGHT).facet(
         column=alt.Column("cpus:N", title=None), row=alt.Row("context:N", title=None))
 
@@ -189,112 +220,149 @@ def server_memory(m: Measured) -> Chart:
                  "Peak proportional set size of the server's processes during the level (RSS where PSS cannot be read).")
 
 
-def _bars(m: Measured, rows: List[dict], y_field: str, y_title: str, extra: Sequence[alt.Chart] = (),
-          tooltip: Sequence[alt.Tooltip] = ()) -> alt.FacetChart:
-    """A bar per series, a panel per group (workload, keep-alive, CPUs)."""
-    shown = _legend_toggle()
-    base = alt.Chart().encode(x=alt.X("series:N", title=None, sort=m.series, axis=alt.Axis(labelAngle=-30)))
+def _bars(m: Measured, rows: List[dict], y_field: str, y_title: str,
+          extra: Sequence[Callable[[alt.Chart], alt.Chart]] = (), tooltip: Sequence[alt.Tooltip] = ()) -> alt.LayerChart:
+    """A bar per series, outlined in red when flagged; `extra` layers are drawn from the same
+    base, so they hide with their series."""
+    hidden = _legend_toggle()
+    base = alt.Chart().encode(x=alt.X("series:N", title=None, sort=m.series, axis=alt.Axis(labelAngle=-30)),
+                              opacity=_unless_hidden(hidden))
     bars = base.mark_bar().encode(
-        y=quantity(f"{y_field}:Q", y_title), color=m.color(), opacity=_faded(shown),
-        tooltip=[alt.Tooltip("series:N"), alt.Tooltip(f"{y_field}:Q", title=y_title, format=",.2f"), *tooltip]
-    ).add_params(shown)
+        y=quantity(f"{y_field}:Q", y_title), color=m.color(), **_outlined_if_flagged(),
+        tooltip=[alt.Tooltip("series:N"), alt.Tooltip(f"{y_field}:Q", title=y_title, format=",.2f"), *tooltip,
+                 alt.Tooltip("flags:N", title="flagged")]
+    ).add_params(hidden)
     return alt.layer(bars, *[layer(base) for layer in extra], data=alt.Data(values=rows)).properties(
-        width=max(WIDTH // 2, 42 * len(m.series)), height=HEIGHT).facet(
-        column=alt.Column("group:N", title=None)).resolve_scale(y="independent")
+        width=max(WIDTH // 2, 42 * len(m.series)), height=HEIGHT)
 
 
-def _cell_row(m: Measured, cell: CellResult) -> dict:
-    stats = cell.rps_stats
-    return {"series": m.series_of(cell), "group": cell.group, "mean": stats.mean, "min": stats.min, "max": stats.max,
-            "flags": ", ".join(cell.flag_kinds)}
+def _per_group(bars: alt.LayerChart) -> alt.FacetChart:
+    """A panel per group (workload, keep-alive, CPUs), each on its own scale."""
+    return bars.facet(column=alt.Column("group:N", title=None)).resolve_scale(y="independent")
+
+
+def _cell_rows(m: Measured, values: Callable[[Figures], dict], at_end: bool = False) -> List[dict]:
+    """A row per measured cell: `values` of its figures on the levels its group is compared on
+    (cells with a None among them left out), flagged by those levels, or with `at_end` by the
+    highest of them only (the level an end-of-test figure is of)."""
+    rows = []
+    for group in m.groups:
+        for cell in group.cells:
+            row = values(group.figures(cell))
+            if None not in row.values():
+                flags = group.flags(cell, group.levels[-1:] if at_end else group.levels)
+                rows.append({"series": m.series_of(cell), "group": group.name, **row, **_flagged(flags)})
+    return rows
 
 
 def rps_bars(m: Measured) -> Chart:
-    rows = [_cell_row(m, c) for c in m.cells]
+    rows = _cell_rows(m, lambda f: {"mean": f.mean_rps, "min": f.min_rps, "max": f.max_rps})
     whiskers = (lambda base: base.mark_rule(color="black").encode(y="min:Q", y2="max:Q"),
                 lambda base: base.mark_tick(color="black", thickness=2).encode(y="min:Q"),
                 lambda base: base.mark_tick(color="black", thickness=2).encode(y="max:Q"))
-    spec = _bars(m, rows, "mean", "requests/s", extra=whiskers,
-                 tooltip=[alt.Tooltip("min:Q", format=",.0f"), alt.Tooltip("max:Q", format=",.0f"),
-                          alt.Tooltip("flags:N", title="flagged levels")])
+    spec = _per_group(_bars(m, rows, "mean", "requests/s", extra=whiskers,
+                            tooltip=[alt.Tooltip("min:Q", format=",.0f"), alt.Tooltip("max:Q", format=",.0f")]))
     return Chart("rps_bars", "Minimum, mean and maximum requests per second", spec,
-                 "Over every level and round of each cell, as 002 charted them; whiskers run from min to max.")
+                 "The bar is the mean of the level means, the whiskers run from the slowest to the fastest round "
+                 "(002's chart), over the levels every cell of the group measured.")
 
 
 def total_time(m: Measured) -> Chart:
-    rows = [{**_cell_row(m, c), "seconds": c.time_for_same_requests} for c in m.cells
-            if c.time_for_same_requests is not None]
+    rows = _cell_rows(m, lambda f: {"seconds": f.time_for_same_requests})
     measured = all(c.requests_budget for c in m.cells)
-    note = ("Wall time of every round of each cell (the same requests for every server)." if measured else
+    note = ("Wall time of every round of each cell (the same requests for every server)" if measured else
             f"Rounds ran for a fixed time, so this is the time to serve {SAME_REQUESTS:,} requests at each level "
-            "at the measured rates: ratios compare like 000's and 002's total times.")
-    return Chart("total_time", "Total time to serve the same requests", _bars(m, rows, "seconds", "seconds"), note)
+            "at the measured rates: ratios compare like 000's and 002's total times")
+    spec = _per_group(_bars(m, rows, "seconds", "seconds"))
+    return Chart("total_time", "Total time to serve the same requests", spec,
+                 note + ", summed over the levels every cell of the group measured.")
 
 
 def end_memory(m: Measured) -> Chart:
-    rows = [{**_cell_row(m, c), "mib": c.end_memory_bytes / MIB} for c in m.cells if c.end_memory_bytes]
-    return Chart("end_memory", "Server memory at the end of each test", _bars(m, rows, "mib", "MiB (PSS)"),
-                 "The server's peak PSS during its last level; each cell starts a fresh server, so nothing carries over.")
+    rows = _cell_rows(m, lambda f: {"mib": f.end_memory_bytes and f.end_memory_bytes / MIB}, at_end=True)
+    return Chart("end_memory", "Server memory at the end of each test", _per_group(_bars(m, rows, "mib", "MiB (PSS)")),
+                 "The server's peak PSS during the highest level every cell of the group measured; each cell starts "
+                 "a fresh server, so nothing carries over.")
 
 
 def ratings(m: Measured) -> List[dict]:
-    """003's rating table: each cell's mean requests/s with the baseline's in its group = 100."""
+    """003's rating table: each cell's mean requests/s with the baseline's in its group = 100,
+    on the levels every cell of the group measured."""
     rows = []
-    for group, cells in groups(m.cells).items():
-        base = m.baseline_of(cells)
-        if base is None or not base.mean_rps:
+    for group in m.groups:
+        base = m.baseline_of(group)
+        hundred = base and group.figures(base).mean_rps
+        if not hundred:
             continue
-        for cell in cells:
-            rows.append({"series": m.series_of(cell), "group": group, "keep_alive": cell.keep_alive,
-                         "context": group.replace(", no keep-alive", "").replace(", keep-alive", ""),
-                         "rating": 100 * cell.mean_rps / base.mean_rps, "mean": cell.mean_rps,
-                         "baseline": m.series_of(base)})
+        for cell in group.cells:
+            mean = group.figures(cell).mean_rps
+            if mean is None:
+                continue
+            rows.append({"series": m.series_of(cell), "group": group.name, "keep_alive": cell.keep_alive,
+                         "context": group.name.replace(", no keep-alive", "").replace(", keep-alive", ""),
+                         "rating": 100 * mean / hundred, "mean": mean,
+                         "baseline": m.series_of(base), **_flagged(group.flags(cell))})
     return rows
 
 
 def rating(m: Measured) -> Chart:
     rows = [{**r, "keep-alive": "keep-alive on" if r["keep_alive"] else "keep-alive off"} for r in ratings(m)]
-    shown = _legend_toggle()
-    base = alt.Chart().encode(x=alt.X("series:N", title=None, sort=m.series, axis=alt.Axis(labelAngle=-30)))
-    bars = base.mark_bar().encode(
-        y=quantity("rating:Q", "rating (baseline = 100)"), color=m.color(), opacity=_faded(shown),
-        tooltip=[alt.Tooltip("series:N"), alt.Tooltip("rating:Q", format=".0f"),
-                 alt.Tooltip("mean:Q", title="requests/s", format=",.0f"), alt.Tooltip("baseline:N")]).add_params(shown)
-    hundred = alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(y=alt.datum(100))
-    spec = alt.layer(bars, hundred, data=alt.Data(values=rows)).properties(
-        width=max(WIDTH // 2, 42 * len(m.series)), height=HEIGHT).facet(
-        column=alt.Column("keep-alive:N", title=None), row=alt.Row("context:N", title=None))
+    bars = _bars(m, rows, "rating", "rating (baseline = 100)",
+                 # The baseline's line belongs to no series: drawn apart from the bars' base, it stays.
+                 extra=[lambda base: alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(y=alt.datum(100))],
+                 tooltip=[alt.Tooltip("mean:Q", title="requests/s", format=",.0f"), alt.Tooltip("baseline:N")])
+    spec = bars.facet(column=alt.Column("keep-alive:N", title=None), row=alt.Row("context:N", title=None))
     return Chart("rating", "Rating: the baseline = 100, keep-alive on and off side by side", spec,
-                 "Mean requests/s over all levels relative to the baseline's in the same workload and CPU count (003).")
+                 "Mean requests/s over the levels every cell of the group measured, relative to the baseline's in "
+                 "the same workload and CPU count (003).")
 
 
 def differences(m: Measured) -> Chart:
     """004's table as a chart: each series' percentage over the baseline at every level."""
     rows = []
-    for group, cells in groups(m.cells).items():
-        base = m.baseline_of(cells)
+    for group in m.groups:
+        base = m.baseline_of(group)
         if base is None:
             continue
         by_level = {lv.level: lv.rps.mean for lv in base.levels}
-        for cell in cells:
+        for cell in group.cells:
             if cell is base:
                 continue
             for lv in cell.levels:
                 if by_level.get(lv.level):
-                    rows.append({"series": m.series_of(cell), "group": group, "level": str(lv.level),
+                    rows.append({"series": m.series_of(cell), "group": group.name, "level": str(lv.level),
                                  "percent": 100 * (lv.rps.mean / by_level[lv.level] - 1),
-                                 "baseline": m.series_of(base), "flagged": bool(lv.flags), "flags": _flag_text(lv)})
-    shown = _legend_toggle()
+                                 "baseline": m.series_of(base), **_flagged(lv.flags)})
+    hidden = _legend_toggle()
     spec = alt.Chart(alt.Data(values=rows)).mark_bar().encode(
         x=alt.X("level:O", title="concurrent connections", sort=None), xOffset=alt.XOffset("series:N", sort=m.series),
-        y=quantity("percent:Q", "difference to the baseline (%)"), color=m.color(), opacity=_faded(shown),
-        stroke=alt.condition("datum.flagged", alt.value(FLAG_COLOR), alt.value(None)),
+        y=quantity("percent:Q", "difference to the baseline (%)"), color=m.color(), opacity=_unless_hidden(hidden),
+        **_outlined_if_flagged(),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("level:N", title="connections"),
-                 alt.Tooltip("percent:Q", format="+.1f"), alt.Tooltip("baseline:N"), alt.Tooltip("flags:N")]
-    ).add_params(shown).properties(width=_width(rows, "group"), height=HEIGHT).facet(
+                 alt.Tooltip("percent:Q", format="+.1f"), alt.Tooltip("baseline:N"),
+                 alt.Tooltip("flags:N", title="flagged")]
+    ).add_params(hidden).properties(width=_width(rows, "group"), height=HEIGHT).facet(
         facet=alt.Facet("group:N", title=None), columns=2)
     return Chart("differences", "Difference to the baseline at each level", spec,
                  "Positive: faster than the baseline at that level and budget (004's percentages).")
+
+
+def _flagged_at_end(points: List[dict], level: int, flags: Dict[str, str]) -> List[dict]:
+    """A series' points at `level`, the last one marked `end` and carrying the level's flags."""
+    last = len(points) - 1
+    return [{**p, "level": level, "end": i == last, **_flagged(flags if i == last else {})}
+            for i, p in enumerate(points)]
+
+
+def _lines_and_dots(m: Measured, rows: List[dict], line: dict, x: alt.X, y: alt.Y, tooltip: Sequence[alt.Tooltip],
+                    dotted: Optional[str] = None) -> alt.LayerChart:
+    """A line per series, with dots on the rows the expression `dotted` picks (default all)."""
+    hidden = _legend_toggle()
+    base = alt.Chart().encode(x=x, color=m.color())
+    lines = base.mark_line(**line).encode(y=y, opacity=_unless_hidden(hidden)).add_params(hidden)
+    dots = _dots(base.transform_filter(dotted) if dotted else base, y.shorthand, hidden,
+                 [*tooltip, alt.Tooltip("level:Q", title="connections"), alt.Tooltip("flags:N", title="flagged")])
+    return alt.layer(lines, dots, data=alt.Data(values=rows))
 
 
 def spectrum(m: Measured) -> Chart:
@@ -303,22 +371,23 @@ def spectrum(m: Measured) -> Chart:
         lv = m.chosen_level(cell)
         if lv is None or not lv.latency.exact:
             continue
-        for percentile, us in engine.latency_spectrum(list(lv.latency.summaries)):
-            if percentile < 100:
-                rows.append({"series": m.series_of(cell), "context": f"{cell.group}, {lv.level} connections",
-                             "x": 1 / (1 - percentile / 100), "percentile": percentile, "ms": us / 1000})
-    shown = _legend_toggle()
-    spec = alt.Chart(alt.Data(values=rows)).mark_line(interpolate="step-after", clip=True).encode(
-        x=alt.X("x:Q", title="percentile", scale=alt.Scale(type="log", domain=[2, 100000]),
-                axis=alt.Axis(values=SPECTRUM_TICKS, labelExpr="format(100 - 100 / datum.value, '.3~f') + '%'")),
-        y=quantity("ms:Q", "latency (ms)"), color=m.color(), opacity=_faded(shown),
-        tooltip=[alt.Tooltip("series:N"), alt.Tooltip("percentile:Q", format=".4~f"),
-                 alt.Tooltip("ms:Q", title="latency (ms)", format=",.3f")]
-    ).add_params(shown).properties(width=_width(rows, "context"), height=HEIGHT).facet(
+        rows += _flagged_at_end([{"series": m.series_of(cell), "context": f"{cell.group}, {lv.level} connections",
+                                  "x": 1 / (1 - percentile / 100), "percentile": percentile, "ms": us / 1000}
+                                 for percentile, us in engine.latency_spectrum(list(lv.latency.summaries))
+                                 if percentile < 100], lv.level, lv.flags)
+    spec = _lines_and_dots(
+        m, rows, dict(interpolate="step-after", clip=True),
+        alt.X("x:Q", title="percentile", scale=alt.Scale(type="log", domain=[2, 100000]),
+              axis=alt.Axis(values=SPECTRUM_TICKS, labelExpr="format(100 - 100 / datum.value, '.3~f') + '%'")),
+        quantity("ms:Q", "latency (ms)"),
+        [alt.Tooltip("series:N"), alt.Tooltip("percentile:Q", format=".4~f"),
+         alt.Tooltip("ms:Q", title="latency (ms)", format=",.3f")], dotted="datum.end"
+    ).properties(width=_width(rows, "context"), height=HEIGHT).facet(
         facet=alt.Facet("context:N", title=None), columns=2)
     level = m.choices.level
     return Chart("spectrum", "Latency percentile spectrum" + (f" at {level} connections" if level else ""), spec,
-                 "All rounds' histograms added; the x axis stretches the tail: 90%, 99%, 99.9%... "
+                 "All rounds' histograms added; the x axis stretches the tail: 90%, 99%, 99.9%... The dot ends "
+                 "the line, ringed in red when the level is flagged. "
                  + ("" if level else "Each series at its highest level (choose one with --level)."))
 
 
@@ -329,22 +398,25 @@ def timeline(m: Measured) -> Chart:
         if lv is None:
             continue
         context = f"{cell.group}, {lv.level} connections"
-        rows += [{"series": m.series_of(cell), "context": context, "second": p["second"], "round": p["round"],
-                  "metric": metric, "count": p[field]}
-                 for p in lv.timeseries for field, metric in (("requests", "requests/s"), ("errors", "errors/s"))]
-    shown = _legend_toggle()
-    spec = alt.Chart(alt.Data(values=rows)).mark_line(point=True).encode(
-        x=alt.X("second:Q", title="second of the level (its rounds one after another)", scale=alt.Scale(zero=True),
-                axis=alt.Axis(tickMinStep=1, format="d")),
-        y=quantity("count:Q", "per second"), color=m.color(), opacity=_faded(shown),
-        tooltip=[alt.Tooltip("series:N"), alt.Tooltip("second:Q"), alt.Tooltip("round:Q"),
-                 alt.Tooltip("metric:N"), alt.Tooltip("count:Q", format=",.0f")]
-    ).add_params(shown).properties(width=_width(rows, "context"), height=HEIGHT // 2 + 40).facet(
+        for field, metric in (("requests", "requests/s"), ("errors", "errors/s")):
+            points = [{"series": m.series_of(cell), "context": context, "second": p["second"], "round": p["round"],
+                       "metric": metric, "count": p[field]} for p in lv.timeseries]
+            # Ringed once, on the throughput: the errors below are of the same level.
+            rows += _flagged_at_end(points, lv.level, lv.flags if metric == "requests/s" else {})
+    spec = _lines_and_dots(
+        m, rows, {},
+        alt.X("second:Q", title="second of the level (its rounds one after another)", scale=alt.Scale(zero=True),
+              axis=alt.Axis(tickMinStep=1, format="d")),
+        quantity("count:Q", "per second"),
+        [alt.Tooltip("series:N"), alt.Tooltip("second:Q"), alt.Tooltip("round:Q"),
+         alt.Tooltip("metric:N"), alt.Tooltip("count:Q", format=",.0f")]
+    ).properties(width=_width(rows, "context"), height=HEIGHT // 2 + 40).facet(
         row=alt.Row("metric:N", title=None, sort=["requests/s", "errors/s"]),
         column=alt.Column("context:N", title=None)).resolve_scale(y="independent")
     level = m.choices.level
     return Chart("timeline", "Requests and errors per second" + (f" at {level} connections" if level else ""), spec,
-                 "Each second of the chosen level as the engine recorded it; other clients give no timeline.")
+                 "Each second of the chosen level as the engine recorded it (a flagged level is ringed in red at "
+                 "its last second); other clients give no timeline.")
 
 
 BUILDERS: Sequence[Callable[[Measured], Chart]] = (
@@ -361,6 +433,29 @@ def all_charts(runs: Sequence[RunResults], choices: Choices = Choices()) -> List
         if _has_data(chart.spec):
             charts.append(chart)
     return charts
+
+
+def vega(spec: dict) -> dict:
+    """A chart's Vega-Lite spec compiled to the Vega spec the page draws and the files are
+    rendered from, with the legend toggle Vega-Lite does not give: its legend fades the entries
+    outside a legend-bound selection, and this selection holds the hidden series, so the
+    entries inside it are the ones faded; and it clears the selection only on a click outside
+    every mark, so a double-click anywhere clears it too."""
+    compiled = vl_convert.vegalite_to_vega(spec)
+    store = f'data("{HIDDEN}_store")'
+    for legend in compiled.get("legends", []):
+        for part in ("symbols", "labels"):
+            update = legend.get("encode", {}).get(part, {}).get("update", {})
+            rule = update.get("opacity")
+            # Vega-Lite's rule: [full when the selection is empty or holds the entry, faded otherwise].
+            if isinstance(rule, list) and store in rule[0].get("test", ""):
+                shown, faded = rule
+                update["opacity"] = [{**faded, "test": f"length({store}) && ({shown['test']})"},
+                                     {k: v for k, v in shown.items() if k != "test"}]
+    for signal in compiled.get("signals", []):
+        if signal["name"] == f"{HIDDEN}_series_legend":   # the clicked entry's value, null for none
+            signal["on"].append({"events": [{"source": "view", "type": "dblclick"}], "update": "null", "force": True})
+    return compiled
 
 
 def _has_data(spec: alt.TopLevelMixin) -> bool:

@@ -13,7 +13,7 @@ from markupsafe import Markup
 
 from httpbench import __version__
 from httpbench.report import summary, tables
-from httpbench.report.charts import Chart, Choices, Measured, ratings
+from httpbench.report.charts import Chart, Choices, Measured, ratings, vega
 from httpbench.results import RunResults
 
 SHORT = {"throughput": "Requests/s", "latency": "Latency", "server_cpu": "CPU", "server_memory": "Memory",
@@ -57,8 +57,9 @@ def _rating(runs: Sequence[RunResults], choices: Choices):
         "baseline": ", ".join(sorted({r["baseline"] for r in rows})),
         "columns": [f"{context}, keep-alive {'on' if ka else 'off'}" for context, ka in columns],
         "rows": [{"series": series, "cells": [
-            f"{cells[col]['rating']:.0f} ({cells[col]['mean']:,.0f} req/s)" if col in cells else "-"
-            for col in columns]} for series, cells in by_series.items()],
+            {"text": f"{cells[col]['rating']:.0f} ({cells[col]['mean']:,.0f} req/s)", "flags": cells[col]["flags"]}
+            if col in cells else {"text": "-", "flags": ""} for col in columns]}
+            for series, cells in by_series.items()],
     }
 
 
@@ -107,7 +108,7 @@ def render(runs: Sequence[RunResults], charts: Sequence[Chart], choices: Choices
         title=f"httpbench: run{'s' if len(runs) > 1 else ''} {ids} ({plans})",
         subtitle=_subtitle(runs[0].host),
         charts=[{"name": c.name, "title": c.title, "note": c.note, "short": SHORT.get(c.name, c.name)} for c in charts],
-        specs=_script_json({c.name: c.spec.to_dict() for c in charts}),
+        specs=_script_json({c.name: vega(c.spec.to_dict()) for c in charts}),
         winners=summary.winners(runs), cautions=summary.cautions(runs), cells=_cells(runs),
         rating=_rating(runs, choices), level_header=[c.title for c in tables.LEVEL_COLUMNS], level_tables=level_tables,
         runs=[{"id": r.id, "plan_name": r.plan_name, "status": r.status, "plan_text": r.plan_text,

@@ -6,13 +6,15 @@ the time of G-WAN to serve the same requests"), what failed, and what to read wi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
-from httpbench.results import CellResult, RunResults, groups
+from httpbench.results import CellResult, Group, RunResults, groups, levels_text
 
 
-def _name(cell: CellResult, several_runs: bool) -> str:
-    return cell.series + (f" (run {cell.run_id})" if several_runs else "")
+def _name(cell: CellResult, several_runs: bool, group: Optional[Group] = None) -> str:
+    """How sentences name a cell; within a comparison, marked when it lacks levels."""
+    incomplete = group is not None and group.incomplete(cell)
+    return cell.series + (f" (run {cell.run_id})" if several_runs else "") + (" (incomplete)" if incomplete else "")
 
 
 @dataclass(frozen=True)
@@ -24,30 +26,37 @@ class Verdict:
 
 def winners(runs: Sequence[RunResults]) -> List[Verdict]:
     """Per group with two or more cells: a headline naming the winner, and one line for each
-    other cell with the winner's throughput ratio and the other's time ratio."""
+    other cell with the winner's throughput ratio and the other's time ratio, all on the levels
+    every cell of the group measured."""
     several = len(runs) > 1
     out = []
-    for group, cells in groups([c for r in runs for c in r.measured]).items():
-        cells = sorted((c for c in cells if c.mean_rps), key=lambda c: -c.mean_rps)
-        if len(cells) < 2:
+    for group in groups([c for r in runs for c in r.measured]):
+        ranked = group.ranked()
+        if len(ranked) < 2:
             continue
-        best, winner = cells[0], _name(cells[0], several)
+        best, winner = group.figures(ranked[0]), _name(ranked[0], several, group)
         details = []
-        for cell in cells[1:]:
-            line = f"{winner} serves {best.mean_rps / cell.mean_rps:.2f} times more requests per second than {_name(cell, several)}"
-            if cell.time_for_same_requests and best.time_for_same_requests:
-                line += (f"; {_name(cell, several)} needs {cell.time_for_same_requests / best.time_for_same_requests:.2f} "
+        for cell in ranked[1:]:
+            other, loser = group.figures(cell), _name(cell, several, group)
+            line = f"{winner} serves {best.mean_rps / other.mean_rps:.2f} times more requests per second than {loser}"
+            if other.time_for_same_requests and best.time_for_same_requests:
+                line += (f"; {loser} needs {other.time_for_same_requests / best.time_for_same_requests:.2f} "
                          f"times the time of {winner} to serve the same requests")
             details.append(line + ".")
-        out.append(Verdict(group, f"{winner} is fastest, {best.mean_rps:,.0f} requests/s on average over every level.",
+        over = (f"{levels_text(group.levels)}, the levels every cell measured"
+                if any(group.incomplete(c) for c in group.cells) else "every level")
+        out.append(Verdict(group.name, f"{winner} is fastest, {best.mean_rps:,.0f} requests/s on average over {over}.",
                            details))
     return out
 
 
 def cautions(runs: Sequence[RunResults]) -> List[str]:
-    """Failed cells, and how many levels carry each honesty flag."""
+    """Failed cells, incomplete ones, and how many levels carry each honesty flag."""
     several = len(runs) > 1
     out = [f"{_name(c, several)} ({c.group}) failed: {c.error or c.status}." for r in runs for c in r.failed]
+    for group in groups([c for r in runs for c in r.measured]):
+        out += [f"{_name(c, several)} ({group.name}) is incomplete: {group.incomplete(c)}."
+                for c in group.cells if group.incomplete(c)]
     counts: Dict[str, int] = {}
     total = 0
     for run in runs:
@@ -62,5 +71,5 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
                "shared_cpus": "server and client shared CPUs"}
     for kind, count in sorted(counts.items()):
         out.append(f"{count} of {total} levels are flagged {kind}: {meaning.get(kind, kind)} "
-                   "(ringed in red on the charts; hover for the reason).")
+                   "(marked in red on the charts; hover for the reason).")
     return out

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from httpbench.results import CellResult, RunResults, groups
+from httpbench.results import CellResult, Group, RunResults, groups, levels_text
 
 
 def _count(v) -> str:
@@ -29,6 +29,10 @@ def _mib(v) -> str:
 
 def _share(v) -> str:
     return "-" if v is None else f"{v:.0%}"
+
+
+def _percent(v) -> str:
+    return "-" if v is None else f"{v:.1%}"
 
 
 def _seconds(v) -> str:
@@ -119,36 +123,37 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
 
 
 def cells(runs: Sequence[RunResults]) -> Table:
-    """One row per cell, failed ones included: status, the spread of its requests/s, its time."""
+    """One row per cell, failed ones included: status, the spread of its requests/s on the levels
+    its group is compared on, its time."""
     table = Table(CELL_COLUMNS + [
         Column("status", "status"), Column("error", "error"), Column("levels", "levels"),
         Column("rps_min", "req/s min", _count), Column("rps_mean", "mean", _count), Column("rps_max", "max", _count),
         Column("seconds", "cell time", _seconds)])
+    group_of = {id(c): g for g in groups([c for r in runs for c in r.measured]) for c in g.cells}
     for run in runs:
         for cell in run.cells:
-            st = cell.rps_stats
-            table.add(_cell_values(cell) + [cell.status, cell.error, len(cell.levels), st and st.min, st and st.mean,
-                                            st and st.max, cell.seconds],
-                      {kind: f"{kind} at {sum(1 for lv in cell.levels if kind in lv.flags)} level(s)"
-                       for kind in cell.flag_kinds})
+            group = group_of.get(id(cell))   # None: nothing measured
+            figures = group and group.figures(cell)
+            table.add(_cell_values(cell) + [cell.status, cell.error, len(cell.levels), figures and figures.min_rps,
+                                            figures and figures.mean_rps, figures and figures.max_rps, cell.seconds],
+                      group and group.flags(cell))
     return table
 
 
-def comparison(cells_of_group: Sequence[CellResult], several_runs: bool) -> Table:
-    """hyperfine's table for one group: mean ± stdev, min, max, and each cell relative to the
-    fastest, ready to paste under a post."""
+def comparison(group: Group, several_runs: bool) -> Table:
+    """hyperfine's table for one group: the mean of the level means, how noisy the rounds were,
+    the slowest and fastest round, and each cell relative to the fastest, ready to paste under a
+    post."""
     table = Table([Column("series", "server/profile"), Column("rps_mean", "mean req/s", _count),
-                   Column("rps_stdev", "σ", _count), Column("rps_min", "min", _count),
+                   Column("noise", "round-to-round CV", _percent), Column("rps_min", "min", _count),
                    Column("rps_max", "max", _count), Column("relative", "relative", lambda v: f"{v:.2f}")])
-    measured = sorted((c for c in cells_of_group if c.mean_rps), key=lambda c: -c.mean_rps)
-    for cell in measured:
-        st = cell.rps_stats
-        table.add([cell.series + (f" (run {cell.run_id})" if several_runs else ""), st.mean, st.stdev, st.min,
-                   st.max, measured[0].mean_rps / cell.mean_rps],
-                  {kind: f"at {sum(1 for lv in cell.levels if kind in lv.flags)} level(s)" for kind in cell.flag_kinds})
+    ranked = group.ranked()
+    for cell in ranked:
+        figures = group.figures(cell)
+        flags = {kind: f"at {levels_text([lv.level for lv in flagged])}" for kind, flagged in figures.flagged.items()}
+        why = group.incomplete(cell)
+        if why:
+            flags["incomplete"] = f"({why})"
+        table.add([cell.series + (f" (run {cell.run_id})" if several_runs else ""), figures.mean_rps, figures.noise,
+                   figures.min_rps, figures.max_rps, group.figures(ranked[0]).mean_rps / figures.mean_rps], flags)
     return table
-
-
-def comparisons(runs: Sequence[RunResults]) -> Dict[str, Table]:
-    cells_ = [c for r in runs for c in r.measured]
-    return {group: comparison(members, len(runs) > 1) for group, members in groups(cells_).items()}
