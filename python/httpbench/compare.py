@@ -1,6 +1,7 @@
 """Two stored runs side by side: per cell and level, the ratio of their mean throughputs with its
-95% confidence interval, and whether the change is beyond the noise; a regression check a
-server's CI can run (`httpbench compare A B --fail-on-regression 5%`).
+95% confidence interval, and whether the change is beyond the noise; what run B lacks of run A
+(cells or levels missing, cells failed); a regression check a server's CI can run (`httpbench
+compare A B --fail-on-regression 5%`), for which anything B lacks counts as a regression.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from httpbench.honesty import NOISY_CV
-from httpbench.results import RunResults
+from httpbench.results import CellResult, RunResults, levels_text
 from httpbench.stats import LevelStats
 
 
@@ -51,33 +52,62 @@ def _interval(before: LevelStats, after: LevelStats, ratio: float) -> Optional[T
 
 
 @dataclass(frozen=True)
+class Missing:
+    """A cell measured in run A that run B lacks: not stored, failed, or short of some levels.
+    A CI guard must not read a server that stopped answering as one that kept its speed."""
+
+    cell: str
+    why: str   # "not in run 7", "failed in run 7 (...); level 20 not measured", "levels 20, 50 not measured in run 7"
+
+    def __str__(self) -> str:
+        return f"{self.cell}: {self.why}"
+
+
+@dataclass(frozen=True)
 class Comparison:
     before: RunResults
     after: RunResults
     changes: List[Change]
-    only_before: List[str]   # cells measured in one run only
-    only_after: List[str]
+    missing: List[Missing]   # measured in A, missing or failed in B
+    only_after: List[str]    # cells measured in B only
 
     def regressions(self, threshold: float) -> List[Change]:
         return [c for c in self.changes if c.regressed(threshold)]
 
 
+def _missing(before: CellResult, cell: Optional[CellResult], after: RunResults) -> Optional[Missing]:
+    """What B's `cell` lacks of A's `before`; None if it has it whole. A cell that failed in A
+    too is no new failure, but levels it measured there and not in B are still lost."""
+    if cell is None:
+        return Missing(before.key, f"not in run {after.id}")
+    lost = tuple(n for n in before.level_numbers if n not in cell.level_numbers)
+    unmeasured = f"{levels_text(lost)} not measured" if lost else "every level measured"
+    if cell.status == "failed" and before.status != "failed":
+        return Missing(before.key, f"failed in run {after.id} ({cell.error or 'no reason stored'}); {unmeasured}")
+    if lost:
+        state = "" if cell.status == "done" else f" (its cell {cell.status})"
+        return Missing(before.key, f"{unmeasured} in run {after.id}{state}")
+    return None
+
+
 def compare(before: RunResults, after: RunResults) -> Comparison:
     """Cells are matched by key (server/profile/workload/keep-alive/CPUs), levels by number."""
-    earlier = {c.key: c for c in before.measured}
-    later = {c.key: c for c in after.measured}
-    changes = []
-    for key, cell in later.items():
-        if key not in earlier:
-            continue
-        old_levels = {lv.level: lv for lv in earlier[key].levels}
-        for lv in cell.levels:
-            old = old_levels.get(lv.level)
-            if old is None or old.rps.mean <= 0:
+    later = {c.key: c for c in after.cells}
+    changes, missing = [], []
+    for old_cell in before.measured:
+        cell = later.get(old_cell.key)
+        gap = _missing(old_cell, cell, after)
+        if gap:
+            missing.append(gap)
+        new_levels = {lv.level: lv for lv in cell.levels} if cell else {}
+        for old in old_cell.levels:
+            lv = new_levels.get(old.level)
+            if lv is None or old.rps.mean <= 0:
                 continue
             ratio = lv.rps.mean / old.rps.mean
-            changes.append(Change(key, lv.level, old.rps, lv.rps, ratio, _interval(old.rps, lv.rps, ratio)))
-    return Comparison(before, after, changes, [k for k in earlier if k not in later], [k for k in later if k not in earlier])
+            changes.append(Change(old_cell.key, lv.level, old.rps, lv.rps, ratio, _interval(old.rps, lv.rps, ratio)))
+    earlier = {c.key for c in before.measured}
+    return Comparison(before, after, changes, missing, [c.key for c in after.measured if c.key not in earlier])
 
 
 def parse_threshold(text: str) -> float:

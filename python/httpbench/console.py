@@ -87,7 +87,7 @@ def levels(run: RunResults) -> None:
 
 def comparison(cmp, threshold: Optional[float]) -> int:
     """Print a comparison of two runs; returns 1 when `threshold` is given and a level regressed
-    beyond it, else 0."""
+    beyond it or run B lacks a cell or level of run A (missing or failed), else 0."""
     out = _stdout()
     table = Table(title=f"run {cmp.after.id} against run {cmp.before.id}", title_justify="left")
     for column in ("cell", "level", f"run {cmp.before.id} req/s", f"run {cmp.after.id} req/s", "ratio",
@@ -102,8 +102,8 @@ def comparison(cmp, threshold: Optional[float]) -> int:
     counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
     out.print(f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "
               f"{counts['within the noise']} within the noise.")
-    for key in cmp.only_before:
-        out.print(f"{key}: only in run {cmp.before.id}")
+    for gap in cmp.missing:
+        out.print(f"missing: {gap}", style="red", markup=False)
     for key in cmp.only_after:
         out.print(f"{key}: only in run {cmp.after.id}")
     if not cmp.changes:
@@ -114,9 +114,13 @@ def comparison(cmp, threshold: Optional[float]) -> int:
     for c in regressed:
         print(f"regression: {c.cell} at {c.level} connections: {c.ratio - 1:+.1%} requests/s "
               f"({c.before.mean:,.0f} -> {c.after.mean:,.0f}), beyond the noise", file=sys.stderr)
-    if not regressed:
-        print(f"no level fell by more than {threshold:.0%} beyond the noise", file=sys.stderr)
-    return 1 if regressed else 0
+    for gap in cmp.missing:
+        print(f"regression: {gap}", file=sys.stderr)
+    if regressed or cmp.missing:
+        return 1
+    print(f"no level fell by more than {threshold:.0%} beyond the noise, and run {cmp.after.id} has every cell "
+          f"and level of run {cmp.before.id}", file=sys.stderr)
+    return 0
 
 
 def runs_table(runs: List[dict]) -> None:
