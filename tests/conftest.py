@@ -49,6 +49,26 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=5)
 
 
+def stop_group(proc: subprocess.Popen) -> None:
+    """Stop a process we started as the leader of a session of its own (start_new_session=True),
+    and everything left in its process group: politely, then by force. The leader is reaped last:
+    until then its PID, which names the group, cannot be another process's."""
+    if proc.returncode is not None:
+        return   # reaped already: its PID may be anyone's now
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        time.sleep(0.05)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)   # whatever ignored SIGTERM or outlived its leader
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=5)
+
+
 def binary(name: str) -> Path:
     path = RELEASE / name
     if not path.exists():
@@ -172,3 +192,38 @@ def log_lines(log: Path, settle: float = 0.3) -> list[str]:
     """The access log once nginx has written everything (it writes each line as it goes)."""
     time.sleep(settle)
     return log.read_text().splitlines()
+
+
+SHORT_PLAN = """
+name = "short"
+description = "a short run for a test"
+servers = {servers}
+profiles = ["default"]
+keep_alive = [true]
+server_cpus = [1]
+rounds = 1
+warmup = "0s"
+{extra}
+[[workload]]
+kind = "generated"
+size = 7
+name = "index.html"
+[levels]
+list = [{levels}]
+[budget]
+{budget}
+"""
+
+
+def short_plan(folder: Path, servers: str, levels: str, budget: str, extra: str = "", tables: str = "") -> Path:
+    """plan.toml in `folder`: one round per level, no warm-up, the 7-byte index.html, on CPU 1.
+    `extra` adds top-level keys, `tables` whole tables (a [server.NAME] one, say)."""
+    path = folder / "plan.toml"
+    path.write_text(SHORT_PLAN.format(servers=servers, levels=levels, budget=budget, extra=extra) + tables)
+    return path
+
+
+def nginx_plan(folder: Path, levels: str, budget: str) -> tuple[Path, Path]:
+    """A short plan of nginx writing its access log into `folder`; the plan and the log."""
+    log = folder / "access.log"
+    return short_plan(folder, '["nginx"]', levels, budget, tables=f'[server.nginx]\ndirectives = ["access_log {log};"]\n'), log

@@ -1,22 +1,31 @@
-"""The benchmark cluster on loopback: certificates, the TLS rule, exact merging, a level split
-over two real Dask client workers under mutual TLS against a real nginx, and a client worker
-killed mid-level; bad certificate directories and addresses refused with one line. (Several
-hosts in network namespaces: see the notes of issue 6.)"""
+"""The benchmark cluster on loopback: certificates, the TLS rule and bad addresses, exact merging,
+and real Dask workers under mutual TLS against a real nginx. One scheduler serves the module,
+with a server worker (pinned to CPU 1, and alone in finding `fakeserver` on its PATH) and client
+workers c1 and c2; a test that kills a worker gets it back before the next one. Covered: a level
+split over two hosts, a long level, a host lost before the barrier or mid-level, a host whose
+engine fails stopping the others, and whole runs: one going on after a loss with the later levels
+flagged, facts and checks taken on the server host, client tools refused. (Hosts in network
+namespaces: test_cluster_hosts.py.)"""
 
 import os
+import shlex
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import free_port, log_lines, stop
+from conftest import free_port, log_lines, nginx_plan, short_plan, stop_group
 from httpbench import cluster, engine
 from httpbench.store import Store
 
 SEVEN = b"7 bytes"
+HOSTS = ("c1", "c2", "srv")
 
 
 def httpbench(*args, timeout=60):
@@ -100,6 +109,11 @@ def test_a_level_is_split_as_evenly_as_whole_numbers_allow():
     rated = cluster.split_spec({**spec, "stop": {"duration": 1.0}, "rate": 1000.0}, 4)
     assert sum(s["rate"] for s in rated) == pytest.approx(1000.0) and len(rated) == 4
     assert len(cluster.split_spec({**spec, "connections": 2}, 5)) == 2
+    # A budget smaller than the hosts: no host gets 0 requests (the engine refuses that).
+    assert [s["stop"] for s in cluster.split_spec({**spec, "connections": 1, "stop": {"requests": 1}}, 3)] == \
+           [{"requests": 1}]
+    assert [s["stop"] for s in cluster.split_spec({**spec, "connections": 2, "stop": {"requests": 2}}, 3)] == \
+           [{"requests": 1}, {"requests": 1}]
 
 
 def test_merging_adds_counters_and_histograms_exactly(nginx):
@@ -115,75 +129,255 @@ def test_merging_adds_counters_and_histograms_exactly(nginx):
     assert [h["host"] for h in merged["hosts"]] == ["a", "b"]
 
 
-@pytest.fixture
-def tls_cluster(tmp_path):
-    """A scheduler and two client workers on loopback, mutual TLS, each its own process."""
-    certs = tmp_path / "certs"
-    cluster.make_certs(certs)
-    address = f"tls://127.0.0.1:{free_port()}"
-    procs = []
+def test_dask_is_not_imported_without_cluster(tmp_path):
+    plan = short_plan(tmp_path, '["reference"]', "1", "requests = 200")
+    code = ("import sys\n"
+            "from httpbench import cli, sweep\n"
+            "sweep.CEILING_ROUNDS, sweep.CEILING_SECONDS = 1, 0.2   # shortened: only the imports matter\n"
+            f"code = cli.main(['run', {str(plan)!r}, '--db', {str(tmp_path / 'r.db')!r}])\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')), code)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().splitlines()[-1] == "[] 0", done.stdout[-1000:] + done.stderr[-2000:]
 
-    def spawn(*args):
-        proc = subprocess.Popen([sys.executable, "-m", "httpbench", *args, "--certs", str(certs)],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        procs.append(proc)
+
+# ---------------------------------------------------------------- a real cluster on loopback
+
+FAKE_SERVER = """#!/bin/sh
+# A server only the server host has: its version, or a static server on {{port}} {{host}} {{docroot}}.
+if [ "$1" = "--version" ]; then echo "fakeserver 1.0"; exit 0; fi
+exec {python} -m http.server "$1" --bind "$2" --directory "$3"
+"""
+
+
+class LoopbackCluster:
+    """A scheduler and workers on loopback under mutual TLS, each its own session; the server
+    worker runs on CPU 1 only and has `bin/` (holding `fakeserver`) on its PATH."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.certs = base / "certs"
+        cluster.make_certs(self.certs)
+        self.address = f"tls://127.0.0.1:{free_port()}"
+        self.bin = base / "bin"
+        self.bin.mkdir()
+        fake = self.bin / "fakeserver"
+        fake.write_text(FAKE_SERVER.format(python=shlex.quote(sys.executable)))
+        fake.chmod(0o755)
+        self.procs = {}
+        self.spawn("scheduler", "cluster", "scheduler", "--address", self.address)
+
+    def spawn(self, name: str, *args, **popen) -> subprocess.Popen:
+        with open(self.base / f"{name}.log", "a") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "httpbench", *args, "--certs", str(self.certs)],
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **popen)
+        self.procs[name] = proc
         return proc
 
-    spawn("cluster", "scheduler", "--address", address)
-    workers = {name: spawn("worker", "--scheduler", address, "--role", "client", "--name", name,
-                           "--listen", "tls://127.0.0.1") for name in ("c1", "c2")}
-    load = None
-    try:
+    def worker(self, name: str, role: str = "client", **popen) -> subprocess.Popen:
+        return self.spawn(name, "worker", "--scheduler", self.address, "--role", role, "--name", name,
+                          "--listen", "tls://127.0.0.1", **popen)
+
+    def names(self, load: cluster.ClusterLoad) -> set:
+        return {str(w.get("name")) for w in load.client.scheduler_info(n_workers=-1)["workers"].values()}
+
+    def ensure(self) -> None:
+        """Every worker of HOSTS up and registered, and no other: the one a test killed is back."""
+        for name in HOSTS:
+            if name not in self.procs or self.procs[name].poll() is not None:
+                if name in self.procs:
+                    stop_group(self.procs[name])
+                if name == "srv":
+                    self.worker(name, "server", env={**os.environ, "PATH": f"{self.bin}:{os.environ['PATH']}"},
+                                preexec_fn=lambda: os.sched_setaffinity(0, {1}))
+                else:
+                    self.worker(name)
         deadline = time.monotonic() + 60
-        while True:
-            try:
-                load = cluster.ClusterLoad(address, certs)
-                if len(load.client_workers()) == 2:
-                    break
-            except cluster.ClusterError:
-                pass
-            assert time.monotonic() < deadline, "the cluster did not come up"
-            time.sleep(0.5)
-        yield load, workers, address, certs
+        load = None
+        try:
+            while True:
+                try:
+                    load = load or cluster.ClusterLoad(self.address, self.certs)
+                    if self.names(load) == set(HOSTS):
+                        return
+                except cluster.ClusterError:
+                    pass
+                assert time.monotonic() < deadline, {n: (self.base / f"{n}.log").read_text()[-500:] for n in self.procs}
+                time.sleep(0.3)
+        finally:
+            if load is not None:
+                load.close()
+
+    def down(self) -> None:
+        for proc in reversed(list(self.procs.values())):
+            stop_group(proc)
+
+    def run(self, *args, timeout=180) -> subprocess.CompletedProcess:
+        return httpbench("run", *args, "--cluster", self.address, "--certs", str(self.certs), timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def loopback_cluster(tmp_path_factory):
+    if len(os.sched_getaffinity(0)) < 2 or 1 not in os.sched_getaffinity(0):
+        pytest.fail("the cluster tests pin the server worker to CPU 1: run them where CPUs 0 and 1 are usable")
+    net = LoopbackCluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield net
     finally:
-        if load is not None:
-            load.close()
-        for proc in procs:
-            stop(proc)
+        net.down()
+
+
+@pytest.fixture
+def tls_cluster(loopback_cluster):
+    """The module's cluster with every worker up, and a ClusterLoad of this test's own."""
+    loopback_cluster.ensure()
+    load = cluster.ClusterLoad(loopback_cluster.address, loopback_cluster.certs)
+    try:
+        yield loopback_cluster, load
+    finally:
+        load.close()
+
+
+def kill_when(log: Path, victim: subprocess.Popen, size: int = 50_000) -> threading.Thread:
+    """SIGKILL `victim`'s whole group once the access log shows the load flowing."""
+    def watch():
+        deadline = time.monotonic() + 60
+        while not (log.exists() and log.stat().st_size > size) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.killpg(victim.pid, signal.SIGKILL)
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
 
 
 def test_a_level_over_two_tls_client_workers_counts_every_request(tls_cluster, nginx):
-    load, _, address, _ = tls_cluster
+    _, load = tls_cluster
     url, log = nginx({"index.html": SEVEN})
     merged = load.run({"urls": [url + "index.html"], "connections": 6, "stop": {"requests": 5000}})
     assert merged["requests"]["completed"] == 5000 == merged["latency"]["total"]["count"]
-    assert sorted(h["host"] for h in merged["hosts"]) == ["c1", "c2"]
+    assert [h["host"] for h in merged["hosts"]] == ["c1", "c2"] == merged["client_hosts"]
     assert [h["report"]["requests"]["completed"] for h in merged["hosts"]] == [2500, 2500]
     # Each host makes one validation request before its load.
     assert len(log_lines(log)) == 5000 + 2
-    assert merged["lost_hosts"] == []
-    assert 0 <= merged["start_spread_s"] < 1.0
-    print(f"start spread of two client workers: {merged['start_spread_s'] * 1000:.1f} ms")
+    assert merged["lost_hosts"] == [] and merged["absent_hosts"] == []
+    spread = merged["start_spread_s"]
+    starts = [h["started_at"] for h in merged["hosts"]]
+    assert 0 <= spread < 0.5 and spread == max(starts) - min(starts), f"start spread {spread * 1000:.1f} ms"
+    print(f"start spread of two client workers: {spread * 1000:.1f} ms")
 
 
 def test_a_plain_client_cannot_join_a_tls_scheduler(tls_cluster):
-    _, _, address, _ = tls_cluster
-    with pytest.raises(Exception):
-        from distributed import Client
-        Client(address.replace("tls://", "tcp://"), timeout="3s")
+    from distributed import Client
+    net, _ = tls_cluster
+    # The TLS scheduler drops the plain handshake (or it times out): a connection error either way.
+    with pytest.raises(OSError, match="Connection reset|Timed out"):
+        Client(net.address.replace("tls://", "tcp://"), timeout="3s")
+
+
+def test_a_level_longer_than_the_wait_for_readiness_is_not_a_loss(tls_cluster, nginx, monkeypatch):
+    _, load = tls_cluster
+    url, _ = nginx({"index.html": SEVEN})
+    # Before, a level with a request budget had twice this wait to finish; now nothing but a
+    # worker leaving the cluster ends a level early.
+    monkeypatch.setattr(cluster, "READY_TIMEOUT_S", 2.0)
+    merged = load.run({"urls": [url + "index.html"], "connections": 4, "rate": 1000.0, "stop": {"requests": 5000}})
+    assert merged["lost_hosts"] == [] and merged["requests"]["completed"] == 5000
+    assert merged["duration_s"] > 4
+
+
+def test_a_client_lost_before_the_barrier_leaves_a_partial_level(tls_cluster, nginx):
+    net, load = tls_cluster
+    url, log = nginx({"index.html": SEVEN})
+    victim = net.procs["c2"]
+    # Frozen, c2 cannot get ready; killed, it leaves the cluster while c1 waits at the barrier.
+    os.killpg(victim.pid, signal.SIGSTOP)
+    threading.Timer(1.0, os.killpg, (victim.pid, signal.SIGKILL)).start()
+    merged = load.run({"urls": [url + "index.html"], "connections": 4, "stop": {"requests": 2000}})
+    assert merged["client_hosts"] == ["c1", "c2"] and merged["lost_hosts"] == ["c2"]
+    assert [h["host"] for h in merged["hosts"]] == ["c1"]
+    assert merged["requests"]["completed"] == 1000 and len(log_lines(log)) == 1000 + 1
 
 
 def test_a_client_worker_lost_mid_level_leaves_a_partial_level(tls_cluster, nginx):
-    load, workers, _, _ = tls_cluster
-    url, _ = nginx({"index.html": SEVEN})
-    victim = workers["c2"]
-
-    def kill_soon():
-        time.sleep(1.5)
-        os.killpg(victim.pid, signal.SIGKILL)
-
-    import threading
-    threading.Thread(target=kill_soon, daemon=True).start()
-    merged = load.run({"urls": [url + "index.html"], "connections": 4, "stop": {"duration": 3.0}})
-    assert merged["lost_hosts"] == ["c2"]
+    net, load = tls_cluster
+    url, log = nginx({"index.html": SEVEN})
+    killer = kill_when(log, net.procs["c2"])
+    started = time.monotonic()
+    merged = load.run({"urls": [url + "index.html"], "connections": 4, "stop": {"duration": 4.0}})
+    killer.join()
+    assert merged["lost_hosts"] == ["c2"] and merged["client_hosts"] == ["c1", "c2"]
     assert [h["host"] for h in merged["hosts"]] == ["c1"] and merged["requests"]["completed"] > 0
+    assert time.monotonic() - started < 15
+
+
+def test_a_host_whose_engine_fails_stops_the_others(tls_cluster, nginx):
+    import resource
+    net, load = tls_cluster
+    url, log = nginx({"index.html": SEVEN})
+    # A third client host allowed 128 open files: 200 connections are too many for it alone.
+    narrow = net.worker("narrow", preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128)))
+    try:
+        deadline = time.monotonic() + 60
+        while "narrow" not in net.names(load):
+            assert time.monotonic() < deadline and narrow.poll() is None
+            time.sleep(0.3)
+        started = time.monotonic()
+        with pytest.raises(engine.EngineError, match="open files"):
+            load.run({"urls": [url + "index.html"], "connections": 600, "stop": {"duration": 30.0}})
+        assert time.monotonic() - started < 15
+        # c1's and c2's engines were stopped, not left to load for their 30 s.
+        time.sleep(1.0)
+        size = log.stat().st_size
+        time.sleep(1.0)
+        assert log.stat().st_size == size
+    finally:
+        stop_group(narrow)
+    net.ensure()
+    # Nothing queues behind a stopped engine: the next level starts at once.
+    merged = load.run({"urls": [url + "index.html"], "connections": 2, "stop": {"requests": 200}})
+    assert merged["requests"]["completed"] == 200 and merged["lost_hosts"] == []
+
+
+def levels_of(db: Path) -> tuple:
+    run = Store(str(db)).run(1)
+    (cell,) = run["cells"]
+    return run, cell, {r["level"]: r["measurement"] for r in cell["rounds"]}
+
+
+def test_a_run_goes_on_after_losing_a_client_host_and_flags_the_levels_after(tls_cluster, tmp_path):
+    net, _ = tls_cluster
+    plan, log = nginx_plan(tmp_path, "4, 8", 'duration = "3s"')
+    killer = kill_when(log, net.procs["c2"])
+    done = net.run(str(plan), "--db", str(tmp_path / "r.db"))
+    killer.join()
+    assert done.returncode == 0, done.stderr[-3000:]
+    run, cell, levels = levels_of(tmp_path / "r.db")
+    assert run["status"] == "done" and cell["status"] == "done"
+    lost = levels[4]
+    assert lost["lost_hosts"] == ["c2"] and [h["host"] for h in lost["hosts"]] == ["c1"]
+    assert any(f["kind"] == "partial" and "c2" in f["reason"] for f in lost["flags"])
+    after = levels[8]
+    assert after["client_hosts"] == ["c1"] and after["absent_hosts"] == ["c2"] and after["lost_hosts"] == []
+    assert any(f["kind"] == "fewer_hosts" and "c2" in f["reason"] for f in after["flags"]), after["flags"]
+
+
+def test_the_server_host_has_its_own_cpus_servers_and_facts(tls_cluster, tmp_path):
+    net, _ = tls_cluster
+    assert shutil.which("fakeserver") is None   # only the server host has it
+    plan = short_plan(tmp_path, '["fake"]', "1", "requests = 50",
+                      tables='[server.fake]\ncommand = "fakeserver {port} {host} {docroot}"\n')
+    done = net.run(str(plan), "--db", str(tmp_path / "r.db"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    run, cell, levels = levels_of(tmp_path / "r.db")
+    assert cell["status"] == "done", cell["error"]
+    assert run["versions"] == {"fake": "fakeserver 1.0"}
+    assert run["host"]["cpus_allowed"] == [1] and run["host"]["placement"]["server"] == [1]
+    assert run["host"]["cluster"] == {"scheduler": net.address, "server_host": "srv"}
+    assert levels[1]["requests"]["completed"] == 50
+
+
+def test_a_plan_driving_ab_or_wrk_is_refused_on_a_cluster(tls_cluster, tmp_path):
+    net, _ = tls_cluster
+    plan = short_plan(tmp_path, '["nginx"]', "1", 'duration = "1s"', extra='client = "wrk"')
+    refused = net.run(str(plan), "--db", str(tmp_path / "r.db"))
+    assert 'uses client = "wrk", which runs on one host' in one_line_error(refused)
+    assert Store(str(tmp_path / "r.db")).runs() == []

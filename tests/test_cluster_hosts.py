@@ -2,7 +2,9 @@
 pairs, private addresses inside the namespaces only), a scheduler with the controller, a server
 host and two client hosts, all under mutual TLS. A short sweep against nginx on the server host:
 both clients contribute, the access log counts exactly the merged requests, the start spread is
-measured, and a client host killed mid-level leaves a partial level. Everything is torn down."""
+measured, nothing but Dask's own TLS ports listens beyond loopback, and a client host killed
+mid-level leaves a partial level. Everything is torn down, and namespaces a killed earlier run
+left behind are deleted first."""
 
 import os
 import re
@@ -14,23 +16,52 @@ from pathlib import Path
 
 import pytest
 
-from conftest import stop
+from conftest import nginx_plan, stop_group
 from httpbench import cluster, engine
 from httpbench.store import Store
 
 SUBNET = "10.231.{}.{}"
 HOSTS = {"sched": 1, "srv": 2, "c1": 3, "c2": 4}
+# Namespaces are named PREFIX<pid of the test process>-<host>.
+PREFIX = "hbcl"
 
 
 def sh(*args, check=True):
     return subprocess.run(args, capture_output=True, text=True, check=check, timeout=30)
 
 
+def clear_stale_namespaces() -> None:
+    """Delete the namespaces of earlier runs of this file whose test process is gone."""
+    for line in sh("ip", "netns", "list").stdout.splitlines():
+        found = re.match(rf"({PREFIX}(\d+)-\S+)", line)
+        if found and not os.path.exists(f"/proc/{found.group(2)}"):
+            sh("ip", "netns", "del", found.group(1), check=False)
+
+
+# Run in the scheduler's namespace: the names of the workers registered, once all of argv[3:] are.
+REGISTERED = """
+import sys, time
+from pathlib import Path
+from httpbench import cluster
+deadline = time.monotonic() + 90
+names = set()
+while not set(sys.argv[3:]) <= names and time.monotonic() < deadline:
+    try:
+        load = cluster.ClusterLoad(sys.argv[1], Path(sys.argv[2]))
+        names = {str(w.get("name")) for w in load.client.scheduler_info(n_workers=-1)["workers"].values()}
+        load.close()
+    except cluster.ClusterError:
+        pass
+    time.sleep(0.3)
+print(" ".join(sorted(names)))
+"""
+
+
 class Network:
     """Namespaces named after this test process, so parallel runs and leftovers never collide."""
 
     def __init__(self) -> None:
-        tag = f"hb{os.getpid() % 100000}"
+        tag = f"{PREFIX}{os.getpid()}"
         self.third = os.getpid() % 200 + 20
         self.ns = {name: f"{tag}-{name}" for name in ["sw", *HOSTS]}
         self.procs = []
@@ -61,12 +92,20 @@ class Network:
         return proc
 
     def run(self, host: str, *args, timeout=300) -> subprocess.CompletedProcess:
-        return subprocess.run(["ip", "netns", "exec", self.ns[host], sys.executable, "-m", "httpbench", *args],
+        return self.python(host, "-m", "httpbench", *args, timeout=timeout)
+
+    def python(self, host: str, *args, timeout=300) -> subprocess.CompletedProcess:
+        return subprocess.run(["ip", "netns", "exec", self.ns[host], sys.executable, *args],
                               capture_output=True, text=True, timeout=timeout)
+
+    def listening(self, host: str) -> set:
+        """The TCP addresses listening in `host`'s namespace, beyond loopback."""
+        lines = sh("ip", "netns", "exec", self.ns[host], "ss", "-Hltn").stdout.splitlines()
+        return {line.split()[3] for line in lines if not line.split()[3].startswith(("127.", "[::1]"))}
 
     def down(self) -> None:
         for proc in reversed(self.procs):
-            stop(proc)
+            stop_group(proc)
         for ns in self.ns.values():
             sh("ip", "netns", "del", ns, check=False)
 
@@ -75,6 +114,7 @@ class Network:
 def hosts(tmp_path):
     if sh("ip", "netns", "list", check=False).returncode != 0:
         pytest.fail("ip netns is unavailable: apt-get install -y iproute2 (make test-deps does), and run as root")
+    clear_stale_namespaces()
     net = Network()
     certs = tmp_path / "certs"
     cluster.make_certs(certs)
@@ -88,48 +128,19 @@ def hosts(tmp_path):
         for name in ("c1", "c2"):
             workers[name] = net.spawn(name, "worker", "--scheduler", scheduler, "--role", "client", "--certs",
                                       str(certs), "--name", name, log=tmp_path / f"{name}.log")
-        deadline = time.monotonic() + 90
-        logs = {name: tmp_path / f"{name}.log" for name in workers}
-        while not all("worker " in p.read_text() for p in logs.values()):
-            assert time.monotonic() < deadline, {n: p.read_text()[-500:] for n, p in logs.items()}
-            assert all(w.poll() is None for w in workers.values()), {n: p.read_text()[-800:] for n, p in logs.items()}
-            time.sleep(0.3)
+        registered = net.python("sched", "-c", REGISTERED, scheduler, str(certs), *workers, timeout=120)
+        logs = {name: (tmp_path / f"{name}.log").read_text()[-800:] for name in ["scheduler", *workers]}
+        assert registered.stdout.split() == sorted(workers), (registered.stdout, registered.stderr[-1000:], logs)
         yield net, scheduler, certs, workers
     finally:
         net.down()
         assert not any(ns in sh("ip", "netns", "list").stdout for ns in net.ns.values())
 
 
-def plan_file(tmp_path: Path, log: Path, budget: str, levels: str) -> Path:
-    path = tmp_path / "plan.toml"
-    path.write_text(f"""
-name = "hosts"
-description = "nginx on the server host, load from two client hosts"
-servers = ["nginx"]
-profiles = ["default"]
-keep_alive = [true]
-server_cpus = [1]
-rounds = 1
-warmup = "0s"
-[[workload]]
-kind = "generated"
-size = 7
-name = "index.html"
-[levels]
-list = [{levels}]
-[budget]
-{budget}
-[server.nginx]
-directives = ["access_log {log};"]
-""")
-    return path
-
-
 def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path):
     net, scheduler, certs, _ = hosts
-    log = tmp_path / "access.log"
     db = tmp_path / "results.db"
-    plan = plan_file(tmp_path, log, "requests = 4000", "4, 10")
+    plan, log = nginx_plan(tmp_path, "4, 10", "requests = 4000")
     done = net.run("sched", "run", str(plan), "--cluster", scheduler, "--certs", str(certs), "--db", str(db),
                    "--server-cpus", "1")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -142,7 +153,8 @@ def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path):
         assert sorted(h["host"] for h in m["hosts"]) == ["c1", "c2"]
         assert all(h["report"]["requests"]["completed"] > 0 for h in m["hosts"])
         assert m["requests"]["completed"] == 4000 == m["latency"]["total"]["count"]
-        assert m["lost_hosts"] == [] and 0 <= m["start_spread_s"] < 1.0
+        assert m["lost_hosts"] == [] and m["client_hosts"] == ["c1", "c2"]
+        assert 0 <= m["start_spread_s"] < 0.5, f"start spread {m['start_spread_s'] * 1000:.1f} ms"
         # The server ran on its own host, at its own address.
         assert all(h["report"]["spec"]["urls"][0].startswith(f"http://{net.ip('srv')}:") for h in m["hosts"])
     # The engine's requests in nginx's log: every measured request plus one validation per host and level.
@@ -155,16 +167,21 @@ def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path):
                {k: added[k] for k in ("count", "p50_us", "p99_us", "p99_9_us", "max_us")}
     spreads = [m["start_spread_s"] * 1000 for m in measurements]
     print(f"start spread of the two client hosts: {', '.join(f'{s:.1f} ms' for s in spreads)}")
+    # The servers' facts are the server host's, and Dask serves no HTTP beyond loopback.
+    assert run["host"]["cluster"] == {"scheduler": scheduler, "server_host": "srv"}
+    assert net.listening("sched") == {f"{net.ip('sched')}:8786"}
+    for host in ("srv", "c1", "c2"):
+        (address,) = net.listening(host)
+        assert address.startswith(f"{net.ip(host)}:"), net.listening(host)
 
 
 def sweep_killing(net, scheduler, certs, tmp_path, victim: subprocess.Popen) -> str:
     """Run a one-level sweep and SIGKILL `victim` (a worker) once the load flows; its stderr."""
-    plan = plan_file(tmp_path, tmp_path / "access.log", 'duration = "4s"', "8")
+    plan, log = nginx_plan(tmp_path, "8", 'duration = "4s"')
     sweep = subprocess.Popen(["ip", "netns", "exec", net.ns["sched"], sys.executable, "-m", "httpbench", "run",
                               str(plan), "--cluster", scheduler, "--certs", str(certs), "--db",
                               str(tmp_path / "results.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        log = tmp_path / "access.log"
         deadline = time.monotonic() + 60
         while not (log.exists() and log.stat().st_size > 100_000):
             assert time.monotonic() < deadline and sweep.poll() is None

@@ -8,25 +8,37 @@ loopback only.
 
 A level is split over the client workers (connections, rate and request budget divided as evenly
 as whole numbers allow); every engine waits at a barrier and starts when all are ready, and each
-returns its report with its HdrHistograms, which `merge_reports` adds exactly.
+returns its report with its HdrHistograms, which `merge_reports` adds exactly. Each host's engine
+runs in a process of its own, so that a failed or abandoned level can stop it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import json
 import os
+import signal
 import socket
+import subprocess
+import sys
+import threading
 import time
+import uuid
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from httpbench import engine
 
 ROLES = ("client", "server")
 CERT_NAMES = ("scheduler", "worker", "client")
+# How long the client hosts have to get their engines ready for a level. Once the load runs there
+# is no time limit: a level takes as long as its budget and the engine's own timeouts say, and a
+# host is lost only when its worker leaves the cluster.
 READY_TIMEOUT_S = 60.0
+# One call to the server host: well beyond a server's own start-up (20 s) and verification limits.
+SERVER_CALL_TIMEOUT_S = 120.0
 # Dask serves HTTP (dashboard, metrics, health) beside every scheduler and worker, plain and
 # unauthenticated even when the cluster is TLS: it gets no routes, and listens on loopback only.
 NO_HTTP = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
@@ -35,6 +47,10 @@ HTTP_ON_LOOPBACK = "127.0.0.1:0"
 
 class ClusterError(ValueError):
     """The cluster cannot be used as asked; one line saying why and what to do."""
+
+
+class NoClientHost(ClusterError):
+    """No client host is left to load from: nothing more can be measured until one joins."""
 
 
 # ---------------------------------------------------------------- certificates and security
@@ -107,7 +123,7 @@ def security(certs: Optional[Path], part: str):
         raise ClusterError(f"{certs} lacks {', '.join(missing)}; make them with: httpbench cluster certs {certs}")
     files = {"tls_ca_file": str(certs / "ca.pem")}
     # Each part presents its own certificate in every role it may take: a worker's tasks open
-    # client connections too (the barrier's Queue and Event).
+    # client connections too (the barrier's Queue and Events).
     for role in CERT_NAMES:
         files[f"tls_{role}_cert"] = str(certs / f"{part}.pem")
         files[f"tls_{role}_key"] = str(certs / f"{part}-key.pem")
@@ -206,10 +222,12 @@ def run_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[
 
 def split_spec(spec: dict, parts: int) -> List[dict]:
     """One spec per client host: connections, rate and a request budget divided as evenly as whole
-    numbers allow (the first hosts take the remainders)."""
+    numbers allow (the first hosts take the remainders). A level takes no more hosts than it has
+    connections and requests: a host with nothing to do would only add noise (and the engine
+    refuses a budget of 0)."""
     connections = spec.get("connections", 10)
-    if parts > connections:
-        parts = connections   # a host with no connection would only add noise
+    stop = spec.get("stop") or {}
+    parts = min(parts, connections, stop.get("requests") or parts)
     out = []
     for i in range(parts):
         share = dict(spec)
@@ -217,7 +235,6 @@ def split_spec(spec: dict, parts: int) -> List[dict]:
         share["threads"] = max(1, min(spec.get("threads", 1), share["connections"]))
         if spec.get("rate"):
             share["rate"] = spec["rate"] * share["connections"] / connections
-        stop = spec.get("stop") or {}
         if "requests" in stop:
             n = stop["requests"]
             share["stop"] = {"requests": n // parts + (i < n % parts)}
@@ -273,19 +290,104 @@ def merge_reports(reports: Sequence[dict], hosts: Sequence[str]) -> dict:
     return merged
 
 
-def _engine_at_barrier(spec: dict, ready_queue: str, go_event: str) -> dict:
-    """On a client worker: say ready, wait for everyone, then run the engine; the wall-clock
-    time the load started comes back with the report, to measure the spread of the starts."""
-    from distributed import Event, Queue
-    Queue(ready_queue).put(socket.gethostname())
-    if not Event(go_event).wait(timeout=READY_TIMEOUT_S):
-        raise ClusterError(f"the other client hosts were not ready within {READY_TIMEOUT_S:.0f} s")
+# ---------------------------------------------------------------- one level on the client hosts
+
+# The engine's stop flag is reached only through a signal to the main thread of the process that
+# runs it, and a Dask task runs in a worker's thread: so each host's engine gets a process.
+_ENGINE_PROCESS = "from httpbench.cluster import engine_process; engine_process()"
+
+
+def engine_process() -> None:
+    """One host's engine for one level, as a process of its own: its spec comes on stdin; it says
+    "ready", starts at the line "go" and stops at the next line or at the end of input (its worker
+    gone). It prints one JSON line: the report and the wall-clock time the engine returned, or the
+    engine's error; stopped, nothing."""
+    spec = json.loads(sys.stdin.readline())
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        return
+    threading.Thread(target=_stop_at_next_line, daemon=True).start()
+    try:
+        report = engine.run(spec)
+        returned_at = time.time()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # the figures are in hand: a late stop changes nothing
+        print(json.dumps({"report": report, "returned_at": returned_at}), flush=True)
+    except engine.EngineError as e:
+        print(json.dumps({"error": str(e)}), flush=True)
+    except KeyboardInterrupt:
+        pass
+
+
+def _stop_at_next_line() -> None:
+    sys.stdin.readline()
+    # The engine looks for signals every 20 ms: SIGINT stops it as Ctrl-C would.
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def _share_at_barrier(spec: dict, level: str) -> Optional[dict]:
+    """On a client worker: start this host's engine process, say ready, wait for every host, then
+    run. Returns the report with `started_at`, or None when the level was stopped."""
+    from distributed import Event, Queue, get_worker
+    go, stop = Event(f"{level}-go"), Event(f"{level}-stop")
     if not spec.get("cpus"):
         # Unpinned: as many engine threads as this host gives the worker, up to one per connection.
         spec = {**spec, "threads": max(1, min(len(os.sched_getaffinity(0)), spec["connections"]))}
-    started = time.time()
-    report = engine.run(spec)
-    report["started_at"] = started
+    worker = get_worker()
+    with subprocess.Popen([sys.executable, "-c", _ENGINE_PROCESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          text=True) as process:
+        try:
+            process.stdin.write(json.dumps(spec) + "\n")
+            process.stdin.flush()
+            if process.stdout.readline().strip() != "ready":
+                raise ClusterError(f"the engine process on {worker.name} did not start (exit code {process.wait()})")
+            Queue(f"{level}-ready").put(worker.address)
+            if not _wait_for_go(go, stop):
+                return None
+            process.stdin.write("go\n")
+            process.stdin.flush()
+            return _report_of(process, stop, spec, worker.name)
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def _wait_for_go(go, stop) -> bool:
+    """True once every host is ready, False if the level was stopped first."""
+    # The controller sets one or the other within its own READY_TIMEOUT_S.
+    deadline = time.monotonic() + 2 * READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if stop.is_set():
+            return False
+        if go.wait(timeout=0.5):
+            return not stop.is_set()
+    raise ClusterError(f"no word from the controller within {2 * READY_TIMEOUT_S:.0f} s of being ready")
+
+
+def _report_of(process: subprocess.Popen, stop, spec: dict, host: str) -> Optional[dict]:
+    """The engine process's report, with the wall-clock time its load started; None when the
+    level is stopped meanwhile (the process is told to stop)."""
+    printed: List[str] = []
+    reader = threading.Thread(target=lambda: printed.append(process.stdout.read()), daemon=True)
+    reader.start()
+    while reader.is_alive():
+        reader.join(timeout=0.2)
+        if reader.is_alive() and stop.is_set():
+            try:
+                process.stdin.write("stop\n")
+                process.stdin.flush()
+            except BrokenPipeError:
+                pass   # it has just ended on its own
+            reader.join()
+            return None
+    if not printed[0].strip():
+        raise ClusterError(f"the engine process on {host} ended without a report (exit code {process.wait()})")
+    out = json.loads(printed[0])
+    if "error" in out:
+        raise engine.EngineError(out["error"])
+    report = out["report"]
+    # The engine's report has no start time: its load started its measured duration (and warm-up)
+    # before it returned, late only by the engine's own wrap-up (joining threads, the report).
+    report["started_at"] = out["returned_at"] - report["duration_s"] - (spec.get("warmup") or 0)
     return report
 
 
@@ -294,91 +396,160 @@ class ClusterLoad:
 
     def __init__(self, scheduler: str, certs: Optional[Path]) -> None:
         from distributed import Client
-        check_address(scheduler, certs)
+        self.address = check_address(scheduler, certs)
         try:
-            self.client = Client(scheduler, security=security(certs, "client"), timeout="15s")
+            self.client = Client(self.address, security=security(certs, "client"), timeout="15s")
         except OSError as e:
             raise ClusterError(f"cannot reach the scheduler {scheduler}: {e}") from None
-        self.rounds = 0
+        # Every client host seen during the run: a level with fewer says so.
+        self.client_hosts_seen: Dict[str, None] = {}
+
+    def _workers(self, role: str) -> Dict[str, str]:
+        """address -> name of the workers with `role`, by name."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        found = [(addr, str(w.get("name") or addr)) for addr, w in info.items() if w.get("resources", {}).get(role)]
+        return dict(sorted(found, key=lambda pair: pair[1]))
 
     def client_workers(self) -> Dict[str, str]:
-        """address -> name of the workers with the client role."""
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
-        return {addr: w.get("name") or addr for addr, w in info.items() if w.get("resources", {}).get("client")}
+        return self._workers("client")
 
     def run(self, spec: dict) -> dict:
-        from distributed import Event, Queue
+        from distributed import Event
         workers = self.client_workers()
         if not workers:
-            raise ClusterError("the cluster has no client worker: start one with "
+            raise NoClientHost("the cluster has no client worker: start one with "
                                "'httpbench worker --scheduler ADDRESS --role client'")
+        self.client_hosts_seen.update(dict.fromkeys(workers.values()))
         shares = split_spec(spec, len(workers))
         chosen = list(workers)[:len(shares)]
-        self.rounds += 1
-        tag = f"httpbench-{os.getpid()}-{self.rounds}"
-        go = Event(f"{tag}-go", client=self.client)
-        ready = Queue(f"{tag}-ready", client=self.client)
-        futures = [self.client.submit(_engine_at_barrier, share, f"{tag}-ready", f"{tag}-go", workers=[addr],
-                                      resources={"client": 1}, pure=False, key=f"{tag}-{i}")
-                   for i, (share, addr) in enumerate(zip(shares, chosen))]
-        for _ in chosen:
-            ready.get(timeout=READY_TIMEOUT_S)
-        go.set()
-        finished, lost = self._collect(dict(zip(chosen, futures)), spec)
-        if not finished:
-            raise ClusterError(f"every client host was lost during the level: {', '.join(workers[a] for a in lost)}")
-        reports = [finished[a] for a in chosen if a in finished]
-        starts = [r.pop("started_at") for r in reports]
-        merged = merge_reports(reports, [workers[a] for a in chosen if a in finished])
+        # The level's name for its Events, Queue and tasks: unique, since the scheduler keeps them.
+        level = f"httpbench-level-{uuid.uuid4().hex}"
+        stop = Event(f"{level}-stop", client=self.client)
+        futures = {addr: self.client.submit(_share_at_barrier, share, level, workers=[addr], resources={"client": 1},
+                                            pure=False, key=f"{level}-{workers[addr]}")
+                   for share, addr in zip(shares, chosen)}
+        try:
+            lost = self._barrier(futures, workers, level)
+            Event(f"{level}-go", client=self.client).set()
+            reports, lost_running = self._collect({a: f for a, f in futures.items() if a not in lost})
+        finally:
+            # Whatever still runs stops: the other hosts of a failed level, or all on Ctrl-C.
+            stop.set()
+        lost += lost_running
+        for address in lost:
+            # Forgotten, or it would run on a worker coming back at the same address.
+            futures[address].cancel()
+        if not reports:
+            raise NoClientHost(f"every client host of the level was lost: {', '.join(workers[a] for a in lost)}")
+        order = [a for a in chosen if a in reports]
+        starts = [reports[a].pop("started_at") for a in order]
+        merged = merge_reports([reports[a] for a in order], [workers[a] for a in order])
+        for part, started in zip(merged["hosts"], starts):
+            part["started_at"] = started
         merged["start_spread_s"] = max(starts) - min(starts)
+        merged["client_hosts"] = [workers[a] for a in chosen]
         merged["lost_hosts"] = [workers[a] for a in lost]
+        gone = [name for name in self.client_hosts_seen if name not in workers.values()]
+        # A level narrower than the cluster never needed them all.
+        merged["absent_hosts"] = gone if len(split_spec(spec, len(self.client_hosts_seen))) > len(shares) else []
         return merged
 
-    def _collect(self, pending: Dict[str, object], spec: dict):
-        """Wait for every host's report; a host whose worker leaves the cluster is lost (its
-        task could run nowhere else), and the others' reports still count."""
-        budget = (spec.get("stop") or {}).get("duration") or READY_TIMEOUT_S
-        deadline = time.monotonic() + budget + (spec.get("warmup") or 0) + READY_TIMEOUT_S
-        finished, lost = {}, []
-        while pending and time.monotonic() < deadline:
+    def _barrier(self, futures: Dict[str, object], workers: Dict[str, str], level: str) -> List[str]:
+        """Wait until every host's engine is ready; returns the hosts lost meanwhile (their
+        workers left the cluster). A host's error is the level's; a host still in the cluster but
+        not ready within READY_TIMEOUT_S fails the level."""
+        from distributed import Queue
+        ready_queue = Queue(f"{level}-ready", client=self.client)
+        ready: set = set()
+        lost: List[str] = []
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            for future in futures.values():
+                if future.status == "error":
+                    future.result()
             alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
-            for address, future in list(pending.items()):
+            lost += [a for a in futures if a not in alive and a not in ready and a not in lost]
+            waiting = [a for a in futures if a not in ready and a not in lost]
+            if not waiting:
+                return lost
+            if time.monotonic() > deadline:
+                raise ClusterError(f"client host(s) {', '.join(workers[a] for a in waiting)} were not ready within "
+                                   f"{READY_TIMEOUT_S:.0f} s; check their workers' logs")
+            try:
+                ready.add(ready_queue.get(timeout=0.5))
+            except TimeoutError:
+                pass
+
+    def _collect(self, running: Dict[str, object]) -> Tuple[Dict[str, dict], List[str]]:
+        """Every running host's report, however long the level takes: a host is lost only when its
+        worker leaves the cluster (its task could run nowhere else). A host's error is raised:
+        the level failed, and `run` stops the others."""
+        from distributed import wait
+        reports: Dict[str, dict] = {}
+        lost: List[str] = []
+        while running:
+            try:
+                wait(list(running.values()), timeout=1, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                pass
+            alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+            for address, future in list(running.items()):
                 if future.status == "finished":
-                    finished[address] = future.result()
+                    reports[address] = future.result()
                 elif future.status == "error":
-                    future.result()   # the engine's own error (bad spec, server gone) is the level's
+                    future.result()
                 elif address not in alive:
                     lost.append(address)
-                    future.cancel()
                 else:
                     continue
-                del pending[address]
-            time.sleep(0.1)
-        for address, future in pending.items():
-            lost.append(address)
-            future.cancel()
-        return finished, lost
+                del running[address]
+        return reports, lost
+
+    # ------------------------------------------------------------ the server host
+
+    def _server_worker(self) -> Tuple[str, str]:
+        found = self._workers("server")
+        if not found:
+            raise ClusterError("the cluster has no server worker: start one on the server's host with "
+                               "'httpbench worker --scheduler ADDRESS --role server'")
+        return next(iter(found.items()))
+
+    def server_host_name(self) -> str:
+        return self._server_worker()[1]
+
+    def on_server_host(self, function: Callable, *args):
+        """`function(*args)` run on the server worker's host (its facts, its installed servers)."""
+        address, name = self._server_worker()
+        return _answer(lambda: self.client.submit(function, *args, workers=[address], pure=False), name)
 
     def server_host(self, cpus: Sequence[int]) -> "RemoteServerHost":
         """A ServerHost living on the server-role worker, as a Dask actor."""
         from httpbench.servers.host import WORKER_ADDRESS, ServerHost
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
-        found = [(addr, w.get("name") or addr) for addr, w in info.items() if w.get("resources", {}).get("server")]
-        if not found:
-            raise ClusterError("the cluster has no server worker: start one on the server's host with "
-                               "'httpbench worker --scheduler ADDRESS --role server'")
-        address, name = found[0]
-        actor = self.client.submit(ServerHost, list(cpus), WORKER_ADDRESS, actor=True, workers=[address],
-                                   resources={"server": 1}, pure=False).result()
+        address, name = self._server_worker()
+        actor = _answer(lambda: self.client.submit(ServerHost, list(cpus), WORKER_ADDRESS, actor=True,
+                                                   workers=[address], resources={"server": 1}, pure=False), name)
         return RemoteServerHost(actor, name)
 
     def close(self) -> None:
         self.client.close()
 
 
+def _answer(call: Callable, host: str):
+    """The result of `call()`'s future, a call to the server host: a lost or silent host is a
+    failed cell, not a crashed or hanging run."""
+    from httpbench.servers import ServerFailed, VerificationFailed
+    try:
+        return call().result(timeout=SERVER_CALL_TIMEOUT_S)
+    except (ServerFailed, VerificationFailed, ClusterError):
+        raise
+    except TimeoutError:
+        raise ServerFailed(f"the server host {host} did not answer within {SERVER_CALL_TIMEOUT_S:.0f} s") from None
+    except Exception as e:   # the worker or its connection is gone, whatever Dask calls it
+        raise ServerFailed(f"the server host {host} was lost: {type(e).__name__}: {e}") from None
+
+
 class RemoteServerHost:
-    """The sweep's ServerHost interface on a Dask actor: every call waited for, and a lost server
-    host turned into a failed cell rather than a crashed run."""
+    """The sweep's ServerHost interface on a Dask actor: every call waited for, within a limit."""
 
     def __init__(self, actor, name: str) -> None:
         self._actor = actor
@@ -392,13 +563,4 @@ class RemoteServerHost:
             pass   # a lost host's watchdog has already stopped its servers: nothing left to stop
 
     def __getattr__(self, method: str):
-        from httpbench.servers import ServerFailed, VerificationFailed
-
-        def call(*args, **kwargs):
-            try:
-                return getattr(self._actor, method)(*args, **kwargs).result()
-            except (ServerFailed, VerificationFailed, ClusterError):
-                raise
-            except Exception as e:   # the worker or its connection is gone, whatever Dask calls it
-                raise ServerFailed(f"the server host {self.name} was lost: {type(e).__name__}: {e}") from None
-        return call
+        return lambda *args, **kwargs: _answer(lambda: getattr(self._actor, method)(*args, **kwargs), self.name)

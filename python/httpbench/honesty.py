@@ -53,13 +53,25 @@ def client_saturated(measurements: Sequence[dict], ceiling_rps: Optional[float],
             if cores >= usable * CPU_SHARE_LIMIT:
                 reasons.append(f"round {index}: client CPU {user + system:.2f} s in {wall:.2f} s = "
                                f"{cores:.2f} of the {usable} core(s) it could use")
+    reasons += _near_ceiling(measurements, ceiling_rps)
+    return Flag("client_saturated", "; ".join(reasons)) if reasons else None
+
+
+def clients_at_ceiling(measurements: Sequence[dict], ceiling_rps: Optional[float]) -> Optional[Flag]:
+    """Several client hosts' merged figures: only their throughput against their ceiling says
+    anything (each host's CPU is judged on its own, with `client_saturated`)."""
+    reasons = _near_ceiling(measurements, ceiling_rps)
+    return Flag("client_saturated", "; ".join(reasons)) if reasons else None
+
+
+def _near_ceiling(measurements: Sequence[dict], ceiling_rps: Optional[float]) -> List[str]:
     values = [v for v in map(_rps, measurements) if v is not None]
     if ceiling_rps and values:
         mean = sum(values) / len(values)
         if mean >= ceiling_rps * (1 - CEILING_MARGIN):
-            reasons.append(f"{mean:,.0f} req/s is within {CEILING_MARGIN:.0%} of the client ceiling "
-                           f"({ceiling_rps:,.0f} req/s against reference)")
-    return Flag("client_saturated", "; ".join(reasons)) if reasons else None
+            return [f"{mean:,.0f} req/s is within {CEILING_MARGIN:.0%} of the client ceiling "
+                    f"({ceiling_rps:,.0f} req/s against reference)"]
+    return []
 
 
 def littles_law(measurements: Sequence[dict], connections: int) -> Optional[Flag]:

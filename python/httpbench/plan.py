@@ -129,21 +129,20 @@ class Plan:
                 for server in chosen for profile in self.profiles for work in self.workloads
                 for ka in self.keep_alive for cpus in self.server_cpus for budget in (self.budgets or (self.budget,))]
 
-    def check_installed(self, installed: Sequence[str]) -> None:
-        """PlanError naming the first server the plan names that cannot run here."""
+    def check_installed(self, installed: Sequence[str], where: str = "here") -> None:
+        """PlanError naming the first server the plan names that cannot run where the servers
+        run; `installed` names the servers, command servers too, that can run `where`."""
         from httpbench import servers
         for name in self.servers or ():
             if name in installed:
                 continue
             if name in self.commands:
-                if self.adapter(name).installed():
-                    continue
                 hint = f"its command's program {self.adapter(name).program!r} is not found"
             else:
                 hint = f"install it with 'httpbench servers install {name}' ({servers.get(name).install_command()})"
             line = _Lines(self.text).find(("servers",))
             raise PlanError(f"{self.source or self.name} line {line}: servers names {name}, which is not installed "
-                            f"here; {hint}, or leave it out with --servers")
+                            f"{where}; {hint}, or leave it out with --servers")
 
     def budget_for(self, cell: Cell) -> Budget:
         return cell.budget or self.budget

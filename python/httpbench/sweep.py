@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from httpbench import clients, engine, honesty, servers
+from httpbench.cluster import ClusterError, NoClientHost
 from httpbench.placement import Placement
 from httpbench.plan import Cell, Plan
-from httpbench.servers import ServerProfile
+from httpbench.servers import ServerProfile, host as server_host
 from httpbench.servers.host import ServerHost
 from httpbench.store import Store
 
@@ -30,6 +31,11 @@ WARM_CONNECTIONS = 50
 # lower it, so the best is the closest to what the client can do.
 CEILING_ROUNDS = 3
 CEILING_SECONDS = 1.0
+
+
+class Stopped(Exception):
+    """The run stopped before its end, its measured rounds all stored: a client host was lost
+    under --on-client-loss stop, or none is left. `httpbench run --resume` goes on from there."""
 
 
 @dataclass
@@ -57,6 +63,10 @@ class Sweep:
         """`cluster`: load from its client workers and run servers on its server worker; None: all
         in this process. `on_client_loss`: "continue" stores a level a client host left as
         partial and goes on, "stop" stores it and stops the run."""
+        if cluster and plan.client != "engine":
+            raise ClusterError(f"plan {plan.name} uses client = \"{plan.client}\", which runs on one host: on a "
+                               "cluster only the engine's load is split over the client hosts; drop --cluster, "
+                               "or use client = \"engine\"")
         self.cluster = cluster
         self.on_client_loss = on_client_loss
         self.load: Callable[[dict], dict] = cluster.run if cluster else engine.run
@@ -64,7 +74,10 @@ class Sweep:
         self.store = store
         self.placement = placement
         self.progress = progress or Progress()
-        installed = [name for name in servers.names() if servers.get(name).installed()]
+        # What is installed where the servers run: on a cluster, the server host.
+        where = f"on the server host {cluster.server_host_name()}" if cluster else "here"
+        adapters = [plan.adapter(name) for name in dict.fromkeys([*servers.names(), *plan.commands])]
+        installed = self._on_server_host(server_host.installed, adapters)
         if only:
             unknown = [name for name in only if name not in servers.names()]
             if unknown:
@@ -72,10 +85,11 @@ class Sweep:
             missing = [name for name in only if name not in installed]
             if missing:
                 adapter = servers.get(missing[0])
-                raise servers.ServerFailed(f"{missing[0]} is not installed; install it with: {adapter.install_command()}")
+                raise servers.ServerFailed(f"{missing[0]} is not installed {where}; install it with: "
+                                           f"{adapter.install_command()}")
             installed = list(only)
         else:
-            plan.check_installed(installed)
+            plan.check_installed(installed, where)
         self.cells: List[Cell] = [c for c in plan.cells(installed) if not only or c.server in only]
         for cell in self.cells:
             if cell.cpus > len(placement.server):
@@ -84,9 +98,12 @@ class Sweep:
         self.ceiling: Optional[float] = None
 
     def start(self) -> int:
-        facts = engine.host_facts()
+        """A new run in the store, with the facts of the servers' host and the servers' versions."""
+        adapters = [self.plan.adapter(name) for name in dict.fromkeys(c.server for c in self.cells)]
+        facts, versions = self._on_server_host(server_host.facts, adapters)
         facts["placement"] = asdict(self.placement)
-        versions = {c.server: self.plan.adapter(c.server).version() for c in self.cells}
+        if self.cluster:
+            facts["cluster"] = {"scheduler": self.cluster.address, "server_host": self.cluster.server_host_name()}
         return self.store.start_run(self.plan, facts, versions)
 
     def run(self, run_id: int) -> None:
@@ -102,6 +119,9 @@ class Sweep:
         except KeyboardInterrupt:
             status = "interrupted"
             raise
+        except Stopped:
+            status = "stopped"
+            raise
         finally:
             self.store.finish_run(run_id, status)
 
@@ -109,6 +129,10 @@ class Sweep:
         if self.cluster:
             return self.cluster.server_host(self.placement.server)
         return ServerHost(self.placement.server)
+
+    def _on_server_host(self, function: Callable, *args):
+        """`function(*args)` where the servers run: on the cluster's server host, or here."""
+        return self.cluster.on_server_host(function, *args) if self.cluster else function(*args)
 
     def _client_ceiling(self) -> Optional[float]:
         """The clients' throughput against the reference server (on the server's host): no server
@@ -156,8 +180,9 @@ class Sweep:
                                 config_file=self.plan.config_files.get(cell.server))
         started_at = time.monotonic()
         cell_id = None
-        host = self._server_host()
+        host = None
         try:
+            host = self._server_host()
             started = host.start(adapter, profile, cell.workload, cell.cpus)
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version)
             done = self.store.rounds_done(cell_id)
@@ -175,14 +200,21 @@ class Sweep:
             if cell_id is not None:
                 self.store.finish_cell(cell_id, "interrupted", time.monotonic() - started_at, None)
             raise
-        except (servers.ServerFailed, servers.VerificationFailed, engine.EngineError, clients.ClientError) as e:
+        except (Stopped, NoClientHost) as e:
+            # No load for the rest of the run as asked: the cell waits for --resume, as after Ctrl-C.
+            if cell_id is not None:
+                self.store.finish_cell(cell_id, "stopped", time.monotonic() - started_at, str(e))
+            raise Stopped(f"{cell.key}: {e}") from None
+        except (servers.ServerFailed, servers.VerificationFailed, engine.EngineError, clients.ClientError,
+                ClusterError) as e:
             # A failed cell is recorded and the run goes on: the report shows the failure.
             if cell_id is None:
-                cell_id = self.store.cell(run_id, cell, "", adapter.version() or "")
+                cell_id = self.store.cell(run_id, cell, "", "")
             self.store.finish_cell(cell_id, "failed", time.monotonic() - started_at, str(e))
             self.progress.on_note(f"{cell.key}: {e}")
         finally:
-            host.stop()
+            if host is not None:
+                host.stop()
 
     def _level(self, cell: Cell, cell_id: int, url: str, host: ServerHost, level: int, done) -> None:
         rounds: List[dict] = []
@@ -194,9 +226,8 @@ class Sweep:
                 self.progress.on_round(cell, level, index, measurement)
                 rounds.append(measurement)
                 if measurement.get("lost_hosts") and self.on_client_loss == "stop":
-                    from httpbench.cluster import ClusterError
-                    raise ClusterError(f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level} "
-                                       f"of {cell.key} (stored as partial); stopping as --on-client-loss stop asks")
+                    raise Stopped(f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level}, "
+                                  "stored as partial (--on-client-loss stop)")
             index += 1
             if self.plan.rounds == "auto":
                 values = [m["requests"]["per_second"] for m in rounds]
@@ -215,21 +246,30 @@ class Sweep:
                                       budget.requests, budget.duration, cell.keep_alive, self.placement.client,
                                       self.plan.pipeline)
         measurement["server"] = host.end_window()
-        flags = [honesty.client_saturated([measurement], self.ceiling, len(self.placement.client))]
-        # Each client host is judged on its own: one saturated host distorts the whole level.
-        for part in measurement.get("hosts") or []:
+        flags = self._cluster_flags(measurement) if self.cluster else \
+            [honesty.client_saturated([measurement], self.ceiling, len(self.placement.client))]
+        if self.plan.model == "closed" and self.plan.client == "engine":
+            flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))
+        if self.placement.shared and not self.cluster:
+            flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
+        measurement["flags"] = [asdict(f) for f in _merged(flags)]
+        return measurement
+
+    def _cluster_flags(self, measurement: dict) -> List[Optional[honesty.Flag]]:
+        """The merged figures against the cluster's ceiling, each client host's saturation on its
+        own (one saturated host distorts the whole level), and the hosts the level lacked."""
+        flags = [honesty.clients_at_ceiling([measurement], self.ceiling)]
+        for part in measurement["hosts"]:
             report = part["report"]
             cores = len((report.get("host") or {}).get("cpus_allowed") or []) or 1
             flag = honesty.client_saturated([report], None, cores)
             if flag:
                 flags.append(honesty.Flag("client_saturated", f"client host {part['host']}: {flag.reason}"))
-        if self.plan.model == "closed" and self.plan.client == "engine":
-            flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))
-        if self.placement.shared and not self.cluster:
-            flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
-        lost = measurement.get("lost_hosts")
-        if lost:
-            flags.append(honesty.Flag("partial", f"client host(s) {', '.join(lost)} lost during the level: "
-                                                 "the figures are the other hosts' only"))
-        measurement["flags"] = [asdict(f) for f in _merged(flags)]
-        return measurement
+        if measurement["lost_hosts"]:
+            flags.append(honesty.Flag("partial", f"client host(s) {', '.join(measurement['lost_hosts'])} lost during "
+                                                 "the level: the figures are the other hosts' only"))
+        if measurement["absent_hosts"]:
+            ran_on = ", ".join(h["host"] for h in measurement["hosts"])
+            flags.append(honesty.Flag("fewer_hosts", f"client host(s) {', '.join(measurement['absent_hosts'])} lost "
+                                                     f"earlier in the run: this level ran on {ran_on} only"))
+        return flags

@@ -3,17 +3,20 @@ window per round, stop it.
 
 The sweep uses a ServerHost in its own process, or, with a cluster, the same class as a Dask actor
 on the server-role worker, so the server is started, pinned, verified, watched and stopped on its
-own host by the same code.
+own host by the same code. The functions below answer, on that host, what a run checks and stores
+about it: its CPUs, its installed servers, its facts and their versions.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from httpbench import engine
 from httpbench.monitor import Monitor
 from httpbench.servers.base import Server, ServerProfile, Site
 from httpbench.servers.process import RunningServer, free_port, start
@@ -87,3 +90,18 @@ class ServerHost:
         if self.base is not None:
             shutil.rmtree(self.base, ignore_errors=True)
             self.base = None
+
+
+def usable_cpus() -> Tuple[int, ...]:
+    """The CPUs this host lets servers be pinned to."""
+    return tuple(sorted(os.sched_getaffinity(0)))
+
+
+def installed(adapters: Sequence[Server]) -> List[str]:
+    """The names of the servers in `adapters` this host can run."""
+    return [adapter.name for adapter in adapters if adapter.installed()]
+
+
+def facts(adapters: Sequence[Server]) -> Tuple[dict, Dict[str, Optional[str]]]:
+    """This host's facts, and the version of each server in `adapters`."""
+    return engine.host_facts(), {adapter.name: adapter.version() for adapter in adapters}
