@@ -1,10 +1,13 @@
 """Reports of a real stored run: the HTML page in a real headless Chromium with the network off,
-the PNG/SVG charts, the exports, `compare` on a run and on a doctored copy, and bad input."""
+the PNG/SVG charts, the exports, `compare` on a run and on doctored copies (slower, short of a
+cell, failed partway), a single-level run, and bad input."""
 
 import copy
 import csv
 import io
 import json
+import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -15,14 +18,16 @@ from httpbench import results
 from httpbench.report import Choices, charts
 from httpbench.store import Store
 
+# Four rounds: the 95% interval of a ratio of two 4-round means is about 2.2 times the rounds'
+# coefficient of variation wide (t = 3.18), so a 20% drop stays beyond the noise on a busy host.
 PLAN = """
 name = "report-test"
-description = "two servers, keep-alive on and off, two levels, two rounds"
+description = "two servers, keep-alive on and off, two levels, four rounds"
 servers = ["nginx", "reference"]
 profiles = ["tuned"]
 keep_alive = [true, false]
 server_cpus = [1]
-rounds = 2
+rounds = 4
 warmup = "0.2s"
 [[workload]]
 kind = "generated"
@@ -33,6 +38,10 @@ list = [1, 20]
 [budget]
 duration = "0.4s"
 """
+SINGLE_LEVEL = PLAN.replace('name = "report-test"', 'name = "single-level"').replace(
+    "keep_alive = [true, false]", "keep_alive = [true]").replace("rounds = 4", "rounds = 3").replace(
+    "list = [1, 20]", "list = [8]")
+KEEP_ALIVE, CLOSE = "reference/tuned/7B/ka/1cpu", "nginx/tuned/7B/close/1cpu"
 CHROMIUM = "/usr/bin/chromium"
 # As the machine's probe starts it: no sandbox as root, nothing phoning home.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -55,23 +64,33 @@ def stored(tmp_path_factory):
     return db, 1, done.stderr
 
 
-def copy_run(db: Path, run_id: int, throughput_scale: float, failed_cell: bool = False) -> int:
-    """Store a copy of a run with every round's requests/s scaled (a doctored run), optionally
-    with one more cell that failed before measuring."""
+def copy_run(db: Path, run_id: int, throughput_scale: float = 1.0, failed_cell: bool = False,
+             keep=lambda key, level, index: True, failure=None, flag=None) -> int:
+    """Store a copy of a run (a doctored run): every round's requests/s scaled, only the rounds
+    `keep(cell key, level, round)` picks (a cell left with none is not copied), the cell
+    `failure` = (key, error) marked failed, a flag of kind `doctored` with `flag` = (key, level,
+    reason) added to that level's rounds, and with `failed_cell` one more cell that failed before measuring."""
     store = Store(str(db))
     run = store.run(run_id)
     plan = type("Plan", (), {"name": run["plan_name"], "text": run["plan_text"]})
     new_id = store.start_run(plan, run["host"], run["versions"])
     for cell in run["cells"]:
+        rounds = [r for r in cell["rounds"] if keep(cell["key"], r["level"], r["round"])]
+        if not rounds:
+            continue
         shape = type("Cell", (), {"key": cell["key"], "server": cell["server"], "profile": cell["profile"],
                                   "workload": type("W", (), {"label": cell["workload"]}), "keep_alive": cell["keep_alive"],
                                   "cpus": cell["cpus"]})
         cell_id = store.cell(new_id, shape, cell["config_text"], cell["server_version"])
-        for r in cell["rounds"]:
+        for r in rounds:
             m = copy.deepcopy(r["measurement"])
             m["requests"]["per_second"] *= throughput_scale
+            if flag and flag[:2] == (cell["key"], r["level"]):
+                m["flags"] = [*m.get("flags", []), {"kind": "doctored", "reason": flag[2]}]
             store.add_round(cell_id, r["level"], r["round"], m)
-        store.finish_cell(cell_id, cell["status"], cell["seconds"], cell["error"])
+        failed = failure and failure[0] == cell["key"]
+        store.finish_cell(cell_id, "failed" if failed else cell["status"], cell["seconds"],
+                          failure[1] if failed else cell["error"])
     if failed_cell:
         shape.key, shape.server = "lighttpd/tuned/7B/ka/1cpu", "lighttpd"
         cell_id = store.cell(new_id, shape, "", "lighttpd/1.4")
@@ -87,8 +106,30 @@ def test_a_run_ends_with_its_report(stored):
     assert path.stat().st_size > 500_000   # the Vega bundle is inlined: no CDN
 
 
+# Every mark of the throughput chart with its series (from the label Vega gives it) and opacity.
+MARKS = """chart => [...document.querySelectorAll(chart + ' g.role-mark > [aria-label]')]
+    .map(e => [e.getAttribute('aria-label'), e.getAttribute('opacity')])"""
+LEGEND = """chart => [...document.querySelectorAll(chart + ' .role-legend-label text')]
+    .map(e => [e.textContent, e.getAttribute('opacity')])"""
+
+
+def _hidden_series(page, chart: str) -> dict:
+    """series -> whether every one of its marks is invisible, checking its legend entry agrees."""
+    # Vega redraws within the event's task; two frames later the page shows it.
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    marks: dict = {}
+    for label, opacity in page.evaluate(MARKS, chart):
+        series = re.search(r"(?:series|server/profile): ([^;]+)", label).group(1)
+        marks.setdefault(series, set()).add(opacity == "0")
+    legend = {text: opacity != "1" for text, opacity in page.evaluate(LEGEND, chart)}
+    hidden = {series: all(states) for series, states in marks.items()}
+    assert all(len(states) == 1 for states in marks.values()), marks   # a series is hidden whole or not at all
+    assert hidden == legend, (hidden, legend)
+    return hidden
+
+
 def test_the_page_draws_every_chart_offline_in_chromium(stored, tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api   # in the test extras: missing, this test fails rather than skips
     assert Path(CHROMIUM).exists(), "Chromium is missing: apt-get install -y chromium (make test-deps does)"
     db, run_id, _ = stored
     page_file = tmp_path / "report.html"
@@ -116,6 +157,18 @@ def test_the_page_draws_every_chart_offline_in_chromium(stored, tmp_path):
             shot = tmp_path / "report.png"
             page.screenshot(path=str(shot), full_page=True)
             failed = page.eval_on_selector_all("tr.failed", "rows => rows.length")
+            # The legend: a click hides that series, shift-click another too, a double-click shows all.
+            chart = "#chart-throughput"
+
+            def entry(name):
+                return page.locator(f"{chart} .role-legend-label text", has_text=name).first
+            toggled = [_hidden_series(page, chart)]
+            entry("nginx/tuned").click()
+            toggled.append(_hidden_series(page, chart))
+            entry("reference/tuned").click(modifiers=["Shift"])
+            toggled.append(_hidden_series(page, chart))
+            entry("nginx/tuned").dblclick()
+            toggled.append(_hidden_series(page, chart))
         finally:
             browser.close()
     assert problems == []
@@ -123,6 +176,8 @@ def test_the_page_draws_every_chart_offline_in_chromium(stored, tmp_path):
     assert all(marks > 5 for _, marks in drawn), drawn
     assert shot.stat().st_size > 50_000
     assert failed == 0
+    assert toggled == [{"nginx/tuned": False, "reference/tuned": False}, {"nginx/tuned": True, "reference/tuned": False},
+                       {"nginx/tuned": True, "reference/tuned": True}, {"nginx/tuned": False, "reference/tuned": False}]
 
 
 def _quantity_encodings(node, path=()):
@@ -235,3 +290,173 @@ def test_chart_choices(stored):
     rows = charts.ratings(charts.Measured([run], Choices(baseline="nginx")))
     assert {r["baseline"] for r in rows} == {"nginx/tuned"}
     assert all(abs(r["rating"] - 100) < 1e-9 for r in rows if r["series"] == "nginx/tuned")
+
+
+def _nodes(node):
+    """Every object in a Vega-Lite spec."""
+    if isinstance(node, dict):
+        yield node
+        node = list(node.values())
+    if isinstance(node, list):
+        for value in node:
+            yield from _nodes(value)
+
+
+def test_the_legend_selection_holds_the_hidden_series(stored):
+    """The spec: the selection is the series clicked in the legend; an empty one hides nothing;
+    every mark of a series (line, band, dot, bar, whisker) goes to opacity 0 when it is selected;
+    the legend fades the selected entries and a double-click clears the selection."""
+    db, run_id, _ = stored
+    for chart in charts.all_charts([results.load(Store(str(db)), run_id)]):
+        spec = chart.spec.to_dict()
+        (selection,) = [n for n in _nodes(spec) if n.get("name") == charts.HIDDEN and "select" in n]
+        assert selection["select"] == {"type": "point", "fields": ["series"]} and selection["bind"] == "legend"
+        opacities = [n["encoding"]["opacity"] for n in _nodes(spec) if "opacity" in (n.get("encoding") or {})]
+        marks = [n for n in _nodes(spec) if "mark" in n and n.get("encoding", {}).get("y") != {"datum": 100}]
+        assert len(opacities) == len(marks), chart.name   # every mark but the rating's line at 100
+        for opacity in opacities:
+            assert opacity["condition"] == {"param": charts.HIDDEN, "empty": False, "value": 0.0}, (chart.name, opacity)
+            assert opacity["value"] > 0, (chart.name, opacity)
+        compiled = charts.vega(spec)
+        (legend,) = [g for g in compiled["legends"] if "color" in (g.get("fill"), g.get("stroke"))]
+        for part in ("symbols", "labels"):
+            faded, shown = legend["encode"][part]["update"]["opacity"]
+            assert faded["test"].startswith(f'length(data("{charts.HIDDEN}_store")) && ') and faded["value"] < 1
+            assert shown == {"value": 1}
+        (clicked,) = [s for s in compiled["signals"] if s["name"] == f"{charts.HIDDEN}_series_legend"]
+        assert {"events": [{"source": "view", "type": "dblclick"}], "update": "null", "force": True} in clicked["on"]
+
+
+def test_a_flagged_level_is_marked_on_every_chart(stored):
+    db, run_id, _ = stored
+    doctored = copy_run(db, run_id, flag=(KEEP_ALIVE, 20, "the client set the pace"))
+    run = results.load(Store(str(db)), doctored)
+    marked = set()
+    for chart in charts.all_charts([run]):
+        spec = chart.spec.to_dict()
+        rows = spec["data"]["values"]
+        flagged = [r for r in rows if r.get("flagged")]
+        assert all(r["flags"] for r in flagged), chart.name   # the reason, for the tooltip
+        if any("doctored: " in r["flags"] and "the client set the pace" in r["flags"] for r in flagged):
+            marked.add(chart.name)
+        text = json.dumps(spec)
+        assert '"test": "datum.flagged", "value": "#d62728"' in text, chart.name   # drawn in red
+        assert '"field": "flags"' in text, chart.name                              # and said on hover
+    assert marked == {"throughput", "latency", "server_cpu", "server_memory", "rps_bars", "total_time",
+                      "end_memory", "rating", "differences", "spectrum", "timeline"}
+
+
+def test_a_cells_mean_is_the_mean_of_its_level_means(stored):
+    db, run_id, _ = stored
+    # Level 20 keeps one round, level 1 all four: averaging rounds would weigh level 1 four times.
+    uneven = copy_run(db, run_id, keep=lambda key, level, index: level == 1 or index == 0)
+    run = results.load(Store(str(db)), uneven)
+    for group in results.groups(run.measured):
+        for cell in group.cells:
+            figures = group.figures(cell)
+            level_means = [lv.rps.mean for lv in cell.levels]
+            assert figures.mean_rps == pytest.approx(statistics.fmean(level_means))
+            assert figures.mean_rps != pytest.approx(statistics.fmean(v for lv in cell.levels for v in lv.rps_values))
+            assert figures.noise == pytest.approx(cell.levels[0].rps.cv)   # the one level with rounds to compare
+    markdown = httpbench("export", str(uneven), "--db", str(db), "--format", "markdown").stdout
+    assert "| round-to-round CV |" in markdown and "σ" not in markdown
+
+
+def test_a_cell_that_failed_partway_is_compared_on_the_levels_all_measured(stored, tmp_path):
+    db, run_id, _ = stored
+    error = "reference stopped answering at 20 connections"
+    partial = copy_run(db, run_id, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1,
+                       failure=(KEEP_ALIVE, error))
+    run = results.load(Store(str(db)), partial)
+    (group,) = [g for g in results.groups(run.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
+    assert group.levels == (1,) and group.every_level == (1, 20)
+    cells = {c.key: c for c in group.cells}
+    assert group.incomplete(cells[KEEP_ALIVE]).startswith("measured level 1 of levels 1, 20")
+    assert group.incomplete(cells["nginx/tuned/7B/ka/1cpu"]) is None
+    # Its total time is not the shorter for having fewer levels: both are taken at level 1.
+    for cell in group.cells:
+        assert group.figures(cell).time_for_same_requests == pytest.approx(
+            results.SAME_REQUESTS / cell.levels[0].rps.mean)
+    shown = httpbench("show", str(partial), "--db", str(db))
+    assert shown.returncode == 0 and "incomplete" in shown.stdout and error in shown.stdout
+    assert "on average over level 1, the levels every cell measured" in shown.stdout
+    markdown = httpbench("export", str(partial), "--db", str(db), "--format", "markdown").stdout
+    assert "`reference/tuned` ⚑" in markdown and "incomplete (measured level 1 of levels 1, 20" in markdown
+    assert "Requests/s over level 1:" in markdown and "reference/tuned (incomplete)" in markdown
+    page = tmp_path / "partial.html"
+    made = httpbench("report", str(partial), "--db", str(db), "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    assert "is incomplete: measured level 1 of levels 1, 20" in page.read_text()
+    worse = httpbench("compare", str(run_id), str(partial), "--db", str(db), "--fail-on-regression", "5%")
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    assert (f"regression: {KEEP_ALIVE}: failed in run {partial} ({error}); level 20 not measured"
+            in worse.stderr), worse.stderr
+
+
+def test_compare_counts_a_cell_missing_in_run_b_as_a_regression(stored):
+    db, run_id, _ = stored
+    short = copy_run(db, run_id, keep=lambda key, level, index: key != CLOSE)
+    listed = httpbench("compare", str(run_id), str(short), "--db", str(db))
+    assert listed.returncode == 0 and f"missing: {CLOSE}: not in run {short}" in listed.stdout
+    guarded = httpbench("compare", str(run_id), str(short), "--db", str(db), "--fail-on-regression", "5%")
+    assert guarded.returncode == 1, guarded.stdout + guarded.stderr
+    assert f"regression: {CLOSE}: not in run {short}" in guarded.stderr
+    # The other way round, a cell only B has is no regression.
+    assert httpbench("compare", str(short), str(run_id), "--db", str(db), "--fail-on-regression", "50%").returncode == 0
+
+
+def test_a_baseline_or_level_the_run_lacks_is_refused(stored, tmp_path):
+    db, run_id, _ = stored
+    for command in ("report", "plot"):
+        out = tmp_path / command
+        wrong = httpbench(command, str(run_id), "--db", str(db), "-o", str(out), "--baseline", "lighttpd")
+        assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
+        assert ("--baseline lighttpd is not a server of run 1: choose one of nginx, nginx/tuned, reference"
+                in wrong.stderr)
+        wrong = httpbench(command, str(run_id), "--db", str(db), "-o", str(out), "--level", "5")
+        assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
+        assert "--level 5 was not measured in run 1: choose one of 1, 20" in wrong.stderr
+        assert not out.exists()
+
+
+def test_reading_commands_refuse_a_database_that_does_not_exist(tmp_path):
+    db = tmp_path / "nowhere" / "results.db"
+    for args in (["report", "1"], ["plot", "1", "-o", str(tmp_path / "png")], ["export", "1"],
+                 ["compare", "1", "2"], ["show", "1"], ["runs"]):
+        done = httpbench(*args, "--db", str(db))
+        assert done.returncode == 2 and done.stderr == f"httpbench: no database at {db}: 'httpbench run' makes one; " \
+                                                       "give --db the file or URL it wrote\n", (args, done.stderr)
+    assert not db.parent.exists()
+
+
+@pytest.fixture(scope="module")
+def single_level(tmp_path_factory):
+    """A real sweep of one level (nginx and reference, three rounds) whose report cannot be
+    written: a directory stands where it would go. (database path, the run's result)."""
+    base = tmp_path_factory.mktemp("single")
+    plan = base / "plan.toml"
+    plan.write_text(SINGLE_LEVEL)
+    (base / "report-run-1.html").mkdir()
+    return base / "results.db", httpbench("run", str(plan), "--db", str(base / "results.db"))
+
+
+def test_a_report_that_fails_after_a_run_is_a_warning(single_level):
+    db, done = single_level
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    (warning,) = [line for line in done.stderr.splitlines() if "report failed" in line]
+    assert warning.startswith("httpbench: warning: run 1 is stored but its report failed (")
+    assert warning.endswith(f"; retry with: httpbench report 1 --db {db}")
+    assert len(Store(str(db)).run(1)["cells"]) == 2
+
+
+def test_a_single_level_run_reports(single_level, tmp_path):
+    db, _ = single_level
+    page = tmp_path / "single.html"
+    made = httpbench("report", "1", "--db", str(db), "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    names = {c.name for c in charts.all_charts([results.load(Store(str(db)), 1)])}
+    assert {"throughput", "rps_bars", "total_time", "end_memory", "rating", "spectrum", "timeline"} <= names
+    markdown = httpbench("export", "1", "--db", str(db), "--format", "markdown").stdout
+    assert "Requests/s over level 8:" in markdown and "on average over every level" in markdown
+    rows = list(csv.DictReader(io.StringIO(httpbench("export", "1", "--db", str(db), "--format", "csv").stdout)))
+    assert [(r["level"], r["rounds"]) for r in rows] == [("8", "3"), ("8", "3")]
