@@ -4,8 +4,8 @@ with a server worker (pinned to CPU 1, and alone in finding `fakeserver` on its 
 workers c1 and c2; a test that kills a worker gets it back before the next one. Covered: a level
 split over two hosts, a long level, a host lost before the barrier or mid-level, a host whose
 engine fails stopping the others, and whole runs: one going on after a loss with the later levels
-flagged, facts and checks taken on the server host, client tools refused. (Hosts in network
-namespaces: test_cluster_hosts.py.)"""
+flagged, one stopping with the resume command, facts and checks taken on the server host, client
+tools refused. (Hosts in network namespaces: test_cluster_hosts.py.)"""
 
 import os
 import shlex
@@ -360,11 +360,38 @@ def test_a_run_goes_on_after_losing_a_client_host_and_flags_the_levels_after(tls
     assert any(f["kind"] == "fewer_hosts" and "c2" in f["reason"] for f in after["flags"]), after["flags"]
 
 
+def test_on_client_loss_stop_stores_the_level_and_says_how_to_resume(tls_cluster, tmp_path):
+    net, _ = tls_cluster
+    plan, log = nginx_plan(tmp_path, "4, 8", 'duration = "3s"')
+    db = tmp_path / "r.db"
+    killer = kill_when(log, net.procs["c2"])
+    done = net.run(str(plan), "--db", str(db), "--on-client-loss", "stop")
+    killer.join()
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "client host(s) c2 lost at level 4" in done.stderr and "report: " in done.stderr
+    resume = next(line for line in done.stderr.splitlines() if "Resume with: " in line).split("Resume with: ")[1]
+    assert f"--cluster {net.address}" in resume and f"--certs {net.certs}" in resume
+    run, cell, levels = levels_of(db)
+    assert run["status"] == "stopped" and cell["status"] == "stopped" and "c2" in cell["error"]
+    assert list(levels) == [4] and levels[4]["lost_hosts"] == ["c2"]
+    assert any(f["kind"] == "partial" for f in levels[4]["flags"])
+    # The command printed finishes the run once the host is back.
+    net.ensure()
+    resumed = subprocess.run([sys.executable, "-m", "httpbench", *shlex.split(resume)[1:]], capture_output=True,
+                             text=True, timeout=180)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    run, cell, levels = levels_of(db)
+    assert run["status"] == "done" and cell["status"] == "done" and list(levels) == [4, 8]
+    assert [h["host"] for h in levels[8]["hosts"]] == ["c1", "c2"]
+
+
 def test_the_server_host_has_its_own_cpus_servers_and_facts(tls_cluster, tmp_path):
     net, _ = tls_cluster
     assert shutil.which("fakeserver") is None   # only the server host has it
     plan = short_plan(tmp_path, '["fake"]', "1", "requests = 50",
                       tables='[server.fake]\ncommand = "fakeserver {port} {host} {docroot}"\n')
+    refused = net.run(str(plan), "--db", str(tmp_path / "r.db"), "--server-cpus", "0")
+    assert "CPU 0, which the server host srv does not let us use (available: 1)" in one_line_error(refused)
     done = net.run(str(plan), "--db", str(tmp_path / "r.db"))
     assert done.returncode == 0, done.stderr[-3000:]
     run, cell, levels = levels_of(tmp_path / "r.db")

@@ -172,6 +172,9 @@ def _run(args: argparse.Namespace) -> int:
     from httpbench import console
     if args.plan and args.resume is not None:
         raise _UsageError("--resume continues a stored run with its own plan; drop the plan argument")
+    if args.cluster and args.client_cpus:
+        raise _UsageError("--client-cpus does not apply with --cluster: each client host's engine uses that "
+                          "host's own CPUs")
     only = [name.strip() for name in args.servers.split(",") if name.strip()] if args.servers else None
     return console.run_plan(args.plan, only, args.server_cpus, args.client_cpus, args.allow_shared_cpus,
                             args.db, args.resume, args.cluster, args.certs, args.on_client_loss)

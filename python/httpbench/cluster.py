@@ -517,6 +517,14 @@ class ClusterLoad:
     def server_host_name(self) -> str:
         return self._server_worker()[1]
 
+    def placement(self, server_cpus: Optional[str]):
+        """The server's CPUs, checked against the server host's own; the client hosts' engines use
+        their hosts' CPUs, so nothing is taken from the server's host for them."""
+        from httpbench.placement import Placement
+        from httpbench.servers.host import usable_cpus
+        return Placement.choose(server_cpus, allow_shared=True, available=self.on_server_host(usable_cpus),
+                                where=f"the server host {self.server_host_name()}")
+
     def on_server_host(self, function: Callable, *args):
         """`function(*args)` run on the server worker's host (its facts, its installed servers)."""
         address, name = self._server_worker()

@@ -138,11 +138,12 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
              cluster_address: Optional[str] = None, certs: Optional[Path] = None,
              on_client_loss: str = "continue") -> int:
     """`httpbench run`: sweep a plan (or finish an interrupted run) with a live display, then
-    print the summary. Returns the exit code: 0 done, 130 interrupted (resumable)."""
+    print the summary. Returns the exit code: 0 done, 1 stopped for a lost client host, 130
+    interrupted (both resumable)."""
     from httpbench import plan as plans
     from httpbench.placement import Placement
     from httpbench.store import Store
-    from httpbench.sweep import Sweep
+    from httpbench.sweep import Stopped, Sweep
 
     store = Store(db)
     if resume is not None:
@@ -155,27 +156,34 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
         # Nothing of Dask is imported or started without --cluster.
         from httpbench.cluster import ClusterLoad
         cluster = ClusterLoad(cluster_address, certs)
-    # On a cluster the client's CPUs are the client hosts' own: the server may take any here.
-    placement = Placement.choose(server_cpus, client_cpus, allow_shared or cluster is not None)
+    placement = cluster.placement(server_cpus) if cluster else Placement.choose(server_cpus, client_cpus, allow_shared)
     sweep = Sweep(chosen, store, placement, only, cluster=cluster, on_client_loss=on_client_loss)
     run_id = resume if resume is not None else sweep.start()
     per_cell = len(chosen.levels) * (chosen.rounds if isinstance(chosen.rounds, int) else 3)
     bar, sweep.progress = live_progress(len(sweep.cells) * per_cell)
+    resume_command = f"httpbench run --resume {run_id} --db {db}"
+    if cluster_address:
+        # Resumed without them, the rest of the run would be measured from this host alone.
+        resume_command += f" --cluster {cluster_address}" + (f" --certs {certs}" if certs else "") + \
+            (" --on-client-loss stop" if on_client_loss == "stop" else "")
+    code = 0
     try:
         with bar:
             sweep.run(run_id)
     except KeyboardInterrupt:
         # Plain print: the command must stay on one line, to be copied.
-        print(f"interrupted; every finished round is stored. Resume with: "
-              f"httpbench run --resume {run_id} --db {db}", file=sys.stderr)
+        print(f"interrupted; every finished round is stored. Resume with: {resume_command}", file=sys.stderr)
         return 130
+    except Stopped as e:
+        print(f"stopped: {e}; every finished round is stored. Resume with: {resume_command}", file=sys.stderr)
+        code = 1
     finally:
         if cluster is not None:
             cluster.close()
     measured = results.load(store, run_id)
     summary(measured)
     write_report(measured, db)
-    return 0
+    return code
 
 
 def report_path(db: str, run_ids: List[int]) -> Path:

@@ -39,8 +39,10 @@ class Placement:
 
     @classmethod
     def choose(cls, server_cpus: Optional[str], client_cpus: Optional[str] = None,
-               allow_shared: bool = False, available: Optional[Tuple[int, ...]] = None) -> "Placement":
-        """By default the server gets the first CPU and the client all the others."""
+               allow_shared: bool = False, available: Optional[Tuple[int, ...]] = None,
+               where: str = "this machine") -> "Placement":
+        """By default the server gets the first CPU and the client all the others. `available`:
+        the CPUs of the host `where` both run (default: this process's)."""
         available = tuple(sorted(available if available is not None else os.sched_getaffinity(0)))
         server = parse_cpus(server_cpus) if server_cpus else available[:1]
         client = (parse_cpus(client_cpus, "--client-cpus") if client_cpus
@@ -48,7 +50,7 @@ class Placement:
         for flag, cpus in (("--server-cpus", server), ("--client-cpus", client)):
             missing = [c for c in cpus if c not in available]
             if missing:
-                raise PlacementError(f"{flag} names CPU {missing[0]}, which this machine does not let us use "
+                raise PlacementError(f"{flag} names CPU {missing[0]}, which {where} does not let us use "
                                      f"(available: {_show(available)})")
         if not client:
             if not allow_shared:
