@@ -300,8 +300,7 @@ _ENGINE_PROCESS = "from httpbench.cluster import engine_process; engine_process(
 def engine_process() -> None:
     """One host's engine for one level, as a process of its own: its spec comes on stdin; it says
     "ready", starts at the line "go" and stops at the next line or at the end of input (its worker
-    gone). It prints one JSON line: the report and the wall-clock time the engine returned, or the
-    engine's error; stopped, nothing."""
+    gone). It prints one JSON line: the report, or the engine's error; stopped, nothing."""
     spec = json.loads(sys.stdin.readline())
     print("ready", flush=True)
     if sys.stdin.readline().strip() != "go":
@@ -309,9 +308,8 @@ def engine_process() -> None:
     threading.Thread(target=_stop_at_next_line, daemon=True).start()
     try:
         report = engine.run(spec)
-        returned_at = time.time()
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # the figures are in hand: a late stop changes nothing
-        print(json.dumps({"report": report, "returned_at": returned_at}), flush=True)
+        print(json.dumps({"report": report}), flush=True)
     except engine.EngineError as e:
         print(json.dumps({"error": str(e)}), flush=True)
     except KeyboardInterrupt:
@@ -384,11 +382,7 @@ def _report_of(process: subprocess.Popen, stop, spec: dict, host: str) -> Option
     out = json.loads(printed[0])
     if "error" in out:
         raise engine.EngineError(out["error"])
-    report = out["report"]
-    # The engine's report has no start time: its load started its measured duration (and warm-up)
-    # before it returned, late only by the engine's own wrap-up (joining threads, the report).
-    report["started_at"] = out["returned_at"] - report["duration_s"] - (spec.get("warmup") or 0)
-    return report
+    return out["report"]
 
 
 class ClusterLoad:

@@ -24,6 +24,9 @@ pub struct Report {
     /// The run's input, as given.
     pub spec: LoadSpec,
     pub validation: Validation,
+    /// When the load started (the threads' time zero, after validation; warm-up counts from
+    /// here), in seconds since the Unix epoch: what lines up engines on several hosts.
+    pub started_at: f64,
     /// Seconds of measurement (after warm-up).
     pub duration_s: f64,
     pub requests: Requests,

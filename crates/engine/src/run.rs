@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::http::request::RequestSet;
 use crate::http::response::{Response, ResponseParser, ResponseSink};
@@ -77,7 +77,10 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     let aborted = shared.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).take().or_else(|| {
         stop.load(Ordering::Relaxed).then(|| "stopped on request before the end".to_string())
     });
-    Ok(summarise(spec, &shared.spec, io, validation, &assignments, outcomes, merger, aborted))
+    // The wall clock of time zero, for lining up engines on several hosts.
+    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let started_at = now.as_secs_f64() - shared.start.elapsed().as_secs_f64();
+    Ok(summarise(spec, &shared.spec, io, validation, started_at, &assignments, outcomes, merger, aborted))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -278,6 +281,7 @@ fn summarise(
     resolved: &Resolved,
     io: Io,
     validation: report::Validation,
+    started_at: f64,
     assignments: &[Assignment],
     outcomes: Vec<Outcome>,
     merger: SeriesMerger,
@@ -324,6 +328,7 @@ fn summarise(
         engine: report::Engine { version: env!("CARGO_PKG_VERSION"), io: io.name() },
         spec: spec.clone(),
         validation,
+        started_at,
         duration_s: secs,
         requests: report::Requests {
             sent: counters.sent,
