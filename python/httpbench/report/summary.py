@@ -68,7 +68,9 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
     meaning = {"client_saturated": "the client, not the server, may have set the pace",
                "littles_law": "throughput x latency does not match the connections in flight",
                "noisy": "the rounds disagree by more than 5%",
-               "shared_cpus": "server and client shared CPUs"}
+               "shared_cpus": "server and client shared CPUs",
+               "partial": "a client host was lost during the level; the figures are the other hosts'",
+               "fewer_hosts": "the level ran on fewer client hosts than the run began with"}
     for kind, count in sorted(counts.items()):
         out.append(f"{count} of {total} levels are flagged {kind}: {meaning.get(kind, kind)} "
                    "(marked in red on the charts; hover for the reason).")
