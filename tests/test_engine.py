@@ -72,7 +72,7 @@ def test_requests_per_connection_and_url_round_robin(nginx, load, tmp_path):
     per_connection = collections.Counter(line.split()[0] for line in lines).values()
     # Each connection carries 10, except the last of each of the 4 when the budget runs out.
     assert max(per_connection) == 10 and sum(n < 10 for n in per_connection) <= 4
-    assert r["bytes"]["body"] == 500 * 1 + 500 * 2
+    assert r["bytes"]["body"] == paths["/a.html"] * 1 + paths["/b.html"] * 2
 
 
 def test_http10_and_head(nginx, load):
