@@ -1,5 +1,7 @@
 """Honesty checks on synthetic measurements, and once on a real client-bound level."""
 
+import subprocess
+import sys
 from typing import Optional
 
 import pytest
@@ -21,6 +23,15 @@ def measurement(rps: float = 10_000, mean_us: Optional[float] = 1_000, busy: Opt
 def test_busy_engine_thread_is_saturation():
     flag = honesty.client_saturated([measurement(), measurement(busy=0.95)], None, 1)
     assert flag.kind == "client_saturated" and "round 2" in flag.reason and "95%" in flag.reason
+
+
+def test_an_engine_thread_starved_of_its_cpu_is_saturation():
+    starved = measurement(busy=None, threads=[{"busy_share": 0.2, "waiting_share": 0.1},
+                                              {"busy_share": 0.5, "waiting_share": 0.45}])
+    flag = honesty.client_saturated([starved], None, 2)
+    assert "busiest client thread 50% busy and 45% waiting for its CPU" in flag.reason
+    calm = measurement(busy=None, threads=[{"busy_share": 0.5, "waiting_share": 0.3}])
+    assert honesty.client_saturated([calm], None, 1) is None
 
 
 def test_client_cpu_at_its_cores_is_saturation():
@@ -91,8 +102,8 @@ def test_a_client_bound_level_is_flagged(nginx):
     (Pipelining, the obvious choice, does not do it: the engine then spends less per request
     than nginx, which saturates first at ~0.7 client busy share.)
 
-    On a shared 2-core machine other work on the client CPU can only lower the busy share, so
-    a miss is retried, up to three 1-second levels."""
+    Other work on the client CPU of a shared machine turns busy time into time waiting for the
+    CPU, which counts too; a miss is retried all the same, up to three 1-second levels."""
     url, _ = nginx(FILES, access_log=False)
     spec = {"urls": [url + "index.html"], "connections": 100, "threads": 1, "cpus": [CLIENT_CPU],
             "keep_alive": False, "stop": {"duration": 1.0}}
@@ -105,3 +116,22 @@ def test_a_client_bound_level_is_flagged(nginx):
             return
         seen.append(report["client"]["busy_share"])
     pytest.fail(f"a client-bound level was not flagged; busy shares {seen}")
+
+
+def test_a_client_starved_by_another_process_is_flagged(nginx):
+    """A process spinning on the client's CPU leaves the engine about half of it: its thread is
+    then busy about half the time and waiting for its CPU most of the rest, and the level is
+    client-bound even though the engine's own CPU time says 50%."""
+    url, _ = nginx(FILES, access_log=False)
+    hog = subprocess.Popen(["taskset", "-c", str(CLIENT_CPU), sys.executable, "-c",
+                            "import time\nend = time.time() + 20\nwhile time.time() < end: pass"])
+    try:
+        report = engine.run({"urls": [url + "index.html"], "connections": 100, "threads": 1,
+                             "cpus": [CLIENT_CPU], "keep_alive": False, "stop": {"duration": 1.5}})
+    finally:
+        hog.kill()
+        hog.wait()
+    client = report["client"]
+    assert client["waiting_share"] > 0.2, client
+    flag = honesty.client_saturated([report], None, 1)
+    assert flag and "waiting for its CPU" in flag.reason, (client, flag)

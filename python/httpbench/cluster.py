@@ -282,6 +282,7 @@ def merge_reports(reports: Sequence[dict], hosts: Sequence[str]) -> dict:
         "user_s": sum(c["user_s"] for c in clients), "sys_s": sum(c["sys_s"] for c in clients),
         # The busiest thread anywhere: one saturated host is enough to distort the level.
         "busy_share": max(c["busy_share"] for c in clients),
+        "waiting_share": max(c.get("waiting_share") or 0.0 for c in clients),
         "cpu_us_per_request": (sum(c["user_s"] + c["sys_s"] for c in clients) * 1e6 / merged["requests"]["completed"]
                                if merged["requests"]["completed"] else 0.0),
     }

@@ -12,7 +12,7 @@ from typing import List, Optional, Sequence
 
 from httpbench.stats import LevelStats
 
-BUSY_SHARE_LIMIT = 0.9      # busiest engine thread's CPU time / wall time
+BUSY_SHARE_LIMIT = 0.9      # an engine thread's CPU time (and time waiting for its CPU) / wall time
 CPU_SHARE_LIMIT = 0.95      # client CPU time / wall time, as a share of the cores it was given
 CEILING_MARGIN = 0.10       # throughput within this of the client ceiling
 LITTLE_MARGIN = 0.10
@@ -32,16 +32,22 @@ def _rps(m: dict) -> Optional[float]:
 
 
 def client_saturated(measurements: Sequence[dict], ceiling_rps: Optional[float], client_cores: int) -> Optional[Flag]:
-    """The client, not the server, set the pace: any round's busiest engine thread above 90% busy,
-    or the client's CPU time at 95% of the cores it was given, or the level's mean throughput
+    """The client, not the server, set the pace: any round's busiest engine thread above 90% busy
+    (counting the time it was ready but other processes had its CPU: on a shared machine a starved
+    client is as much the limit as a busy one), or the client's CPU time at 95% of the cores it
+    was given, or the level's mean throughput
     within 10% of the client ceiling (its throughput against `reference`, measured at the start
     of the run)."""
     reasons: List[str] = []
     for index, m in enumerate(measurements, 1):
         client = m.get("client") or {}
-        busy = client.get("busy_share")
-        if busy is not None and busy > BUSY_SHARE_LIMIT:
-            reasons.append(f"round {index}: busiest client thread {busy:.0%} busy (> {BUSY_SHARE_LIMIT:.0%})")
+        threads = client.get("threads") or [client]
+        busy, waiting = max(((t.get("busy_share"), t.get("waiting_share") or 0.0) for t in threads),
+                            key=lambda bw: (bw[0] or 0.0) + bw[1])
+        if busy is not None and busy + waiting > BUSY_SHARE_LIMIT:
+            starved = f" and {waiting:.0%} waiting for its CPU" if waiting > 0.05 else ""
+            reasons.append(f"round {index}: busiest client thread {busy:.0%} busy{starved} "
+                           f"(> {BUSY_SHARE_LIMIT:.0%})")
         user, system = client.get("user_s"), client.get("sys_s")
         # A tool's rusage covers its whole life (start-up, connecting), so it is set against the
         # process's wall time when the client report has one; the engine's is measurement only.

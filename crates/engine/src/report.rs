@@ -208,6 +208,9 @@ pub struct Client {
     pub sys_s: f64,
     /// The busiest thread's share of wall time on a CPU: near 1, the client was the bottleneck.
     pub busy_share: f64,
+    /// The largest share of wall time a thread spent ready to run but waiting for its CPU
+    /// (taken by other processes): busy plus waiting near 1 is a client-bound run too.
+    pub waiting_share: f64,
     /// Client CPU time per completed request, in microseconds.
     pub cpu_us_per_request: f64,
 }
@@ -219,6 +222,7 @@ pub struct ThreadUse {
     pub sys_s: f64,
     pub wall_s: f64,
     pub busy_share: f64,
+    pub waiting_share: f64,
 }
 
 impl Status {

@@ -303,12 +303,14 @@ fn summarise(
             cpu.sys += o.cpu.sys;
             wall = wall.max(o.wall);
             let wall_s = o.wall.as_secs_f64();
+            let share = |d: Duration| if wall_s > 0.0 { d.as_secs_f64() / wall_s } else { 0.0 };
             report::ThreadUse {
                 cpu: a.cpu,
                 user_s: o.cpu.user.as_secs_f64(),
                 sys_s: o.cpu.sys.as_secs_f64(),
                 wall_s,
-                busy_share: if wall_s > 0.0 { o.cpu.total().as_secs_f64() / wall_s } else { 0.0 },
+                busy_share: share(o.cpu.total()),
+                waiting_share: share(o.cpu.waiting),
             }
         })
         .collect::<Vec<_>>();
@@ -352,6 +354,7 @@ fn summarise(
         timeseries,
         client: report::Client {
             busy_share: threads.iter().map(|t| t.busy_share).fold(0.0, f64::max),
+            waiting_share: threads.iter().map(|t| t.waiting_share).fold(0.0, f64::max),
             threads,
             user_s: cpu.user.as_secs_f64(),
             sys_s: cpu.sys.as_secs_f64(),

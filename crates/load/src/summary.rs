@@ -78,14 +78,20 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "Rate: {:.2} req/s sent of {:.2} asked, {} behind schedule{short}", o.achieved_rate, o.target_rate, o.behind_schedule);
     }
     let c = &r.client;
+    let bound = c.threads.iter().map(|t| t.busy_share + t.waiting_share).fold(0.0, f64::max);
     let _ = writeln!(
         out,
-        "Client: user {:.2}s, sys {:.2}s, {:.1} us CPU per request, busiest thread {:.0}% busy{}",
+        "Client: user {:.2}s, sys {:.2}s, {:.1} us CPU per request, busiest thread {:.0}% busy{}{}",
         c.user_s,
         c.sys_s,
         c.cpu_us_per_request,
         c.busy_share * 100.0,
-        if c.busy_share > 0.9 { " (the client may be the bottleneck)" } else { "" }
+        if c.waiting_share > 0.05 {
+            format!(", a thread {:.0}% waiting for its CPU (other processes had it)", c.waiting_share * 100.0)
+        } else {
+            String::new()
+        },
+        if bound > 0.9 { " (the client may be the bottleneck)" } else { "" }
     );
     if let Some(p) = &r.validation.problem {
         let _ = writeln!(out, "Warning: {p}");
