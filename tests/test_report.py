@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from httpbench import results
-from httpbench.report import Choices, charts
+from httpbench import honesty, results
+from httpbench.report import Choices, charts, summary
 from httpbench.store import Store
 
 # Four rounds: the 95% interval of a ratio of two 4-round means is about 2.2 times the rounds'
@@ -65,14 +65,15 @@ def stored(tmp_path_factory):
 
 
 def copy_run(db: Path, run_id: int, throughput_scale: float = 1.0, failed_cell: bool = False,
-             keep=lambda key, level, index: True, failure=None, flag=None) -> int:
+             keep=lambda key, level, index: True, failure=None, doctor=None, plan_text=None) -> int:
     """Store a copy of a run (a doctored run): every round's requests/s scaled, only the rounds
     `keep(cell key, level, round)` picks (a cell left with none is not copied), the cell
-    `failure` = (key, error) marked failed, a flag of kind `doctored` with `flag` = (key, level,
-    reason) added to that level's rounds, and with `failed_cell` one more cell that failed before measuring."""
+    `failure` = (key, error) marked failed, each copied measurement passed to `doctor(cell key,
+    level, round, measurement)` to edit, with `failed_cell` one more cell that failed before
+    measuring, and `plan_text` stored as its plan instead of the run's."""
     store = Store(str(db))
     run = store.run(run_id)
-    plan = type("Plan", (), {"name": run["plan_name"], "text": run["plan_text"]})
+    plan = type("Plan", (), {"name": run["plan_name"], "text": plan_text or run["plan_text"]})
     new_id = store.start_run(plan, run["host"], run["versions"])
     for cell in run["cells"]:
         rounds = [r for r in cell["rounds"] if keep(cell["key"], r["level"], r["round"])]
@@ -85,8 +86,8 @@ def copy_run(db: Path, run_id: int, throughput_scale: float = 1.0, failed_cell: 
         for r in rounds:
             m = copy.deepcopy(r["measurement"])
             m["requests"]["per_second"] *= throughput_scale
-            if flag and flag[:2] == (cell["key"], r["level"]):
-                m["flags"] = [*m.get("flags", []), {"kind": "doctored", "reason": flag[2]}]
+            if doctor:
+                doctor(cell["key"], r["level"], r["round"], m)
             store.add_round(cell_id, r["level"], r["round"], m)
         failed = failure and failure[0] == cell["key"]
         store.finish_cell(cell_id, "failed" if failed else cell["status"], cell["seconds"],
@@ -329,7 +330,11 @@ def test_the_legend_selection_holds_the_hidden_series(stored):
 
 def test_a_flagged_level_is_marked_on_every_chart(stored):
     db, run_id, _ = stored
-    doctored = copy_run(db, run_id, flag=(KEEP_ALIVE, 20, "the client set the pace"))
+
+    def flag(key, level, index, m):
+        if (key, level) == (KEEP_ALIVE, 20):
+            m["flags"] = [*m.get("flags", []), {"kind": "doctored", "reason": "the client set the pace"}]
+    doctored = copy_run(db, run_id, doctor=flag)
     run = results.load(Store(str(db)), doctored)
     marked = set()
     for chart in charts.all_charts([run]):
@@ -427,6 +432,17 @@ def test_reading_commands_refuse_a_database_that_does_not_exist(tmp_path):
         assert done.returncode == 2 and done.stderr == f"httpbench: no database at {db}: 'httpbench run' makes one; " \
                                                        "give --db the file or URL it wrote\n", (args, done.stderr)
     assert not db.parent.exists()
+
+
+def test_noisy_levels_are_explained_with_the_threshold_that_flags_them(stored):
+    db, run_id, _ = stored
+
+    def spread(key, level, index, m):
+        if (key, level) == (KEEP_ALIVE, 20):
+            m["requests"]["per_second"] *= (0.8, 1.2)[index % 2]
+    run = results.load(Store(str(db)), copy_run(db, run_id, doctor=spread))
+    (caution,) = [c for c in summary.cautions([run]) if "flagged noisy" in c]
+    assert f"flagged noisy: the rounds disagree by more than {honesty.NOISY_CV:.0%} (" in caution
 
 
 @pytest.fixture(scope="module")

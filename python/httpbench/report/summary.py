@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
+from httpbench.honesty import NOISY_CV
 from httpbench.results import CellResult, Group, RunResults, groups, levels_text
 
 
@@ -15,6 +16,23 @@ def _name(cell: CellResult, several_runs: bool, group: Optional[Group] = None) -
     """How sentences name a cell; within a comparison, marked when it lacks levels."""
     incomplete = group is not None and group.incomplete(cell)
     return cell.series + (f" (run {cell.run_id})" if several_runs else "") + (" (incomplete)" if incomplete else "")
+
+
+def _tied(ratio: float) -> bool:
+    """A ratio the sentences would print as 1.00: "1.00 times more" reads as a win that is none."""
+    return f"{ratio:.2f}" == "1.00"
+
+
+def _serves(winner: str, loser: str, ratio: float) -> str:
+    if _tied(ratio):
+        return f"{winner} serves as many requests per second on average as {loser}"
+    return f"{winner} serves {ratio:.2f} times more requests per second on average than {loser}"
+
+
+def _needs(loser: str, winner: str, ratio: float) -> str:
+    if _tied(ratio):
+        return f"{loser} needs as much time as {winner} to serve the same requests"
+    return f"{loser} needs {ratio:.2f} times the time of {winner} to serve the same requests"
 
 
 @dataclass(frozen=True)
@@ -38,10 +56,9 @@ def winners(runs: Sequence[RunResults]) -> List[Verdict]:
         details = []
         for cell in ranked[1:]:
             other, loser = group.figures(cell), _name(cell, several, group)
-            line = f"{winner} serves {best.mean_rps / other.mean_rps:.2f} times more requests per second than {loser}"
+            line = _serves(winner, loser, best.mean_rps / other.mean_rps)
             if other.time_for_same_requests and best.time_for_same_requests:
-                line += (f"; {loser} needs {other.time_for_same_requests / best.time_for_same_requests:.2f} "
-                         f"times the time of {winner} to serve the same requests")
+                line += "; " + _needs(loser, winner, other.time_for_same_requests / best.time_for_same_requests)
             details.append(line + ".")
         over = (f"{levels_text(group.levels)}, the levels every cell measured"
                 if any(group.incomplete(c) for c in group.cells) else "every level")
@@ -67,7 +84,7 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
                     counts[kind] = counts.get(kind, 0) + 1
     meaning = {"client_saturated": "the client, not the server, may have set the pace",
                "littles_law": "throughput x latency does not match the connections in flight",
-               "noisy": "the rounds disagree by more than 5%",
+               "noisy": f"the rounds disagree by more than {NOISY_CV:.0%}",
                "shared_cpus": "server and client shared CPUs",
                "partial": "a client host was lost during the level; the figures are the other hosts'",
                "fewer_hosts": "the level ran on fewer client hosts than the run began with"}
