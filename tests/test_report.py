@@ -41,6 +41,8 @@ duration = "0.4s"
 SINGLE_LEVEL = PLAN.replace('name = "report-test"', 'name = "single-level"').replace(
     "keep_alive = [true, false]", "keep_alive = [true]").replace("rounds = 4", "rounds = 3").replace(
     "list = [1, 20]", "list = [8]")
+# The same plan counting requests: a copy of a run under it is a run under another budget.
+COUNTED = PLAN.replace('duration = "0.4s"', "requests = 20000")
 KEEP_ALIVE, CLOSE = "reference/tuned/7B/ka/1cpu", "nginx/tuned/7B/close/1cpu"
 CHROMIUM = "/usr/bin/chromium"
 # As the machine's probe starts it: no sandbox as root, nothing phoning home.
@@ -432,6 +434,60 @@ def test_reading_commands_refuse_a_database_that_does_not_exist(tmp_path):
         assert done.returncode == 2 and done.stderr == f"httpbench: no database at {db}: 'httpbench run' makes one; " \
                                                        "give --db the file or URL it wrote\n", (args, done.stderr)
     assert not db.parent.exists()
+
+
+def _time_of(group: results.Group, key: str) -> float:
+    return group.figures(next(c for c in group.cells if c.key == key)).time_for_same_requests
+
+
+def test_several_runs_under_different_plans_compare_their_times_at_the_rates(stored, tmp_path):
+    """A copy of the run whose plan counts requests, reported with the run: their cells share
+    groups, and a measured time of 20,000 requests against one derived for 100,000 would make
+    the same throughput look 2.5 times faster; both are derived from the rates instead."""
+    db, run_id, _ = stored
+    counted = copy_run(db, run_id, plan_text=COUNTED)
+    store = Store(str(db))
+    runs = [results.load(store, run_id), results.load(store, counted)]
+    for group in results.groups([c for r in runs for c in r.measured]):
+        assert len(group.cells) == 4 and group.requests_budget is None
+        for cell in group.cells:
+            assert group.figures(cell).time_for_same_requests == pytest.approx(
+                sum(results.SAME_REQUESTS / lv.rps.mean for lv in cell.levels))
+    for verdict, group in zip(summary.winners(runs), results.groups([c for r in runs for c in r.measured])):
+        fastest = group.ranked()[0].series
+        original, copy_ = f"{fastest} (run {run_id})", f"{fastest} (run {counted})"
+        assert (f"{original} serves as many requests per second on average as {copy_}; {copy_} needs as much time "
+                f"as {original} to serve the same requests.") in verdict.details, verdict.details
+    (total,) = [c for c in charts.all_charts(runs) if c.name == "total_time"]
+    assert total.note.startswith("The cells did not all serve one requests budget")
+    page = tmp_path / "two-plans.html"
+    made = httpbench("report", str(run_id), str(counted), "--db", str(db), "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    text = page.read_text()
+    assert f"nginx/tuned (run {counted})" in text and "as many requests per second on average as" in text
+    markdown = httpbench("export", str(run_id), str(counted), "--db", str(db), "--format", "markdown").stdout
+    assert f"`reference/tuned (run {counted})`" in markdown and "needs as much time as" in markdown
+    # Alone, the copy's groups share its budget: their time is measured, a round's per level.
+    (alone,) = [c for c in charts.all_charts([runs[1]]) if c.name == "total_time"]
+    assert alone.note.startswith("Measured: the wall time of a round of each level")
+    for group in results.groups(runs[1].measured):
+        assert group.requests_budget == 20000
+        for cell in group.cells:
+            assert _time_of(group, cell.key) == pytest.approx(sum(lv.duration_s / lv.rps.n for lv in cell.levels))
+
+
+def test_a_measured_total_time_is_a_rounds_so_fewer_rounds_are_not_faster(stored):
+    db, run_id, _ = stored
+    store = Store(str(db))
+    every = results.load(store, copy_run(db, run_id, plan_text=COUNTED))
+    # Level 20 of one cell keeps one of its four rounds, as a level cut short or rounds = "auto" would.
+    uneven = results.load(store, copy_run(db, run_id, plan_text=COUNTED,
+                                          keep=lambda key, level, index: key != KEEP_ALIVE or level == 1 or index == 0))
+    (short,) = [g for g in results.groups(uneven.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
+    (whole,) = [g for g in results.groups(every.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
+    assert [lv.rps.n for c in short.cells if c.key == KEEP_ALIVE for lv in c.levels] == [4, 1]
+    # Summing the rounds' wall times made it 0.62 times as long (four rounds and one against eight).
+    assert _time_of(short, KEEP_ALIVE) == pytest.approx(_time_of(whole, KEEP_ALIVE), rel=0.15)
 
 
 def test_noisy_levels_are_explained_with_the_threshold_that_flags_them(stored):

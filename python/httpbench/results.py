@@ -16,9 +16,10 @@ from httpbench import engine
 from httpbench.honesty import NOISY_CV
 from httpbench.stats import LevelStats
 
-# A requests budget makes "total time" a measured wall time (000, 002); with a duration budget
-# every cell runs equally long, so the time to serve this many requests at each level is
-# derived from the throughput instead, and the ratios between servers are the same.
+# A requests budget shared by every cell of a group makes "total time" a measured wall time (000,
+# 002); with a duration budget every cell runs equally long (and cells under different budgets
+# serve different requests), so the time to serve this many requests at each level is derived
+# from the throughput instead, and the ratios between servers are the same.
 SAME_REQUESTS = 100_000
 
 
@@ -89,10 +90,6 @@ class CellResult:
     def level_numbers(self) -> Tuple[int, ...]:
         return tuple(lv.level for lv in self.levels)
 
-    def figures(self, levels: Collection[int]) -> Figures:
-        """Its figures over those of `levels` it measured."""
-        return Figures(self, tuple(lv for lv in self.levels if lv.level in levels))
-
 
 @dataclass(frozen=True)
 class Figures:
@@ -101,6 +98,7 @@ class Figures:
 
     cell: CellResult
     levels: Tuple[LevelResult, ...]
+    requests_budget: Optional[int]   # the requests every round of the group served, if it was the same for all
 
     @property
     def mean_rps(self) -> Optional[float]:
@@ -126,12 +124,14 @@ class Figures:
 
     @property
     def time_for_same_requests(self) -> Optional[float]:
-        """Seconds to serve the same requests at every level: with a requests budget the measured
-        time (as 000 and 002 report), otherwise SAME_REQUESTS per level at the measured rate."""
+        """Seconds to serve the same requests at every level: with the group's one requests budget
+        the measured time of a round (as 000 and 002 report; per round, since a level that took
+        more rounds did not serve its requests more slowly), otherwise SAME_REQUESTS per level at
+        the measured rate."""
         if not self.levels or any(lv.rps.mean <= 0 for lv in self.levels):
             return None
-        if self.cell.requests_budget:
-            return sum(lv.duration_s for lv in self.levels)
+        if self.requests_budget:
+            return sum(lv.duration_s / lv.rps.n for lv in self.levels)
         return sum(SAME_REQUESTS / lv.rps.mean for lv in self.levels)
 
     @property
@@ -168,8 +168,17 @@ class Group:
     def every_level(self) -> Tuple[int, ...]:
         return tuple(sorted({n for c in self.cells for n in c.level_numbers}))
 
-    def figures(self, cell: CellResult) -> Figures:
-        return cell.figures(self.levels)
+    @property
+    def requests_budget(self) -> Optional[int]:
+        """The requests budget every cell had; None when one ran for a duration or they differ
+        (cells of runs under different plans), as their measured times then serve different requests."""
+        budgets = {c.requests_budget for c in self.cells}
+        return budgets.pop() if len(budgets) == 1 else None
+
+    def figures(self, cell: CellResult, levels: Optional[Collection[int]] = None) -> Figures:
+        """`cell`'s figures over those of `levels` (default: the compared ones) it measured."""
+        levels = self.levels if levels is None else levels
+        return Figures(cell, tuple(lv for lv in cell.levels if lv.level in levels), self.requests_budget)
 
     def ranked(self) -> List[CellResult]:
         """Its cells with a throughput on the common levels, fastest first."""
@@ -188,7 +197,7 @@ class Group:
         """What to read with care in `cell`'s figures: kind -> the reason at each of `levels`
         (default: the compared ones) that raised it, and `incomplete` when it lacks levels."""
         out = {kind: "; ".join(f"level {lv.level}: {lv.flags[kind]}" for lv in flagged)
-               for kind, flagged in cell.figures(self.levels if levels is None else levels).flagged.items()}
+               for kind, flagged in self.figures(cell, levels).flagged.items()}
         why = self.incomplete(cell)
         if why:
             out["incomplete"] = why

@@ -269,10 +269,17 @@ def rps_bars(m: Measured) -> Chart:
 
 def total_time(m: Measured) -> Chart:
     rows = _cell_rows(m, lambda f: {"seconds": f.time_for_same_requests})
-    measured = all(c.requests_budget for c in m.cells)
-    note = ("Wall time of every round of each cell (the same requests for every server)" if measured else
-            f"Rounds ran for a fixed time, so this is the time to serve {SAME_REQUESTS:,} requests at each level "
-            "at the measured rates: ratios compare like 000's and 002's total times")
+    measured = {group.requests_budget is not None for group in m.groups}
+    wall = "the wall time of a round of each level, every cell of the group serving the same requests"
+    derived = (f"the time to serve {SAME_REQUESTS:,} requests at each level at the measured rates, "
+               "whose ratios compare like 000's and 002's total times")
+    if measured == {True}:
+        note = f"Measured: {wall}"
+    elif measured == {False}:
+        note = (f"The cells did not all serve one requests budget (they ran for a time, or under several), "
+                f"so this is {derived}")
+    else:
+        note = f"Measured where every cell of a group served one requests budget: {wall}; elsewhere {derived}"
     spec = _per_group(_bars(m, rows, "seconds", "seconds"))
     return Chart("total_time", "Total time to serve the same requests", spec,
                  note + ", summed over the levels every cell of the group measured.")
