@@ -490,6 +490,31 @@ def test_a_measured_total_time_is_a_rounds_so_fewer_rounds_are_not_faster(stored
     assert _time_of(short, KEEP_ALIVE) == pytest.approx(_time_of(whole, KEEP_ALIVE), rel=0.15)
 
 
+def test_a_baseline_without_a_cell_in_a_group_falls_back_to_its_first_and_says_so(stored, tmp_path):
+    db, run_id, _ = stored
+    reference_only = lambda key, level, index: key.startswith("reference/")   # noqa: E731
+    rated = copy_run(db, run_id, keep=reference_only, plan_text=PLAN.replace("rounds = 4", 'rounds = 4\nbaseline = "nginx"'))
+    faster = copy_run(db, run_id, 1.1, keep=reference_only)
+    store = Store(str(db))
+    runs = [results.load(store, rated), results.load(store, faster)]
+    assert runs[0].baseline == "nginx"
+    # Alone, a cell per group: nothing to rate, rather than a lone bar at 100.
+    assert not {"rating", "differences"} & {c.name for c in charts.all_charts(runs[:1])}
+    stand_in = f"reference/tuned (run {rated})"
+    rows = charts.ratings(charts.Measured(runs, Choices()))
+    assert {r["baseline"] for r in rows} == {stand_in} and len(rows) == 4
+    assert sorted(round(r["rating"]) for r in rows) == [100, 100, 110, 110]
+    drawn = {c.name: c for c in charts.all_charts(runs)}
+    for group in results.groups([c for r in runs for c in r.measured]):
+        for name in ("rating", "differences"):
+            assert (f"nginx has no measured cell in {group.name}, so that group's baseline is its first cell, "
+                    f"{stand_in}.") in drawn[name].note, drawn[name].note
+    page = tmp_path / "fallback.html"
+    made = httpbench("report", str(rated), str(faster), "--db", str(db), "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    assert page.read_text().count("nginx has no measured cell in") == 3 * 2   # both charts' notes and the table's
+
+
 def test_noisy_levels_are_explained_with_the_threshold_that_flags_them(stored):
     db, run_id, _ = stored
 

@@ -11,7 +11,7 @@ import functools
 from pathlib import Path
 from typing import List, Sequence
 
-from httpbench.report.charts import Chart, Choices, all_charts, vega
+from httpbench.report.charts import Chart, Choices, Measured, all_charts, charts_of, vega
 from httpbench.results import RunResults
 
 FORMATS = ("png", "svg")
@@ -40,7 +40,8 @@ def _vega_bundle() -> str:
 def html(runs: Sequence[RunResults], choices: Choices = Choices()) -> str:
     from httpbench.report import page
     _require_rounds(runs)
-    return page.render(runs, all_charts(runs, choices), choices, _vega_bundle())
+    measured = Measured(runs, choices)
+    return page.render(measured, charts_of(measured), _vega_bundle())
 
 
 def write_html(runs: Sequence[RunResults], path: Path, choices: Choices = Choices()) -> Path:

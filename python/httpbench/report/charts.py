@@ -98,12 +98,29 @@ class Measured:
                     "errors": lv.errors, **_flagged(lv.flags)})
         return rows
 
-    def baseline_of(self, group: Group) -> Optional[CellResult]:
-        """The group's cell the ratings are relative to: the chosen one, the plan's, or the first."""
-        wanted = self.choices.baseline or next((r.baseline for r in self.runs if r.baseline), None)
-        if wanted:
-            return next((cell for cell in group.cells if wanted in self._names(cell)), None)
-        return group.cells[0]
+    @property
+    def wanted_baseline(self) -> Optional[str]:
+        """The baseline asked for: the chosen one, else the plan's."""
+        return self.choices.baseline or next((r.baseline for r in self.runs if r.baseline), None)
+
+    def baseline_of(self, group: Group) -> CellResult:
+        """The group's cell the ratings are relative to: the wanted one, else the first (the
+        wanted one measured nothing in this group, or none was asked for)."""
+        wanted = self.wanted_baseline
+        return next((cell for cell in group.cells if wanted and wanted in self._names(cell)), group.cells[0])
+
+    def baseline_fallbacks(self) -> List[str]:
+        """A sentence for each rated group the wanted baseline has no measured cell in, naming
+        the cell that stands in for it, so a reader does not take one for the other."""
+        wanted = self.wanted_baseline
+        return [f"{wanted} has no measured cell in {group.name}, so that group's baseline is its first cell, "
+                f"{self.series_of(self.baseline_of(group))}."
+                for group in self.rated_groups if wanted and wanted not in self._names(self.baseline_of(group))]
+
+    @property
+    def rated_groups(self) -> List[Group]:
+        """The groups with something to rate: two cells or more (alone, a cell rates 100)."""
+        return [group for group in self.groups if len(group.cells) > 1]
 
     def chosen_level(self, cell: CellResult) -> Optional[LevelResult]:
         if self.choices.level is None:
@@ -296,9 +313,9 @@ def ratings(m: Measured) -> List[dict]:
     """003's rating table: each cell's mean requests/s with the baseline's in its group = 100,
     on the levels every cell of the group measured."""
     rows = []
-    for group in m.groups:
+    for group in m.rated_groups:
         base = m.baseline_of(group)
-        hundred = base and group.figures(base).mean_rps
+        hundred = group.figures(base).mean_rps
         if not hundred:
             continue
         for cell in group.cells:
@@ -320,17 +337,15 @@ def rating(m: Measured) -> Chart:
                  tooltip=[alt.Tooltip("mean:Q", title="requests/s", format=",.0f"), alt.Tooltip("baseline:N")])
     spec = bars.facet(column=alt.Column("keep-alive:N", title=None), row=alt.Row("context:N", title=None))
     return Chart("rating", "Rating: the baseline = 100, keep-alive on and off side by side", spec,
-                 "Mean requests/s over the levels every cell of the group measured, relative to the baseline's in "
-                 "the same workload and CPU count (003).")
+                 " ".join(["Mean requests/s over the levels every cell of the group measured, relative to the "
+                           "baseline's in the same workload and CPU count (003).", *m.baseline_fallbacks()]))
 
 
 def differences(m: Measured) -> Chart:
     """004's table as a chart: each series' percentage over the baseline at every level."""
     rows = []
-    for group in m.groups:
+    for group in m.rated_groups:
         base = m.baseline_of(group)
-        if base is None:
-            continue
         by_level = {lv.level: lv.rps.mean for lv in base.levels}
         for cell in group.cells:
             if cell is base:
@@ -351,7 +366,8 @@ def differences(m: Measured) -> Chart:
     ).add_params(hidden).properties(width=_width(rows, "group"), height=HEIGHT).facet(
         facet=alt.Facet("group:N", title=None), columns=2)
     return Chart("differences", "Difference to the baseline at each level", spec,
-                 "Positive: faster than the baseline at that level and budget (004's percentages).")
+                 " ".join(["Positive: faster than the baseline at that level and budget (004's percentages).",
+                           *m.baseline_fallbacks()]))
 
 
 def _flagged_at_end(points: List[dict], level: int, flags: Dict[str, str]) -> List[dict]:
@@ -432,14 +448,17 @@ BUILDERS: Sequence[Callable[[Measured], Chart]] = (
 
 
 def all_charts(runs: Sequence[RunResults], choices: Choices = Choices()) -> List[Chart]:
+    return charts_of(Measured(runs, choices))
+
+
+def charts_of(m: Measured) -> List[Chart]:
     """Every chart the runs have data for (an engine-less run has no spectrum, one server no rating)."""
-    m = Measured(runs, choices)
-    charts = []
-    for build in BUILDERS:
-        chart = build(m)
-        if _has_data(chart.spec):
-            charts.append(chart)
-    return charts
+    return [chart for chart in (build(m) for build in BUILDERS) if _has_data(chart.spec)]
+
+
+class LegendToggleLost(RuntimeError):
+    """The compiled Vega no longer has what `vega` patches (Vega-Lite renamed or reshaped it):
+    without the patch the legend would fade the shown series instead of the hidden ones."""
 
 
 def vega(spec: dict) -> dict:

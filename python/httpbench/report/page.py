@@ -13,7 +13,7 @@ from markupsafe import Markup
 
 from httpbench import __version__
 from httpbench.report import summary, tables
-from httpbench.report.charts import Chart, Choices, Measured, ratings, vega
+from httpbench.report.charts import Chart, Measured, ratings, vega
 from httpbench.results import RunResults
 
 SHORT = {"throughput": "Requests/s", "latency": "Latency", "server_cpu": "CPU", "server_memory": "Memory",
@@ -43,8 +43,8 @@ def _cells(runs: Sequence[RunResults]) -> List[dict]:
     return out
 
 
-def _rating(runs: Sequence[RunResults], choices: Choices):
-    rows = ratings(Measured(runs, choices))
+def _rating(m: Measured):
+    rows = ratings(m)
     if not rows:
         return None
     contexts = list(dict.fromkeys(r["context"] for r in rows))
@@ -55,6 +55,7 @@ def _rating(runs: Sequence[RunResults], choices: Choices):
         by_series.setdefault(r["series"], {})[(r["context"], r["keep_alive"])] = r
     return {
         "baseline": ", ".join(sorted({r["baseline"] for r in rows})),
+        "fallbacks": m.baseline_fallbacks(),
         "columns": [f"{context}, keep-alive {'on' if ka else 'off'}" for context, ka in columns],
         "rows": [{"series": series, "cells": [
             {"text": f"{cells[col]['rating']:.0f} ({cells[col]['mean']:,.0f} req/s)", "flags": cells[col]["flags"]}
@@ -97,7 +98,9 @@ def _subtitle(host: dict) -> str:
                                              host.get("kernel") and f"Linux {host['kernel']}") if part)
 
 
-def render(runs: Sequence[RunResults], charts: Sequence[Chart], choices: Choices, bundle: str) -> str:
+def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
+    """The page of the runs `m` holds, with `charts` drawn from it."""
+    runs = m.runs
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True,
                              undefined=jinja2.StrictUndefined)
     ids = ", ".join(str(r.id) for r in runs)
@@ -110,7 +113,7 @@ def render(runs: Sequence[RunResults], charts: Sequence[Chart], choices: Choices
         charts=[{"name": c.name, "title": c.title, "note": c.note, "short": SHORT.get(c.name, c.name)} for c in charts],
         specs=_script_json({c.name: vega(c.spec.to_dict()) for c in charts}),
         winners=summary.winners(runs), cautions=summary.cautions(runs), cells=_cells(runs),
-        rating=_rating(runs, choices), level_header=[c.title for c in tables.LEVEL_COLUMNS], level_tables=level_tables,
+        rating=_rating(m), level_header=[c.title for c in tables.LEVEL_COLUMNS], level_tables=level_tables,
         runs=[{"id": r.id, "plan_name": r.plan_name, "status": r.status, "plan_text": r.plan_text,
                "facts": _facts(r), "sysctls": "\n".join(f"{k} = {v}" for k, v in sorted((r.host.get("sysctls") or {}).items())),
                "configs": [{"key": c.key, "version": c.server_version, "text": c.config_text or "(none recorded)"}
