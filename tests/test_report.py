@@ -340,6 +340,7 @@ def test_a_flagged_level_is_marked_on_every_chart(stored):
     run = results.load(Store(str(db)), doctored)
     marked = set()
     for chart in charts.all_charts([run]):
+        assert " red" not in chart.note, chart.note   # the flag's mark is no series' colour
         spec = chart.spec.to_dict()
         rows = spec["data"]["values"]
         flagged = [r for r in rows if r.get("flagged")]
@@ -347,8 +348,9 @@ def test_a_flagged_level_is_marked_on_every_chart(stored):
         if any("doctored: " in r["flags"] and "the client set the pace" in r["flags"] for r in flagged):
             marked.add(chart.name)
         text = json.dumps(spec)
-        assert '"test": "datum.flagged", "value": "#d62728"' in text, chart.name   # drawn in red
+        assert f'"test": "datum.flagged", "value": "{charts.FLAG_OUTLINE}"' in text, chart.name   # outlined
         assert '"field": "flags"' in text, chart.name                              # and said on hover
+    assert any("flagged doctored" in c and "(outlined in black on the charts" in c for c in summary.cautions([run]))
     assert marked == {"throughput", "latency", "server_cpu", "server_memory", "rps_bars", "total_time",
                       "end_memory", "rating", "differences", "spectrum", "timeline"}
 

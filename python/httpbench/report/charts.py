@@ -3,8 +3,9 @@ HTML page and a PNG or SVG file.
 
 Honesty rules kept here for every chart: a quantity axis (requests/s, latency, CPU, memory,
 time, rating) always starts at 0 (`quantity`), a flagged level (the client set the pace, the
-rounds disagree...) or a cell lacking levels is marked in red wherever it is drawn and says why
-on hover, and clicking a legend entry hides that series, every mark of it.
+rounds disagree...) or a cell lacking levels is outlined in black wherever it is drawn (a ringed
+dot, an outlined bar) and says why on hover, and clicking a legend entry hides that series,
+every mark of it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from httpbench.results import SAME_REQUESTS, CellResult, Figures, Group, LevelRe
 WIDTH, HEIGHT = 380, 240
 WIDE = 760
 MIB = 2 ** 20
-FLAG_COLOR = "#d62728"
+# Black is in no series palette (tableau10/20), so the outline shows on every series' colour,
+# where a red one vanished on the red series.
+FLAG_OUTLINE = "black"
 # The legend selection: the series a reader clicked away. Vega-Lite keeps its tuples in a
 # dataset named after it.
 HIDDEN = "hidden"
@@ -165,13 +168,14 @@ def _unless_hidden(hidden, opacity: float = 1.0) -> alt.OpacityValue:
 
 
 def _outlined_if_flagged() -> dict:
-    """The encoding of a red outline on a flagged row's bar or dot."""
-    return dict(stroke=alt.condition("datum.flagged", alt.value(FLAG_COLOR), alt.value(None)), strokeWidth=alt.value(2))
+    """The encoding of the flag's outline on a flagged row's bar or dot."""
+    return dict(stroke=alt.condition("datum.flagged", alt.value(FLAG_OUTLINE), alt.value(None)),
+                strokeWidth=alt.value(2))
 
 
 def _dots(base: alt.Chart, y: str, hidden, tooltip: Sequence[alt.Tooltip]) -> alt.Chart:
     """A dot per row in its series' colour with the row's values on hover; a flagged row's dot
-    is larger and ringed in red, with the reasons. Every row gets one, not the flagged ones
+    is larger and ringed in black, with the reasons. Every row gets one, not the flagged ones
     only: a layer left without data gives its scales an empty extent, which Vega warns about."""
     return base.mark_point(filled=True).encode(
         y=alt.Y(y), opacity=_unless_hidden(hidden), size=alt.condition("datum.flagged", alt.value(130), alt.value(36)),
@@ -239,7 +243,7 @@ def server_memory(m: Measured) -> Chart:
 
 def _bars(m: Measured, rows: List[dict], y_field: str, y_title: str,
           extra: Sequence[Callable[[alt.Chart], alt.Chart]] = (), tooltip: Sequence[alt.Tooltip] = ()) -> alt.LayerChart:
-    """A bar per series, outlined in red when flagged; `extra` layers are drawn from the same
+    """A bar per series, outlined in black when flagged; `extra` layers are drawn from the same
     base, so they hide with their series."""
     hidden = _legend_toggle()
     base = alt.Chart().encode(x=alt.X("series:N", title=None, sort=m.series, axis=alt.Axis(labelAngle=-30)),
@@ -410,7 +414,7 @@ def spectrum(m: Measured) -> Chart:
     level = m.choices.level
     return Chart("spectrum", "Latency percentile spectrum" + (f" at {level} connections" if level else ""), spec,
                  "All rounds' histograms added; the x axis stretches the tail: 90%, 99%, 99.9%... The dot ends "
-                 "the line, ringed in red when the level is flagged. "
+                 "the line, ringed in black when the level is flagged. "
                  + ("" if level else "Each series at its highest level (choose one with --level)."))
 
 
@@ -438,7 +442,7 @@ def timeline(m: Measured) -> Chart:
         column=alt.Column("context:N", title=None)).resolve_scale(y="independent")
     level = m.choices.level
     return Chart("timeline", "Requests and errors per second" + (f" at {level} connections" if level else ""), spec,
-                 "Each second of the chosen level as the engine recorded it (a flagged level is ringed in red at "
+                 "Each second of the chosen level as the engine recorded it (a flagged level is ringed in black at "
                  "its last second); other clients give no timeline.")
 
 

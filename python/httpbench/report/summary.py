@@ -90,5 +90,5 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
                "fewer_hosts": "the level ran on fewer client hosts than the run began with"}
     for kind, count in sorted(counts.items()):
         out.append(f"{count} of {total} levels are flagged {kind}: {meaning.get(kind, kind)} "
-                   "(marked in red on the charts; hover for the reason).")
+                   "(outlined in black on the charts; hover for the reason).")
     return out
