@@ -517,6 +517,33 @@ def test_a_baseline_without_a_cell_in_a_group_falls_back_to_its_first_and_says_s
     assert page.read_text().count("nginx has no measured cell in") == 3 * 2   # both charts' notes and the table's
 
 
+def test_vega_refuses_a_compiled_spec_whose_legend_toggle_it_cannot_patch(stored, monkeypatch):
+    """vega() patches Vega-Lite's internal names: a version that renames them must fail here,
+    not ship a legend that fades the shown series."""
+    db, run_id, _ = stored
+    spec = charts.all_charts([results.load(Store(str(db)), run_id)])[0].spec.to_dict()
+    compile_vega = charts.vl_convert.vegalite_to_vega
+
+    def signal_renamed(vega_lite):
+        compiled = compile_vega(vega_lite)
+        for signal in compiled["signals"]:
+            signal["name"] = signal["name"].replace("_series_legend", "_legend")
+        return compiled
+
+    def legend_plain(vega_lite):
+        compiled = compile_vega(vega_lite)
+        for legend in compiled["legends"]:
+            legend.pop("encode", None)
+        return compiled
+    monkeypatch.setattr(charts.vl_convert, "vegalite_to_vega", signal_renamed)
+    with pytest.raises(charts.LegendToggleLost, match="without the signal hidden_series_legend: charts.vega must"):
+        charts.vega(spec)
+    monkeypatch.setattr(charts.vl_convert, "vegalite_to_vega", legend_plain)
+    with pytest.raises(charts.LegendToggleLost, match="without the opacity rule of the legend's symbols or the "
+                                                       "opacity rule of the legend's labels"):
+        charts.vega(spec)
+
+
 def test_noisy_levels_are_explained_with_the_threshold_that_flags_them(stored):
     db, run_id, _ = stored
 

@@ -470,21 +470,32 @@ def vega(spec: dict) -> dict:
     rendered from, with the legend toggle Vega-Lite does not give: its legend fades the entries
     outside a legend-bound selection, and this selection holds the hidden series, so the
     entries inside it are the ones faded; and it clears the selection only on a click outside
-    every mark, so a double-click anywhere clears it too."""
+    every mark, so a double-click anywhere clears it too. These patches go by Vega-Lite's
+    internal names: a chart with the selection whose compiled Vega lacks them raises
+    LegendToggleLost rather than drawing the legend backwards."""
     compiled = vl_convert.vegalite_to_vega(spec)
-    store = f'data("{HIDDEN}_store")'
+    store = f"{HIDDEN}_store"
+    if not any(data.get("name") == store for data in compiled.get("data", [])):
+        return compiled
+    faded_parts = []
     for legend in compiled.get("legends", []):
         for part in ("symbols", "labels"):
             update = legend.get("encode", {}).get(part, {}).get("update", {})
             rule = update.get("opacity")
             # Vega-Lite's rule: [full when the selection is empty or holds the entry, faded otherwise].
-            if isinstance(rule, list) and store in rule[0].get("test", ""):
+            if isinstance(rule, list) and f'data("{store}")' in rule[0].get("test", ""):
                 shown, faded = rule
-                update["opacity"] = [{**faded, "test": f"length({store}) && ({shown['test']})"},
+                update["opacity"] = [{**faded, "test": f'length(data("{store}")) && ({shown["test"]})'},
                                      {k: v for k, v in shown.items() if k != "test"}]
-    for signal in compiled.get("signals", []):
-        if signal["name"] == f"{HIDDEN}_series_legend":   # the clicked entry's value, null for none
-            signal["on"].append({"events": [{"source": "view", "type": "dblclick"}], "update": "null", "force": True})
+                faded_parts.append(part)
+    clicked = [s for s in compiled.get("signals", []) if s["name"] == f"{HIDDEN}_series_legend"]
+    for signal in clicked:   # the clicked entry's value, null for none
+        signal["on"].append({"events": [{"source": "view", "type": "dblclick"}], "update": "null", "force": True})
+    lost = ([f"the opacity rule of the legend's {part}" for part in ("symbols", "labels") if part not in faded_parts]
+            + ([] if clicked else [f"the signal {HIDDEN}_series_legend"]))
+    if lost:
+        raise LegendToggleLost(f"vl-convert {vl_convert.__version__} compiled the legend selection "
+                               f"{HIDDEN!r} without {' or '.join(lost)}: charts.vega must be updated for it")
     return compiled
 
 
