@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from httpbench import honesty, results
+from httpbench import engine, honesty, results
 from httpbench.report import Choices, charts, summary
 from httpbench.store import Store
 
@@ -542,6 +542,29 @@ def test_vega_refuses_a_compiled_spec_whose_legend_toggle_it_cannot_patch(stored
     with pytest.raises(charts.LegendToggleLost, match="without the opacity rule of the legend's symbols or the "
                                                        "opacity rule of the legend's labels"):
         charts.vega(spec)
+
+
+def test_a_level_where_every_request_failed_has_no_latency(stored, tmp_path):
+    db, run_id, _ = stored
+
+    def every_request_failed(key, level, index, m):
+        if (key, level) == (KEEP_ALIVE, 20):
+            m["requests"].update(completed=0, per_second=0.0)
+            m["errors"], m["errors_total"] = {"timeout": 20}, 20
+            m["latency"]["total"] = engine.merge_latency([])   # an empty histogram, as the engine stores it
+    failing = copy_run(db, run_id, doctor=every_request_failed)
+    run = results.load(Store(str(db)), failing)
+    level = next(c for c in run.measured if c.key == KEEP_ALIVE).levels[-1]
+    assert level.level == 20 and level.latency.p50_us is None and level.latency.summaries == ()
+    drawn = {c.name: c for c in charts.all_charts([run], Choices(level=20))}
+    assert drawn["latency"].note == "Percentiles of all rounds' histograms added together."
+    drawn_levels = {(r["series"], r["context"], r["level"]) for r in drawn["latency"].spec.to_dict()["data"]["values"]}
+    assert ("reference/tuned", "7B, keep-alive", 20) not in drawn_levels and len(drawn_levels) == 4 * 2 - 1
+    spectra = {(r["series"], r["context"]) for r in drawn["spectrum"].spec.to_dict()["data"]["values"]}
+    assert len(spectra) == 3 and ("reference/tuned", "7B, keep-alive, 1 CPU, 20 connections") not in spectra
+    page = tmp_path / "failing.html"
+    made = httpbench("report", str(failing), "--db", str(db), "-o", str(page), "--level", "20")
+    assert made.returncode == 0, made.stderr
 
 
 def test_noisy_levels_are_explained_with_the_threshold_that_flags_them(stored):

@@ -25,8 +25,9 @@ SAME_REQUESTS = 100_000
 
 @dataclass(frozen=True)
 class Latency:
-    """Total latency of a level in microseconds. `exact`: added from the rounds' HdrHistograms;
-    otherwise the median of the rounds' own percentiles (ab, wrk and h2load give no histogram)."""
+    """Total latency of a level in microseconds. `exact`: added from the rounds' HdrHistograms
+    (all None when they hold no request: every one failed); otherwise the median of the rounds'
+    own percentiles (ab, wrk and h2load give no histogram)."""
 
     p50_us: Optional[float]
     p90_us: Optional[float]
@@ -282,9 +283,11 @@ def _latency(measurements: Sequence[dict]) -> Latency:
     summaries = [((m.get("latency") or {}).get("total") or {}) for m in measurements]
     if summaries and all(s.get("hdr") for s in summaries):
         merged = engine.merge_latency(summaries)
-        if merged["count"]:
-            return Latency(merged["p50_us"], merged["p90_us"], merged["p99_us"], merged["p99_9_us"],
-                           merged["mean_us"], merged["max_us"], exact=True, summaries=tuple(summaries))
+        if not merged["count"]:
+            # Every request failed: the histograms' zeros are no latency, and there is no spectrum.
+            return Latency(None, None, None, None, None, None, exact=True)
+        return Latency(merged["p50_us"], merged["p90_us"], merged["p99_us"], merged["p99_9_us"],
+                       merged["mean_us"], merged["max_us"], exact=True, summaries=tuple(summaries))
 
     def median(key):
         known = sorted(s[key] for s in summaries if s.get(key) is not None)

@@ -220,7 +220,8 @@ def _melt(rows: List[dict], fields: Dict[str, str], value: str, kind: str) -> Li
 
 def latency(m: Measured) -> Chart:
     rows = _melt(m.level_rows(), {"p50_ms": "p50", "p99_ms": "p99"}, "ms", "percentile")
-    exact = all(lv.latency.exact for c in m.cells for lv in c.levels)
+    # Only the levels drawn: one with no latency (every request failed) has no percentiles of either kind.
+    exact = all(lv.latency.exact for c in m.cells for lv in c.levels if lv.latency.p50_us is not None)
     return Chart("latency", "Latency (p50 and p99) against concurrency",
                  _per_level(m, rows, "ms", "latency (ms)", dash="percentile"),
                  "Percentiles of all rounds' histograms added together." if exact else
@@ -396,7 +397,7 @@ def spectrum(m: Measured) -> Chart:
     rows = []
     for cell in m.cells:
         lv = m.chosen_level(cell)
-        if lv is None or not lv.latency.exact:
+        if lv is None or not lv.latency.summaries:   # no histogram, or none holding a request
             continue
         rows += _flagged_at_end([{"series": m.series_of(cell), "context": f"{cell.group}, {lv.level} connections",
                                   "x": 1 / (1 - percentile / 100), "percentile": percentile, "ms": us / 1000}
