@@ -188,10 +188,37 @@ def site(tmp_path):
     return make_site(tmp_path)
 
 
-def log_lines(log: Path, settle: float = 0.3) -> list[str]:
-    """The access log once nginx has written everything (it writes each line as it goes)."""
-    time.sleep(settle)
-    return log.read_text().splitlines()
+def log_lines(log: Path, expected: int = 0, seconds: float = 10.0) -> list[str]:
+    """The access log once nginx has written everything: it writes each line as it goes, so this
+    waits (within `seconds`) for `expected` lines and then for the log to stop growing."""
+    deadline = time.monotonic() + seconds
+    lines, size = [], -1
+    while time.monotonic() < deadline:
+        text = log.read_text() if log.exists() else ""
+        if len(text) == size and len(lines) >= expected:
+            break
+        lines, size = text.splitlines(), len(text)
+        time.sleep(0.1)
+    return lines
+
+
+# A test's figures the reader should see even under `pytest -q` (start spreads): written in a
+# section of their own at the end of the run.
+MEASURED = pytest.StashKey[list]()
+
+
+@pytest.fixture
+def measured(request):
+    """Call with a line to show it at the end of the run, under "measured"."""
+    return request.config.stash.setdefault(MEASURED, []).append
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    lines = config.stash.get(MEASURED, [])
+    if lines:
+        terminalreporter.section("measured")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 SHORT_PLAN = """
