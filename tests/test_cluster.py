@@ -1,16 +1,20 @@
 """The benchmark cluster on loopback: certificates, the TLS rule and bad addresses, exact merging,
 and real Dask workers under mutual TLS against a real nginx. One scheduler serves the module,
 with a server worker (pinned to CPU 1, and alone in finding `fakeserver` on its PATH) and client
-workers c1 and c2; a test that kills a worker gets it back before the next one. Covered: a level
-split over two hosts, a long level, a host lost before the barrier or mid-level, a host whose
-engine fails stopping the others, and whole runs: one going on after a loss with the later levels
-flagged, one stopping with the resume command, facts and checks taken on the server host, client
-tools refused. (Hosts in network namespaces: test_cluster_hosts.py.)"""
+workers c1 and c2; a test that kills a worker (or the scheduler) gets it back before the next one.
+Covered: a level split over two hosts, mutual TLS (clients without the CA's certificate refused),
+a scheduler or worker that cannot start, a long level, a host lost before the barrier or
+mid-level, a host whose engine fails stopping the others, and whole runs: one going on after a
+loss with the later levels flagged, one stopping with the resume command, one losing its
+scheduler, facts and checks taken on the server host, client tools refused. (Hosts in network
+namespaces: test_cluster_hosts.py.)"""
 
 import os
 import shlex
 import shutil
 import signal
+import socket
+import ssl
 import stat
 import subprocess
 import sys
@@ -129,6 +133,48 @@ def test_merging_adds_counters_and_histograms_exactly(nginx):
     assert [h["host"] for h in merged["hosts"]] == ["a", "b"]
 
 
+class StopEvent:
+    """A level's `stop` Event for an engine process run here: set from the start, or never."""
+
+    def __init__(self, is_set: bool) -> None:
+        self.is_set = lambda: is_set
+
+
+def engine_process_running(code: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def test_an_engine_process_that_prints_no_report_or_will_not_stop_is_dealt_with(monkeypatch):
+    with engine_process_running("print('Segmentation fault')") as garbled:
+        with pytest.raises(cluster.ClusterError, match="on c1 printed no report but: 'Segmentation fault'"):
+            cluster._report_of(garbled, StopEvent(False), "c1")
+    # An engine that ignores its stop is killed, not waited for.
+    monkeypatch.setattr(cluster, "ENGINE_STOP_TIMEOUT_S", 0.5)
+    with engine_process_running("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                                 "time.sleep(60)") as stuck:
+        started = time.monotonic()
+        assert cluster._report_of(stuck, StopEvent(True), "c1") is None
+        assert stuck.wait(timeout=5) == -signal.SIGKILL and time.monotonic() - started < 5
+
+
+class Answering:
+    """A cluster whose every call to the server host fails with `error`."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def answer(self, call, host):
+        raise self.error
+
+
+def test_stopping_a_lost_server_host_is_skipped_but_a_server_that_will_not_stop_is_not():
+    from httpbench.servers import ServerFailed
+    cluster.RemoteServerHost(None, "srv", Answering(cluster.ServerHostLost("the server host srv was lost"))).stop()
+    cluster.RemoteServerHost(None, "srv", Answering(cluster.SchedulerLost("lost the scheduler"))).stop()
+    with pytest.raises(ServerFailed, match="nginx would not stop"):
+        cluster.RemoteServerHost(None, "srv", Answering(ServerFailed("nginx would not stop"))).stop()
+
+
 def test_dask_is_not_imported_without_cluster(tmp_path):
     plan = short_plan(tmp_path, '["reference"]', "1", "requests = 200")
     code = ("import sys\n"
@@ -164,7 +210,10 @@ class LoopbackCluster:
         fake.write_text(FAKE_SERVER.format(python=shlex.quote(sys.executable)))
         fake.chmod(0o755)
         self.procs = {}
-        self.spawn("scheduler", "cluster", "scheduler", "--address", self.address)
+        self.scheduler()
+
+    def scheduler(self) -> subprocess.Popen:
+        return self.spawn("scheduler", "cluster", "scheduler", "--address", self.address)
 
     def spawn(self, name: str, *args, **popen) -> subprocess.Popen:
         with open(self.base / f"{name}.log", "a") as log:
@@ -181,7 +230,12 @@ class LoopbackCluster:
         return {str(w.get("name")) for w in load.client.scheduler_info(n_workers=-1)["workers"].values()}
 
     def ensure(self) -> None:
-        """Every worker of HOSTS up and registered, and no other: the one a test killed is back."""
+        """The scheduler and every worker of HOSTS up and registered, and no other: the one a test
+        killed is back (all of them, after the scheduler)."""
+        if self.procs["scheduler"].poll() is not None:
+            for proc in self.procs.values():
+                stop_group(proc)   # the workers close on losing the scheduler; this reaps them
+            self.scheduler()
         for name in HOSTS:
             if name not in self.procs or self.procs[name].poll() is not None:
                 if name in self.procs:
@@ -273,15 +327,65 @@ def test_a_plain_client_cannot_join_a_tls_scheduler(tls_cluster):
         Client(net.address.replace("tls://", "tcp://"), timeout="3s")
 
 
+def scheduler_answer(address: str, ca: Path, cert: Path = None) -> str:
+    """What the scheduler at `address` does with a TLS client that trusts the cluster's CA and
+    presents `cert` (with its key beside it), or no certificate: "answered" (its first bytes
+    came), or the TLS alert it refused the client with."""
+    context = ssl.create_default_context(cafile=str(ca))
+    context.check_hostname = False
+    if cert:
+        context.load_cert_chain(cert, cert.with_name(cert.stem + "-key.pem"))
+    host, port = address.removeprefix("tls://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as raw, context.wrap_socket(raw) as tls:
+        try:
+            tls.recv(1)   # TLS 1.3: the server judges the client's certificate after the handshake
+            return "answered"
+        except ssl.SSLError as e:
+            return e.reason
+
+
+def test_the_scheduler_refuses_clients_without_a_certificate_of_its_ca(tls_cluster, tmp_path):
+    net, _ = tls_cluster
+    other = tmp_path / "other"
+    cluster.make_certs(other)
+    # Each client trusts the cluster's CA, so only the scheduler's check of the client can refuse.
+    assert scheduler_answer(net.address, net.certs / "ca.pem", net.certs / "client.pem") == "answered"
+    # Every CA made here has the same name: the scheduler takes its own for the issuer, and the
+    # signature does not verify (a CA of another name would be unknown).
+    assert scheduler_answer(net.address, net.certs / "ca.pem", other / "client.pem") in \
+           ("TLSV1_ALERT_DECRYPT_ERROR", "TLSV1_ALERT_UNKNOWN_CA")
+    assert scheduler_answer(net.address, net.certs / "ca.pem") == "TLSV13_ALERT_CERTIFICATE_REQUIRED"
+
+
+def test_a_scheduler_or_worker_that_cannot_start_says_why_in_one_line(tls_cluster, tmp_path):
+    net, _ = tls_cluster
+    taken = httpbench("cluster", "scheduler", "--address", net.address, "--certs", str(net.certs))
+    assert f"the scheduler at {net.address} could not start: Address already in use" in one_line_error(taken)
+    # 192.0.2.0/24 is for documentation: no interface here has it.
+    elsewhere = httpbench("worker", "--scheduler", net.address, "--role", "client", "--certs", str(net.certs),
+                          "--listen", "tls://192.0.2.1")
+    assert "the worker listening at tls://192.0.2.1 could not start: Cannot assign requested address" in \
+           one_line_error(elsewhere)
+    # Certificates of another CA: the worker says so at once, rather than retry forever.
+    other = tmp_path / "other"
+    cluster.make_certs(other)
+    stranger = httpbench("worker", "--scheduler", net.address, "--role", "client", "--certs", str(other),
+                         "--listen", "tls://127.0.0.1", timeout=30)
+    error = one_line_error(stranger)
+    assert f"cannot join the scheduler {net.address}: " in error and "certificate verify failed" in error
+    assert f"{other} holds certificates made with the scheduler's CA" in error
+
+
 def test_a_level_longer_than_the_wait_for_readiness_is_not_a_loss(tls_cluster, nginx, monkeypatch):
     _, load = tls_cluster
     url, _ = nginx({"index.html": SEVEN})
     # Before, a level with a request budget had twice this wait to finish; now nothing but a
-    # worker leaving the cluster ends a level early.
-    monkeypatch.setattr(cluster, "READY_TIMEOUT_S", 2.0)
-    merged = load.run({"urls": [url + "index.html"], "connections": 4, "rate": 1000.0, "stop": {"requests": 5000}})
-    assert merged["lost_hosts"] == [] and merged["requests"]["completed"] == 5000
-    assert merged["duration_s"] > 4
+    # worker leaving the cluster ends a level early. The wait is cut short, but left long enough
+    # for a busy 2-core machine to start the engines.
+    monkeypatch.setattr(cluster, "READY_TIMEOUT_S", 10.0)
+    merged = load.run({"urls": [url + "index.html"], "connections": 4, "rate": 1000.0, "stop": {"requests": 25000}})
+    assert merged["lost_hosts"] == [] and merged["requests"]["completed"] == 25000
+    assert merged["duration_s"] > 2 * cluster.READY_TIMEOUT_S
 
 
 def test_a_client_lost_before_the_barrier_leaves_a_partial_level(tls_cluster, nginx):
@@ -294,7 +398,7 @@ def test_a_client_lost_before_the_barrier_leaves_a_partial_level(tls_cluster, ng
     merged = load.run({"urls": [url + "index.html"], "connections": 4, "stop": {"requests": 2000}})
     assert merged["client_hosts"] == ["c1", "c2"] and merged["lost_hosts"] == ["c2"]
     assert [h["host"] for h in merged["hosts"]] == ["c1"]
-    assert merged["requests"]["completed"] == 1000 and len(log_lines(log)) == 1000 + 1
+    assert merged["requests"]["completed"] == 1000 and len(log_lines(log, 1000 + 1)) == 1000 + 1
 
 
 def test_a_client_worker_lost_mid_level_leaves_a_partial_level(tls_cluster, nginx):
@@ -324,11 +428,13 @@ def test_a_host_whose_engine_fails_stops_the_others(tls_cluster, nginx):
         with pytest.raises(engine.EngineError, match="open files"):
             load.run({"urls": [url + "index.html"], "connections": 600, "stop": {"duration": 30.0}})
         assert time.monotonic() - started < 15
-        # c1's and c2's engines were stopped, not left to load for their 30 s.
-        time.sleep(1.0)
+        # c1's and c2's engines were stopped, not left to load for their 30 s: the log stops
+        # growing well before that.
+        log_lines(log, seconds=10)
         size = log.stat().st_size
         time.sleep(1.0)
         assert log.stat().st_size == size
+        assert time.monotonic() - started < 25
     finally:
         stop_group(narrow)
     net.ensure()
@@ -369,20 +475,69 @@ def test_on_client_loss_stop_stores_the_level_and_says_how_to_resume(tls_cluster
     killer.join()
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert "client host(s) c2 lost at level 4" in done.stderr and "report: " in done.stderr
-    resume = next(line for line in done.stderr.splitlines() if "Resume with: " in line).split("Resume with: ")[1]
-    assert f"--cluster {net.address}" in resume and f"--certs {net.certs}" in resume
+    resume = resume_command(done.stderr)
+    assert resume[-6:] == ["--cluster", net.address, "--certs", str(net.certs), "--on-client-loss", "stop"]
     run, cell, levels = levels_of(db)
     assert run["status"] == "stopped" and cell["status"] == "stopped" and "c2" in cell["error"]
     assert list(levels) == [4] and levels[4]["lost_hosts"] == ["c2"]
     assert any(f["kind"] == "partial" for f in levels[4]["flags"])
     # The command printed finishes the run once the host is back.
     net.ensure()
-    resumed = subprocess.run([sys.executable, "-m", "httpbench", *shlex.split(resume)[1:]], capture_output=True,
-                             text=True, timeout=180)
+    resumed = subprocess.run(resume, capture_output=True, text=True, timeout=180)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     run, cell, levels = levels_of(db)
     assert run["status"] == "done" and cell["status"] == "done" and list(levels) == [4, 8]
     assert [h["host"] for h in levels[8]["hosts"]] == ["c1", "c2"]
+
+
+def resume_command(stderr: str) -> list:
+    """The command a stopped run printed to resume it, ready for subprocess."""
+    line = next(line for line in stderr.splitlines() if "Resume with: " in line)
+    return [sys.executable, "-m", "httpbench", *shlex.split(line.split("Resume with: ")[1])[1:]]
+
+
+def stored_levels(db: Path) -> list:
+    """The levels run 1 of `db` has stored so far, while a sweep writes it."""
+    from httpbench.store import StoreError
+    try:
+        return [r["level"] for c in Store(str(db)).run(1)["cells"] for r in c["rounds"]] if db.exists() else []
+    except StoreError:   # the run is not there yet
+        return []
+
+
+def test_losing_the_scheduler_stops_the_run_with_every_round_stored(tls_cluster, tmp_path):
+    net, _ = tls_cluster
+    plan, log = nginx_plan(tmp_path, "4, 8", 'duration = "3s"')
+    db = tmp_path / "r.db"
+    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db), "--cluster",
+                              net.address, "--certs", str(net.certs)], stderr=subprocess.PIPE, text=True)
+    try:
+        # Level 4 stored, level 8's load flowing: then the scheduler goes.
+        deadline = time.monotonic() + 120
+        while not stored_levels(db):
+            assert time.monotonic() < deadline and sweep.poll() is None
+            time.sleep(0.2)
+        flowing = log.stat().st_size + 50_000
+        while log.stat().st_size < flowing:
+            assert time.monotonic() < deadline and sweep.poll() is None
+            time.sleep(0.02)
+        os.killpg(net.procs["scheduler"].pid, signal.SIGKILL)
+        _, err = sweep.communicate(timeout=120)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    assert sweep.returncode == 1 and "Traceback" not in err, err[-3000:]
+    assert f"lost the scheduler {net.address}" in err and "report: " in err
+    run, cell, levels = levels_of(db)
+    assert run["status"] == "stopped" and cell["status"] == "stopped" and "lost the scheduler" in cell["error"]
+    assert list(levels) == [4] and levels[4]["requests"]["completed"] > 0
+    # Started again, the cluster finishes the run with the command printed.
+    net.ensure()
+    resumed = subprocess.run(resume_command(err), capture_output=True, text=True, timeout=180)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    run, cell, levels = levels_of(db)
+    assert run["status"] == "done" and cell["status"] == "done" and list(levels) == [4, 8]
 
 
 def test_the_server_host_has_its_own_cpus_servers_and_facts(tls_cluster, tmp_path):

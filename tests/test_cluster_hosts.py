@@ -85,9 +85,9 @@ class Network:
             sh("ip", "-n", self.ns[host], "link", "set", "lo", "up")
 
     def spawn(self, host: str, *args, log: Path) -> subprocess.Popen:
-        out = open(log, "w")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.ns[host], sys.executable, "-m", "httpbench", *args],
-                                stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        with open(log, "w") as out:   # the process has its own copy
+            proc = subprocess.Popen(["ip", "netns", "exec", self.ns[host], sys.executable, "-m", "httpbench", *args],
+                                    stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         self.procs.append(proc)
         return proc
 
@@ -137,7 +137,7 @@ def hosts(tmp_path):
         assert not any(ns in sh("ip", "netns", "list").stdout for ns in net.ns.values())
 
 
-def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path):
+def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path, measured):
     net, scheduler, certs, _ = hosts
     db = tmp_path / "results.db"
     plan, log = nginx_plan(tmp_path, "4, 10", "requests = 4000")
@@ -154,7 +154,6 @@ def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path):
         assert all(h["report"]["requests"]["completed"] > 0 for h in m["hosts"])
         assert m["requests"]["completed"] == 4000 == m["latency"]["total"]["count"]
         assert m["lost_hosts"] == [] and m["client_hosts"] == ["c1", "c2"]
-        assert 0 <= m["start_spread_s"] < 0.5, f"start spread {m['start_spread_s'] * 1000:.1f} ms"
         # The server ran on its own host, at its own address.
         assert all(h["report"]["spec"]["urls"][0].startswith(f"http://{net.ip('srv')}:") for h in m["hosts"])
     # The engine's requests in nginx's log: every measured request plus one validation per host and level.
@@ -165,8 +164,9 @@ def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path):
         added = engine.merge_latency([h["report"]["latency"]["total"] for h in m["hosts"]])
         assert {k: m["latency"]["total"][k] for k in ("count", "p50_us", "p99_us", "p99_9_us", "max_us")} == \
                {k: added[k] for k in ("count", "p50_us", "p99_us", "p99_9_us", "max_us")}
-    spreads = [m["start_spread_s"] * 1000 for m in measurements]
-    print(f"start spread of the two client hosts: {', '.join(f'{s:.1f} ms' for s in spreads)}")
+    spreads = ", ".join(f"{m['start_spread_s'] * 1000:.1f} ms" for m in measurements)
+    measured(f"start spread of the two client hosts in network namespaces, per level: {spreads}")
+    assert all(0 <= m["start_spread_s"] < 1.0 for m in measurements), f"start spreads {spreads}"
     # The servers' facts are the server host's, and Dask serves no HTTP beyond loopback.
     assert run["host"]["cluster"] == {"scheduler": scheduler, "server_host": "srv"}
     assert net.listening("sched") == {f"{net.ip('sched')}:8786"}

@@ -14,9 +14,11 @@ runs in a process of its own, so that a failed or abandoned level can stop it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import ipaddress
 import json
+import logging
 import os
 import signal
 import socket
@@ -25,11 +27,13 @@ import sys
 import threading
 import time
 import uuid
+from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from httpbench import engine
+from httpbench.servers import ServerFailed
 
 ROLES = ("client", "server")
 CERT_NAMES = ("scheduler", "worker", "client")
@@ -43,14 +47,36 @@ SERVER_CALL_TIMEOUT_S = 120.0
 # unauthenticated even when the cluster is TLS: it gets no routes, and listens on loopback only.
 NO_HTTP = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 HTTP_ON_LOOPBACK = "127.0.0.1:0"
+# How long a worker tries to join its scheduler before it gives up, saying why: a wrong address or
+# certificates from another CA would otherwise have it retry forever.
+WORKER_JOIN_TIMEOUT_S = 60.0
+# A worker whose host vanished without closing its connections (power, network) is declared lost
+# once it has missed its heartbeats this long; Dask's own default is five minutes.
+WORKER_TTL_S = 60.0
+# An engine told to stop looks for the signal every 20 ms: one still running after this is stuck.
+ENGINE_STOP_TIMEOUT_S = 5.0
 
 
 class ClusterError(ValueError):
     """The cluster cannot be used as asked; one line saying why and what to do."""
 
 
-class NoClientHost(ClusterError):
-    """No client host is left to load from: nothing more can be measured until one joins."""
+class ClusterDown(ClusterError):
+    """Nothing more can be measured until the cluster's hosts are back: the run stops, to be
+    resumed."""
+
+
+class NoClientHost(ClusterDown):
+    """No client host is left to load from."""
+
+
+class SchedulerLost(ClusterDown):
+    """The controller lost the scheduler, and the workers with it."""
+
+
+class ServerHostLost(ServerFailed):
+    """The server host's worker left the cluster, or never answered: its watchdog stops its
+    servers, so there is nothing left there to stop."""
 
 
 # ---------------------------------------------------------------- certificates and security
@@ -163,27 +189,82 @@ def check_address(address: str, certs: Optional[Path], what: str = "scheduler ad
 
 # ---------------------------------------------------------------- scheduler and workers
 
+def _cause(error: Optional[BaseException]) -> str:
+    """The innermost reason given for `error`: Dask wraps an OSError in errors of its own."""
+    reason = type(error).__name__
+    while error is not None:
+        reason = getattr(error, "strerror", None) or str(error) or reason
+        error = error.__cause__
+    return reason
+
+
+@contextlib.contextmanager
+def _only_critical_logs():
+    """Dask logs only critical lines meanwhile (every logger: Dask's have levels of their own)."""
+    logging.disable(logging.ERROR)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+async def _started(what: str, kind: type, *args, **kwargs):
+    """A Dask Scheduler or Worker made and started; a failure is a ClusterError naming its cause.
+    Dask's lines about a start that fails (tracebacks of its own clean-up among them) would bury
+    that one, so it logs only critical ones meanwhile."""
+    with _only_critical_logs():
+        try:
+            return await kind(*args, **kwargs)
+        except (RuntimeError, OSError) as e:   # TimeoutError is an OSError
+            raise ClusterError(f"{what} could not start: {_cause(e)}") from None
+
+
 async def _serve_scheduler(address: str, certs: Optional[Path]) -> None:
     import dask
     from distributed import Scheduler
-    with dask.config.set(NO_HTTP):
-        async with Scheduler(host=address, security=security(certs, "scheduler"), dashboard=False,
-                             dashboard_address=HTTP_ON_LOOPBACK) as scheduler:
+    with dask.config.set({**NO_HTTP, "distributed.scheduler.worker-ttl": f"{WORKER_TTL_S:.0f}s"}):
+        scheduler = await _started(f"the scheduler at {address}", Scheduler, host=address,
+                                   security=security(certs, "scheduler"), dashboard=False,
+                                   dashboard_address=HTTP_ON_LOOPBACK)
+        async with scheduler:
             print(f"scheduler at {scheduler.address}", flush=True)
             await scheduler.finished()
+
+
+async def _join(scheduler: str, tls, certs: Optional[Path]) -> None:
+    """Reach the scheduler once before starting the worker: Dask's worker retries a refused TLS
+    handshake (certificates of another CA) forever, where this fails at once, naming it."""
+    from distributed.comm import connect
+    try:
+        comm = await connect(scheduler, timeout=WORKER_JOIN_TIMEOUT_S, **tls.get_connection_args("worker"))
+    except OSError as e:
+        hint = f", and that {certs} holds certificates made with the scheduler's CA" if certs else ""
+        raise ClusterError(f"cannot join the scheduler {scheduler}: {_cause(e)}; check its address{hint}") from None
+    await comm.close()
 
 
 async def _serve_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[str],
                         listen: str) -> None:
     import dask
     from distributed import Worker
+    tls = security(certs, "worker")
+    await _join(scheduler, tls, certs)
     # One task at a time: a worker is a host's load generator (or its server), never a pool.
     with dask.config.set(NO_HTTP):
-        async with Worker(scheduler, nthreads=1, resources={role: 1}, security=security(certs, "worker"),
-                          name=name or f"{socket.gethostname()}-{role}", host=listen, dashboard=False,
-                          dashboard_address=HTTP_ON_LOOPBACK, memory_limit=0) as worker:
+        worker = await _started(f"the worker listening at {listen}", Worker, scheduler, nthreads=1,
+                                resources={role: 1}, security=tls, name=name or f"{socket.gethostname()}-{role}",
+                                host=listen, dashboard=False, dashboard_address=HTTP_ON_LOOPBACK, memory_limit=0,
+                                death_timeout=WORKER_JOIN_TIMEOUT_S)
+        async with worker:
             print(f"worker {worker.name} ({role}) at {worker.address}", flush=True)
             await worker.finished()
+
+
+def _listen_address(scheduler: str) -> str:
+    """Where a worker listens by default: its address on the route to the scheduler, with the
+    scheduler's scheme (an IPv6 address in brackets)."""
+    host = _route_address(scheduler)
+    return f"{urlsplit(scheduler).scheme}://{f'[{host}]' if ':' in host else host}"
 
 
 def _route_address(scheduler: str) -> str:
@@ -211,9 +292,8 @@ def run_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[
     scheduler = check_address(scheduler, certs)
     if role not in ROLES:
         raise ClusterError(f"unknown role {role!r}: choose {' or '.join(ROLES)}")
-    scheme = urlsplit(scheduler).scheme
     listen = (check_address(listen, certs, "worker's --listen address", with_port=False) if listen
-              else f"{scheme}://{_route_address(scheduler)}")
+              else _listen_address(scheduler))
     asyncio.run(_serve_worker(scheduler, role, certs, name, listen))
     return 0
 
@@ -344,7 +424,7 @@ def _share_at_barrier(spec: dict, level: str) -> Optional[dict]:
                 return None
             process.stdin.write("go\n")
             process.stdin.flush()
-            return _report_of(process, stop, spec, worker.name)
+            return _report_of(process, stop, worker.name)
         finally:
             if process.poll() is None:
                 process.kill()
@@ -362,7 +442,7 @@ def _wait_for_go(go, stop) -> bool:
     raise ClusterError(f"no word from the controller within {2 * READY_TIMEOUT_S:.0f} s of being ready")
 
 
-def _report_of(process: subprocess.Popen, stop, spec: dict, host: str) -> Optional[dict]:
+def _report_of(process: subprocess.Popen, stop, host: str) -> Optional[dict]:
     """The engine process's report, with the wall-clock time its load started; None when the
     level is stopped meanwhile (the process is told to stop)."""
     printed: List[str] = []
@@ -376,11 +456,17 @@ def _report_of(process: subprocess.Popen, stop, spec: dict, host: str) -> Option
                 process.stdin.flush()
             except BrokenPipeError:
                 pass   # it has just ended on its own
-            reader.join()
+            reader.join(ENGINE_STOP_TIMEOUT_S)
+            if reader.is_alive():
+                process.kill()
             return None
     if not printed[0].strip():
         raise ClusterError(f"the engine process on {host} ended without a report (exit code {process.wait()})")
-    out = json.loads(printed[0])
+    try:
+        out = json.loads(printed[0])
+    except ValueError:
+        raise ClusterError(f"the engine process on {host} printed no report but: {printed[0].strip()[:200]!r}") \
+            from None
     if "error" in out:
         raise engine.EngineError(out["error"])
     return out["report"]
@@ -399,16 +485,41 @@ class ClusterLoad:
         # Every client host seen during the run: a level with fewer says so.
         self.client_hosts_seen: Dict[str, None] = {}
 
+    def _lost_scheduler(self, why: str) -> SchedulerLost:
+        return SchedulerLost(f"lost the scheduler {self.address} ({why}), and its workers with it; start it and "
+                             "the workers again, then resume")
+
+    def _alive(self) -> Dict[str, dict]:
+        """The workers in the cluster now, by address: asked of the scheduler every time, since
+        Dask's scheduler_info() answers from its last copy once the scheduler is gone."""
+        if self.client.status != "running":
+            raise self._lost_scheduler("the connection to it broke")
+        try:
+            return self.client.sync(self.client.scheduler.identity, n_workers=-1)["workers"]
+        except OSError as e:
+            raise self._lost_scheduler(_cause(e)) from None
+
     def _workers(self, role: str) -> Dict[str, str]:
         """address -> name of the workers with `role`, by name."""
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
-        found = [(addr, str(w.get("name") or addr)) for addr, w in info.items() if w.get("resources", {}).get(role)]
+        found = [(addr, str(w.get("name") or addr)) for addr, w in self._alive().items()
+                 if w.get("resources", {}).get(role)]
         return dict(sorted(found, key=lambda pair: pair[1]))
 
     def client_workers(self) -> Dict[str, str]:
         return self._workers("client")
 
     def run(self, spec: dict) -> dict:
+        """One level over the client hosts, merged. SchedulerLost when the scheduler goes: Dask
+        then cancels every future, and its calls fail."""
+        try:
+            return self._level(spec)
+        except (CancelledError, OSError) as e:
+            self._alive()   # SchedulerLost, unless the scheduler still answers
+            if isinstance(e, CancelledError):
+                raise ClusterError(f"Dask cancelled the level: {e}") from None
+            raise
+
+    def _level(self, spec: dict) -> dict:
         from distributed import Event
         workers = self.client_workers()
         if not workers:
@@ -428,8 +539,10 @@ class ClusterLoad:
             Event(f"{level}-go", client=self.client).set()
             reports, lost_running = self._collect({a: f for a, f in futures.items() if a not in lost})
         finally:
-            # Whatever still runs stops: the other hosts of a failed level, or all on Ctrl-C.
-            stop.set()
+            # Whatever still runs stops: the other hosts of a failed level, or all on Ctrl-C. A
+            # lost scheduler took the workers, and so their engines, with it.
+            if self.client.status == "running":
+                stop.set()
         lost += lost_running
         for address in lost:
             # Forgotten, or it would run on a worker coming back at the same address.
@@ -460,9 +573,9 @@ class ClusterLoad:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             for future in futures.values():
-                if future.status == "error":
+                if future.status in ("error", "cancelled"):
                     future.result()
-            alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+            alive = set(self._alive())
             lost += [a for a in futures if a not in alive and a not in ready and a not in lost]
             waiting = [a for a in futures if a not in ready and a not in lost]
             if not waiting:
@@ -487,11 +600,11 @@ class ClusterLoad:
                 wait(list(running.values()), timeout=1, return_when="FIRST_COMPLETED")
             except TimeoutError:
                 pass
-            alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+            alive = set(self._alive())
             for address, future in list(running.items()):
                 if future.status == "finished":
                     reports[address] = future.result()
-                elif future.status == "error":
+                elif future.status in ("error", "cancelled"):
                     future.result()
                 elif address not in alive:
                     lost.append(address)
@@ -523,47 +636,56 @@ class ClusterLoad:
     def on_server_host(self, function: Callable, *args):
         """`function(*args)` run on the server worker's host (its facts, its installed servers)."""
         address, name = self._server_worker()
-        return _answer(lambda: self.client.submit(function, *args, workers=[address], pure=False), name)
+        return self.answer(lambda: self.client.submit(function, *args, workers=[address], pure=False), name)
 
     def server_host(self, cpus: Sequence[int]) -> "RemoteServerHost":
         """A ServerHost living on the server-role worker, as a Dask actor."""
         from httpbench.servers.host import WORKER_ADDRESS, ServerHost
         address, name = self._server_worker()
-        actor = _answer(lambda: self.client.submit(ServerHost, list(cpus), WORKER_ADDRESS, actor=True,
-                                                   workers=[address], resources={"server": 1}, pure=False), name)
-        return RemoteServerHost(actor, name)
+        actor = self.answer(lambda: self.client.submit(ServerHost, list(cpus), WORKER_ADDRESS, actor=True,
+                                                       workers=[address], resources={"server": 1}, pure=False), name)
+        return RemoteServerHost(actor, name, self)
+
+    def answer(self, call: Callable, host: str):
+        """The result of `call()`'s future, a call to the server host: a lost or silent host is a
+        failed cell (ServerHostLost), not a crashed or hanging run; a lost scheduler is
+        SchedulerLost, since nothing is left to run on."""
+        from httpbench.servers import VerificationFailed
+        try:
+            return call().result(timeout=SERVER_CALL_TIMEOUT_S)
+        except (ServerFailed, VerificationFailed, ClusterError):
+            raise
+        except TimeoutError:
+            self._alive()
+            raise ServerHostLost(f"the server host {host} did not answer within {SERVER_CALL_TIMEOUT_S:.0f} s") \
+                from None
+        except Exception as e:   # the worker or its connection is gone, whatever Dask calls it
+            self._alive()
+            raise ServerHostLost(f"the server host {host} was lost: {type(e).__name__}: {e}") from None
 
     def close(self) -> None:
-        self.client.close()
-
-
-def _answer(call: Callable, host: str):
-    """The result of `call()`'s future, a call to the server host: a lost or silent host is a
-    failed cell, not a crashed or hanging run."""
-    from httpbench.servers import ServerFailed, VerificationFailed
-    try:
-        return call().result(timeout=SERVER_CALL_TIMEOUT_S)
-    except (ServerFailed, VerificationFailed, ClusterError):
-        raise
-    except TimeoutError:
-        raise ServerFailed(f"the server host {host} did not answer within {SERVER_CALL_TIMEOUT_S:.0f} s") from None
-    except Exception as e:   # the worker or its connection is gone, whatever Dask calls it
-        raise ServerFailed(f"the server host {host} was lost: {type(e).__name__}: {e}") from None
+        # Closing a client that lost its scheduler cancels Dask's attempt to reconnect, which it
+        # logs as an error, with a traceback: the loss has been said already, in one line.
+        with _only_critical_logs():
+            self.client.close()
 
 
 class RemoteServerHost:
     """The sweep's ServerHost interface on a Dask actor: every call waited for, within a limit."""
 
-    def __init__(self, actor, name: str) -> None:
+    def __init__(self, actor, name: str, cluster: ClusterLoad) -> None:
         self._actor = actor
+        self._cluster = cluster
         self.name = name
 
     def stop(self) -> None:
-        from httpbench.servers import ServerFailed
         try:
             self.__getattr__("stop")()
-        except ServerFailed:
-            pass   # a lost host's watchdog has already stopped its servers: nothing left to stop
+        except (ServerHostLost, SchedulerLost):
+            # The server worker is gone (a lost scheduler takes it too), and its host's watchdog
+            # has stopped its servers: nothing is left to stop.
+            pass
 
     def __getattr__(self, method: str):
-        return lambda *args, **kwargs: _answer(lambda: getattr(self._actor, method)(*args, **kwargs), self.name)
+        return lambda *args, **kwargs: self._cluster.answer(lambda: getattr(self._actor, method)(*args, **kwargs),
+                                                            self.name)

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from httpbench import clients, engine, honesty, servers
-from httpbench.cluster import ClusterError, NoClientHost
+from httpbench.cluster import ClusterDown, ClusterError
 from httpbench.placement import Placement
 from httpbench.plan import Cell, Plan
 from httpbench.servers import ServerProfile, host as server_host
@@ -35,7 +35,8 @@ CEILING_SECONDS = 1.0
 
 class Stopped(Exception):
     """The run stopped before its end, its measured rounds all stored: a client host was lost
-    under --on-client-loss stop, or none is left. `httpbench run --resume` goes on from there."""
+    under --on-client-loss stop, none is left, or the scheduler was lost. `httpbench run
+    --resume` goes on from there."""
 
 
 @dataclass
@@ -122,6 +123,9 @@ class Sweep:
         except Stopped:
             status = "stopped"
             raise
+        except ClusterDown as e:   # while measuring the client ceiling: no cell has begun
+            status = "stopped"
+            raise Stopped(str(e)) from None
         finally:
             self.store.finish_run(run_id, status)
 
@@ -200,7 +204,7 @@ class Sweep:
             if cell_id is not None:
                 self.store.finish_cell(cell_id, "interrupted", time.monotonic() - started_at, None)
             raise
-        except (Stopped, NoClientHost) as e:
+        except (Stopped, ClusterDown) as e:
             # No load for the rest of the run as asked: the cell waits for --resume, as after Ctrl-C.
             if cell_id is not None:
                 self.store.finish_cell(cell_id, "stopped", time.monotonic() - started_at, str(e))
