@@ -304,7 +304,7 @@ def split_spec(spec: dict, parts: int) -> List[dict]:
     """One spec per client host: connections, rate and a request budget divided as evenly as whole
     numbers allow (the first hosts take the remainders). A level takes no more hosts than it has
     connections and requests: a host with nothing to do would only add noise (and the engine
-    refuses a budget of 0)."""
+    refuses a budget of 0). Each host's engine threads are its own (`engine.with_threads`)."""
     connections = spec.get("connections", 10)
     stop = spec.get("stop") or {}
     parts = min(parts, connections, stop.get("requests") or parts)
@@ -312,7 +312,6 @@ def split_spec(spec: dict, parts: int) -> List[dict]:
     for i in range(parts):
         share = dict(spec)
         share["connections"] = connections // parts + (i < connections % parts)
-        share["threads"] = max(1, min(spec.get("threads", 1), share["connections"]))
         if spec.get("rate"):
             share["rate"] = spec["rate"] * share["connections"] / connections
         if "requests" in stop:
@@ -326,13 +325,14 @@ _SUMMED = (("requests", ("sent", "completed", "failed", "in_flight")), ("bytes",
            ("connections", ("opened", "server_closes")))
 
 
-def merge_reports(reports: Sequence[dict], hosts: Sequence[str]) -> dict:
-    """One report from several hosts' reports of the same level: counters added, histograms added
-    (exact percentiles), the duration the longest host's, per-second series added by second
-    (their per-second percentiles are not mergeable and left out); each host's own figures are
-    kept under `hosts`."""
+def merge_reports(reports: Sequence[dict], hosts: Sequence[str], spec: dict) -> dict:
+    """One report from several hosts' reports of the level `spec`: counters added, histograms
+    added (exact percentiles), the duration the longest host's, per-second series added by second
+    (their per-second percentiles are not mergeable and left out); each host's own figures, its
+    share of the spec and its facts, are kept under `hosts`."""
     first = reports[0]
-    merged = {k: v for k, v in first.items() if k not in ("timeseries", "client", "hosts")}
+    merged = {k: v for k, v in first.items() if k not in ("timeseries", "client", "hosts", "spec", "host")}
+    merged["spec"] = spec
     merged["duration_s"] = max(r["duration_s"] for r in reports)
     for section, fields in _SUMMED:
         merged[section] = {f: sum(r[section][f] for r in reports) for f in fields}
@@ -388,7 +388,7 @@ def engine_process() -> None:
         return
     threading.Thread(target=_stop_at_next_line, daemon=True).start()
     try:
-        report = engine.run(spec)
+        report = engine.run(engine.with_threads(spec))
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # the figures are in hand: a late stop changes nothing
         print(json.dumps({"report": report}), flush=True)
     except engine.EngineError as e:
@@ -408,9 +408,6 @@ def _share_at_barrier(spec: dict, level: str) -> Optional[dict]:
     run. Returns the report with `started_at`, or None when the level was stopped."""
     from distributed import Event, Queue, get_worker
     go, stop = Event(f"{level}-go"), Event(f"{level}-stop")
-    if not spec.get("cpus"):
-        # Unpinned: as many engine threads as this host gives the worker, up to one per connection.
-        spec = {**spec, "threads": max(1, min(len(os.sched_getaffinity(0)), spec["connections"]))}
     worker = get_worker()
     with subprocess.Popen([sys.executable, "-c", _ENGINE_PROCESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                           text=True) as process:
@@ -551,7 +548,7 @@ class ClusterLoad:
             raise NoClientHost(f"every client host of the level was lost: {', '.join(workers[a] for a in lost)}")
         order = [a for a in chosen if a in reports]
         starts = [reports[a].pop("started_at") for a in order]
-        merged = merge_reports([reports[a] for a in order], [workers[a] for a in order])
+        merged = merge_reports([reports[a] for a in order], [workers[a] for a in order], spec)
         for part, started in zip(merged["hosts"], starts):
             part["started_at"] = started
         merged["start_spread_s"] = max(starts) - min(starts)

@@ -5,6 +5,7 @@ The extension speaks JSON strings so that the spec and report schemas are define
 """
 
 import json
+import os
 
 from httpbench import _engine
 
@@ -18,6 +19,14 @@ def run(spec: dict) -> dict:
     cannot start or go on.
     """
     return json.loads(_engine.run(json.dumps(spec)))
+
+
+def with_threads(spec: dict) -> dict:
+    """``spec`` with one engine thread per CPU its load may use (its pinned ``cpus``, else every
+    CPU this process may run on), but no more than its connections: the engine refuses idle
+    threads. Decided where the engine runs, which on a cluster is each client host."""
+    cpus = len(spec.get("cpus") or ()) or len(os.sched_getaffinity(0))
+    return {**spec, "threads": max(1, min(cpus, spec["connections"]))}
 
 
 def host_facts() -> dict:

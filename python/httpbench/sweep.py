@@ -166,13 +166,10 @@ class Sweep:
             "expect_length": None,
         }
         if self.plan.model == "open":
-            connections = max(1, min(WARM_CONNECTIONS, level))
-            spec.update(connections=connections, rate=float(level))
+            spec.update(connections=max(1, min(WARM_CONNECTIONS, level)), rate=float(level))
         else:
-            connections = max(1, level)
-            spec["connections"] = connections
-        spec["threads"] = max(1, min(len(client_cpus) or 1, connections))
-        return spec
+            spec["connections"] = max(1, level)
+        return spec if self.cluster else engine.with_threads(spec)
 
     def _stop(self, cell: Cell) -> dict:
         budget = self.plan.budget_for(cell)
