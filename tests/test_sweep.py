@@ -1,10 +1,14 @@
 """`httpbench run` for real: a short quick-shaped sweep against nginx and reference, stored and
-shown; a sweep killed with SIGKILL and resumed loses and duplicates no round."""
+shown; a sweep killed with SIGKILL and resumed loses and duplicates no round; a resumed run keeps
+its CPUs and servers. And the sweep's cluster logic on scripted loads: the client ceiling when a
+client host is lost, and each client host's saturation."""
 
+import shlex
 import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -103,9 +107,9 @@ def test_unknown_run_and_bad_plan_are_one_line(tmp_path, plan_file):
     assert unreachable.returncode == 2 and len(unreachable.stderr.strip().splitlines()) == 1
 
 
-def test_ctrl_c_saves_and_prints_the_resume_command(plan_file, tmp_path):
-    db = tmp_path / "results.db"
-    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", str(plan_file), "--db", str(db)],
+def interrupted_after_a_round(db, *args) -> str:
+    """`httpbench run *args --db db`, given Ctrl-C once a round is stored; its stderr."""
+    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", *args, "--db", str(db)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -118,9 +122,33 @@ def test_ctrl_c_saves_and_prints_the_resume_command(plan_file, tmp_path):
     sweep.send_signal(signal.SIGINT)
     _, err = sweep.communicate(timeout=60)
     assert sweep.returncode == 130, err[-2000:]
+    return err
+
+
+def test_ctrl_c_saves_and_prints_the_resume_command(plan_file, tmp_path):
+    db = tmp_path / "results.db"
+    err = interrupted_after_a_round(db, str(plan_file))
     assert f"httpbench run --resume 1 --db {db}" in err.replace("\n", "")
     run, stored = rounds_of(db, 1)
     assert run["status"] == "interrupted" and stored
+
+
+def test_a_resumed_run_keeps_its_cpus_and_servers(plan_file, tmp_path):
+    db = tmp_path / "results.db"
+    err = interrupted_after_a_round(db, str(plan_file), "--server-cpus", "1", "--servers", "nginx")
+    line = next(line for line in err.splitlines() if "Resume with: " in line)
+    resume = shlex.split(line.split("Resume with: ")[1])[1:]
+    assert resume == ["run", "--resume", "1", "--db", str(db), "--servers", "nginx"]
+    moved = httpbench(*resume, "--server-cpus", "0")
+    assert moved.returncode == 2 and "run 1 ran its server on CPU(s) 1" in moved.stderr
+    assert len(moved.stderr.strip().splitlines()) == 1, moved.stderr
+    done = httpbench(*resume)
+    assert done.returncode == 0, done.stderr[-2000:]
+    run, rounds = rounds_of(db, 1)
+    assert run["status"] == "done" and {key.split("/")[0] for key, _, _ in rounds} == {"nginx"}
+    assert len(rounds) == 3 * 2 == len(set(rounds))
+    # Every round's engine ran on the CPU the server was not given, before the stop and after.
+    assert {tuple(r["measurement"]["spec"]["cpus"]) for c in run["cells"] for r in c["rounds"]} == {(0,)}
 
 
 @pytest.mark.parametrize("name", ["quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image",

@@ -149,6 +149,13 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
     if resume is not None:
         stored = store.run(resume)  # StoreError (one line) for an unknown run
         chosen = plans.parse(stored["plan_text"], f"run {resume}")
+        placed = stored["host"].get("placement")
+        if placed:
+            # The rest of a run is placed as its start was, whatever the resume command says.
+            server_cpus = _placed_as_stored(resume, placed, "server", server_cpus)
+            if not cluster_address:
+                client_cpus = _placed_as_stored(resume, placed, "client", client_cpus)
+                allow_shared = allow_shared or placed["shared"]
     else:
         chosen = plans.load(plan_name or "quick")
     cluster = None
@@ -161,7 +168,7 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
     run_id = resume if resume is not None else sweep.start()
     per_cell = len(chosen.levels) * (chosen.rounds if isinstance(chosen.rounds, int) else 3)
     bar, sweep.progress = live_progress(len(sweep.cells) * per_cell)
-    resume_command = f"httpbench run --resume {run_id} --db {db}"
+    resume_command = f"httpbench run --resume {run_id} --db {db}" + (f" --servers {','.join(only)}" if only else "")
     if cluster_address:
         # Resumed without them, the rest of the run would be measured from this host alone.
         resume_command += f" --cluster {cluster_address}" + (f" --certs {certs}" if certs else "") + \
@@ -184,6 +191,17 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
     summary(measured)
     write_report(measured, db)
     return code
+
+
+def _placed_as_stored(run_id: int, placed: dict, part: str, given: Optional[str]) -> str:
+    """The CPUs run `run_id` gave its `part` ("server" or "client"), as a CPU list; other CPUs
+    asked for are refused: rounds measured on other CPUs would not compare with the run's first."""
+    from httpbench.placement import PlacementError, parse_cpus
+    stored = ",".join(map(str, placed[part]))
+    if given and parse_cpus(given, f"--{part}-cpus") != tuple(placed[part]):
+        raise PlacementError(f"run {run_id} ran its {part} on CPU(s) {stored}: resume it on the same ones "
+                             f"(drop --{part}-cpus)")
+    return stored
 
 
 def report_path(db: str, run_ids: List[int]) -> Path:
