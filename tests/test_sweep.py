@@ -177,3 +177,74 @@ def test_a_shortened_version_of_each_built_in_plan_runs(name, tmp_path):
     for cell in run["cells"]:
         assert cell["status"] == "done", (cell["key"], cell["error"])
         assert all(r["measurement"]["requests"]["completed"] for r in cell["rounds"])
+
+
+# ---------------------------------------------------------------- the sweep's cluster logic
+
+class ScriptedCluster:
+    """A cluster whose server host is this one and whose levels answer from `loads`, merged
+    measurements in the order asked for: the sweep's own logic, without Dask."""
+
+    address = "tls://scripted:8786"
+
+    def __init__(self, loads: list) -> None:
+        self.loads = loads
+
+    def server_host_name(self) -> str:
+        return "here"
+
+    def on_server_host(self, function, *args):
+        return function(*args)
+
+    def server_host(self, cpus):
+        return SimpleNamespace(start=lambda *args: SimpleNamespace(url="http://127.0.0.1:1/"), stop=lambda: None)
+
+    def run(self, spec: dict) -> dict:
+        return self.loads.pop(0)
+
+
+def scripted_sweep(tmp_path, plan_file, loads: list, on_client_loss: str = "continue", notes=None):
+    from httpbench import plan as plans
+    from httpbench.placement import Placement
+    from httpbench.sweep import Progress, Sweep
+    return Sweep(plans.load(str(plan_file)), Store(str(tmp_path / "r.db")), Placement((1,), (), False),
+                 cluster=ScriptedCluster(loads), on_client_loss=on_client_loss,
+                 progress=Progress(on_note=(notes if notes is not None else []).append))
+
+
+def merged(per_second: float, lost=()) -> dict:
+    return {"requests": {"per_second": per_second}, "lost_hosts": list(lost)}
+
+
+def test_a_client_host_lost_while_measuring_the_ceiling_has_it_measured_again(tmp_path, plan_file):
+    from httpbench.sweep import Stopped
+    # Two hosts measure 1000 req/s; c2 is lost part-way through the next round; c1 alone does 650
+    # at best. The hosts that load the rest of the run are c1's: its ceiling is theirs.
+    loads = [merged(1000), merged(400, ["c2"]), merged(600), merged(650), merged(640)]
+    notes = []
+    assert scripted_sweep(tmp_path, plan_file, loads, notes=notes)._client_ceiling() == 650
+    assert loads == [] and "client host(s) c2 lost while measuring the client ceiling" in notes[0]
+    stopping = scripted_sweep(tmp_path, plan_file, [merged(1000), merged(400, ["c2"])], on_client_loss="stop")
+    with pytest.raises(Stopped, match=r"c2 lost while measuring the client ceiling \(--on-client-loss stop\)"):
+        stopping._client_ceiling()
+
+
+def client_host(name: str, busy: float, waiting: float) -> dict:
+    """A client host's part of a cluster level: its engine's report, two threads on two CPUs."""
+    return {"host": name, "started_at": 0.0, "report": {
+        "duration_s": 1.0, "requests": {"per_second": 5000.0}, "host": {"cpus_allowed": [0, 1]},
+        "client": {"busy_share": busy, "waiting_share": waiting, "user_s": 0.6, "sys_s": 0.3,
+                   "threads": [{"busy_share": busy, "waiting_share": waiting},
+                               {"busy_share": 0.2, "waiting_share": 0.0}]}}}
+
+
+def test_one_saturated_client_host_flags_the_level_naming_that_host():
+    from httpbench.sweep import cluster_flags
+    # c1's busiest thread is half busy and waits for its CPU most of the rest; c2 is at ease.
+    level = {"requests": {"per_second": 10_000.0}, "hosts": [client_host("c1", 0.5, 0.45), client_host("c2", 0.3, 0.02)],
+             "lost_hosts": [], "absent_hosts": []}
+    (flag,) = [f for f in cluster_flags(level, 100_000.0) if f]
+    assert flag.kind == "client_saturated"
+    assert flag.reason == "client host c1: busiest client thread 50% busy and 45% waiting for its CPU (> 90%)"
+    level["hosts"][0] = client_host("c1", 0.5, 0.02)
+    assert [f for f in cluster_flags(level, 100_000.0) if f] == []

@@ -32,40 +32,53 @@ def _rps(m: dict) -> Optional[float]:
 
 
 def client_saturated(measurements: Sequence[dict], ceiling_rps: Optional[float], client_cores: int) -> Optional[Flag]:
-    """The client, not the server, set the pace: any round's busiest engine thread above 90% busy
-    (counting the time it was ready but other processes had its CPU: on a shared machine a starved
-    client is as much the limit as a busy one), or the client's CPU time at 95% of the cores it
-    was given, or the level's mean throughput
-    within 10% of the client ceiling (its throughput against `reference`, measured at the start
-    of the run)."""
-    reasons: List[str] = []
-    for index, m in enumerate(measurements, 1):
-        client = m.get("client") or {}
-        threads = client.get("threads") or [client]
-        busy, waiting = max(((t.get("busy_share"), t.get("waiting_share") or 0.0) for t in threads),
-                            key=lambda bw: (bw[0] or 0.0) + bw[1])
-        if busy is not None and busy + waiting > BUSY_SHARE_LIMIT:
-            starved = f" and {waiting:.0%} waiting for its CPU" if waiting > 0.05 else ""
-            reasons.append(f"round {index}: busiest client thread {busy:.0%} busy{starved} "
-                           f"(> {BUSY_SHARE_LIMIT:.0%})")
-        user, system = client.get("user_s"), client.get("sys_s")
-        # A tool's rusage covers its whole life (start-up, connecting), so it is set against the
-        # process's wall time when the client report has one; the engine's is measurement only.
-        wall = client.get("wall_s") or m.get("duration_s")
-        # A client with fewer threads than cores (ab has one) can use no more than its threads.
-        usable = min(client_cores, client.get("thread_count") or client_cores)
-        if user is not None and system is not None and wall and usable > 0:
-            cores = (user + system) / wall
-            if cores >= usable * CPU_SHARE_LIMIT:
-                reasons.append(f"round {index}: client CPU {user + system:.2f} s in {wall:.2f} s = "
-                               f"{cores:.2f} of the {usable} core(s) it could use")
+    """The client, not the server, set the pace in some round (see `_client_bound`), or the
+    level's mean throughput is within 10% of the client ceiling (its throughput against
+    `reference`, measured at the start of the run)."""
+    reasons = [f"round {index}: {reason}" for index, m in enumerate(measurements, 1)
+               for reason in _client_bound(m, client_cores)]
     reasons += _near_ceiling(measurements, ceiling_rps)
     return Flag("client_saturated", "; ".join(reasons)) if reasons else None
 
 
+def client_host_saturated(host: str, report: dict) -> Optional[Flag]:
+    """One client host of a cluster level, judged on its own engine's report against the CPUs
+    that host let it use: one saturated host is enough to distort the whole level."""
+    cores = len((report.get("host") or {}).get("cpus_allowed") or []) or 1
+    reasons = [f"client host {host}: {reason}" for reason in _client_bound(report, cores)]
+    return Flag("client_saturated", "; ".join(reasons)) if reasons else None
+
+
+def _client_bound(m: dict, client_cores: int) -> List[str]:
+    """Why one measurement's client was the limit: its busiest engine thread above 90% busy
+    (counting the time it was ready but other processes had its CPU: on a shared machine a
+    starved client is as much the limit as a busy one), or its CPU time at 95% of the cores it
+    was given."""
+    reasons: List[str] = []
+    client = m.get("client") or {}
+    threads = client.get("threads") or [client]
+    busy, waiting = max(((t.get("busy_share"), t.get("waiting_share") or 0.0) for t in threads),
+                        key=lambda bw: (bw[0] or 0.0) + bw[1])
+    if busy is not None and busy + waiting > BUSY_SHARE_LIMIT:
+        starved = f" and {waiting:.0%} waiting for its CPU" if waiting > 0.05 else ""
+        reasons.append(f"busiest client thread {busy:.0%} busy{starved} (> {BUSY_SHARE_LIMIT:.0%})")
+    user, system = client.get("user_s"), client.get("sys_s")
+    # A tool's rusage covers its whole life (start-up, connecting), so it is set against the
+    # process's wall time when the client report has one; the engine's is measurement only.
+    wall = client.get("wall_s") or m.get("duration_s")
+    # A client with fewer threads than cores (ab has one) can use no more than its threads.
+    usable = min(client_cores, client.get("thread_count") or client_cores)
+    if user is not None and system is not None and wall and usable > 0:
+        cores = (user + system) / wall
+        if cores >= usable * CPU_SHARE_LIMIT:
+            reasons.append(f"client CPU {user + system:.2f} s in {wall:.2f} s = {cores:.2f} of the {usable} "
+                           "core(s) it could use")
+    return reasons
+
+
 def clients_at_ceiling(measurements: Sequence[dict], ceiling_rps: Optional[float]) -> Optional[Flag]:
     """Several client hosts' merged figures: only their throughput against their ceiling says
-    anything (each host's CPU is judged on its own, with `client_saturated`)."""
+    anything (each host's CPU is judged on its own, with `client_host_saturated`)."""
     reasons = _near_ceiling(measurements, ceiling_rps)
     return Flag("client_saturated", "; ".join(reasons)) if reasons else None
 

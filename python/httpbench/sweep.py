@@ -140,7 +140,9 @@ class Sweep:
 
     def _client_ceiling(self) -> Optional[float]:
         """The clients' throughput against the reference server (on the server's host): no server
-        measured here can be told apart from the client above it."""
+        measured here can be told apart from the client above it. On a cluster it is the
+        throughput of the client hosts that go on to load the run: a host lost meanwhile starts
+        the measurement again without it (or stops the run, under --on-client-loss stop)."""
         if "reference" not in servers.names():
             return None
         host = self._server_host()
@@ -148,14 +150,27 @@ class Sweep:
             started = host.start(servers.get("reference"), ServerProfile("tuned"), self.plan.workloads[0], 1)
             spec = self._spec(started.url, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS},
                               keep_alive=True)
-            ceiling = max(self.load(spec)["requests"]["per_second"] for _ in range(CEILING_ROUNDS))
+            rounds: List[float] = []
+            while len(rounds) < CEILING_ROUNDS:
+                measurement = self.load(spec)
+                lost = measurement.get("lost_hosts")
+                if lost and self.on_client_loss == "stop":
+                    raise Stopped(f"client host(s) {', '.join(lost)} lost while measuring the client ceiling "
+                                  "(--on-client-loss stop)")
+                if lost:
+                    self.progress.on_note(f"client host(s) {', '.join(lost)} lost while measuring the client "
+                                          "ceiling: measuring it again without them")
+                    rounds = []
+                else:
+                    rounds.append(measurement["requests"]["per_second"])
         finally:
             host.stop()
+        ceiling = max(rounds)
         self.progress.on_note(f"client ceiling (engine against the reference server): {ceiling:,.0f} req/s")
         return ceiling
 
     def _spec(self, url: str, workload, level: int, stop: dict, keep_alive: bool) -> dict:
-        # On a cluster each client host uses its own CPUs (cluster.ClusterLoad sets them).
+        # On a cluster each client host's engine uses that host's CPUs, and threads to match.
         client_cpus = [] if self.cluster else list(self.placement.client)
         spec = {
             "urls": [url.rstrip("/") + path for path in workload.paths],
@@ -247,7 +262,7 @@ class Sweep:
                                       budget.requests, budget.duration, cell.keep_alive, self.placement.client,
                                       self.plan.pipeline)
         measurement["server"] = host.end_window()
-        flags = self._cluster_flags(measurement) if self.cluster else \
+        flags = cluster_flags(measurement, self.ceiling) if self.cluster else \
             [honesty.client_saturated([measurement], self.ceiling, len(self.placement.client))]
         if self.plan.model == "closed" and self.plan.client == "engine":
             flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))
@@ -256,21 +271,18 @@ class Sweep:
         measurement["flags"] = [asdict(f) for f in _merged(flags)]
         return measurement
 
-    def _cluster_flags(self, measurement: dict) -> List[Optional[honesty.Flag]]:
-        """The merged figures against the cluster's ceiling, each client host's saturation on its
-        own (one saturated host distorts the whole level), and the hosts the level lacked."""
-        flags = [honesty.clients_at_ceiling([measurement], self.ceiling)]
-        for part in measurement["hosts"]:
-            report = part["report"]
-            cores = len((report.get("host") or {}).get("cpus_allowed") or []) or 1
-            flag = honesty.client_saturated([report], None, cores)
-            if flag:
-                flags.append(honesty.Flag("client_saturated", f"client host {part['host']}: {flag.reason}"))
-        if measurement["lost_hosts"]:
-            flags.append(honesty.Flag("partial", f"client host(s) {', '.join(measurement['lost_hosts'])} lost during "
-                                                 "the level: the figures are the other hosts' only"))
-        if measurement["absent_hosts"]:
-            ran_on = ", ".join(h["host"] for h in measurement["hosts"])
-            flags.append(honesty.Flag("fewer_hosts", f"client host(s) {', '.join(measurement['absent_hosts'])} lost "
-                                                     f"earlier in the run: this level ran on {ran_on} only"))
-        return flags
+
+def cluster_flags(measurement: dict, ceiling: Optional[float]) -> List[Optional[honesty.Flag]]:
+    """A cluster level's flags: the merged figures against the cluster's client `ceiling`, each
+    client host's saturation on its own (one saturated host distorts the whole level), and the
+    hosts the level lacked."""
+    flags = [honesty.clients_at_ceiling([measurement], ceiling)]
+    flags += [honesty.client_host_saturated(part["host"], part["report"]) for part in measurement["hosts"]]
+    if measurement["lost_hosts"]:
+        flags.append(honesty.Flag("partial", f"client host(s) {', '.join(measurement['lost_hosts'])} lost during "
+                                             "the level: the figures are the other hosts' only"))
+    if measurement["absent_hosts"]:
+        ran_on = ", ".join(h["host"] for h in measurement["hosts"])
+        flags.append(honesty.Flag("fewer_hosts", f"client host(s) {', '.join(measurement['absent_hosts'])} lost "
+                                                 f"earlier in the run: this level ran on {ran_on} only"))
+    return flags
