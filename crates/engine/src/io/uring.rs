@@ -21,7 +21,7 @@ use super::{Completion, Reactor, SockAddr, Token};
 const OP_CONNECT: u64 = 1 << 56;
 const OP_SEND: u64 = 3 << 56;
 const OP_RECV: u64 = 4 << 56;
-const OP_CLOSE: u64 = 5 << 56;
+const OP_CANCEL: u64 = 5 << 56;
 const OP_MASK: u64 = 0xff << 56;
 
 const BUF_GROUP: u16 = 0;
@@ -190,7 +190,7 @@ impl UringReactor {
     /// Cancel the operation the kernel holds for `token`: it holds its own reference to the
     /// socket and would keep it open after the descriptor is closed.
     fn cancel(&mut self, op: u64, token: Token) {
-        let e = opcode::AsyncCancel::new(op | token).build().flags(squeue::Flags::SKIP_SUCCESS).user_data(OP_CLOSE);
+        let e = opcode::AsyncCancel::new(op | token).build().flags(squeue::Flags::SKIP_SUCCESS).user_data(OP_CANCEL);
         self.push(&e);
     }
 }
