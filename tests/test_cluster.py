@@ -130,7 +130,10 @@ def test_merging_adds_counters_and_histograms_exactly(nginx):
     reports = [engine.run(spec), engine.run({**spec, "connections": 8})]
     level = {**spec, "connections": 12, "stop": {"requests": 6000}}
     merged = cluster.merge_reports(reports, ["a", "b"], level)
-    assert merged["spec"] == level and "host" not in merged
+    # The level's spec at the top, each host's share and load start under `hosts`.
+    assert "host" not in merged and "started_at" not in merged
+    assert [h["report"]["spec"]["connections"] for h in merged["hosts"]] == [4, 8]
+    assert [h["started_at"] for h in merged["hosts"]] == [r["started_at"] for r in reports]
     assert merged["requests"]["completed"] == 6000 == merged["latency"]["total"]["count"]
     assert merged["status"]["2xx"] == 6000 and merged["errors_total"] == 0
     added = engine.merge_latency([r["latency"]["total"] for r in reports])

@@ -307,7 +307,7 @@ def split_spec(spec: dict, parts: int) -> List[dict]:
     refuses a budget of 0). Each host's engine threads are its own (`engine.with_threads`)."""
     connections = spec.get("connections", 10)
     stop = spec.get("stop") or {}
-    parts = min(parts, connections, stop.get("requests") or parts)
+    parts = hosts_for(spec, parts)
     out = []
     for i in range(parts):
         share = dict(spec)
@@ -321,6 +321,13 @@ def split_spec(spec: dict, parts: int) -> List[dict]:
     return out
 
 
+def hosts_for(spec: dict, hosts: int) -> int:
+    """How many of `hosts` client hosts the level `spec` takes: no more than its connections or
+    its request budget."""
+    stop = spec.get("stop") or {}
+    return min(hosts, spec.get("connections", 10), stop.get("requests") or hosts)
+
+
 _SUMMED = (("requests", ("sent", "completed", "failed", "in_flight")), ("bytes", ("head", "body", "read", "written")),
            ("connections", ("opened", "server_closes")))
 
@@ -329,9 +336,10 @@ def merge_reports(reports: Sequence[dict], hosts: Sequence[str], spec: dict) -> 
     """One report from several hosts' reports of the level `spec`: counters added, histograms
     added (exact percentiles), the duration the longest host's, per-second series added by second
     (their per-second percentiles are not mergeable and left out); each host's own figures, its
-    share of the spec and its facts, are kept under `hosts`."""
+    share of the spec, its facts and when its load started, are kept under `hosts`."""
     first = reports[0]
-    merged = {k: v for k, v in first.items() if k not in ("timeseries", "client", "hosts", "spec", "host")}
+    per_host = ("timeseries", "client", "hosts", "spec", "host", "started_at")
+    merged = {k: v for k, v in first.items() if k not in per_host}
     merged["spec"] = spec
     merged["duration_s"] = max(r["duration_s"] for r in reports)
     for section, fields in _SUMMED:
@@ -367,7 +375,8 @@ def merge_reports(reports: Sequence[dict], hosts: Sequence[str], spec: dict) -> 
                                if merged["requests"]["completed"] else 0.0),
     }
     merged["aborted"] = "; ".join(f"{h}: {r['aborted']}" for h, r in zip(hosts, reports) if r.get("aborted")) or None
-    merged["hosts"] = [{"host": h, "report": r} for h, r in zip(hosts, reports)]
+    merged["hosts"] = [{"host": h, "started_at": r["started_at"], "report": {k: v for k, v in r.items() if k != "started_at"}}
+                       for h, r in zip(hosts, reports)]
     return merged
 
 
@@ -547,16 +556,14 @@ class ClusterLoad:
         if not reports:
             raise NoClientHost(f"every client host of the level was lost: {', '.join(workers[a] for a in lost)}")
         order = [a for a in chosen if a in reports]
-        starts = [reports[a].pop("started_at") for a in order]
         merged = merge_reports([reports[a] for a in order], [workers[a] for a in order], spec)
-        for part, started in zip(merged["hosts"], starts):
-            part["started_at"] = started
+        starts = [part["started_at"] for part in merged["hosts"]]
         merged["start_spread_s"] = max(starts) - min(starts)
         merged["client_hosts"] = [workers[a] for a in chosen]
         merged["lost_hosts"] = [workers[a] for a in lost]
         gone = [name for name in self.client_hosts_seen if name not in workers.values()]
         # A level narrower than the cluster never needed them all.
-        merged["absent_hosts"] = gone if len(split_spec(spec, len(self.client_hosts_seen))) > len(shares) else []
+        merged["absent_hosts"] = gone if hosts_for(spec, len(self.client_hosts_seen)) > len(shares) else []
         return merged
 
     def _barrier(self, futures: Dict[str, object], workers: Dict[str, str], level: str) -> List[str]:
