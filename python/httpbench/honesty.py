@@ -37,16 +37,14 @@ def client_saturated(measurements: Sequence[dict], ceiling_rps: Optional[float],
     `reference`, measured at the start of the run)."""
     reasons = [f"round {index}: {reason}" for index, m in enumerate(measurements, 1)
                for reason in _client_bound(m, client_cores)]
-    reasons += _near_ceiling(measurements, ceiling_rps)
-    return Flag("client_saturated", "; ".join(reasons)) if reasons else None
+    return _saturated(reasons + _near_ceiling(measurements, ceiling_rps))
 
 
 def client_host_saturated(host: str, report: dict) -> Optional[Flag]:
     """One client host of a cluster level, judged on its own engine's report against the CPUs
     that host let it use: one saturated host is enough to distort the whole level."""
     cores = len((report.get("host") or {}).get("cpus_allowed") or []) or 1
-    reasons = [f"client host {host}: {reason}" for reason in _client_bound(report, cores)]
-    return Flag("client_saturated", "; ".join(reasons)) if reasons else None
+    return _saturated([f"client host {host}: {reason}" for reason in _client_bound(report, cores)])
 
 
 def _client_bound(m: dict, client_cores: int) -> List[str]:
@@ -79,7 +77,10 @@ def _client_bound(m: dict, client_cores: int) -> List[str]:
 def clients_at_ceiling(measurements: Sequence[dict], ceiling_rps: Optional[float]) -> Optional[Flag]:
     """Several client hosts' merged figures: only their throughput against their ceiling says
     anything (each host's CPU is judged on its own, with `client_host_saturated`)."""
-    reasons = _near_ceiling(measurements, ceiling_rps)
+    return _saturated(_near_ceiling(measurements, ceiling_rps))
+
+
+def _saturated(reasons: List[str]) -> Optional[Flag]:
     return Flag("client_saturated", "; ".join(reasons)) if reasons else None
 
 
