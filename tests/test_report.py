@@ -342,11 +342,9 @@ def test_a_flagged_level_is_marked_on_every_chart(stored):
     run = results.load(Store(str(db)), doctored)
     marked = set()
     for chart in charts.all_charts([run]):
-        assert " red" not in chart.note, chart.note   # the flag's mark is no series' colour
         spec = chart.spec.to_dict()
         rows = spec["data"]["values"]
         flagged = [r for r in rows if r.get("flagged")]
-        assert all(r["flags"] for r in flagged), chart.name   # the reason, for the tooltip
         if any("doctored: " in r["flags"] and "the client set the pace" in r["flags"] for r in flagged):
             marked.add(chart.name)
         text = json.dumps(spec)

@@ -7,6 +7,7 @@ these; none of them re-runs anything or looks into raw measurements itself.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -97,7 +98,6 @@ class Figures:
     """A cell's figures of merit over some of its levels: the ones every cell of its group
     measured, so that cells are compared on the same levels."""
 
-    cell: CellResult
     levels: Tuple[LevelResult, ...]
     requests_budget: Optional[int]   # the requests every round of the group served, if it was the same for all
 
@@ -160,16 +160,17 @@ class Group:
     name: str
     cells: Tuple[CellResult, ...]
 
-    @property
+    # Cached: every chart, table and sentence asks again, and the cells never change.
+    @functools.cached_property
     def levels(self) -> Tuple[int, ...]:
         """The levels every cell measured: the ones they are compared on."""
         return tuple(sorted(set.intersection(*(set(c.level_numbers) for c in self.cells))))
 
-    @property
+    @functools.cached_property
     def every_level(self) -> Tuple[int, ...]:
         return tuple(sorted({n for c in self.cells for n in c.level_numbers}))
 
-    @property
+    @functools.cached_property
     def requests_budget(self) -> Optional[int]:
         """The requests budget every cell had; None when one ran for a duration or they differ
         (cells of runs under different plans), as their measured times then serve different requests."""
@@ -179,7 +180,7 @@ class Group:
     def figures(self, cell: CellResult, levels: Optional[Collection[int]] = None) -> Figures:
         """`cell`'s figures over those of `levels` (default: the compared ones) it measured."""
         levels = self.levels if levels is None else levels
-        return Figures(cell, tuple(lv for lv in cell.levels if lv.level in levels), self.requests_budget)
+        return Figures(tuple(lv for lv in cell.levels if lv.level in levels), self.requests_budget)
 
     def ranked(self) -> List[CellResult]:
         """Its cells with a throughput on the common levels, fastest first."""

@@ -220,8 +220,7 @@ def _melt(rows: List[dict], fields: Dict[str, str], value: str, kind: str) -> Li
 
 def latency(m: Measured) -> Chart:
     rows = _melt(m.level_rows(), {"p50_ms": "p50", "p99_ms": "p99"}, "ms", "percentile")
-    # Only the levels drawn: one with no latency (every request failed) has no percentiles of either kind.
-    exact = all(lv.latency.exact for c in m.cells for lv in c.levels if lv.latency.p50_us is not None)
+    exact = all(lv.latency.exact for c in m.cells for lv in c.levels)
     return Chart("latency", "Latency (p50 and p99) against concurrency",
                  _per_level(m, rows, "ms", "latency (ms)", dash="percentile"),
                  "Percentiles of all rounds' histograms added together." if exact else
@@ -325,8 +324,6 @@ def ratings(m: Measured) -> List[dict]:
             continue
         for cell in group.cells:
             mean = group.figures(cell).mean_rps
-            if mean is None:
-                continue
             rows.append({"series": m.series_of(cell), "group": group.name, "keep_alive": cell.keep_alive,
                          "context": group.name.replace(", no keep-alive", "").replace(", keep-alive", ""),
                          "rating": 100 * mean / hundred, "mean": mean,

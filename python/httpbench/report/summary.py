@@ -61,7 +61,7 @@ def winners(runs: Sequence[RunResults]) -> List[Verdict]:
                 line += "; " + _needs(loser, winner, other.time_for_same_requests / best.time_for_same_requests)
             details.append(line + ".")
         over = (f"{levels_text(group.levels)}, the levels every cell measured"
-                if any(group.incomplete(c) for c in group.cells) else "every level")
+                if group.levels != group.every_level else "every level")
         out.append(Verdict(group.name, f"{winner} is fastest, {best.mean_rps:,.0f} requests/s on average over {over}.",
                            details))
     return out

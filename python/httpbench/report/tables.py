@@ -148,6 +148,7 @@ def comparison(group: Group, several_runs: bool) -> Table:
                    Column("noise", "round-to-round CV", _percent), Column("rps_min", "min", _count),
                    Column("rps_max", "max", _count), Column("relative", "relative", lambda v: f"{v:.2f}")])
     ranked = group.ranked()
+    fastest = group.figures(ranked[0]).mean_rps if ranked else None
     for cell in ranked:
         figures = group.figures(cell)
         flags = {kind: f"at {levels_text([lv.level for lv in flagged])}" for kind, flagged in figures.flagged.items()}
@@ -155,5 +156,5 @@ def comparison(group: Group, several_runs: bool) -> Table:
         if why:
             flags["incomplete"] = f"({why})"
         table.add([cell.series + (f" (run {cell.run_id})" if several_runs else ""), figures.mean_rps, figures.noise,
-                   figures.min_rps, figures.max_rps, group.figures(ranked[0]).mean_rps / figures.mean_rps], flags)
+                   figures.min_rps, figures.max_rps, fastest / figures.mean_rps], flags)
     return table
