@@ -9,11 +9,11 @@ use std::net::IpAddr;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::http::request::RequestSet;
 use crate::http::response::{EofOutcome, Response, ResponseParser, ResponseSink};
-use crate::io::{new_socket, Completion, Reactor, SockAddr, Token};
+use crate::io::{new_socket, Completion, Gather, Reactor, SockAddr, Token};
 use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
 use crate::stats::series::{SecondRecorder, SecondSample};
@@ -143,6 +143,19 @@ pub struct Worker<'a> {
     outstanding: usize,
     last_progress: u64,
     cpu_at_start: Option<CpuTime>,
+    /// CLOCK_REALTIME minus our clock, in ns, to read the kernel's arrival stamps; taken again
+    /// at every tick so that a slewing wall clock does not drift away from ours.
+    realtime_offset: u64,
+    /// Service times of the responses since the last tick, warm-up included.
+    recent: Recent,
+    gather: Gather,
+}
+
+/// Sum and count of service times, in ns.
+#[derive(Default)]
+struct Recent {
+    sum: u64,
+    count: u64,
 }
 
 /// How long to wait before connecting again after a connect failed: long enough not to spin
@@ -150,6 +163,21 @@ pub struct Worker<'a> {
 const RECONNECT_BACKOFF: u64 = 10_000_000;
 /// How often request timeouts are checked and the per-second series moves on.
 const TICK: u64 = 10_000_000;
+/// A closed loop lets responses gather for at most this share of the recent mean service time
+/// before it handles them (docs/DESIGN-engine.md, "Timing and wake-ups"). Their latencies are
+/// the kernel's arrival stamps, so only the next requests can go that much later, and even
+/// they lose nothing when the server is the bottleneck: it still has requests queued.
+const GATHER_SHARE: u64 = 16;
+/// ... and a quarter of the connections with requests in flight at most: the rest keep the
+/// server busy meanwhile.
+const GATHER_CONNECTIONS: usize = 4;
+/// Below these, arming the kernel's timer for every wait costs more than the wake-ups saved.
+const GATHER_MIN_HOLD: Duration = Duration::from_micros(50);
+const GATHER_MIN_COMPLETIONS: usize = 4;
+
+fn realtime_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, ns)
+}
 
 fn ns(d: Duration) -> u64 {
     d.as_nanos().min(u64::MAX as u128) as u64
@@ -204,6 +232,9 @@ impl<'a> Worker<'a> {
             outstanding: 0,
             last_progress: 0,
             cpu_at_start: None,
+            realtime_offset: 0,
+            recent: Recent::default(),
+            gather: Gather::NONE,
         }
     }
 
@@ -281,6 +312,8 @@ impl<'a> Worker<'a> {
                 self.expire_requests(reactor);
                 let second = self.second();
                 self.series.at(second);
+                self.gather = self.gather();
+                self.realtime_offset = realtime_ns().saturating_sub(self.clock());
                 next_tick = self.now + TICK;
             }
             let mut until = next_tick.min(self.end);
@@ -289,7 +322,7 @@ impl<'a> Worker<'a> {
             }
             let timeout = Duration::from_nanos(until.saturating_sub(self.now));
             let mut fresh = false;
-            let result = reactor.wait(timeout, |r, token, completion| {
+            let result = reactor.wait(timeout, self.gather, |r, token, completion| {
                 if !fresh {
                     self.now = self.clock();
                     fresh = true;
@@ -309,6 +342,25 @@ impl<'a> Worker<'a> {
             self.refill = refill;
         }
         self.finish(reactor)
+    }
+
+    /// How many responses the next waits may gather, and for how long (see GATHER_SHARE).
+    /// Not in an open loop, whose requests go at set times, nor with short connections, whose
+    /// connects are timed by when we see them complete.
+    fn gather(&mut self) -> Gather {
+        let recent = std::mem::take(&mut self.recent);
+        if self.interval.is_some() || self.shared.spec.requests_per_connection.is_some() {
+            return Gather::NONE;
+        }
+        if recent.count == 0 {
+            return self.gather;
+        }
+        let completions = self.outstanding.min(self.conns.len()) / GATHER_CONNECTIONS;
+        let hold = Duration::from_nanos(recent.sum / recent.count / GATHER_SHARE);
+        if completions < GATHER_MIN_COMPLETIONS || hold < GATHER_MIN_HOLD {
+            return Gather::NONE;
+        }
+        Gather { completions: completions as u32, hold }
     }
 
     fn abort(&self, why: String) {
@@ -336,7 +388,7 @@ impl<'a> Worker<'a> {
             }
         }
         // Closes are submitted on this last call; nothing it reports matters any more.
-        let _ = reactor.wait(Duration::ZERO, |_, _, _| {});
+        let _ = reactor.wait(Duration::ZERO, Gather::NONE, |_, _, _| {});
         let second = ended.saturating_sub(self.measure_from) / 1_000_000_000;
         self.series.finish(second);
         let wall = Duration::from_nanos(ended.saturating_sub(self.measure_from));
@@ -569,18 +621,23 @@ impl<'a> Worker<'a> {
             Completion::SendFailed(errno) | Completion::RecvFailed(errno) => {
                 self.fail(reactor, i, ErrorClass::of_transfer(errno));
             }
-            Completion::Received(data) => self.received(reactor, i, data),
+            Completion::Received(data, arrived) => {
+                // The kernel's clock for arrivals is CLOCK_REALTIME; a stamp that does not fall
+                // before now (the wall clock was stepped) is taken as now.
+                let at = arrived.and_then(|t| t.checked_sub(self.realtime_offset)).map_or(self.now, |t| t.min(self.now));
+                self.received(reactor, i, data, at)
+            }
             Completion::Eof => self.eof(reactor, i),
         }
     }
 
     /// Hand connection `i`'s parser to `parse` with a sink that accounts for every response it
     /// completes; returns what `parse` returned and whether a response came unasked.
-    fn parse<T>(&mut self, i: usize, parse: impl FnOnce(&mut ResponseParser, &mut Sink<'_>) -> T) -> (T, bool) {
+    fn parse<T>(&mut self, i: usize, at: u64, parse: impl FnOnce(&mut ResponseParser, &mut Sink<'_>) -> T) -> (T, bool) {
         let second = self.second();
         let c = &mut self.conns[i];
         let mut sink = Sink {
-            now: self.now,
+            at,
             measure_from: self.measure_from,
             expect_length: self.shared.expect_length,
             pending: &mut c.pending,
@@ -588,6 +645,7 @@ impl<'a> Worker<'a> {
             server_closing: &mut c.server_closing,
             counters: &mut self.counters,
             latencies: &mut self.latencies,
+            recent: &mut self.recent,
             series: self.series.at(second),
             done: 0,
             unsolicited: false,
@@ -601,11 +659,12 @@ impl<'a> Worker<'a> {
         (out, unsolicited)
     }
 
-    fn received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8]) {
+    /// `data` arrived at `at` (ns since `start`).
+    fn received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8], at: u64) {
         if self.measuring(self.now) {
             self.counters.bytes_read += data.len() as u64;
         }
-        match self.parse(i, |parser, sink| parser.feed(data, sink)) {
+        match self.parse(i, at, |parser, sink| parser.feed(data, sink)) {
             (Err(_), _) | (Ok(()), true) => self.fail(reactor, i, ErrorClass::Protocol),
             (Ok(()), false) => self.after_responses(reactor, i),
         }
@@ -636,7 +695,7 @@ impl<'a> Worker<'a> {
     }
 
     fn eof<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        let (outcome, _) = self.parse(i, |parser, sink| parser.feed_eof(sink));
+        let (outcome, _) = self.parse(i, self.now, |parser, sink| parser.feed_eof(sink));
         let class = match outcome {
             EofOutcome::MidBody => ErrorClass::LengthMismatch,
             _ => ErrorClass::Eof,
@@ -654,7 +713,8 @@ impl<'a> Worker<'a> {
 
 /// Receives the parser's findings for one connection.
 struct Sink<'s> {
-    now: u64,
+    /// When the bytes being parsed arrived, in ns since `start`.
+    at: u64,
     measure_from: u64,
     expect_length: Option<u64>,
     pending: &'s mut VecDeque<Pending>,
@@ -662,6 +722,7 @@ struct Sink<'s> {
     server_closing: &'s mut bool,
     counters: &'s mut Counters,
     latencies: &'s mut Latencies,
+    recent: &'s mut Recent,
     series: &'s mut SecondSample,
     done: usize,
     unsolicited: bool,
@@ -670,7 +731,7 @@ struct Sink<'s> {
 impl ResponseSink for Sink<'_> {
     #[inline]
     fn first_byte(&mut self) {
-        *self.first_byte = self.now;
+        *self.first_byte = self.at;
     }
 
     #[inline]
@@ -683,6 +744,10 @@ impl ResponseSink for Sink<'_> {
         if r.close {
             *self.server_closing = true;
         }
+        // Never before the request went: the arrival stamp and our clock are two clocks.
+        let at = self.at.max(p.sent);
+        self.recent.sum += at - p.sent;
+        self.recent.count += 1;
         if p.sent < self.measure_from {
             return;
         }
@@ -698,10 +763,10 @@ impl ResponseSink for Sink<'_> {
         c.completed += 1;
         c.status[if (100..600).contains(&r.status) { (r.status / 100) as usize } else { 0 }] += 1;
         let l = &mut *self.latencies;
-        record_ns(&mut l.total, self.now - p.due);
-        record_ns(&mut l.service, self.now - p.sent);
+        record_ns(&mut l.total, at - p.due);
+        record_ns(&mut l.service, at - p.sent);
         record_ns(&mut l.first_byte, self.first_byte.saturating_sub(p.sent));
         self.series.requests += 1;
-        record_ns(&mut self.series.latency, self.now - p.due);
+        record_ns(&mut self.series.latency, at - p.due);
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll};
 
-use super::{socket_error, Completion, Reactor, SockAddr, Token};
+use super::{socket_error, Completion, Gather, Reactor, SockAddr, Token};
 
 /// What the reactor knows of each open descriptor, indexed by descriptor number.
 #[derive(Clone, Copy, Default)]
@@ -81,7 +81,7 @@ impl EpollReactor {
             // SAFETY: reads into the buffer we own.
             let n = unsafe { libc::recv(fd, buf.as_ptr() as *mut libc::c_void, buf.len(), 0) };
             if n > 0 {
-                on(self, token, Completion::Received(&buf[..n as usize]));
+                on(self, token, Completion::Received(&buf[..n as usize], None));
                 // Edge-triggered: a short read drained the socket; more data means a new edge.
                 if (n as usize) < buf.len() || !self.is_current(fd, token) {
                     break;
@@ -140,7 +140,7 @@ impl Reactor for EpollReactor {
         unsafe { libc::close(fd) };
     }
 
-    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, mut on: F) -> io::Result<()> {
+    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, _: Gather, mut on: F) -> io::Result<()> {
         let timeout = if self.early.is_empty() { timeout } else { Duration::ZERO };
         match self.poll.poll(&mut self.events, Some(timeout)) {
             Ok(()) => {}

@@ -24,7 +24,9 @@ pub enum Completion<'a> {
     ConnectFailed(i32),
     Sent(usize),
     SendFailed(i32),
-    Received(&'a [u8]),
+    /// Bytes read, and when the kernel received the last of them (CLOCK_REALTIME, in ns) if
+    /// the reactor knows.
+    Received(&'a [u8], Option<u64>),
     Eof,
     RecvFailed(i32),
 }
@@ -48,8 +50,23 @@ pub trait Reactor: Sized {
     fn close(&mut self, token: Token, fd: RawFd);
 
     /// Wait up to `timeout` for completions and hand each to `on`, which may start new
-    /// operations on the reactor it is given.
-    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, on: F) -> io::Result<()>;
+    /// operations on the reactor it is given. A reactor that can (io_uring) lets completions
+    /// gather as `gather` allows before it wakes up; one that cannot returns at the first.
+    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, gather: Gather, on: F) -> io::Result<()>;
+}
+
+/// How many completions a wait may gather before the thread wakes up, and for how long at most
+/// once the first has arrived. Every wake-up of a sleeping thread costs about as much client
+/// CPU as a request's own user-space work; gathering a few responses per wake-up saves that.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gather {
+    pub completions: u32,
+    pub hold: Duration,
+}
+
+impl Gather {
+    /// Wake at the first completion.
+    pub const NONE: Gather = Gather { completions: 1, hold: Duration::ZERO };
 }
 
 /// A socket address in the form the kernel takes, kept at a stable place for the whole run

@@ -12,10 +12,10 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
-use io_uring::types::{BufRingEntry, Fd, SubmitArgs, Timespec};
+use io_uring::types::{BufRingEntry, Fd, RecvMsgOut, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 
-use super::{Completion, Reactor, SockAddr, Token};
+use super::{Completion, Gather, Reactor, SockAddr, Token};
 
 /// The kind of operation, in the top byte of each submission's user data.
 const OP_CONNECT: u64 = 1 << 56;
@@ -26,6 +26,8 @@ const OP_MASK: u64 = 0xff << 56;
 
 const BUF_GROUP: u16 = 0;
 const BUF_SIZE: usize = 8 * 1024;
+/// Room for one SCM_TIMESTAMPNS control message in a multishot receive's buffer.
+const CONTROL_LEN: usize = 64;
 
 /// Memory mapped anonymously, page aligned as the kernel wants a buffer ring.
 struct Mapping {
@@ -106,13 +108,42 @@ impl BufRing {
     }
 }
 
+/// The kernel's receive time in an SCM_TIMESTAMPNS control message, in ns since the epoch.
+fn arrival(control: &[u8]) -> Option<u64> {
+    let header = std::mem::size_of::<libc::cmsghdr>();
+    let mut at = 0;
+    while control.len() >= at + header {
+        // SAFETY: a whole header lies at `at`, read unaligned as the buffer may not be.
+        let h: libc::cmsghdr = unsafe { std::ptr::read_unaligned(control.as_ptr().add(at) as *const libc::cmsghdr) };
+        let len = h.cmsg_len;
+        if len < header || at + len > control.len() {
+            return None;
+        }
+        if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_TIMESTAMPNS && len >= header + 16 {
+            // SAFETY: the message holds a timespec right after its (aligned-size) header.
+            let ts: libc::timespec = unsafe { std::ptr::read_unaligned(control.as_ptr().add(at + header) as *const libc::timespec) };
+            return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+        }
+        at += (len + 7) & !7;
+    }
+    None
+}
+
 pub struct UringReactor {
     ring: IoUring,
     bufs: BufRing,
+    /// The template of every multishot receive: no address, CONTROL_LEN bytes of control data.
+    /// The kernel reads it when each receive runs, so it stays at one place for the reactor's life.
+    msghdr: Box<libc::msghdr>,
     /// Completions copied out of the queue, so that handlers may submit while we go through them.
     batch: Vec<(u64, i32, u32)>,
     multishot: bool,
     slots: Vec<Slot>,
+    /// Whether the kernel can end a wait for several completions early (Linux 6.12).
+    min_timeout: bool,
+    /// Sends pushed since the last wait: they complete within the submitting call, so a wait
+    /// that gathers completions counts them on top of those it waits for.
+    sends: u32,
 }
 
 /// Per connection slot: its current token and descriptor, to re-arm a receive that ended and to
@@ -148,12 +179,16 @@ impl UringReactor {
             b.build(sq)
         };
         let ring = build(true).or_else(|_| build(false))?;
+        let min_timeout = ring.params().is_feature_min_timeout();
         let entries = (connections * 2).clamp(256, 4096).next_power_of_two() as u16;
         let bufs = BufRing::new(entries)?;
         // SAFETY: the ring mapping lives as long as the reactor, which unregisters nothing
         // before the ring itself is dropped.
         unsafe { ring.submitter().register_buf_ring_with_flags(bufs.ring.ptr as u64, entries, BUF_GROUP, 0)? };
-        Ok(UringReactor { ring, bufs, batch: Vec::with_capacity(4096), multishot, slots: Vec::new() })
+        // SAFETY: msghdr is plain data; all null and zero but the control length.
+        let mut msghdr: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
+        msghdr.msg_controllen = CONTROL_LEN;
+        Ok(UringReactor { ring, bufs, msghdr, batch: Vec::with_capacity(4096), multishot, slots: Vec::new(), min_timeout, sends: 0 })
     }
 
     fn push(&mut self, entry: &squeue::Entry) {
@@ -171,7 +206,7 @@ impl UringReactor {
 
     fn arm_recv(&mut self, token: Token, fd: RawFd) {
         let e = if self.multishot {
-            opcode::RecvMulti::new(Fd(fd), BUF_GROUP).build()
+            opcode::RecvMsgMulti::new(Fd(fd), &*self.msghdr, BUF_GROUP).build()
         } else {
             opcode::Recv::new(Fd(fd), std::ptr::null_mut(), BUF_SIZE as u32)
                 .buf_group(BUF_GROUP)
@@ -204,11 +239,20 @@ impl Reactor for UringReactor {
             self.slots.resize(slot + 1, CLOSED);
         }
         self.slots[slot] = Slot { token, fd, connecting: true, receiving: false };
+        if self.multishot {
+            // Responses are timed by when the kernel received them, not by when this thread
+            // got round to them: a wait that gathers completions then changes no latency.
+            let one: libc::c_int = 1;
+            // SAFETY: sets an int option on our socket. Without it responses are simply timed
+            // on arrival in user space, as with a single-shot receive.
+            unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one as *const _ as *const libc::c_void, 4) };
+        }
         let c = opcode::Connect::new(Fd(fd), addr.as_ptr(), addr.len()).build().user_data(OP_CONNECT | token);
         self.push(&c);
     }
 
     unsafe fn send(&mut self, token: Token, fd: RawFd, data: *const u8, len: usize) {
+        self.sends += 1;
         let e = opcode::Send::new(Fd(fd), data, len as u32).flags(libc::MSG_NOSIGNAL).build().user_data(OP_SEND | token);
         self.push(&e);
     }
@@ -233,10 +277,19 @@ impl Reactor for UringReactor {
         unsafe { libc::close(fd) };
     }
 
-    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, mut on: F) -> io::Result<()> {
+    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, gather: Gather, mut on: F) -> io::Result<()> {
         let ts = Timespec::new().sec(timeout.as_secs()).nsec(timeout.subsec_nanos());
-        let args = SubmitArgs::new().timespec(&ts);
-        if let Err(e) = self.ring.submitter().submit_with_args(1, &args) {
+        let mut args = SubmitArgs::new().timespec(&ts);
+        let hold_us = gather.hold.as_micros().min(u32::MAX as u128) as u32;
+        let mut want = 1;
+        // The kernel wakes us once `want` completions are in, or `hold` after the wait began if
+        // at least one is; and at `timeout` in any case.
+        if self.min_timeout && gather.completions > 1 && hold_us > 0 && gather.hold < timeout {
+            args = args.min_wait_usec(hold_us);
+            want = (gather.completions + self.sends) as usize;
+        }
+        self.sends = 0;
+        if let Err(e) = self.ring.submitter().submit_with_args(want, &args) {
             match e.raw_os_error() {
                 Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) => {}
                 _ => return Err(e),
@@ -272,18 +325,35 @@ impl Reactor for UringReactor {
                         slot.receiving = false;
                     }
                     let bid = cqueue::buffer_select(flags);
+                    // Bytes of payload: a multishot receive's buffer starts with a header and
+                    // the control data, and its end of stream is a buffer with no payload.
+                    let mut got = res;
                     if res > 0 {
                         let bid = bid.expect("a receive with data names its buffer");
                         // SAFETY: the kernel filled `res` bytes of buffer `bid` for us; it is
                         // given back below, after the handler is done with it.
                         let data = unsafe { self.bufs.data(bid, res as usize) };
-                        on(self, token, Completion::Received(data));
+                        if !self.multishot {
+                            on(self, token, Completion::Received(data, None));
+                        } else if let Ok(msg) = RecvMsgOut::parse(data, &self.msghdr) {
+                            got = msg.payload_data().len() as i32;
+                            if got > 0 {
+                                on(self, token, Completion::Received(msg.payload_data(), arrival(msg.control_data())));
+                            }
+                        } else {
+                            // Shorter than the header the kernel always writes: nothing of
+                            // this connection's stream can be trusted any more.
+                            got = -libc::EIO;
+                            if more {
+                                on(self, token, Completion::RecvFailed(libc::EIO));
+                            }
+                        }
                         self.bufs.give_back(bid);
                     } else if let Some(bid) = bid {
                         self.bufs.give_back(bid);
                     }
                     if let (false, Some(fd)) = (more, self.current(token).map(|s| s.fd)) {
-                        match res {
+                        match got {
                             0 => on(self, token, Completion::Eof),
                             // Data from a single receive, out of buffers, or a multishot the
                             // kernel ended: arm it again; the buffers given back in this batch
@@ -299,5 +369,47 @@ impl Reactor for UringReactor {
         self.batch = batch;
         self.bufs.publish();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::arrival;
+
+    fn cmsg(level: i32, kind: i32, data: &[u8]) -> Vec<u8> {
+        let header = std::mem::size_of::<libc::cmsghdr>();
+        let mut out = vec![0u8; (header + data.len() + 7) & !7];
+        // SAFETY: writes one header into a buffer large enough for it.
+        unsafe {
+            let h = out.as_mut_ptr() as *mut libc::cmsghdr;
+            (*h).cmsg_len = header + data.len();
+            (*h).cmsg_level = level;
+            (*h).cmsg_type = kind;
+        }
+        out[header..header + data.len()].copy_from_slice(data);
+        out
+    }
+
+    fn timespec(sec: i64, nsec: i64) -> Vec<u8> {
+        [sec.to_ne_bytes(), nsec.to_ne_bytes()].concat()
+    }
+
+    #[test]
+    fn the_arrival_stamp_is_found_among_control_messages() {
+        let stamp = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &timespec(1_700_000_000, 250));
+        assert_eq!(arrival(&stamp), Some(1_700_000_000_000_000_250));
+        let other = cmsg(libc::IPPROTO_TCP, 1, &[1, 2, 3, 4]);
+        assert_eq!(arrival(&[other.clone(), stamp].concat()), Some(1_700_000_000_000_000_250));
+        assert_eq!(arrival(&other), None);
+        assert_eq!(arrival(&[]), None);
+    }
+
+    #[test]
+    fn a_truncated_control_message_gives_no_stamp() {
+        let stamp = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &timespec(1, 2));
+        assert_eq!(arrival(&stamp[..stamp.len() - 4]), None);
+        let mut lying = stamp.clone();
+        lying[0] = 200; // a length past the end
+        assert_eq!(arrival(&lying), None);
     }
 }
