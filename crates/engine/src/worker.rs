@@ -530,13 +530,14 @@ impl<'a> Worker<'a> {
         if c.state != State::Open || c.sending.is_some() || c.server_closing || self.now >= self.end {
             return;
         }
-        let mut k = spec.pipeline as u64 - c.pending.len() as u64;
-        // Refill a pipeline once half of it is free, not one slot at a time: each send is a
-        // packet whose kernel cost dwarfs the request's, and servers answer pipelined requests
-        // in separate segments. A connection keeps between P/2 and P requests outstanding.
-        if !c.pending.is_empty() && k < (spec.pipeline as u64).div_ceil(2) {
+        // A closed loop refills a pipeline once all of it is answered, as wrk's pipelining does:
+        // each send is a packet whose kernel cost dwarfs the request's, and servers answer
+        // pipelined requests in separate segments, so topping it up per response would double
+        // the packets. An open loop sends what is due whenever the pipeline has room.
+        if self.interval.is_none() && !c.pending.is_empty() {
             return;
         }
+        let mut k = spec.pipeline as u64 - c.pending.len() as u64;
         if let Some(limit) = spec.requests_per_connection {
             k = k.min(limit - c.on_connection);
         }

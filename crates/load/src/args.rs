@@ -35,7 +35,7 @@ pub struct Cli {
     /// Open loop: send this many requests per second in total, evenly spread
     #[arg(short = 'R', long)]
     rate: Option<f64>,
-    /// Requests outstanding per connection
+    /// Requests outstanding per connection; a closed loop sends them together and the next ones once all are answered (as wrk)
     #[arg(long, default_value_t = 1)]
     pipeline: u32,
     /// A new connection for every request, closed by the client (like ab without -k)
