@@ -345,11 +345,11 @@ impl<'a> Worker<'a> {
     }
 
     /// How many responses the next waits may gather, and for how long (see GATHER_SHARE).
-    /// Not in an open loop, whose requests go at set times, nor with short connections, whose
-    /// connects are timed by when we see them complete.
+    /// Not in an open loop, whose requests go at set times. Connect times, which have no
+    /// kernel stamp, may be seen up to that hold late.
     fn gather(&mut self) -> Gather {
         let recent = std::mem::take(&mut self.recent);
-        if self.interval.is_some() || self.shared.spec.requests_per_connection.is_some() {
+        if self.interval.is_some() {
             return Gather::NONE;
         }
         if recent.count == 0 {

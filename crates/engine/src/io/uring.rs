@@ -129,12 +129,24 @@ fn arrival(control: &[u8]) -> Option<u64> {
     None
 }
 
+/// A single-shot receive's message header and control data. The kernel writes the arrival
+/// stamp into `control` itself, so each connection has its own, at a place that does not move.
+struct Single {
+    msghdr: libc::msghdr,
+    iov: libc::iovec,
+    control: [u8; CONTROL_LEN],
+}
+
 pub struct UringReactor {
     ring: IoUring,
     bufs: BufRing,
     /// The template of every multishot receive: no address, CONTROL_LEN bytes of control data.
     /// The kernel reads it when each receive runs, so it stays at one place for the reactor's life.
     msghdr: Box<libc::msghdr>,
+    /// Per slot, for single-shot receives; boxed because the kernel holds their addresses
+    /// while the vector grows.
+    #[allow(clippy::vec_box)]
+    singles: Vec<Box<Single>>,
     /// Completions copied out of the queue, so that handlers may submit while we go through them.
     batch: Vec<(u64, i32, u32)>,
     multishot: bool,
@@ -188,7 +200,7 @@ impl UringReactor {
         // SAFETY: msghdr is plain data; all null and zero but the control length.
         let mut msghdr: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
         msghdr.msg_controllen = CONTROL_LEN;
-        Ok(UringReactor { ring, bufs, msghdr, batch: Vec::with_capacity(4096), multishot, slots: Vec::new(), min_timeout, sends: 0 })
+        Ok(UringReactor { ring, bufs, msghdr, singles: Vec::new(), batch: Vec::with_capacity(4096), multishot, slots: Vec::new(), min_timeout, sends: 0 })
     }
 
     fn push(&mut self, entry: &squeue::Entry) {
@@ -208,7 +220,15 @@ impl UringReactor {
         let e = if self.multishot {
             opcode::RecvMsgMulti::new(Fd(fd), &*self.msghdr, BUF_GROUP).build()
         } else {
-            opcode::Recv::new(Fd(fd), std::ptr::null_mut(), BUF_SIZE as u32)
+            let single = &mut *self.singles[slot_of(token)];
+            // Cleared, so that a receive whose kernel wrote no stamp leaves none behind.
+            single.control = [0; CONTROL_LEN];
+            single.iov = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: BUF_SIZE };
+            single.msghdr.msg_iov = &mut single.iov;
+            single.msghdr.msg_iovlen = 1;
+            single.msghdr.msg_control = single.control.as_mut_ptr() as *mut libc::c_void;
+            single.msghdr.msg_controllen = CONTROL_LEN;
+            opcode::RecvMsg::new(Fd(fd), &mut single.msghdr)
                 .buf_group(BUF_GROUP)
                 .build()
                 .flags(squeue::Flags::BUFFER_SELECT)
@@ -237,16 +257,18 @@ impl Reactor for UringReactor {
         let slot = slot_of(token);
         if slot >= self.slots.len() {
             self.slots.resize(slot + 1, CLOSED);
+            if !self.multishot {
+                // SAFETY: plain data, all zero; set up by each `arm_recv`.
+                self.singles.resize_with(slot + 1, || Box::new(unsafe { std::mem::zeroed() }));
+            }
         }
         self.slots[slot] = Slot { token, fd, connecting: true, receiving: false };
-        if self.multishot {
-            // Responses are timed by when the kernel received them, not by when this thread
-            // got round to them: a wait that gathers completions then changes no latency.
-            let one: libc::c_int = 1;
-            // SAFETY: sets an int option on our socket. Without it responses are simply timed
-            // on arrival in user space, as with a single-shot receive.
-            unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one as *const _ as *const libc::c_void, 4) };
-        }
+        // Responses are timed by when the kernel received them, not by when this thread got
+        // round to them: a wait that gathers completions then changes no latency.
+        let one: libc::c_int = 1;
+        // SAFETY: sets an int option on our socket. Without it responses are simply timed on
+        // arrival in user space.
+        unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one as *const _ as *const libc::c_void, 4) };
         let c = opcode::Connect::new(Fd(fd), addr.as_ptr(), addr.len()).build().user_data(OP_CONNECT | token);
         self.push(&c);
     }
@@ -334,7 +356,8 @@ impl Reactor for UringReactor {
                         // given back below, after the handler is done with it.
                         let data = unsafe { self.bufs.data(bid, res as usize) };
                         if !self.multishot {
-                            on(self, token, Completion::Received(data, None));
+                            let arrived = self.singles.get(slot_of(token)).and_then(|s| arrival(&s.control));
+                            on(self, token, Completion::Received(data, arrived));
                         } else if let Ok(msg) = RecvMsgOut::parse(data, &self.msghdr) {
                             got = msg.payload_data().len() as i32;
                             if got > 0 {
