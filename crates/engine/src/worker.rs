@@ -144,7 +144,7 @@ pub struct Worker<'a> {
     last_progress: u64,
     cpu_at_start: Option<CpuTime>,
     /// CLOCK_REALTIME minus our clock, in ns, to read the kernel's arrival stamps; taken again
-    /// at every tick so that a slewing wall clock does not drift away from ours.
+    /// at every tick so that a step of the wall clock upsets stamps for one tick at most.
     realtime_offset: u64,
     /// Service times of the responses since the last tick, warm-up included.
     recent: Recent,
@@ -332,6 +332,11 @@ impl<'a> Worker<'a> {
             if let Err(e) = result {
                 self.abort(format!("the {} reactor failed: {e}", R::NAME));
                 break;
+            }
+            // Requests sent now are stamped now, not at the batch's first completion: handling
+            // a gathered batch takes long enough to show in their latencies.
+            if !self.refill.is_empty() {
+                self.now = self.clock();
             }
             let mut refill = std::mem::take(&mut self.refill);
             for &i in &refill {

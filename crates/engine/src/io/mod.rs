@@ -55,8 +55,8 @@ pub trait Reactor: Sized {
     fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, gather: Gather, on: F) -> io::Result<()>;
 }
 
-/// How many completions a wait may gather before the thread wakes up, and for how long at most
-/// once the first has arrived. Every wake-up of a sleeping thread costs about as much client
+/// How many completions a wait may gather before the thread wakes up, and how long after the
+/// wait began it wakes anyway if at least one has arrived. Every wake-up of a sleeping thread costs about as much client
 /// CPU as a request's own user-space work; gathering a few responses per wake-up saves that.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gather {

@@ -141,10 +141,10 @@ pub struct UringReactor {
     ring: IoUring,
     bufs: BufRing,
     /// The template of every multishot receive: no address, CONTROL_LEN bytes of control data.
-    /// The kernel reads it when each receive runs, so it stays at one place for the reactor's life.
+    /// The kernel reads it when each receive is submitted; one for the reactor's life.
     msghdr: Box<libc::msghdr>,
-    /// Per slot, for single-shot receives; boxed because the kernel holds their addresses
-    /// while the vector grows.
+    /// Per slot, for single-shot receives; boxed because the kernel writes into a control area
+    /// when its receive completes, whether or not the vector has grown since.
     #[allow(clippy::vec_box)]
     singles: Vec<Box<Single>>,
     /// Completions copied out of the queue, so that handlers may submit while we go through them.
