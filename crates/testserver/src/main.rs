@@ -30,7 +30,8 @@ killed or until --max-seconds.
 modes:
   ok            200 with --body-bytes of `x`, keep-alive unless the request closes
   slots         like ok, but each request holds one of --slots K global slots for
-                exactly --hold-ms D first (throughput K/D, latency D)
+                exactly --hold-ms D first (throughput K/D, latency D), or for D plus
+                a uniform amount in [-S, S] with --spread-ms S (mean latency D)
   freeze        like ok, but no response is written during --freeze-ms F out of
                 every --every-ms E (first freeze at E after start)
   reset         read a request, then close with RST
@@ -48,6 +49,7 @@ options:
   --body-bytes N    response body size (default 7)
   --slots K         slots mode: concurrent holders (required)
   --hold-ms D       slots mode: hold per request in ms, fractions allowed (required)
+  --spread-ms S     slots mode: spread of the hold, 0 <= S <= D (default 0)
   --freeze-ms F     freeze mode (default 1000)
   --every-ms E      freeze mode (default 3000, must exceed F)
   --status CODE     status mode, 200..=599 (204 and 304 are sent without body)
@@ -136,7 +138,7 @@ struct Options {
 fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let (mut mode, mut body_bytes, mut status) = (None, 7usize, 200u16);
-    let (mut slots, mut hold_ms) = (None::<usize>, None::<f64>);
+    let (mut slots, mut hold_ms, mut spread_ms) = (None::<usize>, None::<f64>, 0.0f64);
     let (mut freeze_ms, mut every_ms) = (1000.0f64, 3000.0f64);
     let (mut count_file, mut max_seconds) = (None, 120.0f64);
 
@@ -166,6 +168,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--status" => status = num(flag, &value)?,
             "--slots" => slots = Some(num(flag, &value)?),
             "--hold-ms" => hold_ms = Some(num(flag, &value)?),
+            "--spread-ms" => spread_ms = num(flag, &value)?,
             "--freeze-ms" => freeze_ms = num(flag, &value)?,
             "--every-ms" => every_ms = num(flag, &value)?,
             "--count-file" => count_file = Some(PathBuf::from(value)),
@@ -197,7 +200,11 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             let d = hold_ms
                 .filter(|d| *d > 0.0 && d.is_finite())
                 .ok_or("slots mode needs --hold-ms D > 0")?;
-            Some(Slots::new(k, Duration::from_secs_f64(d / 1000.0)))
+            if !(0.0..=d).contains(&spread_ms) {
+                return Err("slots mode needs 0 <= --spread-ms <= --hold-ms".into());
+            }
+            let ms = |v: f64| Duration::from_secs_f64(v / 1000.0);
+            Some(Slots::new(k, ms(d), ms(spread_ms)))
         }
         _ => None,
     };

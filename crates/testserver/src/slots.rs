@@ -1,5 +1,6 @@
 //! Ground truth for `--mode slots`: a FIFO counting semaphore of K slots, each
-//! request holding one for exactly D.
+//! request holding one for exactly D, or for D plus a uniform amount in [-S, S]
+//! (so that responses do not come back in step).
 //!
 //! The hold is measured on a *logical* clock: a slot handed from one request to
 //! the next becomes free at the previous holder's deadline, not at the moment
@@ -14,10 +15,13 @@ use std::time::{Duration, Instant};
 
 pub struct Slots {
     hold: Duration,
+    spread: Duration,
     state: Mutex<State>,
 }
 
 struct State {
+    /// xorshift64 state for the spread: the same sequence of holds every run.
+    rng: u64,
     /// Slots nobody holds. Invariant: `free > 0` implies `waiters` is empty,
     /// because a release hands its slot straight to the first waiter.
     free: usize,
@@ -31,10 +35,12 @@ struct Waiter {
 }
 
 impl Slots {
-    pub fn new(slots: usize, hold: Duration) -> Self {
+    pub fn new(slots: usize, hold: Duration, spread: Duration) -> Self {
         Slots {
             hold,
+            spread,
             state: Mutex::new(State {
+                rng: 0x9e37_79b9_7f4a_7c15,
                 free: slots,
                 waiters: VecDeque::new(),
             }),
@@ -45,12 +51,24 @@ impl Slots {
     /// slot has been released, so the caller writes its response after it.
     pub fn hold(&self) {
         let acquired = self.acquire();
-        let deadline = acquired + self.hold;
+        let deadline = acquired + self.this_hold();
         let now = Instant::now();
         if deadline > now {
             thread::sleep(deadline - now);
         }
         self.release(deadline);
+    }
+
+    fn this_hold(&self) -> Duration {
+        if self.spread.is_zero() {
+            return self.hold;
+        }
+        let mut state = self.state.lock().unwrap();
+        state.rng ^= state.rng << 13;
+        state.rng ^= state.rng >> 7;
+        state.rng ^= state.rng << 17;
+        let u = (state.rng >> 11) as f64 / (1u64 << 53) as f64; // uniform in [0, 1)
+        (self.hold + self.spread.mul_f64(2.0 * u)).saturating_sub(self.spread)
     }
 
     fn acquire(&self) -> Instant {
