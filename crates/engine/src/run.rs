@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::http::request::RequestSet;
 use crate::http::response::{Response, ResponseParser, ResponseSink};
@@ -17,7 +17,7 @@ use crate::spec::{IoChoice, LoadSpec, Resolved, Stop};
 use crate::stats::cpu::{pin_this_thread, CpuTime};
 use crate::stats::series::SeriesMerger;
 use crate::stats::{Counters, Latencies};
-use crate::worker::{Assignment, Outcome, Shared, Worker};
+use crate::worker::{wall_clock_of, Assignment, Outcome, Shared, Worker};
 use crate::{host, Error};
 
 /// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
@@ -78,8 +78,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         stop.load(Ordering::Relaxed).then(|| "stopped on request before the end".to_string())
     });
     // The wall clock of time zero, for lining up engines on several hosts.
-    let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let started_at = now.as_secs_f64() - shared.start.elapsed().as_secs_f64();
+    let started_at = wall_clock_of(shared.start).as_secs_f64();
     Ok(summarise(spec, &shared.spec, io, validation, started_at, &assignments, outcomes, merger, aborted))
 }
 

@@ -143,8 +143,8 @@ pub struct Worker<'a> {
     outstanding: usize,
     last_progress: u64,
     cpu_at_start: Option<CpuTime>,
-    /// CLOCK_REALTIME minus our clock, in ns, to read the kernel's arrival stamps; taken again
-    /// at every tick so that a step of the wall clock upsets stamps for one tick at most.
+    /// The wall-clock time of `start` in ns, to put the kernel's arrival stamps on our clock;
+    /// taken again at every tick so that a step of the wall clock upsets them for a tick at most.
     realtime_offset: u64,
     /// Service times of the responses since the last tick, warm-up included.
     recent: Recent,
@@ -175,8 +175,9 @@ const GATHER_CONNECTIONS: usize = 4;
 const GATHER_MIN_HOLD: Duration = Duration::from_micros(50);
 const GATHER_MIN_COMPLETIONS: usize = 4;
 
-fn realtime_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, ns)
+/// The wall-clock time (CLOCK_REALTIME) of `start`, since the epoch.
+pub fn wall_clock_of(start: Instant) -> Duration {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().saturating_sub(start.elapsed())
 }
 
 fn ns(d: Duration) -> u64 {
@@ -312,8 +313,8 @@ impl<'a> Worker<'a> {
                 self.expire_requests(reactor);
                 let second = self.second();
                 self.series.at(second);
-                self.gather = self.gather();
-                self.realtime_offset = realtime_ns().saturating_sub(self.clock());
+                self.gather = self.next_gather();
+                self.realtime_offset = ns(wall_clock_of(self.shared.start));
                 next_tick = self.now + TICK;
             }
             let mut until = next_tick.min(self.end);
@@ -352,7 +353,7 @@ impl<'a> Worker<'a> {
     /// How many responses the next waits may gather, and for how long (see GATHER_SHARE).
     /// Not in an open loop, whose requests go at set times. Connect times, which have no
     /// kernel stamp, may be seen up to that hold late.
-    fn gather(&mut self) -> Gather {
+    fn next_gather(&mut self) -> Gather {
         let recent = std::mem::take(&mut self.recent);
         if self.interval.is_some() {
             return Gather::NONE;
