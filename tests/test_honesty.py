@@ -70,6 +70,15 @@ def test_littles_law_broken():
     assert "round 2: 10 requests in flight" in flag.reason and "= 5.0 (off by 50.0%)" in flag.reason
 
 
+def test_the_engines_handling_delay_is_part_of_the_cycle():
+    # Latency 700 us from the kernel's arrival stamps, plus 300 us before the engine handled
+    # each response: 10,000 req/s x 1 ms = 10 in flight.
+    handled_late = measurement(mean_us=700)
+    handled_late["client"]["handling_delay_us"] = 300.0
+    assert honesty.littles_law([handled_late], 10) is None
+    assert honesty.littles_law([measurement(mean_us=700)], 10).kind == "littles_law"
+
+
 def test_littles_law_does_not_apply():
     assert honesty.littles_law([measurement(mean_us=500, open_loop={"target_rate": 1000})], 10) is None
     assert honesty.littles_law([measurement(mean_us=None)], 10) is None   # a tool without a mean

@@ -213,6 +213,9 @@ pub struct Client {
     pub waiting_share: f64,
     /// Client CPU time per completed request, in microseconds.
     pub cpu_us_per_request: f64,
+    /// Mean time from a response's arrival in the kernel to the engine handling it, in
+    /// microseconds: part of each request's cycle that is not the server's latency.
+    pub handling_delay_us: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -324,6 +324,7 @@ fn summarise(
         let achieved_rate = per_second(counters.sent);
         report::OpenLoop { target_rate, achieved_rate, behind_schedule: behind, fell_short: achieved_rate < 0.95 * target_rate }
     });
+    let per_response = |total: f64| if counters.completed > 0 { total / counters.completed as f64 } else { 0.0 };
     Report {
         schema: report::SCHEMA,
         engine: report::Engine { version: env!("CARGO_PKG_VERSION"), io: io.name() },
@@ -357,11 +358,8 @@ fn summarise(
             threads,
             user_s: cpu.user.as_secs_f64(),
             sys_s: cpu.sys.as_secs_f64(),
-            cpu_us_per_request: if counters.completed > 0 {
-                cpu.total().as_secs_f64() * 1e6 / counters.completed as f64
-            } else {
-                0.0
-            },
+            cpu_us_per_request: per_response(cpu.total().as_secs_f64() * 1e6),
+            handling_delay_us: per_response(counters.handling_delay_ns as f64 / 1e3),
         },
         aborted,
         host: host::facts(),

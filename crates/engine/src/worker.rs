@@ -645,6 +645,7 @@ impl<'a> Worker<'a> {
         let c = &mut self.conns[i];
         let mut sink = Sink {
             at,
+            now: self.now,
             measure_from: self.measure_from,
             expect_length: self.shared.expect_length,
             pending: &mut c.pending,
@@ -720,8 +721,9 @@ impl<'a> Worker<'a> {
 
 /// Receives the parser's findings for one connection.
 struct Sink<'s> {
-    /// When the bytes being parsed arrived, in ns since `start`.
+    /// When the bytes being parsed arrived, and when we handle them, in ns since `start`.
     at: u64,
+    now: u64,
     measure_from: u64,
     expect_length: Option<u64>,
     pending: &'s mut VecDeque<Pending>,
@@ -768,6 +770,7 @@ impl ResponseSink for Sink<'_> {
             return;
         }
         c.completed += 1;
+        c.handling_delay_ns += self.now - self.at;
         c.status[if (100..600).contains(&r.status) { (r.status / 100) as usize } else { 0 }] += 1;
         let l = &mut *self.latencies;
         record_ns(&mut l.total, at - p.due);

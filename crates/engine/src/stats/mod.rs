@@ -103,6 +103,9 @@ pub struct Counters {
     pub server_closes: u64,
     /// Interim 1xx responses seen before final ones.
     pub interim: u64,
+    /// Sum over completed responses of the time from their arrival in the kernel to the
+    /// engine handling them, in ns: the client's part of each request's cycle.
+    pub handling_delay_ns: u64,
 }
 
 impl Counters {
@@ -135,6 +138,7 @@ impl Counters {
         self.connects += o.connects;
         self.server_closes += o.server_closes;
         self.interim += o.interim;
+        self.handling_delay_ns += o.handling_delay_ns;
     }
 }
 
