@@ -140,6 +140,9 @@ def test_merging_adds_counters_and_histograms_exactly(nginx):
     assert merged["latency"]["total"]["p99_us"] == added["p99_us"]
     assert merged["latency"]["total"]["max_us"] == max(r["latency"]["total"]["max_us"] for r in reports)
     assert [h["host"] for h in merged["hosts"]] == ["a", "b"]
+    # The engine's handling delay, a mean per response, weighted by each host's responses.
+    weighted = sum(r["client"]["handling_delay_us"] * r["requests"]["completed"] for r in reports) / 6000
+    assert merged["client"]["handling_delay_us"] == pytest.approx(weighted)
 
 
 class StopEvent:

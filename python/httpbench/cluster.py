@@ -373,6 +373,10 @@ def merge_reports(reports: Sequence[dict], hosts: Sequence[str], spec: dict) -> 
         "waiting_share": max(c.get("waiting_share") or 0.0 for c in clients),
         "cpu_us_per_request": (sum(c["user_s"] + c["sys_s"] for c in clients) * 1e6 / merged["requests"]["completed"]
                                if merged["requests"]["completed"] else 0.0),
+        # Per completed response, as each host's: Little's law counts it in the level's cycle.
+        "handling_delay_us": (sum((c.get("handling_delay_us") or 0.0) * r["requests"]["completed"]
+                                  for c, r in zip(clients, reports)) / merged["requests"]["completed"]
+                              if merged["requests"]["completed"] else 0.0),
     }
     merged["aborted"] = "; ".join(f"{h}: {r['aborted']}" for h, r in zip(hosts, reports) if r.get("aborted")) or None
     merged["hosts"] = [{"host": h, "started_at": r["started_at"], "report": {k: v for k, v in r.items() if k != "started_at"}}
