@@ -196,8 +196,8 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
 def _placed_as_stored(run_id: int, placed: dict, part: str, given: Optional[str]) -> str:
     """The CPUs run `run_id` gave its `part` ("server" or "client"), as a CPU list; other CPUs
     asked for are refused: rounds measured on other CPUs would not compare with the run's first."""
-    from httpbench.placement import PlacementError, parse_cpus
-    stored = ",".join(map(str, placed[part]))
+    from httpbench.placement import PlacementError, parse_cpus, show_cpus
+    stored = show_cpus(placed[part])
     if given and parse_cpus(given, f"--{part}-cpus") != tuple(placed[part]):
         raise PlacementError(f"run {run_id} ran its {part} on CPU(s) {stored}: resume it on the same ones "
                              f"(drop --{part}-cpus)")

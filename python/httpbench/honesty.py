@@ -97,8 +97,7 @@ def _near_ceiling(measurements: Sequence[dict], ceiling_rps: Optional[float]) ->
 def littles_law(measurements: Sequence[dict], connections: int) -> Optional[Flag]:
     """Closed loop only: requests in flight (`connections`, times the pipeline depth when
     pipelining) should equal throughput x mean cycle (latency, plus the engine's handling delay
-    where it reports one). Flags the round furthest off when it is
-    off by more than 10%.
+    where it reports one). Flags the round furthest off when it is off by more than 10%.
 
     The law holds for any stable system, so a miss means the latency does not cover the whole
     time a connection holds a request slot: a client that cannot keep its connections busy (CPU

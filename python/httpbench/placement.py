@@ -51,10 +51,10 @@ class Placement:
             missing = [c for c in cpus if c not in available]
             if missing:
                 raise PlacementError(f"{flag} names CPU {missing[0]}, which {where} does not let us use "
-                                     f"(available: {_show(available)})")
+                                     f"(available: {show_cpus(available)})")
         if not client:
             if not allow_shared:
-                raise PlacementError(f"the server takes every CPU ({_show(server)}), leaving none for the client; "
+                raise PlacementError(f"the server takes every CPU ({show_cpus(server)}), leaving none for the client; "
                                      "give the server fewer with --server-cpus, or pass --allow-shared-cpus")
             client = server
         overlap = set(server) & set(client)
@@ -64,5 +64,6 @@ class Placement:
         return cls(server, client, bool(overlap))
 
 
-def _show(cpus: Tuple[int, ...]) -> str:
+def show_cpus(cpus: Tuple[int, ...]) -> str:
+    """A CPU list as the flags take it: "0,2,3"."""
     return ",".join(map(str, cpus))

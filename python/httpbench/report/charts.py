@@ -116,9 +116,15 @@ class Measured:
         """A sentence for each rated group the wanted baseline has no measured cell in, naming
         the cell that stands in for it, so a reader does not take one for the other."""
         wanted = self.wanted_baseline
-        return [f"{wanted} has no measured cell in {group.name}, so that group's baseline is its first cell, "
-                f"{self.series_of(self.baseline_of(group))}."
-                for group in self.rated_groups if wanted and wanted not in self._names(self.baseline_of(group))]
+        if not wanted:
+            return []
+        sentences = []
+        for group in self.rated_groups:
+            base = self.baseline_of(group)
+            if wanted not in self._names(base):
+                sentences.append(f"{wanted} has no measured cell in {group.name}, so that group's baseline is "
+                                 f"its first cell, {self.series_of(base)}.")
+        return sentences
 
     @property
     def rated_groups(self) -> List[Group]:

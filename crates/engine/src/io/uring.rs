@@ -129,8 +129,8 @@ fn arrival(control: &[u8]) -> Option<u64> {
     None
 }
 
-/// A single-shot receive's message header and control data. The kernel writes the arrival
-/// stamp into `control` itself, so each connection has its own, at a place that does not move.
+/// A single-shot receive's message header and control data: the kernel writes the arrival
+/// stamp into `control` itself, so each connection has its own.
 struct Single {
     msghdr: libc::msghdr,
     iov: libc::iovec,
