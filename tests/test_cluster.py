@@ -143,6 +143,13 @@ def test_merging_adds_counters_and_histograms_exactly(nginx):
     # The engine's handling delay, a mean per response, weighted by each host's responses.
     weighted = sum(r["client"]["handling_delay_us"] * r["requests"]["completed"] for r in reports) / 6000
     assert merged["client"]["handling_delay_us"] == pytest.approx(weighted)
+    # Requests unanswered at the end: their mean wait weighted by how many, and the longest.
+    for r, (n, mean, most) in zip(reports, [(2, 100.0, 150.0), (6, 300.0, 900.0)]):
+        r["requests"].update(in_flight=n, in_flight_age_mean_us=mean, in_flight_age_max_us=most)
+    merged = cluster.merge_reports(reports, ["a", "b"], level)
+    assert merged["requests"]["in_flight"] == 8
+    assert merged["requests"]["in_flight_age_mean_us"] == pytest.approx(250.0)
+    assert merged["requests"]["in_flight_age_max_us"] == 900.0
 
 
 class StopEvent:

@@ -159,6 +159,17 @@ def test_faults_land_in_their_error_class(testserver, load, mode, errors):
         assert r["latency"]["total"]["min_us"] >= 500_000 - 256
 
 
+def test_requests_unanswered_at_the_end_say_how_long_they_waited(testserver, load):
+    # The server reads each request and never answers: each connection's one request is still in
+    # flight at the end (wrk forgets those), sent when the load began a second before.
+    url = testserver("stall")
+    rc, r, err = load("-c", "4", "-d", "1s", "--timeout", "2s", "--allow-errors", url, timeout=15)
+    assert rc == 0, err
+    q = r["requests"]
+    assert q["completed"] == 0 and q["in_flight"] == 4
+    assert 0.9e6 <= q["in_flight_age_mean_us"] <= q["in_flight_age_max_us"] <= 1.1e6, q
+
+
 @pytest.mark.parametrize("io", ["io-uring", "epoll"])
 def test_connects_that_hang_are_connect_timeouts(testserver, load, io):
     # After answering the validation request the server accepts nothing more and its backlog is

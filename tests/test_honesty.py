@@ -79,6 +79,18 @@ def test_the_engines_handling_delay_is_part_of_the_cycle():
     assert honesty.littles_law([measurement(mean_us=700)], 10).kind == "littles_law"
 
 
+def test_requests_unanswered_at_the_end_count_for_the_time_they_waited():
+    # 4 of 10 connections starved for the whole second: 6,000 req/s x 1 ms = 6 in flight, plus
+    # 4 requests that waited 1 s each over a 1 s round.
+    starved = measurement(rps=6_000)
+    starved["requests"].update(in_flight=10, in_flight_age_mean_us=400_500.0)
+    assert honesty.littles_law([starved], 10) is None
+    flag = honesty.littles_law([measurement(rps=6_000)], 10)
+    assert "= 6.0 (off by 40.0%)" in flag.reason
+    starved["requests"]["in_flight_age_mean_us"] = 100_500.0
+    assert "x 1,000 us + 1.0 unanswered at the end = 7.0" in honesty.littles_law([starved], 10).reason
+
+
 def test_littles_law_does_not_apply():
     assert honesty.littles_law([measurement(mean_us=500, open_loop={"target_rate": 1000})], 10) is None
     assert honesty.littles_law([measurement(mean_us=None)], 10) is None   # a tool without a mean

@@ -346,6 +346,11 @@ def merge_reports(reports: Sequence[dict], hosts: Sequence[str], spec: dict) -> 
         merged[section] = {f: sum(r[section][f] for r in reports) for f in fields}
     merged["requests"]["per_second"] = merged["requests"]["completed"] / merged["duration_s"] \
         if merged["duration_s"] else 0.0
+    in_flight = merged["requests"]["in_flight"]
+    merged["requests"]["in_flight_age_mean_us"] = (
+        sum(r["requests"].get("in_flight_age_mean_us", 0.0) * r["requests"]["in_flight"] for r in reports) / in_flight
+        if in_flight else 0.0)
+    merged["requests"]["in_flight_age_max_us"] = max(r["requests"].get("in_flight_age_max_us", 0.0) for r in reports)
     merged["status"] = {k: sum(r["status"][k] for r in reports) for k in first["status"]}
     merged["errors"] = {k: sum(r["errors"][k] for r in reports) for k in first["errors"]}
     merged["errors_total"] = sum(r["errors_total"] for r in reports)

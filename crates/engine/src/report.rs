@@ -70,6 +70,10 @@ pub struct Requests {
     pub failed: u64,
     /// Sent and still unanswered when the run ended: `sent == completed + failed + in_flight`.
     pub in_flight: u64,
+    /// How long those had waited by the end, on average and at most (0 when none): a server
+    /// that leaves some connections unanswered shows here, not in the latencies.
+    pub in_flight_age_mean_us: f64,
+    pub in_flight_age_max_us: f64,
     /// Completed responses per second of measurement.
     pub per_second: f64,
 }

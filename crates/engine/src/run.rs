@@ -289,6 +289,7 @@ fn summarise(
     let mut counters = Counters::default();
     let mut latencies = Latencies::default();
     let (mut in_flight, mut behind, mut cpu) = (0, 0, CpuTime::default());
+    let (mut age_sum, mut age_max) = (0u64, 0u64);
     let mut wall = Duration::ZERO;
     let threads = outcomes
         .iter()
@@ -297,6 +298,8 @@ fn summarise(
             counters.add(&o.counters);
             latencies.add(&o.latencies);
             in_flight += o.in_flight;
+            age_sum += o.in_flight_age.0;
+            age_max = age_max.max(o.in_flight_age.1);
             behind += o.behind_schedule;
             cpu.user += o.cpu.user;
             cpu.sys += o.cpu.sys;
@@ -337,6 +340,8 @@ fn summarise(
             completed: counters.completed,
             failed: counters.failed_requests(),
             in_flight,
+            in_flight_age_mean_us: if in_flight > 0 { age_sum as f64 / in_flight as f64 / 1e3 } else { 0.0 },
+            in_flight_age_max_us: age_max as f64 / 1e3,
             per_second: per_second(counters.completed),
         },
         open_loop,

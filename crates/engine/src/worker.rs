@@ -73,6 +73,9 @@ pub struct Outcome {
     pub counters: Counters,
     pub latencies: Latencies,
     pub in_flight: u64,
+    /// How long the requests in flight had waited when the run ended (from when they were due),
+    /// in ns: the sum and the longest.
+    pub in_flight_age: (u64, u64),
     pub cpu: CpuTime,
     pub wall: Duration,
     /// Open loop: requests that were due in the measured window but never sent.
@@ -382,10 +385,15 @@ impl<'a> Worker<'a> {
     fn finish<R: Reactor>(self, reactor: &mut R) -> Outcome {
         let ended = self.now.min(self.end);
         let mut in_flight = 0;
+        let mut in_flight_age = (0, 0);
         let mut behind = 0;
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            in_flight += c.pending.iter().filter(|p| p.sent >= self.measure_from).count() as u64;
+            for p in c.pending.iter().filter(|p| p.sent >= self.measure_from) {
+                in_flight += 1;
+                let age = ended.saturating_sub(p.due);
+                in_flight_age = (in_flight_age.0 + age, in_flight_age.1.max(age));
+            }
             if let (Some(interval), true) = (self.interval, ended > c.due) {
                 behind += (ended - c.due.max(self.measure_from)) / interval;
             }
@@ -399,7 +407,7 @@ impl<'a> Worker<'a> {
         self.series.finish(second);
         let wall = Duration::from_nanos(ended.saturating_sub(self.measure_from));
         let cpu = self.cpu_at_start.map(|s| CpuTime::of_this_thread().since(s)).unwrap_or_default();
-        Outcome { counters: self.counters, latencies: self.latencies, in_flight, cpu, wall, behind_schedule: behind }
+        Outcome { counters: self.counters, latencies: self.latencies, in_flight, in_flight_age, cpu, wall, behind_schedule: behind }
     }
 
     fn connect<R: Reactor>(&mut self, reactor: &mut R, i: usize) {

@@ -61,7 +61,12 @@ pub fn render(r: &Report) -> String {
     latency_row(&mut out, "connect", &r.latency.connect);
     let q = &r.requests;
     let _ = writeln!(out, "  {} requests in {:.2}s, {} read", q.completed, r.duration_s, bytes(r.bytes.read as f64));
-    let _ = writeln!(out, "  sent {}, completed {}, failed {}, in flight at the end {}", q.sent, q.completed, q.failed, q.in_flight);
+    let waited = if q.in_flight > 0 {
+        format!(" (waiting for {} on average, {} at most)", us(q.in_flight_age_mean_us), us(q.in_flight_age_max_us))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(out, "  sent {}, completed {}, failed {}, in flight at the end {}{waited}", q.sent, q.completed, q.failed, q.in_flight);
     let st = &r.status;
     let _ = writeln!(out, "  status 2xx {}, 3xx {}, 4xx {}, 5xx {}, other {}", st.s2xx, st.s3xx, st.s4xx, st.s5xx, st.other + st.s1xx);
     if r.errors_total > 0 {
