@@ -2,7 +2,7 @@
 // memory at start, then served with keep-alive, an exact Content-Length, a Content-Type by
 // extension, 404 for anything else, and never compressed.
 //
-//   node node_static.js --host H --port P --root DIR [--workers N] [--set NAME=VALUE ...]
+//   node node_static.js --host H --port P --root DIR [--workers N] [--backlog N] [--set NAME=VALUE ...]
 //   node node_static.js --config FILE.json     (the same settings as a JSON object)
 //
 // --workers N > 1 runs N processes with the cluster module; --set NAME=VALUE sets a property of
@@ -32,7 +32,7 @@ function parseArgs(argv) {
       let v = value.slice(eq + 1);
       try { v = JSON.parse(v); } catch (e) { /* a plain string */ }
       opts.server[value.slice(0, eq)] = v;
-    } else if (['--host', '--port', '--root', '--workers'].includes(flag)) opts[flag.slice(2)] = value;
+    } else if (['--host', '--port', '--root', '--workers', '--backlog'].includes(flag)) opts[flag.slice(2)] = value;
     else throw new Error(`unknown option ${flag}`);
   }
   opts.port = Number(opts.port);
@@ -82,7 +82,9 @@ function serve(opts) {
     if (!(name in server)) throw new Error(`http.Server has no setting ${name}`);
     server[name] = value;
   }
-  server.listen(opts.port, opts.host);
+  // Node's default backlog is 511: past it a connection storm's SYNs are dropped and retried
+  // a second later.
+  server.listen({ port: opts.port, host: opts.host, backlog: opts.backlog && Number(opts.backlog) });
 }
 
 // Workers run this script again with the same arguments, so they read the same settings.
