@@ -4,6 +4,7 @@ process behind. Adapters are found by discovery, so a new adapter is tested by b
 
 import os
 import socket
+import subprocess
 
 import pytest
 
@@ -33,11 +34,20 @@ def test_adapter_serves_verified_pinned_load_and_stops_clean(site, name, profile
                              "cpus": [CLIENT_CPU], "expect_length": len(FILES["index.html"])})
         assert report["requests"]["completed"] > 100, report["requests"]
         assert report["errors_total"] == 0, report["errors"]
+        if profile == "tuned":
+            # The plans' 1,000-connection storms wait in the listen queue, not in SYN retries.
+            assert _listen_backlog(site.port) >= 4096
         assert running.config.text.strip()
         assert adapter.version()
     assert session_pids(running.pid) == [], "processes left behind"
     assert running.backend is None or session_pids(running.backend.pid) == []
     assert port_is_free(site.host, site.port)  # for the next server (TIME_WAIT aside)
+
+
+def _listen_backlog(port: int) -> int:
+    """The backlog of the socket listening on `port`, as the kernel reports it (Send-Q)."""
+    listening = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
+    return min(int(line.split()[2]) for line in listening.splitlines())
 
 
 def test_unknown_server_lists_the_known_ones():

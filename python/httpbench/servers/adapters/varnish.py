@@ -58,6 +58,8 @@ class Varnish(Server):
                 f"-p thread_pool_min={max(100, 1000 // workers)}",
                 "# 000's 60 s keep-alive (default 5 s)",
                 "-p timeout_idle=60",
+                "# the listen backlog of the other tuned servers (default 1024)",
+                "-p listen_depth=4096",
             ]
         lines += list(profile.directives)
         return Config({ARGS: "\n".join(lines) + "\n"})
