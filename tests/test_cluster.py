@@ -557,6 +557,12 @@ def test_losing_the_scheduler_stops_the_run_with_every_round_stored(tls_cluster,
     run, cell, levels = levels_of(db)
     assert run["status"] == "stopped" and cell["status"] == "stopped" and "lost the scheduler" in cell["error"]
     assert list(levels) == [4] and levels[4]["requests"]["completed"] > 0
+    # The workers stop too, each saying why.
+    for name in HOSTS:
+        assert net.procs[name].wait(timeout=60) == 1
+        said = (net.base / f"{name}.log").read_text().splitlines()[-1]
+        assert said == f"httpbench: lost the scheduler {net.address}, so this worker stopped; start it again once " \
+                       "the scheduler is back", said
     # Started again, the cluster finishes the run with the command printed.
     net.ensure()
     resumed = subprocess.run(resume_command(err), capture_output=True, text=True, timeout=180)

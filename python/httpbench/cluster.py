@@ -295,7 +295,10 @@ def run_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[
     listen = (check_address(listen, certs, "worker's --listen address", with_port=False) if listen
               else _listen_address(scheduler))
     asyncio.run(_serve_worker(scheduler, role, certs, name, listen))
-    return 0
+    # Nothing here asks a worker to stop: it ended because its scheduler went away.
+    print(f"httpbench: lost the scheduler {scheduler}, so this worker stopped; start it again once the "
+          "scheduler is back", file=sys.stderr)
+    return 1
 
 
 # ---------------------------------------------------------------- splitting and merging load
