@@ -30,6 +30,9 @@ def test_an_engine_thread_starved_of_its_cpu_is_saturation():
                                               {"busy_share": 0.5, "waiting_share": 0.45}])
     flag = honesty.client_saturated([starved], None, 2)
     assert "busiest client thread 50% busy and 45% waiting for its CPU" in flag.reason
+    # A little waiting that tips a thread over the limit is named too.
+    tipped = measurement(busy=None, threads=[{"busy_share": 0.89, "waiting_share": 0.02}])
+    assert "busiest client thread 89% busy and 2% waiting for its CPU" in honesty.client_saturated([tipped], None, 1).reason
     calm = measurement(busy=None, threads=[{"busy_share": 0.5, "waiting_share": 0.3}])
     assert honesty.client_saturated([calm], None, 1) is None
 

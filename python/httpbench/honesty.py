@@ -58,7 +58,9 @@ def _client_bound(m: dict, client_cores: int) -> List[str]:
     busy, waiting = max(((t.get("busy_share"), t.get("waiting_share") or 0.0) for t in threads),
                         key=lambda bw: (bw[0] or 0.0) + bw[1])
     if busy is not None and busy + waiting > BUSY_SHARE_LIMIT:
-        starved = f" and {waiting:.0%} waiting for its CPU" if waiting > 0.05 else ""
+        # Named when it is large, or when the busy share alone would not have crossed the limit.
+        shown = waiting > 0.05 or busy <= BUSY_SHARE_LIMIT
+        starved = f" and {waiting:.0%} waiting for its CPU" if shown else ""
         reasons.append(f"busiest client thread {busy:.0%} busy{starved} (> {BUSY_SHARE_LIMIT:.0%})")
     user, system = client.get("user_s"), client.get("sys_s")
     # A tool's rusage covers its whole life (start-up, connecting), so it is set against the
