@@ -478,6 +478,23 @@ def test_several_runs_under_different_plans_compare_their_times_at_the_rates(sto
             assert _time_of(group, cell.key) == pytest.approx(sum(lv.duration_s / lv.rps.n for lv in cell.levels))
 
 
+def test_a_loser_that_needs_less_time_is_explained(stored):
+    # nginx is faster at level 1 (20,000 against 10,000 req/s), reference at level 20 (60,000
+    # against 30,000): reference wins the mean throughput, nginx the time for the same requests.
+    rates = {("nginx", 1): 20_000, ("nginx", 20): 30_000, ("reference", 1): 10_000, ("reference", 20): 60_000}
+
+    def doctor(key, level, index, m):
+        m["requests"]["per_second"] = rates[key.split("/")[0], level]
+
+    db, run_id, _ = stored
+    crossed = copy_run(db, run_id, doctor=doctor)
+    (verdict, _) = summary.winners([results.load(Store(str(db)), crossed)])
+    assert verdict.details[0] == (
+        "reference/tuned serves 1.40 times more requests per second on average than nginx/tuned; nginx/tuned "
+        "needs 0.71 times the time of reference/tuned to serve the same requests (nginx/tuned is faster at the "
+        "slowest levels, and those weigh most in the time).")
+
+
 def test_a_measured_total_time_is_a_rounds_so_fewer_rounds_are_not_faster(stored):
     db, run_id, _ = stored
     store = Store(str(db))

@@ -58,7 +58,12 @@ def winners(runs: Sequence[RunResults]) -> List[Verdict]:
             other, loser = group.figures(cell), _name(cell, several, group)
             line = _serves(winner, loser, best.mean_rps / other.mean_rps)
             if other.time_for_same_requests and best.time_for_same_requests:
-                line += "; " + _needs(loser, winner, other.time_for_same_requests / best.time_for_same_requests)
+                ratio = other.time_for_same_requests / best.time_for_same_requests
+                line += "; " + _needs(loser, winner, ratio)
+                if ratio < 1 and not _tied(ratio):
+                    # The two figures disagree: the time is a sum over levels, which the slowest
+                    # level dominates, where the mean throughput counts each level alike.
+                    line += f" ({loser} is faster at the slowest levels, and those weigh most in the time)"
             details.append(line + ".")
         over = (f"{levels_text(group.levels)}, the levels every cell measured"
                 if group.levels != group.every_level else "every level")
