@@ -313,8 +313,6 @@ impl Reactor for UringReactor {
             want = (gather.completions + self.sends) as usize;
         }
         self.sends = 0;
-        // More than the completion queue holds would leave only the timeout to end the wait.
-        let want = want.min(self.ring.params().cq_entries() as usize);
         if let Err(e) = self.ring.submitter().submit_with_args(want, &args) {
             match e.raw_os_error() {
                 Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) => {}
