@@ -153,8 +153,10 @@ pub struct UringReactor {
     slots: Vec<Slot>,
     /// Whether the kernel can end a wait for several completions early (Linux 6.12).
     min_timeout: bool,
-    /// Sends pushed since the last wait: they complete within the submitting call, so every
-    /// wait counts them on top of the completions it waits for.
+    /// Sends pushed since the last wait: most complete within the submitting call, so a wait
+    /// that gathers completions counts them on top of those it waits for. One that does not (a
+    /// full socket buffer, a partial send whose rest must go before the server can answer) only
+    /// makes such a wait last its hold; a wait that does not gather must not count them.
     sends: u32,
 }
 
@@ -303,9 +305,7 @@ impl Reactor for UringReactor {
         let ts = Timespec::new().sec(timeout.as_secs()).nsec(timeout.subsec_nanos());
         let mut args = SubmitArgs::new().timespec(&ts);
         let hold_us = gather.hold.as_micros().min(u32::MAX as u128) as u32;
-        // Without the sends counted out, the wait would end at once on their completions
-        // alone and cost another enter call (1.2 per request at 10 connections, 0.8 now).
-        let mut want = 1 + self.sends as usize;
+        let mut want = 1;
         // The kernel wakes us once `want` completions are in, or `hold` after the wait began if
         // at least one is; and at `timeout` in any case.
         if self.min_timeout && gather.completions > 1 && hold_us > 0 && gather.hold < timeout {
