@@ -22,17 +22,17 @@ def measurement(rps: float = 10_000, mean_us: Optional[float] = 1_000, busy: Opt
 
 def test_busy_engine_thread_is_saturation():
     flag = honesty.client_saturated([measurement(), measurement(busy=0.95)], None, 1)
-    assert flag.kind == "client_saturated" and "round 2" in flag.reason and "95%" in flag.reason
+    assert flag.kind == "client_saturated" and "round 2" in flag.reason and "95.0% busy" in flag.reason
 
 
 def test_an_engine_thread_starved_of_its_cpu_is_saturation():
     starved = measurement(busy=None, threads=[{"busy_share": 0.2, "waiting_share": 0.1},
                                               {"busy_share": 0.5, "waiting_share": 0.45}])
     flag = honesty.client_saturated([starved], None, 2)
-    assert "busiest client thread 50% busy and 45% waiting for its CPU" in flag.reason
+    assert "busiest client thread 50.0% busy and 45.0% waiting for its CPU" in flag.reason
     # A little waiting that tips a thread over the limit is named too.
     tipped = measurement(busy=None, threads=[{"busy_share": 0.89, "waiting_share": 0.02}])
-    assert "busiest client thread 89% busy and 2% waiting for its CPU" in honesty.client_saturated([tipped], None, 1).reason
+    assert "busiest client thread 89.0% busy and 2.0% waiting for its CPU" in honesty.client_saturated([tipped], None, 1).reason
     calm = measurement(busy=None, threads=[{"busy_share": 0.5, "waiting_share": 0.3}])
     assert honesty.client_saturated([calm], None, 1) is None
 

@@ -245,6 +245,6 @@ def test_one_saturated_client_host_flags_the_level_naming_that_host():
              "lost_hosts": [], "absent_hosts": []}
     (flag,) = [f for f in cluster_flags(level, 100_000.0) if f]
     assert flag.kind == "client_saturated"
-    assert flag.reason == "client host c1: busiest client thread 50% busy and 45% waiting for its CPU (> 90%)"
+    assert flag.reason == "client host c1: busiest client thread 50.0% busy and 45.0% waiting for its CPU (> 90%)"
     level["hosts"][0] = client_host("c1", 0.5, 0.02)
     assert [f for f in cluster_flags(level, 100_000.0) if f] == []

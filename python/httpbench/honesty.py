@@ -58,10 +58,11 @@ def _client_bound(m: dict, client_cores: int) -> List[str]:
     busy, waiting = max(((t.get("busy_share"), t.get("waiting_share") or 0.0) for t in threads),
                         key=lambda bw: (bw[0] or 0.0) + bw[1])
     if busy is not None and busy + waiting > BUSY_SHARE_LIMIT:
-        # Named when it is large, or when the busy share alone would not have crossed the limit.
+        # Named when it is large, or when the busy share alone would not have crossed the limit;
+        # tenths, or "90.4%" would read "90% (> 90%)".
         shown = waiting > 0.05 or busy <= BUSY_SHARE_LIMIT
-        starved = f" and {waiting:.0%} waiting for its CPU" if shown else ""
-        reasons.append(f"busiest client thread {busy:.0%} busy{starved} (> {BUSY_SHARE_LIMIT:.0%})")
+        starved = f" and {waiting:.1%} waiting for its CPU" if shown else ""
+        reasons.append(f"busiest client thread {busy:.1%} busy{starved} (> {BUSY_SHARE_LIMIT:.0%})")
     user, system = client.get("user_s"), client.get("sys_s")
     # A tool's rusage covers its whole life (start-up, connecting), so it is set against the
     # process's wall time when the client report has one; the engine's is measurement only.

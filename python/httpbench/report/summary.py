@@ -60,10 +60,12 @@ def winners(runs: Sequence[RunResults]) -> List[Verdict]:
             if other.time_for_same_requests and best.time_for_same_requests:
                 ratio = other.time_for_same_requests / best.time_for_same_requests
                 line += "; " + _needs(loser, winner, ratio)
-                if ratio < 1 and not _tied(ratio):
-                    # The two figures disagree: the time is a sum over levels, which the slowest
-                    # level dominates, where the mean throughput counts each level alike.
-                    line += f" ({loser} is faster at the slowest levels, and those weigh most in the time)"
+                # When the two figures disagree, say where the loser wins, if it wins anywhere.
+                winner_rps = {lv.level: lv.rps.mean for lv in best.levels}
+                faster = [lv.level for lv in other.levels if lv.rps.mean > winner_rps.get(lv.level, float("inf"))]
+                if ratio < 1 and not _tied(ratio) and faster:
+                    line += (f" ({loser} is faster at {levels_text(faster)}: the time is a sum over the levels, "
+                             "so the slowest weigh most)")
             details.append(line + ".")
         over = (f"{levels_text(group.levels)}, the levels every cell measured"
                 if group.levels != group.every_level else "every level")
