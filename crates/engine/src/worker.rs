@@ -778,7 +778,7 @@ impl ResponseSink for Sink<'_> {
             return;
         }
         c.completed += 1;
-        c.handling_delay_ns += self.now - self.at;
+        c.handling_delay_ns += self.now - at;
         c.status[if (100..600).contains(&r.status) { (r.status / 100) as usize } else { 0 }] += 1;
         let l = &mut *self.latencies;
         record_ns(&mut l.total, at - p.due);

@@ -56,8 +56,9 @@ pub trait Reactor: Sized {
 }
 
 /// How many completions a wait may gather before the thread wakes up, and how long after the
-/// wait began it wakes anyway if at least one has arrived. Every wake-up of a sleeping thread costs about as much client
-/// CPU as a request's own user-space work; gathering a few responses per wake-up saves that.
+/// wait began it wakes anyway if at least one has arrived. Every wake-up of a sleeping thread
+/// costs the client several times a request's own user-space work (bench/RESULTS.md); gathering
+/// a few responses per wake-up saves that.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gather {
     pub completions: u32,
