@@ -371,13 +371,31 @@ def test_a_cells_mean_is_the_mean_of_its_level_means(stored):
     assert "| round-to-round CV |" in markdown and "σ" not in markdown
 
 
-def test_a_cell_that_failed_partway_is_compared_on_the_levels_all_measured(stored, tmp_path):
-    db, run_id, _ = stored
-    error = "reference stopped answering at 20 connections"
-    partial = copy_run(db, run_id, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1,
-                       failure=(KEEP_ALIVE, error))
-    run = results.load(Store(str(db)), partial)
+def keep_alive_group(db: Path, run_id: int) -> tuple:
+    """The run read back, and its keep-alive group."""
+    run = results.load(Store(str(db)), run_id)
     (group,) = [g for g in results.groups(run.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
+    return run, group
+
+
+def shown_every_way(db: Path, run_id: int, copied: int, page: Path) -> tuple:
+    """`show`, the Markdown export and the report page of the run `copied`, having checked that
+    `compare` against `run_id` counts what it lacks as a regression."""
+    shown = httpbench("show", str(copied), "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
+    markdown = httpbench("export", str(copied), "--db", str(db), "--format", "markdown").stdout
+    made = httpbench("report", str(copied), "--db", str(db), "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    worse = httpbench("compare", str(run_id), str(copied), "--db", str(db), "--fail-on-regression", "5%")
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    return shown.stdout, markdown, page.read_text()
+
+
+def test_a_cell_short_of_levels_is_compared_on_the_levels_all_measured(stored, tmp_path):
+    db, run_id, _ = stored
+    # A finished cell without level 20, as a run under another plan would have it.
+    short = copy_run(db, run_id, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1)
+    _, group = keep_alive_group(db, short)
     assert group.levels == (1,) and group.every_level == (1, 20)
     cells = {c.key: c for c in group.cells}
     assert group.incomplete(cells[KEEP_ALIVE]).startswith("measured level 1 of levels 1, 20")
@@ -386,20 +404,34 @@ def test_a_cell_that_failed_partway_is_compared_on_the_levels_all_measured(store
     for cell in group.cells:
         assert group.figures(cell).time_for_same_requests == pytest.approx(
             results.SAME_REQUESTS / cell.levels[0].rps.mean)
-    shown = httpbench("show", str(partial), "--db", str(db))
-    assert shown.returncode == 0 and "incomplete" in shown.stdout and error in shown.stdout
-    assert "on average over level 1, the levels every cell measured" in shown.stdout
-    markdown = httpbench("export", str(partial), "--db", str(db), "--format", "markdown").stdout
+    shown, markdown, page = shown_every_way(db, run_id, short, tmp_path / "short.html")
+    assert "incomplete" in shown and "on average over level 1, the levels every cell measured" in shown
     assert "`reference/tuned` ⚑" in markdown and "incomplete (measured level 1 of levels 1, 20" in markdown
     assert "Requests/s over level 1:" in markdown and "reference/tuned (incomplete)" in markdown
-    page = tmp_path / "partial.html"
-    made = httpbench("report", str(partial), "--db", str(db), "-o", str(page))
-    assert made.returncode == 0, made.stderr
-    assert "is incomplete: measured level 1 of levels 1, 20" in page.read_text()
-    worse = httpbench("compare", str(run_id), str(partial), "--db", str(db), "--fail-on-regression", "5%")
-    assert worse.returncode == 1, worse.stdout + worse.stderr
-    assert (f"regression: {KEEP_ALIVE}: failed in run {partial} ({error}); level 20 not measured"
-            in worse.stderr), worse.stderr
+    assert "is incomplete: measured level 1 of levels 1, 20" in page
+
+
+def test_a_cell_that_failed_partway_is_shown_incomplete_and_never_ranked(stored, tmp_path):
+    db, run_id, _ = stored
+    error = "reference died during level 20: server (pid 4242) died during the window"
+    partial = copy_run(db, run_id, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1,
+                       failure=(KEEP_ALIVE, error))
+    run, group = keep_alive_group(db, partial)
+    # The finished cells set the levels compared on; the failed one is shown, not ranked.
+    assert group.levels == group.every_level == (1, 20)
+    cells = {c.key: c for c in group.cells}
+    assert [c.key for c in group.ranked()] == ["nginx/tuned/7B/ka/1cpu"]
+    assert group.incomplete(cells[KEEP_ALIVE]) == ("its cell failed (measured level 1 of levels 1, 20), "
+                                                   "so it is not ranked")
+    assert "incomplete" in group.flags(cells[KEEP_ALIVE])
+    assert group.name not in {v.group for v in summary.winners([run])}
+    shown, markdown, page = shown_every_way(db, run_id, partial, tmp_path / "partial.html")
+    assert error in shown and "so it is not ranked" in shown
+    assert "reference/tuned (incomplete)" not in shown   # no sentence ranks it
+    # Its group's table ranks the finished cell only; the cautions under it name the failed one.
+    table = markdown.split("### " + group.name)[1].split("###")[0].split("\n>")[0]
+    assert "`nginx/tuned`" in table and "`reference/tuned`" not in table
+    assert "so it is not ranked" in page
 
 
 def test_compare_counts_a_cell_missing_in_run_b_as_a_regression(stored):

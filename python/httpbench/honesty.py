@@ -1,4 +1,5 @@
-"""Honesty checks: signs that a level measured the client or the machine rather than the server.
+"""Honesty checks: signs that a level measured the client or the machine rather than the server,
+or a server that did not stay whole while it was measured.
 
 Each check is a small pure function over the measurements of one level (engine report dicts,
 schema httpbench-load/1, or a client's report in the same shape), so the sweep can call them per
@@ -23,7 +24,8 @@ AUTO_MIN_ROUNDS = 3
 
 @dataclass(frozen=True)
 class Flag:
-    kind: str     # client_saturated, littles_law, noisy (the sweep adds others, e.g. shared_cpus)
+    kind: str     # client_saturated, littles_law, noisy, crashed, server_restarted (the sweep adds
+                  # others, e.g. shared_cpus)
     reason: str   # one sentence with the numbers, shown next to the figure
 
 
@@ -137,6 +139,30 @@ def littles_law(measurements: Sequence[dict], connections: int) -> Optional[Flag
     waiting = f" + {unanswered:,.1f} unanswered at the end" if unanswered >= 0.05 else ""
     return Flag("littles_law", f"round {index}: {connections} requests in flight, but throughput x mean cycle = "
                                f"{rps:,.0f} req/s x {mean_us:,.0f} us{waiting} = {in_flight:,.1f} (off by {off:.1%})")
+
+
+def crashed(m: dict) -> Optional[Flag]:
+    """The server's main process (the one its adapter started) died during the round: whatever
+    the rest of its processes served meanwhile is not the server's throughput."""
+    window = m.get("server") or {}
+    if not window.get("crashed"):
+        return None
+    return Flag("crashed", "; ".join(window.get("events") or ["the server died"]))
+
+
+def server_restarted(m: dict) -> Optional[Flag]:
+    """A worker of the server exited during the round and another took its place, or requests
+    failed with it: a worker crashed (nginx's master starts a new one at once). A worker that
+    leaves quietly, without a replacement or a failed request, is a server shrinking its pool
+    (apache2 between loads) and is not flagged."""
+    window = m.get("server") or {}
+    if window.get("crashed") or not window.get("workers_exited"):
+        return None
+    errors = m.get("errors_total") or 0
+    if not window.get("workers_started") and not errors:
+        return None
+    failed = [f"{errors:,} request{'s' if errors != 1 else ''} failed"] if errors else []
+    return Flag("server_restarted", "; ".join(window["events"] + failed))
 
 
 def noisy(values: Sequence[float]) -> Optional[Flag]:

@@ -237,6 +237,8 @@ class Window:
     processes_max: int
     events: List[str] = field(default_factory=list)
     crashed: bool = False         # the session leader (the server's main process) died
+    workers_exited: int = 0       # processes other than the leader that left the tree
+    workers_started: int = 0      # processes that joined it (a restarted worker is one of each)
 
     @property
     def cpu_cores(self) -> float:
@@ -253,6 +255,7 @@ class _Aggregate:
         self.events: List[str] = []
         self.crashed = False
         self.exited = False
+        self.workers_exited = self.workers_started = 0
         self.samples = 0
         self.alive_samples = 0
         self.rss_sum = self.rss_peak = 0
@@ -297,9 +300,12 @@ class _Aggregate:
         if previous is None:
             return
         before = set(previous.pids)
-        for pid in sorted(before - now - {self.leader}):
+        gone = sorted(before - now - {self.leader})
+        for pid in gone:
             self.events.append(f"worker pid {pid} exited")
         new = sorted(now - before)
+        self.workers_exited += len(gone)
+        self.workers_started += len(new)
         if new:
             self.events.append(f"{len(new)} new worker{'s' if len(new) > 1 else ''} appeared "
                                f"(pid {', '.join(map(str, new))})")
@@ -320,7 +326,8 @@ class _Aggregate:
             threads_peak=self.threads_peak, fds_peak=self.fds_peak,
             machine_idle_share=(last.machine_idle - first.machine_idle) / jiffies if jiffies > 0 else 1.0,
             processes_min=self.processes_min, processes_max=self.processes_max,
-            events=list(self.events), crashed=self.crashed)
+            events=list(self.events), crashed=self.crashed, workers_exited=self.workers_exited,
+            workers_started=self.workers_started)
 
 
 @dataclass

@@ -92,6 +92,12 @@ class CellResult:
     def level_numbers(self) -> Tuple[int, ...]:
         return tuple(lv.level for lv in self.levels)
 
+    @property
+    def finished(self) -> bool:
+        """Whether every level was measured on a server alive to the end: a cell that failed
+        (its server died), was interrupted or stopped is shown, never ranked."""
+        return self.status == "done"
+
 
 @dataclass(frozen=True)
 class Figures:
@@ -153,9 +159,10 @@ class Figures:
 @dataclass(frozen=True)
 class Group:
     """Cells that differ only by server and profile (and run), in the order they were measured.
-    They are compared on the levels every one of them measured: a cell that failed partway, or
-    was resumed without some levels, would otherwise be averaged over other levels than the
-    rest, and its total time summed over fewer, making it look faster than it was."""
+    Only finished cells are ranked, on the levels every one of them measured: a cell that failed
+    partway (its server died) is no result, and a cell of another run lacking some levels would
+    otherwise be averaged over other levels than the rest, and its total time summed over fewer,
+    making it look faster than it was."""
 
     name: str
     cells: Tuple[CellResult, ...]
@@ -163,8 +170,10 @@ class Group:
     # Cached: every chart, table and sentence asks again, and the cells never change.
     @functools.cached_property
     def levels(self) -> Tuple[int, ...]:
-        """The levels every cell measured: the ones they are compared on."""
-        return tuple(sorted(set.intersection(*(set(c.level_numbers) for c in self.cells))))
+        """The levels every finished cell measured (every cell, if none finished): the ones they
+        are compared on."""
+        compared = [c for c in self.cells if c.finished] or self.cells
+        return tuple(sorted(set.intersection(*(set(c.level_numbers) for c in compared))))
 
     @functools.cached_property
     def every_level(self) -> Tuple[int, ...]:
@@ -183,14 +192,19 @@ class Group:
         return Figures(tuple(lv for lv in cell.levels if lv.level in levels), self.requests_budget)
 
     def ranked(self) -> List[CellResult]:
-        """Its cells with a throughput on the common levels, fastest first."""
-        return sorted((c for c in self.cells if self.figures(c).mean_rps), key=lambda c: -self.figures(c).mean_rps)
+        """Its finished cells with a throughput on the common levels, fastest first."""
+        return sorted((c for c in self.cells if c.finished and self.figures(c).mean_rps),
+                      key=lambda c: -self.figures(c).mean_rps)
 
     def incomplete(self, cell: CellResult) -> Optional[str]:
-        """How `cell` lacks levels that others of its group measured; None if it lacks none."""
+        """How `cell` did not finish, or lacks levels that others of its group measured; None if
+        neither."""
+        measured = f"measured {levels_text(cell.level_numbers)} of {levels_text(self.every_level)}"
+        if not cell.finished:
+            ended = {"interrupted": "was interrupted", "stopped": "was stopped", "running": "has not finished"}
+            return f"its cell {ended.get(cell.status, cell.status)} ({measured}), so it is not ranked"
         if cell.level_numbers == self.every_level:
             return None
-        measured = f"measured {levels_text(cell.level_numbers)} of {levels_text(self.every_level)}"
         if not self.levels:
             return f"{measured}; its group's cells share no level, so they are not compared"
         return f"{measured}; its group is compared on {levels_text(self.levels)}"

@@ -4,7 +4,8 @@ engine (or the write-up's own client), each round stored the moment it is measur
 A cell is server x profile x workload x keep-alive x CPU count. For each: start the server pinned
 to its CPUs, verify it, warm it up, then measure; the monitor's window of each round is stored
 with the round. A crash or Ctrl-C loses at most the round in flight, and `resume` picks up at the
-first round not stored.
+first round not stored. A server that dies stops its cell: the round it died in is stored, flagged
+`crashed`, and nothing more is measured against what is left of it.
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ class Sweep:
             for level in self.plan.levels:
                 self._level(cell, cell_id, started.url, host, level, done)
             if not host.alive():
-                raise servers.ServerFailed(f"{cell.server} died during the measurement")
+                raise servers.ServerFailed(f"{cell.server} died after its last level was measured")
             self.store.finish_cell(cell_id, "done", time.monotonic() - started_at, None)
         except KeyboardInterrupt:
             if cell_id is not None:
@@ -244,6 +245,7 @@ class Sweep:
                 if measurement.get("lost_hosts") and self.on_client_loss == "stop":
                     raise Stopped(f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level}, "
                                   "stored as partial (--on-client-loss stop)")
+                self._server_whole(cell, level, measurement)
             index += 1
             if self.plan.rounds == "auto":
                 values = [m["requests"]["per_second"] for m in rounds]
@@ -251,6 +253,15 @@ class Sweep:
                     break
             elif index >= self.plan.rounds:
                 break
+
+    def _server_whole(self, cell: Cell, level: int, measurement: dict) -> None:
+        """Stops the cell if its server died during the round just stored (what is left of it is
+        killed as the cell ends); says so if one of its workers was restarted."""
+        reasons = {f["kind"]: f["reason"] for f in measurement["flags"]}
+        if "crashed" in reasons:
+            raise servers.ServerFailed(f"{cell.server} died during level {level}: {reasons['crashed']}")
+        if "server_restarted" in reasons:
+            self.progress.on_note(f"{cell.key}: level {level} flagged server_restarted: {reasons['server_restarted']}")
 
     def _round(self, cell: Cell, url: str, host: ServerHost, level: int) -> dict:
         host.start_window()
@@ -268,6 +279,7 @@ class Sweep:
             flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))
         if self.placement.shared and not self.cluster:
             flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
+        flags += [honesty.crashed(measurement), honesty.server_restarted(measurement)]
         measurement["flags"] = [asdict(f) for f in _merged(flags)]
         return measurement
 
