@@ -154,6 +154,8 @@ def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path, mea
         assert all(h["report"]["requests"]["completed"] > 0 for h in m["hosts"])
         assert m["requests"]["completed"] == 4000 == m["latency"]["total"]["count"]
         assert m["lost_hosts"] == [] and m["client_hosts"] == ["c1", "c2"]
+        # The server host's window crossed Dask whole, how busy that machine was included.
+        assert m["server"]["server_waiting_share"] is not None and m["server"]["others_cpu_cores"] is not None
         # The server ran on its own host, at its own address.
         assert all(h["report"]["spec"]["urls"][0].startswith(f"http://{net.ip('srv')}:") for h in m["hosts"])
     # The engine's requests in nginx's log: every measured request plus one validation per host and level.

@@ -18,6 +18,19 @@ CPU_SHARE_LIMIT = 0.95      # client CPU time / wall time, as a share of the cor
 CEILING_MARGIN = 0.10       # throughput within this of the client ceiling
 LITTLE_MARGIN = 0.10
 NOISY_CV = 0.05
+# A level measured on a machine busy with other work (`contended`): the server's threads waited
+# for a CPU over this share of the time they were ready to run (or the client's busiest thread
+# of its time, as the engine reports it), and
+# other processes used at least this many CPUs, so that the wait is theirs, not the server's own
+# processes queueing for the CPUs it was given (apache2 with more processes than CPUs) or the
+# client's on a shared CPU. With nothing else able to take their CPUs (nginx, lighttpd and the
+# engine SCHED_FIFO, 1 to 10 connections, on a 2-CPU VM) they waited 0.0-1.5% of it, wake-ups
+# included; beside another job on the machine, 30-75%, and nginx then served a fifth to a half
+# of what it served alone. A quarter of a CPU of other work is enough to have taken a tenth of
+# a server's or the client's CPU, and far above what this machine's own daemons use (under 0.01).
+SERVER_WAIT_LIMIT = 0.10
+CLIENT_WAIT_LIMIT = 0.10
+OTHERS_CPU_LIMIT = 0.25
 AUTO_CV = 0.025             # rounds = "auto" stops once cv drops below this
 AUTO_MIN_ROUNDS = 3
 
@@ -97,6 +110,27 @@ def _near_ceiling(measurements: Sequence[dict], ceiling_rps: Optional[float]) ->
             return [f"{mean:,.0f} req/s is within {CEILING_MARGIN:.0%} of the client ceiling "
                     f"({ceiling_rps:,.0f} req/s against reference)"]
     return []
+
+
+def contended(server: str, window: dict, client: Optional[dict]) -> Optional[Flag]:
+    """The machine was busy with other work: other processes used CPUs (`others_cpu_cores` of
+    the monitor's `window`) while the server's threads or the client's busiest one waited for
+    theirs. Both are slowed by what else runs, not by each other, and by different amounts, so
+    a ranking measured so can flip (a quiet run's 1.03x for lighttpd became 1.11x for nginx)."""
+    others = window.get("others_cpu_cores")
+    if others is None or others < OTHERS_CPU_LIMIT:
+        return None
+    reasons = []
+    waiting = window.get("server_waiting_share")
+    if waiting is not None and waiting > SERVER_WAIT_LIMIT:
+        reasons.append(f"{server} waited for a CPU {waiting:.0%} of the time it was ready to run")
+    waiting = (client or {}).get("waiting_share")
+    if waiting is not None and waiting > CLIENT_WAIT_LIMIT:
+        reasons.append(f"busiest client thread waited for its CPU {waiting:.0%} of the time")
+    if not reasons:
+        return None
+    return Flag("contended", "; ".join(reasons) + f"; other processes used {others:.1f} of "
+                                                  f"{window.get('machine_cpus')} CPUs")
 
 
 def littles_law(measurements: Sequence[dict], connections: int) -> Optional[Flag]:

@@ -21,8 +21,10 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+from httpbench import contention
 
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -235,6 +237,10 @@ class Window:
     machine_idle_share: float     # 0..1, all CPUs, suite and server included
     processes_min: int
     processes_max: int
+    # Was the machine busy with other work (httpbench.contention)? None: not measured.
+    server_waiting_share: Optional[float] = None   # the server's threads' wait for a CPU / running + waiting
+    others_cpu_cores: Optional[float] = None       # CPUs' worth used by other processes
+    machine_cpus: Optional[int] = None
     events: List[str] = field(default_factory=list)
     crashed: bool = False         # the session leader (the server's main process) died
     workers_exited: int = 0       # processes other than the leader that left the tree
@@ -353,6 +359,7 @@ class Monitor:
         # One lock for sampling and aggregating: the tree must see its samples in time order.
         self._lock = threading.Lock()
         self._current: Optional[_Aggregate] = None
+        self._machine_at_start: Optional[contention.Snapshot] = None
         self._error: Optional[BaseException] = None
         self.last = self.sample()
         self._stopping = threading.Event()
@@ -381,22 +388,25 @@ class Monitor:
                 return
 
     def start_window(self) -> None:
+        machine = contention.Snapshot.take(self.sid)
         with self._lock:
             if self._current is not None:
                 raise RuntimeError("a window is already open")
+            self._machine_at_start = machine
             first = self._tree.sample()
             self._current = _Aggregate(self.sid, first)
             self.last = first
 
     def end_window(self) -> Window:
         self.sample()
+        machine = contention.Snapshot.take(self.sid)
         with self._lock:
             current, self._current = self._current, None
         if current is None:
             raise RuntimeError("no window is open")
         if self._error is not None:
             raise RuntimeError(f"the monitor stopped sampling: {self._error}") from self._error
-        return current.window()
+        return replace(current.window(), **machine.since(self._machine_at_start))
 
     @contextmanager
     def window(self) -> Iterator[Measured]:

@@ -279,6 +279,9 @@ class Sweep:
             flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))
         if self.placement.shared and not self.cluster:
             flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
+        # On a cluster the client hosts' waits are judged with their saturation, host by host.
+        flags.append(honesty.contended(cell.server, measurement["server"],
+                                       None if self.cluster else measurement.get("client")))
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement)]
         measurement["flags"] = [asdict(f) for f in _merged(flags)]
         return measurement
