@@ -204,10 +204,54 @@ def test_resume_sees_what_is_stored_and_never_duplicates(db):
 def test_schema_version_mismatch_is_one_line(db):
     with Store(db).engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
-    with pytest.raises(StoreError, match=r"schema version 99, this httpbench writes version 1; use another --db") \
+    with pytest.raises(StoreError, match=r"schema version 99, this httpbench writes version 2; use another --db") \
             as failed:
         Store(db)
     assert "\n" not in str(failed.value)
+
+
+def version_1_store(db: str) -> None:
+    """A store as httpbench wrote it before schema version 2: today's tables without the columns
+    version 2 added, holding a run left "running" by a process that is gone (no owner then)."""
+    from sqlalchemy import MetaData, Table, create_engine, insert
+    from httpbench import store
+    added = {(c.table.name, c.name) for c in store.ADDED[2]}
+    old = MetaData()
+    for table in store.metadata.sorted_tables:
+        Table(table.name, old, *[c._copy() for c in table.columns if (table.name, c.name) not in added])
+    engine = create_engine(store.url_of(db), json_serializer=store._dumps)
+    with engine.begin() as conn:
+        old.create_all(conn)
+        conn.execute(insert(old.tables["meta"]).values(schema_version=1))
+        run_id = conn.execute(insert(old.tables["runs"]).values(
+            plan_name="tiny", plan_text=FakePlan.text, host={}, versions={}, started=store._now(),
+            status="running")).inserted_primary_key[0]
+        cell_id = conn.execute(insert(old.tables["cells"]).values(
+            run_id=run_id, key="nginx/tuned/7B/ka/1cpu", server="nginx", profile="tuned", workload="7B",
+            keep_alive=True, cpus=1, config_text="", server_version="v1", seconds=2.5,
+            status="interrupted")).inserted_primary_key[0]
+        conn.execute(insert(old.tables["rounds"]).values(cell_id=cell_id, level=1, round=0,
+                                                         measurement=measurement(1, 0)))
+    engine.dispose()
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_a_version_1_store_is_migrated_and_keeps_its_runs(db, create):
+    version_1_store(db)
+    store = Store(db, create=create)   # a reading command (create=False) or `run`
+    with store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SELECT schema_version FROM meta").scalar() == 2
+    old = store.run(1)
+    assert old["status"] == "running" and old["owner_pid"] is None   # whose process it was is unknown
+    assert [len(c["rounds"]) for c in old["cells"]] == [1] and old["cells"][0]["sessions"] is None
+    store.claim(1)   # resumed
+    assert store.run(1)["owner_pid"] == os.getpid() and store.run(1)["status"] == "running"
+    cell = FakeCell(key="nginx/tuned/7B/ka/1cpu")
+    assert store.cell(1, cell, "", "v1") == 1 and store.run(1)["cells"][0]["sessions"] == 2
+    store.finish_cell(1, "done", 1.0, None)
+    assert store.run(1)["cells"][0]["seconds"] == 3.5
+    assert store.run(fill(store))["owner_pid"] == os.getpid()
+    Store(db, create=False)   # opened again: nothing left to migrate
 
 
 def test_unreachable_database_is_one_fast_line():

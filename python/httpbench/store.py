@@ -2,7 +2,9 @@
 default or in PostgreSQL by URL.
 
 Each round is committed the moment it is measured, so a crash or Ctrl-C loses at most the round
-in flight, and a resumed run finds exactly which rounds it still owes. A round stays whole (the
+in flight, and a resumed run finds exactly which rounds it still owes. Each run records the process
+measuring it, so a run whose process died without a word is seen as interrupted. A store of an
+older schema gets the columns added since when it is opened. A round stays whole (the
 engine's report with its histograms and series, the server's monitor window, the flags) in a
 JSON column, with its headline figures in columns of their own for querying.
 """
@@ -10,17 +12,22 @@ JSON column, with its headline figures in columns of their own for querying.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
+import os
+import socket
 from pathlib import Path
 from typing import List, Optional, Set, Tuple
 
 from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String,
-                        Table, Text, UniqueConstraint, create_engine, event, func, inspect, insert, select, update)
+                        Table, Text, UniqueConstraint, create_engine, event, func, inspect, insert, select, text,
+                        update)
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.schema import CreateColumn
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
@@ -34,6 +41,10 @@ runs = Table(
     Column("started", DateTime, nullable=False),
     Column("ended", DateTime),
     Column("status", String(20), nullable=False),
+    # The process measuring the run: a "running" run whose process is gone was interrupted.
+    Column("owner_host", String(255)),
+    Column("owner_pid", Integer),
+    Column("owner_started", Float),   # the process's start, seconds since the epoch: pids are reused
 )
 cells = Table(
     "cells", metadata,
@@ -50,6 +61,7 @@ cells = Table(
     Column("seconds", Float),
     Column("status", String(20), nullable=False),
     Column("error", Text),
+    Column("sessions", Integer),   # how many times the cell was started: more than 1 when resumed
     UniqueConstraint("run_id", "key"),
 )
 rounds = Table(
@@ -67,6 +79,8 @@ rounds = Table(
     Column("measurement", JSON, nullable=False),
     UniqueConstraint("cell_id", "level", "round"),
 )
+# The columns each schema version added; an older store gets them when this httpbench opens it.
+ADDED = {2: [runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, cells.c.sessions]}
 
 
 class StoreError(ValueError):
@@ -125,6 +139,65 @@ def _headline(m: dict, *path):
     return _finite(m)
 
 
+def _process_started(pid: int) -> Optional[float]:
+    """When process `pid` started, in seconds since the epoch (None: there is no such process).
+    With the pid it names one process, even once the pid is reused."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
+    except OSError:
+        return None
+    ticks = int(stat.rsplit(")", 1)[1].split()[19])   # field 22, starttime; the name in () may hold spaces
+    return round(int(boot.split()[1]) + ticks / os.sysconf("SC_CLK_TCK"), 2)
+
+
+def _owner() -> dict:
+    """This process, as a run's owner."""
+    pid = os.getpid()
+    return {"owner_host": socket.gethostname(), "owner_pid": pid, "owner_started": _process_started(pid)}
+
+
+def owner_alive(run: dict) -> Optional[bool]:
+    """Whether the process that owns `run` still runs: None when that cannot be told here (no
+    owner stored, or it ran on another host)."""
+    if run.get("owner_started") is None or run.get("owner_host") != socket.gethostname():
+        return None
+    return _process_started(run["owner_pid"]) == run["owner_started"]
+
+
+def _as_seen(run: dict) -> dict:
+    """A stored run with the status it has: one still "running" whose process is gone (killed, or
+    its host rebooted) was interrupted, whatever it could not write."""
+    if run["status"] == "running" and owner_alive(run) is False:
+        return {**run, "status": "interrupted"}
+    return run
+
+
+def _migrate(conn, version: int) -> None:
+    """Bring a store of an older schema `version` to this one: its columns added, nothing lost."""
+    for added in range(version + 1, SCHEMA_VERSION + 1):
+        for column in ADDED[added]:
+            conn.execute(text(f"ALTER TABLE {column.table.name} ADD COLUMN "
+                              f"{CreateColumn(column).compile(dialect=conn.dialect)}"))
+    conn.execute(update(meta).values(schema_version=SCHEMA_VERSION))
+
+
+def _one_line(method):
+    """A database that fails under a store operation (a damaged SQLite file, a lost server) ends
+    in one line saying so, not a traceback."""
+    @functools.wraps(method)
+    def guarded(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except SQLAlchemyError as e:
+            raise StoreError(f"the results database {self.shown} failed: {_reason(e)}; {self.remedy}") from None
+    return guarded
+
+
+def _reason(error: Exception) -> str:
+    return str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+
+
 def _foreign_keys_on(dbapi_connection, _record) -> None:
     # SQLite ignores foreign keys unless asked, per connection; PostgreSQL always checks them.
     dbapi_connection.execute("PRAGMA foreign_keys = ON")
@@ -134,9 +207,13 @@ class Store:
     def __init__(self, db: str, create: bool = True) -> None:
         """Open the results database; `create` makes it and its tables when missing (`run`
         does), otherwise it must hold httpbench results (commands that only read)."""
-        shown = _shown(db)
+        shown = self.shown = _shown(db)
         try:
             url = url_of(db, create)
+            self.sqlite = url.drivername.startswith("sqlite")
+            self.remedy = (f"if the file is damaged, salvage what it holds with: sqlite3 {url.database} .recover "
+                           "| sqlite3 recovered.db, then use --db recovered.db" if self.sqlite else
+                           "see the database server's log")
             # connect_timeout: an unreachable server fails in seconds, not after the OS's TCP timeout.
             args = {"connect_timeout": 5} if url.drivername.startswith("postgresql") else {}
             self.engine: Engine = create_engine(url, connect_args=args, json_serializer=_dumps)
@@ -147,7 +224,7 @@ class Store:
                 # another httpbench is left exactly as it was.
                 version = conn.execute(select(meta.c.schema_version)).scalar() \
                     if inspect(conn).has_table("meta") else None
-                if version is not None and version != SCHEMA_VERSION:
+                if version is not None and version > SCHEMA_VERSION:
                     raise StoreError(f"{shown} holds results in schema version {version}, this httpbench writes "
                                      f"version {SCHEMA_VERSION}; use another --db, or the httpbench that wrote it")
                 if version is None and not create:
@@ -155,30 +232,53 @@ class Store:
                 metadata.create_all(conn)
                 if version is None:
                     conn.execute(insert(meta).values(schema_version=SCHEMA_VERSION))
+                elif version < SCHEMA_VERSION:
+                    _migrate(conn, version)
         except (SQLAlchemyError, OSError, ImportError) as e:  # ImportError: a URL for a driver not installed
-            reason = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+            reason = _reason(e)
             raise StoreError(f"cannot open the results database {shown}: {reason}; check the path or URL "
                              "(server running, user, password, database name)") from None
 
+    @_one_line
+    def check(self) -> None:
+        """Refuse a damaged SQLite file before a run measures anything it could not store.
+        (PostgreSQL checks its own pages.)"""
+        if not self.sqlite:
+            return
+        with self.engine.connect() as conn:
+            problems = [row[0] for row in conn.exec_driver_sql("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise StoreError(f"the results database {self.shown} is damaged ({problems[0]}); {self.remedy}")
+
+    @_one_line
     def start_run(self, plan, host: dict, versions: dict) -> int:
         with self.engine.begin() as conn:
             return conn.execute(insert(runs).values(
                 plan_name=plan.name, plan_text=plan.text, host=host, versions=versions, started=_now(),
-                status="running")).inserted_primary_key[0]
+                status="running", **_owner())).inserted_primary_key[0]
 
+    @_one_line
+    def claim(self, run_id: int) -> None:
+        """This process resumes `run_id`: it is running again, and this process owns it."""
+        with self.engine.begin() as conn:
+            conn.execute(update(runs).where(runs.c.id == run_id).values(status="running", ended=None, **_owner()))
+
+    @_one_line
     def cell(self, run_id: int, cell, config_text: str, server_version: str) -> int:
         """The stored cell of `run_id` with `cell.key`, created on first use (resume finds it)."""
         with self.engine.begin() as conn:
             found = conn.execute(select(cells.c.id).where(cells.c.run_id == run_id, cells.c.key == cell.key)).scalar()
             if found is not None:
                 conn.execute(update(cells).where(cells.c.id == found).values(
-                    config_text=config_text or cells.c.config_text, server_version=server_version, status="running"))
+                    config_text=config_text or cells.c.config_text, server_version=server_version, status="running",
+                    sessions=func.coalesce(cells.c.sessions, 1) + 1))
                 return found
             return conn.execute(insert(cells).values(
                 run_id=run_id, key=cell.key, server=cell.server, profile=cell.profile, workload=cell.workload.label,
                 keep_alive=cell.keep_alive, cpus=cell.cpus, config_text=config_text, server_version=server_version,
-                status="running")).inserted_primary_key[0]
+                status="running", sessions=1)).inserted_primary_key[0]
 
+    @_one_line
     def add_round(self, cell_id: int, level: int, index: int, measurement: dict) -> None:
         """Store one round, committed at once. Adding a round that is already stored is ignored:
         the first one stays as it was, so a resumed run never duplicates one."""
@@ -197,27 +297,33 @@ class Store:
             if (level, index) not in self.rounds_done(cell_id):
                 raise
 
+    @_one_line
     def rounds_done(self, cell_id: int) -> Set[Tuple[int, int]]:
         with self.engine.connect() as conn:
             return {(r.level, r.round) for r in conn.execute(
                 select(rounds.c.level, rounds.c.round).where(rounds.c.cell_id == cell_id))}
 
+    @_one_line
     def finish_cell(self, cell_id: int, status: str, seconds: float, error: Optional[str]) -> None:
         with self.engine.begin() as conn:
             # A resumed cell adds its time to what the interrupted attempt already spent.
             conn.execute(update(cells).where(cells.c.id == cell_id).values(
                 status=status, error=error, seconds=func.coalesce(cells.c.seconds, 0) + seconds))
 
+    @_one_line
     def finish_run(self, run_id: int, status: str) -> None:
         with self.engine.begin() as conn:
             conn.execute(update(runs).where(runs.c.id == run_id).values(status=status, ended=_now()))
 
+    @_one_line
     def runs(self) -> List[dict]:
         with self.engine.connect() as conn:
             counts = dict(conn.execute(select(cells.c.run_id, func.count()).group_by(cells.c.run_id)).all())
-            return [{**r._asdict(), "cells": counts.get(r.id, 0)} for r in conn.execute(
-                select(runs.c.id, runs.c.plan_name, runs.c.status, runs.c.started, runs.c.ended).order_by(runs.c.id))]
+            return [_as_seen({**r._asdict(), "cells": counts.get(r.id, 0)}) for r in conn.execute(
+                select(runs.c.id, runs.c.plan_name, runs.c.status, runs.c.started, runs.c.ended, runs.c.owner_host,
+                       runs.c.owner_pid, runs.c.owner_started).order_by(runs.c.id))]
 
+    @_one_line
     def run(self, run_id: int) -> dict:
         """A whole run: its cells in the order they were made, each with its rounds."""
         with self.engine.connect() as conn:
@@ -234,4 +340,4 @@ class Store:
                     select(rounds.c.level, rounds.c.round, rounds.c.measurement)
                     .where(rounds.c.cell_id == c.id).order_by(rounds.c.level, rounds.c.round))]
                 out["cells"].append(cell)
-            return out
+            return _as_seen(out)
