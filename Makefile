@@ -10,8 +10,11 @@ CLIENT_PACKAGES := apache2-utils wrk nghttp2-client
 TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) iproute2 postgresql chromium fonts-liberation
 BENCH_PACKAGES := nginx-light h2o $(CLIENT_PACKAGES)
 ARGS ?=
+# Where pip put `httpbench`, so on PATH with it: `httpbench-load`, the engine's standalone
+# binary the README tells users to run, is installed there too.
+BINDIR ?= $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 
-.PHONY: run test deps test-deps bench-deps build fuzz bench
+.PHONY: run test deps test-deps bench-deps build install-load fuzz bench
 
 # The main job: install the servers, then sweep the quick plan (or ARGS="PLAN --servers ...").
 run: deps build
@@ -43,6 +46,11 @@ bench-deps:
 build:
 	$(PY) -m pip install --quiet --root-user-action=ignore '.[test]'
 	cargo build --release --workspace --quiet
+	@$(MAKE) --no-print-directory install-load
+
+install-load:
+	install -m 0755 target/release/httpbench-load "$(BINDIR)/httpbench-load"
+	@if command -v pyenv >/dev/null; then pyenv rehash; fi   # pyenv's PATH holds shims, not BINDIR
 
 # The response parser under cargo-fuzz, bounded to 60 s.
 fuzz:

@@ -70,18 +70,23 @@ def test_a_short_sweep_is_stored_and_shown(plan_file, tmp_path):
     assert listed.returncode == 0 and "tiny" in listed.stdout
 
 
-def test_resume_after_sigkill_loses_and_duplicates_nothing(plan_file, tmp_path):
-    db = tmp_path / "results.db"
-    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", str(plan_file), "--db", str(db)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def until_stored(db, rounds: int) -> None:
+    """Wait (two minutes at most) until run 1 in `db` has `rounds` rounds stored."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         time.sleep(0.3)
         try:
-            if len(rounds_of(db, 1)[1]) >= 3:
-                break
-        except Exception:
+            if len(rounds_of(db, 1)[1]) >= rounds:
+                return
+        except Exception:   # the run or its tables not made yet
             continue
+
+
+def test_resume_after_sigkill_loses_and_duplicates_nothing(plan_file, tmp_path):
+    db = tmp_path / "results.db"
+    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", str(plan_file), "--db", str(db)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    until_stored(db, 3)
     sweep.send_signal(signal.SIGKILL)
     sweep.wait()
     before = rounds_of(db, 1)[1]
@@ -107,21 +112,15 @@ def test_unknown_run_and_bad_plan_are_one_line(tmp_path, plan_file):
     assert unreachable.returncode == 2 and len(unreachable.stderr.strip().splitlines()) == 1
 
 
-def interrupted_after_a_round(db, *args) -> str:
-    """`httpbench run *args --db db`, given Ctrl-C once a round is stored; its stderr."""
+def interrupted_after_a_round(db, *args, sig=signal.SIGINT, code=130) -> str:
+    """`httpbench run *args --db db`, given Ctrl-C (or `sig`) once a round is stored; its stderr.
+    It must exit with `code`."""
     sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", *args, "--db", str(db)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        time.sleep(0.3)
-        try:
-            if rounds_of(db, 1)[1]:
-                break
-        except Exception:
-            continue
-    sweep.send_signal(signal.SIGINT)
+    until_stored(db, 1)
+    sweep.send_signal(sig)
     _, err = sweep.communicate(timeout=60)
-    assert sweep.returncode == 130, err[-2000:]
+    assert sweep.returncode == code, err[-2000:]
     return err
 
 

@@ -2,9 +2,11 @@
 the work; a bad command line or engine error ends in one line on stderr and exit code 2."""
 
 import argparse
+import os
+import signal
 import sys
 from pathlib import Path
-from typing import List, NoReturn, Optional
+from typing import List, NoReturn, Optional, Sequence
 
 from httpbench import __version__, _engine, doctor
 from httpbench.servers import ServerFailed, VerificationFailed
@@ -17,6 +19,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
 
 
+def _command(commands, name: str, help: str, examples: Sequence[str], **kwargs) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with examples, as hyperfine's and k6's do."""
+    return commands.add_parser(name, help=help, epilog="examples:\n" + "\n".join(f"  {e}" for e in examples),
+                               formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="httpbench", description="Web-server benchmark suite.")
     parser.add_argument("--version", action="version", version=f"httpbench {__version__}")
@@ -25,17 +33,21 @@ def _parser() -> argparse.ArgumentParser:
     # `httpbench --help` lists it.
     commands.add_parser("load", add_help=False,
                         help="generate HTTP load (its options: httpbench load --help)")
-    listing = commands.add_parser("servers", help="list the servers under test; 'servers install NAME...' installs them")
+    listing = _command(commands, "servers", "list the servers under test; 'servers install NAME...' installs them",
+                       ["httpbench servers", "httpbench servers install nginx lighttpd"])
     listing.add_argument("action", nargs="?", choices=["install"], help="install the named servers' Debian packages")
     listing.add_argument("names", nargs="*", metavar="NAME")
     listing.set_defaults(run=_servers)
-    run = commands.add_parser("run", help="sweep a plan (default: quick) and store every round")
+    run = _command(commands, "run", "sweep a plan (default: quick) and store every round",
+                   ["httpbench run", "httpbench run seed-2011 --servers nginx,apache2-event --server-cpus 0",
+                    "httpbench run my-plan.toml --db postgresql://user@host/bench",
+                    "httpbench run --resume 3                  # finish run 3, stopped by Ctrl-C or a crash"])
     run.add_argument("plan", nargs="?", help="a built-in plan (see 'httpbench plans') or a plan file")
     run.add_argument("--servers", help="only these servers, comma-separated")
     run.add_argument("--server-cpus", help="CPUs for the server, e.g. 0 or 0-3 (default: the first)")
     run.add_argument("--client-cpus", help="CPUs for the client (default: all the others)")
     run.add_argument("--allow-shared-cpus", action="store_true", help="let server and client share CPUs")
-    run.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file or database URL (default: {DEFAULT_DB})")
+    _db_arg(run)
     run.add_argument("--resume", type=int, metavar="RUN", help="finish an interrupted run")
     run.add_argument("--cluster", metavar="SCHEDULER", help="load from the client workers of this Dask scheduler "
                                                            "(tls://HOST:PORT) and run servers on its server worker")
@@ -43,57 +55,74 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--on-client-loss", choices=("continue", "stop"), default="continue",
                      help="when a client host is lost mid-level: store the level as partial and go on, or stop")
     run.set_defaults(run=_run)
-    runs = commands.add_parser("runs", help="list stored runs")
-    runs.add_argument("--db", default=DEFAULT_DB)
+    runs = _command(commands, "runs", "list stored runs",
+                    ["httpbench runs", "httpbench runs --db postgresql://user@host/bench"])
+    _db_arg(runs)
     runs.set_defaults(run=_runs)
-    show = commands.add_parser("show", help="print a stored run")
-    show.add_argument("run_id", type=int, metavar="RUN")
-    show.add_argument("--db", default=DEFAULT_DB)
+    show = _command(commands, "show", "print a stored run: every level, its flags, who won",
+                    ["httpbench show 3", "httpbench show 3 --db results.db | less"])
+    show.add_argument("run_id", type=int, metavar="RUN", help="a stored run ('httpbench runs' lists them)")
+    _db_arg(show)
     show.set_defaults(run=_show)
-    report = commands.add_parser("report", help="write a self-contained HTML report of stored runs")
+    report = _command(commands, "report", "write a self-contained HTML report of stored runs",
+                      ["httpbench report 3", "httpbench report 3 4 -o report.html --baseline nginx"])
     _runs_args(report)
-    report.add_argument("-o", "--output", help="the HTML file (default: report-run-N.html next to the database)")
+    report.add_argument("-o", "--output", help="the HTML file (default: report-run-N.html next to an SQLite "
+                                               "database, else in httpbench-results/)")
     _chart_args(report)
     report.set_defaults(run=_report)
-    plot = commands.add_parser("plot", help="write every chart of stored runs as PNG or SVG files")
+    plot = _command(commands, "plot", "write every chart of stored runs as PNG or SVG files",
+                    ["httpbench plot 3 -o charts/", "httpbench plot 3 4 --format svg --level 100 -o charts/"])
     _runs_args(plot)
     plot.add_argument("--format", choices=("png", "svg"), default="png")
     plot.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write them to")
     _chart_args(plot)
     plot.set_defaults(run=_plot)
-    export = commands.add_parser("export", help="print stored runs as CSV, JSON or Markdown tables")
+    export = _command(commands, "export", "print stored runs as CSV, JSON or Markdown tables",
+                      ["httpbench export 3", "httpbench export 3 --format csv > levels.csv",
+                       "httpbench export 3 4 --format json -o runs.json"])
     _runs_args(export)
     export.add_argument("--format", choices=("csv", "json", "markdown"), default="markdown")
     export.add_argument("-o", "--output", help="a file to write (default: standard output)")
     export.set_defaults(run=_export)
-    compare = commands.add_parser("compare", help="compare two stored runs level by level")
-    compare.add_argument("before", type=int, metavar="RUN_A")
-    compare.add_argument("after", type=int, metavar="RUN_B")
-    compare.add_argument("--db", default=DEFAULT_DB)
+    compare = _command(commands, "compare", "compare two stored runs level by level",
+                       ["httpbench compare 3 4", "httpbench compare 3 4 --fail-on-regression 5%   # in CI"])
+    compare.add_argument("before", type=int, metavar="RUN_A", help="the run compared against")
+    compare.add_argument("after", type=int, metavar="RUN_B", help="the run whose changes are shown")
+    _db_arg(compare)
     compare.add_argument("--fail-on-regression", metavar="PERCENT",
                          help="exit 1 if any level's throughput fell by more than this (e.g. 5%%) beyond the noise")
     compare.set_defaults(run=_compare)
-    worker = commands.add_parser("worker", help="serve as a Dask worker of a benchmark cluster (client or server host)")
+    worker = _command(commands, "worker", "serve as a Dask worker of a benchmark cluster (client or server host)",
+                      ["httpbench worker --scheduler tls://SCHED:8786 --role client --certs certs/",
+                       "httpbench worker --scheduler tls://SCHED:8786 --role server --certs certs/"])
     worker.add_argument("--scheduler", required=True, help="tls://HOST:PORT (or tcp:// on loopback only)")
     worker.add_argument("--role", required=True, choices=("client", "server"))
     worker.add_argument("--certs", type=Path, help="the folder 'httpbench cluster certs' made (required for tls://)")
     worker.add_argument("--name", help="how results name this host (default: hostname-role)")
     worker.add_argument("--listen", help="the address to listen on (default: this host's address towards the scheduler)")
     worker.set_defaults(run=lambda a: _cluster().run_worker(a.scheduler, a.role, a.certs, a.name, a.listen))
-    cluster = commands.add_parser("cluster", help="the benchmark cluster: certificates and the scheduler")
+    cluster = _command(commands, "cluster", "the benchmark cluster: certificates and the scheduler",
+                       ["httpbench cluster certs certs/",
+                        "httpbench cluster scheduler --address tls://0.0.0.0:8786 --certs certs/"])
     parts = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
-    certs = parts.add_parser("certs", help="make a CA and the scheduler, worker and client certificates (0600)")
+    certs = _command(parts, "certs", "make a CA and the scheduler, worker and client certificates (0600)",
+                     ["httpbench cluster certs certs/", "httpbench cluster certs certs/ --force   # a new CA"])
     certs.add_argument("directory", type=Path, help="a new or empty directory")
     certs.add_argument("--force", action="store_true", help="write into a directory that is not empty, replacing "
                                                             "the certificates there")
     certs.set_defaults(run=lambda a: print("\n".join(map(str, _cluster().make_certs(a.directory, force=a.force)))) or 0)
-    scheduler = parts.add_parser("scheduler", help="run the Dask scheduler")
+    scheduler = _command(parts, "scheduler", "run the Dask scheduler",
+                         ["httpbench cluster scheduler --address tls://0.0.0.0:8786 --certs certs/",
+                          "httpbench cluster scheduler --address tcp://127.0.0.1:8786   # loopback only"])
     scheduler.add_argument("--address", default="tls://0.0.0.0:8786", help="where to listen (default: %(default)s)")
     scheduler.add_argument("--certs", type=Path)
     scheduler.set_defaults(run=lambda a: _cluster().run_scheduler(a.address, a.certs))
-    listed = commands.add_parser("plans", help="list the built-in plans, one line each")
+    listed = _command(commands, "plans", "list the built-in plans, one line each",
+                      ["httpbench plans", "httpbench run seed-2016   # one of them"])
     listed.set_defaults(run=_plans)
-    check = commands.add_parser("doctor", help="check this host's settings for benchmarking")
+    check = _command(commands, "doctor", "check this host's settings for benchmarking",
+                     ["httpbench doctor", "httpbench doctor --json"])
     check.add_argument("--json", action="store_true", help="print facts and checks as JSON")
     check.set_defaults(run=lambda args: doctor.main(as_json=args.json))
     return parser
@@ -104,7 +133,12 @@ DEFAULT_DB = "httpbench-results/results.db"
 
 def _runs_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run_ids", type=int, nargs="+", metavar="RUN", help="stored runs ('httpbench runs' lists them)")
-    parser.add_argument("--db", default=DEFAULT_DB, help=f"SQLite file or database URL (default: {DEFAULT_DB})")
+    _db_arg(parser)
+
+
+def _db_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", default=DEFAULT_DB, help="the results: an SQLite file (or sqlite:/// URL), or a "
+                                                         f"postgresql:// URL (default: {DEFAULT_DB})")
 
 
 def _chart_args(parser: argparse.ArgumentParser) -> None:
@@ -143,6 +177,8 @@ def _report(args: argparse.Namespace) -> int:
 def _plot(args: argparse.Namespace) -> int:
     from pathlib import Path
     from httpbench import report
+    if Path(args.output).exists() and not Path(args.output).is_dir():
+        raise _UsageError(f"-o {args.output} is a file: plot writes a folder of charts; give a folder")
     for path in report.write_charts(_load(args), Path(args.output), args.format, _choices(args)):
         print(path)
     return 0
@@ -175,7 +211,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.cluster and args.client_cpus:
         raise _UsageError("--client-cpus does not apply with --cluster: each client host's engine uses that "
                           "host's own CPUs")
-    only = [name.strip() for name in args.servers.split(",") if name.strip()] if args.servers else None
+    only = None
+    if args.servers is not None:
+        only = [name.strip() for name in args.servers.split(",") if name.strip()]
+        if not only:
+            raise _UsageError("--servers names no server: give them comma-separated (e.g. --servers nginx,lighttpd; "
+                              "'httpbench servers' lists them), or drop it to run every installed one")
     return console.run_plan(args.plan, only, args.server_cpus, args.client_cpus, args.allow_shared_cpus,
                             args.db, args.resume, args.cluster, args.certs, args.on_client_loss)
 
@@ -183,7 +224,7 @@ def _run(args: argparse.Namespace) -> int:
 def _runs(args: argparse.Namespace) -> int:
     from httpbench import console
     from httpbench.store import Store
-    console.runs_table(Store(args.db, create=False).runs())
+    console.runs_table(Store(args.db, create=False).runs(), args.db)
     return 0
 
 
@@ -191,9 +232,7 @@ def _show(args: argparse.Namespace) -> int:
     from httpbench import console
     from httpbench.store import Store
     from httpbench import results
-    run = results.load(Store(args.db, create=False), args.run_id)
-    console.levels(run)
-    console.summary(run)
+    console.show(results.load(Store(args.db, create=False), args.run_id), args.db)
     return 0
 
 
@@ -227,5 +266,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (_engine.EngineError, _UsageError, ValueError, ServerFailed, VerificationFailed) as e:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as e:
+        return getattr(e, "exit_code", 130)   # 143 when it was SIGTERM (console.Terminated)
+    except BrokenPipeError:
+        # The reader left (`httpbench show 3 | head`): end quietly, with the status of SIGPIPE
+        # as other Unix tools do; Python would complain again flushing stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+    except OSError as e:   # a file that cannot be written, a folder that is not there
+        print(f"httpbench: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 2

@@ -6,13 +6,19 @@ Everything shown comes from the store: `show` and the end of `run` print the sam
 
 from __future__ import annotations
 
+import os
+import shlex
+import signal
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
+from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from httpbench import results
 from httpbench.report import summary as report_summary, tables
@@ -21,18 +27,46 @@ from httpbench.sweep import Progress
 
 console = Console(stderr=True)
 
+# What a terminal shows of each level (80 columns hold them); the report and exports have the rest.
+LEVEL_COLUMNS = ["level", "rounds", "rps_mean", "rps_ci95", "p50_us", "p99_us", "errors", "server_cpu_user"]
+CELL_COLUMNS = ["status", "levels", "rps_mean", "seconds"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a `kill`, a CI timeout, a shutdown), handled as Ctrl-C: the run is stored as
+    interrupted with its resume command; the exit status stays SIGTERM's."""
+
+    exit_code = 128 + signal.SIGTERM
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated()
+
+
+class _Stdout(Console):
+    def on_broken_pipe(self) -> None:
+        # rich would exit 1; the command ends as Unix tools do when their reader leaves (cli.main).
+        self.quiet = True
+        raise BrokenPipeError()
+
 
 def _stdout() -> Console:
-    # Piped output keeps whole rows rather than rich's 80-column default.
-    return Console(width=None if sys.stdout.isatty() else 160)
+    # Piped output keeps long lines whole rather than wrap them at rich's default of 80 columns,
+    # unless COLUMNS says how wide.
+    return _Stdout(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160)
 
 
-def live_progress(total_rounds: int):
-    """A progress bar over every round of the run, naming the current cell and level and the
-    last round's requests/s; returns (the rich context, the sweep's Progress hooks)."""
+def resume_command(run_id: int, db: str, only: Optional[List[str]] = None) -> str:
+    return f"httpbench run --resume {run_id} --db {shlex.quote(db)}" + (f" --servers {','.join(only)}" if only else "")
+
+
+def live_progress(total_rounds: int, stored_rounds: int = 0):
+    """A progress bar over every round of the run, the rounds stored before a resume counted as
+    done, naming the current cell and level and the last round's requests/s; returns (the rich
+    context, the sweep's Progress hooks)."""
     bar = Bar(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} rounds"),
               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
-    task = bar.add_task("starting", total=total_rounds)
+    task = bar.add_task("starting", total=total_rounds, completed=stored_rounds)
     state = {"cell": ""}
 
     def on_cell(index, total, cell):
@@ -51,24 +85,56 @@ def live_progress(total_rounds: int):
     return bar, Progress(on_cell=on_cell, on_round=on_round, on_note=on_note)
 
 
-def _rich(table: tables.Table, title: str, columns: Optional[List[str]] = None) -> Table:
-    """A report table in the terminal; `columns` picks and orders them by key."""
-    keys = columns or [c.key for c in table.columns]
-    index = {c.key: n for n, c in enumerate(table.columns)}
-    out = Table(title=title, title_justify="left")
-    for key in keys:
-        out.add_column(table.columns[index[key]].title, justify="left" if key in ("cell", "status") else "right")
-    out.add_column("flags")
-    for shown, flags in zip(table.shown(), table.flags):
-        out.add_row(*[shown[index[key]] for key in keys], "; ".join(flags))
+def _rich(title: str, headings: List[str], rows: Iterable[List[str]]) -> Table:
+    """A table that fits a terminal: no rules between columns, and a cell too wide wraps, never
+    cut to "..."."""
+    out = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False,
+                show_edge=False)
+    for n, heading in enumerate(headings):
+        words = (n == 0 and heading != "level") or heading == "status"
+        out.add_column(heading, justify="left" if words else "right", overflow="fold")
+    for row in rows:
+        out.add_row(*row)
     return out
 
 
-def summary(run: RunResults) -> None:
-    """Print a stored run: one table of every cell, then who won each comparison."""
-    out = _stdout()
-    out.print(_rich(tables.cells([run]), f"run {run.id}: plan {run.plan_name} ({run.status})",
-                    ["cell", "status", "levels", "rps_min", "rps_mean", "rps_max", "seconds"]))
+def _columns(table: tables.Table, keys: List[str]) -> Tuple[List[str], List[List[str]]]:
+    """The headings and shown rows of `table`'s columns `keys`, in that order."""
+    index = {c.key: n for n, c in enumerate(table.columns)}
+    return [table.columns[index[k]].title for k in keys], [[row[index[k]] for k in keys] for row in table.shown()]
+
+
+def _flags(out: Console, flagged: Iterable[Tuple[str, Dict[str, str]]]) -> None:
+    """Under a table, each flag of its rows with its reason: what to read with care, and why."""
+    for label, flags in flagged:
+        for kind, reason in flags.items():
+            out.print(Padding(Text(f"{label}: {kind}: {reason}"), (0, 0, 0, 2)), highlight=False)
+
+
+def show(run: RunResults, db: str, out: Optional[Console] = None) -> None:
+    """`httpbench show`: every level of every cell, then the summary."""
+    out = out or _stdout()
+    levels(run, out)
+    summary(run, out)
+    if run.status in ("interrupted", "stopped"):
+        out.print(f"run {run.id} is {run.status}; resume with: {resume_command(run.id, db)}", markup=False)
+
+
+def summary(run: RunResults, out: Optional[Console] = None) -> None:
+    """Print a stored run: a table of the cells of each group, then who won each comparison."""
+    out = out or _stdout()
+    table = tables.cells([run])
+    headings, rows = _columns(table, CELL_COLUMNS)
+    headings[CELL_COLUMNS.index("rps_mean")] = "mean req/s"   # "mean" alone, without the min beside it
+    grouped: Dict[str, list] = {}
+    for cell, row, flags in zip(run.cells, rows, table.flags):
+        # The status says when a cell's time adds up several sessions.
+        status = f"{row[0]}, resumed" if cell.sessions > 1 else row[0]
+        grouped.setdefault(cell.group, []).append((cell.series, [cell.series, status, *row[1:]], flags))
+    out.print(f"run {run.id}: plan {run.plan_name} ({run.status})", markup=False)
+    for group, members in grouped.items():
+        out.print(_rich(group, ["server/profile", *headings], [row for _, row, _ in members]))
+        _flags(out, [(series, flags) for series, _, flags in members])
     for cell in run.failed:
         out.print(f"[red]{cell.key} failed: {cell.error}")
     for verdict in report_summary.winners([run]):
@@ -77,12 +143,13 @@ def summary(run: RunResults) -> None:
             out.print(f"  {line}")
 
 
-def levels(run: RunResults) -> None:
+def levels(run: RunResults, out: Console) -> None:
     """Every level of every cell: the statistics of its rounds, latency, the server's CPU and
-    memory, and the honesty flags with their reasons."""
-    out = _stdout()
+    memory, and under it the honesty flags with their reasons."""
     for cell in run.measured:
-        out.print(_rich(tables.levels(cell), f"{cell.key} ({cell.server_version})"))
+        table = tables.levels(cell)
+        out.print(_rich(f"{cell.key} ({cell.server_version})", *_columns(table, LEVEL_COLUMNS)))
+        _flags(out, [(f"level {lv.level}", flags) for lv, flags in zip(cell.levels, table.flags)])
 
 
 def comparison(cmp, threshold: Optional[float]) -> int:
@@ -123,14 +190,15 @@ def comparison(cmp, threshold: Optional[float]) -> int:
     return 0
 
 
-def runs_table(runs: List[dict]) -> None:
-    table = Table(title="stored runs")
-    for column in ("run", "plan", "status", "started", "ended", "cells"):
-        table.add_column(column)
+def runs_table(runs: List[dict], db: str) -> None:
+    """The stored runs, and how to resume each one that did not finish."""
+    out = _stdout()
+    out.print(_rich("stored runs", ["run", "plan", "status", "started", "ended", "cells"], (
+        [str(r["id"]), r["plan_name"], r["status"], str(r["started"])[:19], str(r["ended"] or "")[:19],
+         str(r.get("cells", ""))] for r in runs)))
     for r in runs:
-        table.add_row(str(r["id"]), r["plan_name"], r["status"], str(r["started"])[:19], str(r["ended"] or "")[:19],
-                      str(r.get("cells", "")))
-    _stdout().print(table)
+        if r["status"] in ("interrupted", "stopped"):
+            out.print(f"run {r['id']} is {r['status']}; resume with: {resume_command(r['id'], db)}", markup=False)
 
 
 def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: Optional[str],
@@ -138,16 +206,25 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
              cluster_address: Optional[str] = None, certs: Optional[Path] = None,
              on_client_loss: str = "continue") -> int:
     """`httpbench run`: sweep a plan (or finish an interrupted run) with a live display, then
-    print the summary. Returns the exit code: 0 done, 1 stopped for a lost client host, 130
-    interrupted (both resumable)."""
+    print the summary. Returns the exit code: 0 done (or nothing left to resume), 1 stopped for a
+    lost client host, 130 interrupted by Ctrl-C and 143 by SIGTERM (all resumable)."""
     from httpbench import plan as plans
     from httpbench.placement import Placement
-    from httpbench.store import Store
+    from httpbench.store import Store, StoreError, owner_alive
     from httpbench.sweep import Stopped, Sweep
 
+    signal.signal(signal.SIGTERM, _terminate)
     store = Store(db)
+    store.check()   # a damaged file is refused before anything is measured that it could not keep
     if resume is not None:
         stored = store.run(resume)  # StoreError (one line) for an unknown run
+        if stored["status"] == "running" and owner_alive(stored):
+            raise StoreError(f"run {resume} is still being measured, by process {stored['owner_pid']}; wait for it, "
+                             f"or stop it (kill {stored['owner_pid']}: it stores what it measured) and resume then")
+        if _finished(stored, only):
+            print(f"run {resume} is finished: every round is stored; 'httpbench show {resume}' prints it, "
+                  f"'httpbench report {resume}' writes its report", file=sys.stderr)
+            return 0
         chosen = plans.parse(stored["plan_text"], f"run {resume}")
         placed = stored["host"].get("placement")
         if placed:
@@ -165,24 +242,29 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
         cluster = ClusterLoad(cluster_address, certs)
     placement = cluster.placement(server_cpus) if cluster else Placement.choose(server_cpus, client_cpus, allow_shared)
     sweep = Sweep(chosen, store, placement, only, cluster=cluster, on_client_loss=on_client_loss)
-    run_id = resume if resume is not None else sweep.start()
     per_cell = len(chosen.levels) * (chosen.rounds if isinstance(chosen.rounds, int) else 3)
-    bar, sweep.progress = live_progress(len(sweep.cells) * per_cell)
-    resume_command = f"httpbench run --resume {run_id} --db {db}" + (f" --servers {','.join(only)}" if only else "")
+    stored_rounds = 0
+    if resume is not None:
+        keys = {cell.key for cell in sweep.cells}
+        stored_rounds = sum(min(len(c["rounds"]), per_cell) for c in stored["cells"] if c["key"] in keys)
+        store.claim(resume)
+    run_id = resume if resume is not None else sweep.start()
+    bar, sweep.progress = live_progress(len(sweep.cells) * per_cell, stored_rounds)
+    command = resume_command(run_id, db, only)
     if cluster_address:
         # Resumed without them, the rest of the run would be measured from this host alone.
-        resume_command += f" --cluster {cluster_address}" + (f" --certs {certs}" if certs else "") + \
+        command += f" --cluster {cluster_address}" + (f" --certs {certs}" if certs else "") + \
             (" --on-client-loss stop" if on_client_loss == "stop" else "")
     code = 0
     try:
         with bar:
             sweep.run(run_id)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         # Plain print: the command must stay on one line, to be copied.
-        print(f"interrupted; every finished round is stored. Resume with: {resume_command}", file=sys.stderr)
-        return 130
+        print(f"interrupted; every finished round is stored. Resume with: {command}", file=sys.stderr)
+        return getattr(e, "exit_code", 130)
     except Stopped as e:
-        print(f"stopped: {e}; every finished round is stored. Resume with: {resume_command}", file=sys.stderr)
+        print(f"stopped: {e}; every finished round is stored. Resume with: {command}", file=sys.stderr)
         code = 1
     finally:
         if cluster is not None:
@@ -191,6 +273,14 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
     summary(measured)
     write_report(measured, db)
     return code
+
+
+def _finished(stored: dict, only: Optional[List[str]]) -> bool:
+    """Whether a resume of run `stored` has nothing to measure: it ended, every cell done (a
+    failed one is tried again), and every server of `only` has its cells."""
+    done = [c for c in stored["cells"] if c["status"] == "done"]
+    return stored["status"] == "done" and len(done) == len(stored["cells"]) and \
+        set(only or ()) <= {c["server"] for c in done}
 
 
 def _placed_as_stored(run_id: int, placed: dict, part: str, given: Optional[str]) -> str:
@@ -205,8 +295,12 @@ def _placed_as_stored(run_id: int, placed: dict, part: str, given: Optional[str]
 
 
 def report_path(db: str, run_ids: List[int]) -> Path:
-    """Where a run's report goes by default: next to an SQLite database, else in the current directory."""
-    folder = Path(db).parent if "://" not in db else Path("httpbench-results")
+    """Where a run's report goes by default: next to an SQLite database (a path or an sqlite:///
+    URL), else (PostgreSQL) in httpbench-results/ of the current directory."""
+    from sqlalchemy.engine import make_url
+    url = make_url(db) if "://" in db else None
+    sqlite_file = db if url is None else url.database if url.drivername.startswith("sqlite") else None
+    folder = Path(sqlite_file).parent if sqlite_file not in (None, "", ":memory:") else Path("httpbench-results")
     return folder / f"report-run-{'-'.join(map(str, run_ids))}.html"
 
 

@@ -76,6 +76,7 @@ class CellResult:
     server_version: str
     config_text: str
     levels: List[LevelResult]
+    sessions: int = 1           # how many times it was started: more than 1 when resumed
 
     @property
     def series(self) -> str:
@@ -339,7 +340,7 @@ def of_run(run: dict) -> RunResults:
             requests_budget=int(cell_budget[1:]) if cell_budget.startswith("n") else budget,
             status=cell["status"], error=cell.get("error"), seconds=cell.get("seconds"),
             server_version=cell.get("server_version") or "", config_text=cell.get("config_text") or "",
-            levels=[_level(n, ms) for n, ms in sorted(by_level.items())]))
+            levels=[_level(n, ms) for n, ms in sorted(by_level.items())], sessions=cell.get("sessions") or 1))
     return results
 
 
