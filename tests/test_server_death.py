@@ -88,6 +88,17 @@ def test_a_master_that_dies_stops_its_cell_and_is_never_ranked(tmp_path):
     assert summary.winners([measured]) == []
     assert any("nginx/default" in line and "died" in line for line in summary.cautions([measured]))
     assert any("flagged crashed" in line for line in summary.cautions([measured]))
+    # Resumed, the cell measures the levels it lacked and is done; the level its server died in
+    # is stored as it was, so the cell is still no result to rank.
+    resumed = Sweep(sweep.plan, sweep.store, sweep.placement)
+    resumed._client_ceiling = lambda: None
+    resumed.run(run_id)
+    measured = results.load(sweep.store, run_id)
+    (group,) = results.groups(measured.measured)
+    nginx = next(c for c in group.cells if c.server == "nginx")
+    assert nginx.status == "done" and nginx.level_numbers == (1, 5, 10)
+    assert [c.server for c in group.ranked()] == ["reference"]
+    assert group.incomplete(nginx).startswith("its server died during level 1"), group.incomplete(nginx)
 
 
 def test_a_worker_that_dies_flags_the_level_server_restarted(tmp_path):

@@ -96,8 +96,14 @@ class CellResult:
     @property
     def finished(self) -> bool:
         """Whether every level was measured on a server alive to the end: a cell that failed
-        (its server died), was interrupted or stopped is shown, never ranked."""
-        return self.status == "done"
+        (its server died), was interrupted or stopped is shown, never ranked; so is one resumed
+        after its server died, which keeps the level measured against what was left of it."""
+        return self.status == "done" and not self.crashed_at
+
+    @property
+    def crashed_at(self) -> Tuple[int, ...]:
+        """The levels its server died in."""
+        return tuple(lv.level for lv in self.levels if "crashed" in lv.flags)
 
 
 @dataclass(frozen=True)
@@ -201,6 +207,8 @@ class Group:
         """How `cell` did not finish, or lacks levels that others of its group measured; None if
         neither."""
         measured = f"measured {levels_text(cell.level_numbers)} of {levels_text(self.every_level)}"
+        if cell.status == "done" and cell.crashed_at:
+            return f"its server died during {levels_text(cell.crashed_at)} ({measured}), so it is not ranked"
         if not cell.finished:
             ended = {"interrupted": "was interrupted", "stopped": "was stopped", "running": "has not finished"}
             return f"its cell {ended.get(cell.status, cell.status)} ({measured}), so it is not ranked"
