@@ -72,11 +72,13 @@ def test_a_damaged_store_is_one_line_and_run_refuses_it_before_measuring(filled,
     assert "client ceiling" not in done.stderr and "damaged" in done.stderr
 
 
-def test_plot_into_a_file_is_one_line(filled, tmp_path):
+def test_outputs_that_cannot_be_written_are_one_line(filled, tmp_path):
     taken = tmp_path / "charts"
     taken.write_text("a file, not a folder")
     done = httpbench("plot", "1", "--db", str(filled), "-o", str(taken))
     assert one_line_error(done) and "is a file" in done.stderr, done.stderr
+    done = httpbench("export", "1", "--db", str(filled), "-o", str(tmp_path))
+    assert one_line_error(done) and done.stderr == f"httpbench: {tmp_path}: Is a directory\n", done.stderr
 
 
 def long_run(db: Path) -> results.RunResults:
@@ -196,6 +198,8 @@ def test_a_run_killed_with_sigkill_is_listed_as_interrupted_with_its_resume_comm
         until_stored(db, 1)
         listed = httpbench("runs", "--db", str(db))
         assert "running" in listed.stdout and "interrupted" not in listed.stdout, listed.stdout
+        twice = httpbench("run", "--resume", "1", "--db", str(db))
+        assert one_line_error(twice) and f"still being measured, by process {sweep.pid}" in twice.stderr
     finally:
         sweep.send_signal(signal.SIGKILL)
         sweep.wait()

@@ -274,5 +274,5 @@ def main(argv: Optional[List[str]] = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
     except OSError as e:   # a file that cannot be written, a folder that is not there
-        print(f"httpbench: {e.strerror or e}: {e.filename or ''}".rstrip(": "), file=sys.stderr)
+        print(f"httpbench: {e.filename}: {e.strerror}" if e.filename else f"httpbench: {e}", file=sys.stderr)
         return 2
