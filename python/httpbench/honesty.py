@@ -185,17 +185,16 @@ def crashed(m: dict) -> Optional[Flag]:
 
 
 def server_restarted(m: dict) -> Optional[Flag]:
-    """A worker of the server exited during the round and another took its place, or requests
-    failed with it: a worker crashed (nginx's master starts a new one at once). A worker that
-    leaves quietly, without a replacement or a failed request, is a server shrinking its pool
-    (apache2 between loads) and is not flagged."""
+    """A worker of the server exited during the round and another took its place: a worker
+    crashed and was restarted (nginx's master starts a new one at once). A worker that leaves
+    without a replacement is a server shrinking its pool (apache2's event MPM ends the children it
+    has more of than it keeps spare) and is not flagged, even in a round with failed requests:
+    those have other causes."""
     window = m.get("server") or {}
-    if window.get("crashed") or not window.get("workers_exited"):
+    if window.get("crashed") or not (window.get("workers_exited") and window.get("workers_started")):
         return None
     errors = m.get("errors_total") or 0
-    if not window.get("workers_started") and not errors:
-        return None
-    failed = [f"{errors:,} request{'s' if errors != 1 else ''} failed"] if errors else []
+    failed = [f"{errors:,} request{'s' if errors != 1 else ''} failed in the round"] if errors else []
     return Flag("server_restarted", "; ".join(window["events"] + failed))
 
 

@@ -94,7 +94,7 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
                "noisy": f"the rounds disagree by more than {NOISY_CV:.0%}",
                "shared_cpus": "server and client shared CPUs",
                "crashed": "the server died during the level: its figures are not the server's, and its cell stopped",
-               "server_restarted": "a worker of the server exited during the level and was replaced, or requests failed with it",
+               "server_restarted": "a worker of the server exited during the level and another took its place",
                "partial": "a client host was lost during the level; the figures are the other hosts'",
                "fewer_hosts": "the level ran on fewer client hosts than the run began with"}
     for kind, count in sorted(counts.items()):
