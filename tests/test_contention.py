@@ -1,5 +1,7 @@
 """A server starved of its CPU by other processes is flagged `contended`, with the numbers: the
-monitor's window beside a process spinning on the server's CPU, and the check on synthetic windows.
+monitor's window beside a process spinning on the server's CPU, the check on synthetic windows,
+and the quick plan's shape run twice, quietly and beside a spinning process on each CPU, which
+gives the same winner or says the second run was contended.
 
 Spinning processes are started by the test, each bounded in time, and killed by PID.
 """
@@ -10,9 +12,13 @@ import sys
 import time
 from contextlib import contextmanager
 
+from conftest import short_plan
 from test_monitor import CLIENT_CPU, SERVER_CPU, nginx  # noqa: F401 (nginx: the fixture)
 from httpbench import contention, engine, honesty
 from httpbench.monitor import Monitor
+from httpbench.report import summary
+from httpbench.results import load as load_run
+from httpbench.store import Store
 
 SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
 
@@ -98,3 +104,40 @@ def test_a_quiet_machine_or_a_server_waiting_on_itself_is_not_contended():
     assert honesty.contended("nginx", window(0.02, 1.5), {"waiting_share": 0.03}) is None
     # Stored before the window had these figures.
     assert honesty.contended("nginx", {}, {}) is None
+
+
+# --------------------------------------------------------------------------- quiet against busy
+
+def run_plan(plan, db):
+    done = subprocess.run([sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_a_busy_machine_gives_the_quiet_machines_winner_or_says_it_was_busy(tmp_path, measured):
+    """The quick plan's shape, short: nginx and lighttpd, two levels. Run once as the machine is
+    (other work may be running), once beside a spinning process on each CPU: the second gives
+    the first's winner or says its levels were measured on a busy machine; and it says so,
+    every level of it: the spinning processes take half of every CPU all along."""
+    plan = short_plan(tmp_path, '["nginx", "lighttpd"]', "10, 100", 'duration = "0.5s"')
+    quiet_db, busy_db = tmp_path / "quiet.db", tmp_path / "busy.db"
+    quiet_out = run_plan(plan, quiet_db)
+    with spinning(SERVER_CPU, CLIENT_CPU):
+        busy_out = run_plan(plan, busy_db)
+    quiet, busy = (load_run(Store(str(db)), 1) for db in (quiet_db, busy_db))
+    (quiet_verdict,), (busy_verdict,) = summary.winners([quiet]), summary.winners([busy])
+    winner = [v.headline.split(" is fastest")[0] for v in (quiet_verdict, busy_verdict)]
+    levels = [lv for cell in busy.measured for lv in cell.levels]
+    flagged = [lv for lv in levels if "contended" in lv.flags]
+    measured(f"quiet run: {quiet_verdict.headline}; busy run: {busy_verdict.headline} "
+             f"({len(flagged)} of {len(levels)} levels contended: {[lv.flags.get('contended') for lv in flagged]})")
+    assert len(levels) == 4 and flagged == levels, [lv.flags for lv in levels]
+    said = f"{len(levels)} of {len(levels)} levels were measured on a busy machine"
+    assert said in busy_out
+    # The report `run` wrote next to the database (the busy run's, written last) says so at its top.
+    assert said in (tmp_path / "report-run-1.html").read_text().split("</header>")[0]
+    assert winner[0] == winner[1] or said in busy_out
+    # The quiet run says so too when other work here made it busy.
+    quiet_flagged = sum("contended" in lv.flags for cell in quiet.measured for lv in cell.levels)
+    assert ("measured on a busy machine" in quiet_out) == (quiet_flagged > 0), quiet_out

@@ -141,6 +141,9 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         out.print(f"{verdict.group}: {verdict.headline}")
         for line in verdict.details:
             out.print(f"  {line}")
+    busy = report_summary.busy_machine([run])
+    if busy:
+        out.print(busy, style="red", markup=False)
 
 
 def levels(run: RunResults, out: Console) -> None:

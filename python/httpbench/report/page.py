@@ -109,7 +109,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
     return env.get_template("page.html.j2").render(
         version=__version__, made=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
         title=f"httpbench: run{'s' if len(runs) > 1 else ''} {ids} ({plans})",
-        subtitle=_subtitle(runs[0].host),
+        subtitle=_subtitle(runs[0].host), busy_machine=summary.busy_machine(runs),
         charts=[{"name": c.name, "title": c.title, "note": c.note, "short": SHORT.get(c.name, c.name)} for c in charts],
         specs=_script_json({c.name: vega(c.spec.to_dict()) for c in charts}),
         winners=summary.winners(runs), cautions=summary.cautions(runs), cells=_cells(runs),

@@ -74,6 +74,19 @@ def winners(runs: Sequence[RunResults]) -> List[Verdict]:
     return out
 
 
+def busy_machine(runs: Sequence[RunResults]) -> Optional[str]:
+    """How many levels were measured while other processes kept the server or the client waiting
+    for a CPU (flag `contended`): said wherever the verdict is, since those figures, and a winner
+    drawn from them, may be the machine's."""
+    levels = [lv for run in runs for cell in run.measured for lv in cell.levels]
+    busy = sum("contended" in lv.flags for lv in levels)
+    if not busy:
+        return None
+    return (f"{busy} of {len(levels)} levels were measured on a busy machine (flag contended): other processes "
+            "kept the server or the client waiting for a CPU, so their figures, and a winner drawn from them, may "
+            "be the machine's; measure again on a quiet one.")
+
+
 def cautions(runs: Sequence[RunResults]) -> List[str]:
     """Failed cells, incomplete ones, and how many levels carry each honesty flag."""
     several = len(runs) > 1
@@ -93,6 +106,7 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
                "littles_law": "throughput x latency does not match the connections in flight",
                "noisy": f"the rounds disagree by more than {NOISY_CV:.0%}",
                "shared_cpus": "server and client shared CPUs",
+               "contended": "other processes kept the server or the client waiting for a CPU",
                "crashed": "the server died during the level: its figures are not the server's, and its cell stopped",
                "server_restarted": "a worker of the server exited during the level and another took its place",
                "partial": "a client host was lost during the level; the figures are the other hosts'",
