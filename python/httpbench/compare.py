@@ -2,13 +2,16 @@
 95% confidence interval, and whether the change is beyond the noise; what run B lacks of run A
 (cells or levels missing, cells failed); a regression check a server's CI can run (`httpbench
 compare A B --fail-on-regression 5%`), for which anything B lacks counts as a regression.
+
+The noise arithmetic (`spread`, `ratio_interval`, `within_noise`) is the one definition of a tie:
+the report's verdicts between servers use it too.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from httpbench.honesty import NOISY_CV
 from httpbench.results import CellResult, RunResults, levels_text
@@ -26,11 +29,7 @@ class Change:
 
     @property
     def beyond_noise(self) -> bool:
-        """The interval excludes 1; with no interval, the change exceeds the noisy threshold (5%)."""
-        if self.interval is None:
-            return abs(self.ratio - 1) > NOISY_CV
-        low, high = self.interval
-        return high < 1 or low > 1
+        return not within_noise(self.ratio, self.interval)
 
     @property
     def verdict(self) -> str:
@@ -43,12 +42,44 @@ class Change:
         return self.beyond_noise and self.ratio < 1 - threshold
 
 
-def _interval(before: LevelStats, after: LevelStats, ratio: float) -> Optional[Tuple[float, float]]:
-    # Delta method for a ratio of independent means: relative half-widths add in quadrature.
-    if before.n < 2 or after.n < 2 or before.mean <= 0 or after.mean <= 0:
+def _spread(levels: Sequence[LevelStats], weight: Callable[[float], float]) -> Optional[float]:
+    """The relative 95% half-width of a sum over levels whose terms are `weight(the level's mean
+    requests/s)` and err as much, relatively, as that mean (levels independent: half-widths add in
+    quadrature); None when a level had one round (it gives no interval) or a mean is not positive."""
+    if not levels or any(s.n < 2 or s.mean <= 0 for s in levels):
         return None
-    relative = math.hypot(before.ci95 / before.mean, after.ci95 / after.mean)
+    terms = [weight(s.mean) for s in levels]
+    return math.hypot(*(term * s.ci95 / s.mean for term, s in zip(terms, levels))) / sum(terms)
+
+
+def spread(levels: Sequence[LevelStats]) -> Optional[float]:
+    """The relative 95% half-width of the mean of these levels' mean requests/s (a cell's mean,
+    or one level's); None when a level had one round."""
+    return _spread(levels, lambda mean: mean)
+
+
+def time_spread(levels: Sequence[LevelStats]) -> Optional[float]:
+    """The relative 95% half-width of the time to serve the same requests at each of these levels:
+    each level's time goes as 1 / its requests/s."""
+    return _spread(levels, lambda mean: 1 / mean)
+
+
+def ratio_interval(ratio: float, *spreads: Optional[float]) -> Optional[Tuple[float, float]]:
+    """The 95% interval of a ratio of independent means, each known to its relative half-width
+    `spreads` (delta method: they add in quadrature); None when one of them has none."""
+    if any(s is None for s in spreads):
+        return None
+    relative = math.hypot(*spreads)
     return max(0.0, ratio * (1 - relative)), ratio * (1 + relative)
+
+
+def within_noise(ratio: float, interval: Optional[Tuple[float, float]]) -> bool:
+    """The interval contains 1; with no interval (one round), the ratio is within the noisy
+    threshold (5%) of 1."""
+    if interval is None:
+        return abs(ratio - 1) <= NOISY_CV
+    low, high = interval
+    return low <= 1 <= high
 
 
 @dataclass(frozen=True)
@@ -105,7 +136,8 @@ def compare(before: RunResults, after: RunResults) -> Comparison:
             if lv is None or old.rps.mean <= 0:
                 continue
             ratio = lv.rps.mean / old.rps.mean
-            changes.append(Change(old_cell.key, lv.level, old.rps, lv.rps, ratio, _interval(old.rps, lv.rps, ratio)))
+            interval = ratio_interval(ratio, spread([old.rps]), spread([lv.rps]))
+            changes.append(Change(old_cell.key, lv.level, old.rps, lv.rps, ratio, interval))
     earlier = {c.key for c in before.measured}
     return Comparison(before, after, changes, missing, [c.key for c in after.measured if c.key not in earlier])
 

@@ -91,7 +91,7 @@ fn online_cpus() -> usize {
     n.max(1) as usize
 }
 
-fn cpus_allowed() -> Vec<usize> {
+pub(crate) fn cpus_allowed() -> Vec<usize> {
     // SAFETY: the set is plain data, zeroed is its empty value, and its size is passed along.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();

@@ -2,7 +2,7 @@
 //! threads, start them together, and add up what they measured.
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{IpAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,22 +11,24 @@ use crate::http::request::RequestSet;
 use crate::http::response::{Response, ResponseParser, ResponseSink};
 use crate::io::epoll::EpollReactor;
 use crate::io::uring::UringReactor;
-use crate::io::{Reactor, SockAddr};
+use crate::io::{new_socket, Reactor, SockAddr};
 use crate::report::{self, Report};
 use crate::spec::{IoChoice, LoadSpec, Resolved, Stop};
 use crate::stats::cpu::{pin_this_thread, CpuTime};
 use crate::stats::series::SeriesMerger;
 use crate::stats::{Counters, Latencies};
 use crate::worker::{wall_clock_of, Assignment, Outcome, Shared, Worker};
-use crate::{host, Error};
+use crate::{host, Error, OpenFiles};
 
 /// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
 pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     let resolved = spec.resolve()?;
     raise_open_files(&resolved)?;
+    check_cpus(&spec.cpus)?;
+    check_sources(&spec.bind, &resolved)?;
     let expect_body = match &spec.expect_body_file {
         Some(path) => Some(std::fs::read(path).map_err(|e| {
-            Error(format!("cannot read the expected body {}: {e}", path.display()))
+            Error::new(format!("cannot read the expected body {}: {e}", path.display()))
         })?),
         None => None,
     };
@@ -102,7 +104,7 @@ fn choose_io(choice: IoChoice, connections: usize) -> Result<Io, Error> {
     match choice {
         IoChoice::Epoll => Ok(Io::Epoll),
         IoChoice::IoUring => probe().map(|_| Io::Uring).map_err(|e| {
-            Error(format!("io_uring is not usable here ({e}); use --io epoll or --io auto"))
+            Error::new(format!("io_uring is not usable here ({e}); use --io epoll or --io auto"))
         }),
         IoChoice::Auto => Ok(if probe().is_ok() { Io::Uring } else { Io::Epoll }),
     }
@@ -173,13 +175,58 @@ fn raise_open_files(spec: &Resolved) -> Result<(), Error> {
     let spare = SPARE_FILES + 8 * spec.threads as u64;
     let need = spec.connections as u64 + spare;
     if need > lim.rlim_cur {
-        return Err(Error(format!(
-            "{} connections need about {need} open files but this process may have {} (hard limit {}); lower -c to {} or raise the hard limit (ulimit -Hn, LimitNOFILE=)",
-            spec.connections,
-            lim.rlim_cur,
-            lim.rlim_max,
-            lim.rlim_cur.saturating_sub(spare)
-        )));
+        return Err(Error::from(OpenFiles {
+            connections: spec.connections,
+            need,
+            limit: lim.rlim_cur,
+            hard_limit: lim.rlim_max,
+            most: lim.rlim_cur.saturating_sub(spare),
+        }));
+    }
+    Ok(())
+}
+
+/// Pinning to a CPU this process may not use fails in every engine thread: refused up front.
+fn check_cpus(cpus: &[usize]) -> Result<(), Error> {
+    let allowed = host::cpus_allowed();
+    match cpus.iter().find(|cpu| !allowed.contains(cpu)) {
+        Some(cpu) => Err(Error::new(format!(
+            "CPU {cpu} is not one this process may run on; pin the engine to CPUs among {}",
+            cpu_list(&allowed)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `0-3,6` for [0, 1, 2, 3, 6].
+fn cpu_list(cpus: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &cpu in cpus {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == cpu => *last = cpu,
+            _ => runs.push((cpu, cpu)),
+        }
+    }
+    let shown: Vec<String> = runs.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+    shown.join(",")
+}
+
+/// A source address this host does not have fails every connect with the error a lack of source
+/// ports gives (EADDRNOTAVAIL): refused up front, or the run would blame the ports.
+fn check_sources(bind: &[IpAddr], resolved: &Resolved) -> Result<(), Error> {
+    let family = SockAddr::new(&resolved.addr).family();
+    for &ip in bind {
+        match new_socket(family, Some(ip), false) {
+            // SAFETY: closes the descriptor just opened, which nothing else holds.
+            Ok(fd) => unsafe {
+                libc::close(fd);
+            },
+            Err(e) => {
+                return Err(Error::new(format!(
+                    "cannot use {ip} as a source address ({e}); give addresses this host has (ip address lists them; a server on loopback accepts all of 127.0.0.0/8)"
+                )))
+            }
+        }
     }
     Ok(())
 }
@@ -220,6 +267,8 @@ fn validate(spec: &LoadSpec, resolved: &Resolved, requests: &RequestSet, expect_
             }
             let n = match stream.read(&mut buf) {
                 Ok(n) => n,
+                // A signal, or the task work of an io_uring this thread has closed.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
                     return Err(format!("{url} did not answer within {:?}", resolved.request_timeout))
                 }
@@ -239,11 +288,11 @@ fn validate(spec: &LoadSpec, resolved: &Resolved, requests: &RequestSet, expect_
     let (response, body) = match answer {
         Ok(a) => a,
         // Nothing to measure when the server cannot even be reached, whatever --allow-errors says.
-        Err(problem) if problem.starts_with("cannot connect") => return Err(Error(problem)),
+        Err(problem) if problem.starts_with("cannot connect") => return Err(Error::new(problem)),
         Err(problem) if spec.allow_errors => {
             return Ok(report::Validation { status: 0, body_bytes: 0, ok: false, problem: Some(problem) })
         }
-        Err(problem) => return Err(Error(format!("{problem}; pass --allow-errors to load it anyway"))),
+        Err(problem) => return Err(Error::new(format!("{problem}; pass --allow-errors to load it anyway"))),
     };
     let mut problem = None;
     if !(200..300).contains(&response.status) {
@@ -269,7 +318,7 @@ fn validate(spec: &LoadSpec, resolved: &Resolved, requests: &RequestSet, expect_
         }
     }
     if let (Some(p), false) = (&problem, spec.allow_errors) {
-        return Err(Error(format!("{p}; pass --allow-errors to load it anyway")));
+        return Err(Error::new(format!("{p}; pass --allow-errors to load it anyway")));
     }
     Ok(report::Validation { status: response.status, body_bytes: response.body_bytes, ok: problem.is_none(), problem })
 }

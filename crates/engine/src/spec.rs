@@ -113,7 +113,7 @@ pub struct Target {
 
 impl Target {
     pub fn parse(url: &str) -> Result<Target, Error> {
-        let fail = |why: &str| Err(Error(format!("invalid URL {url:?}: {why}")));
+        let fail = |why: &str| Err(Error::new(format!("invalid URL {url:?}: {why}")));
         let Some((scheme, rest)) = url.split_once("://") else {
             return fail("it has no scheme; write it as http://HOST[:PORT]/PATH");
         };
@@ -184,7 +184,7 @@ pub struct Resolved {
 fn seconds(name: &str, v: f64, allow_zero: bool) -> Result<Duration, Error> {
     if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) || v > 1e7 {
         let least = if allow_zero { "0 or more" } else { "more than 0" };
-        return Err(Error(format!("{name} must be {least} seconds, got {v}")));
+        return Err(Error::new(format!("{name} must be {least} seconds, got {v}")));
     }
     Ok(Duration::from_secs_f64(v))
 }
@@ -192,19 +192,19 @@ fn seconds(name: &str, v: f64, allow_zero: bool) -> Result<Duration, Error> {
 impl LoadSpec {
     pub fn resolve(&self) -> Result<Resolved, Error> {
         if self.urls.is_empty() {
-            return Err(Error("no URL given; name one, e.g. http://127.0.0.1:8080/".into()));
+            return Err(Error::new("no URL given; name one, e.g. http://127.0.0.1:8080/".into()));
         }
         let targets = self.urls.iter().map(|u| Target::parse(u)).collect::<Result<Vec<_>, _>>()?;
         let first = &targets[0];
         if let Some(t) = targets.iter().find(|t| (&t.host, t.port) != (&first.host, first.port)) {
-            return Err(Error(format!(
+            return Err(Error::new(format!(
                 "all URLs must share one host and port ({}:{} and {}:{}); run one load per host",
                 first.host, first.port, t.host, t.port
             )));
         }
         let count = |name: &str, v: u32| {
             if v == 0 {
-                Err(Error(format!("{name} must be at least 1")))
+                Err(Error::new(format!("{name} must be at least 1")))
             } else {
                 Ok(v)
             }
@@ -213,17 +213,17 @@ impl LoadSpec {
         let threads = count("threads (-t)", self.threads)?;
         let pipeline = count("pipeline depth (--pipeline)", self.pipeline)?;
         if threads > connections {
-            return Err(Error(format!(
+            return Err(Error::new(format!(
                 "{threads} threads for {connections} connections leaves threads idle; use -t {connections} or fewer"
             )));
         }
         if pipeline > 1024 {
-            return Err(Error("pipeline depth (--pipeline) must be 1024 or less".into()));
+            return Err(Error::new("pipeline depth (--pipeline) must be 1024 or less".into()));
         }
         match self.stop {
-            Stop::Requests(0) => return Err(Error("request count (-n) must be at least 1".into())),
+            Stop::Requests(0) => return Err(Error::new("request count (-n) must be at least 1".into())),
             Stop::Requests(n) if n < connections as u64 => {
-                return Err(Error(format!(
+                return Err(Error::new(format!(
                     "-n {n} is smaller than -c {connections}: some connections would send nothing; raise -n or lower -c"
                 )))
             }
@@ -234,19 +234,19 @@ impl LoadSpec {
         }
         if let Some(r) = self.rate {
             if !r.is_finite() || r <= 0.0 {
-                return Err(Error(format!("rate (-R) must be more than 0 requests/s, got {r}")));
+                return Err(Error::new(format!("rate (-R) must be more than 0 requests/s, got {r}")));
             }
         }
         if self.requests_per_connection == Some(0) {
-            return Err(Error("--requests-per-connection must be at least 1".into()));
+            return Err(Error::new("--requests-per-connection must be at least 1".into()));
         }
         if !self.keep_alive && pipeline > 1 {
-            return Err(Error(
+            return Err(Error::new(
                 "pipelining needs keep-alive: drop --pipeline or --no-keepalive".into(),
             ));
         }
         if !self.method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') || self.method.is_empty() {
-            return Err(Error(format!("method {:?} is not a valid HTTP method", self.method)));
+            return Err(Error::new(format!("method {:?} is not a valid HTTP method", self.method)));
         }
         for h in &self.headers {
             match h.split_once(':') {
@@ -255,7 +255,7 @@ impl LoadSpec {
                         && name.bytes().all(|b| b.is_ascii_graphic())
                         && !value.contains(['\r', '\n']) => {}
                 _ => {
-                    return Err(Error(format!(
+                    return Err(Error::new(format!(
                         "header {h:?} is not of the form 'Name: value'"
                     )))
                 }
@@ -263,7 +263,7 @@ impl LoadSpec {
         }
         let addr = resolve_addr(first)?;
         if let Some(b) = self.bind.iter().find(|b| b.is_ipv4() != addr.is_ipv4()) {
-            return Err(Error(format!("--bind {b} is not of the same family as {addr}")));
+            return Err(Error::new(format!("--bind {b} is not of the same family as {addr}")));
         }
         Ok(Resolved {
             targets,
@@ -284,7 +284,7 @@ impl LoadSpec {
 
 fn resolve_addr(t: &Target) -> Result<SocketAddr, Error> {
     let unresolved = |why: String| {
-        Error(format!("cannot resolve host {:?}: {why}; check the URL", t.host))
+        Error::new(format!("cannot resolve host {:?}: {why}; check the URL", t.host))
     };
     let mut addrs = (t.host.as_str(), t.port).to_socket_addrs().map_err(|e| unresolved(e.to_string()))?;
     addrs.next().ok_or_else(|| unresolved("no address".into()))
@@ -312,7 +312,7 @@ mod tests {
         let spec = |f: &dyn Fn(&mut LoadSpec)| {
             let mut s = LoadSpec { urls: vec!["http://127.0.0.1:1/".into()], ..Default::default() };
             f(&mut s);
-            s.resolve().map(|_| ()).map_err(|e| e.0)
+            s.resolve().map(|_| ()).map_err(|e| e.to_string())
         };
         assert!(spec(&|_| {}).is_ok());
         assert!(spec(&|s| s.connections = 0).unwrap_err().contains("connections"));

@@ -145,6 +145,8 @@ pub struct Worker<'a> {
     interval: Option<u64>,
     outstanding: usize,
     last_progress: u64,
+    /// When a connect was first refused since the last progress: nothing listens any more.
+    refused_since: Option<u64>,
     cpu_at_start: Option<CpuTime>,
     /// The wall-clock time of `start` in ns, to put the kernel's arrival stamps on our clock;
     /// taken again at every tick so that a step of the wall clock upsets them for a tick at most.
@@ -164,6 +166,9 @@ struct Recent {
 /// How long to wait before connecting again after a connect failed: long enough not to spin
 /// against a refusing server, short enough not to matter in a run.
 const RECONNECT_BACKOFF: u64 = 10_000_000;
+/// How long connects may be refused, with no connect and no response meanwhile, before the run
+/// ends: long enough for a listener that is being replaced, far shorter than a run.
+const REFUSED_GIVE_UP: u64 = 1_000_000_000;
 /// How often request timeouts are checked and the per-second series moves on.
 const TICK: u64 = 10_000_000;
 /// A closed loop lets responses gather for at most this share of the recent mean service time
@@ -235,6 +240,7 @@ impl<'a> Worker<'a> {
             interval,
             outstanding: 0,
             last_progress: 0,
+            refused_since: None,
             cpu_at_start: None,
             realtime_offset: 0,
             recent: Recent::default(),
@@ -297,6 +303,17 @@ impl<'a> Worker<'a> {
                 self.abort(format!(
                     "no connection and no response for {:.0} s: the server stopped answering",
                     give_up_after as f64 / 1e9
+                ));
+                break;
+            }
+            // A refusal is no slow server: it says at once that the server has gone, so a run
+            // shorter than the silence above ends early too, not on time with an average over a
+            // dead server.
+            if self.refused_since.is_some_and(|t| self.now - t > REFUSED_GIVE_UP) {
+                self.abort(format!(
+                    "the server stopped answering: every connection to {} was refused for {:.0} s (nothing listens there any more)",
+                    self.shared.spec.addr,
+                    REFUSED_GIVE_UP as f64 / 1e9
                 ));
                 break;
             }
@@ -378,6 +395,12 @@ impl<'a> Worker<'a> {
         self.shared.stop.store(true, Ordering::Relaxed);
     }
 
+    /// A connect or a response came through: the server is there.
+    fn progressed(&mut self) {
+        self.last_progress = self.now;
+        self.refused_since = None;
+    }
+
     fn budget_spent(&self) -> bool {
         matches!(self.shared.spec.stop, Stop::Requests(_)) && self.shared.tickets.load(Ordering::Relaxed) == 0
     }
@@ -443,6 +466,9 @@ impl<'a> Worker<'a> {
     }
 
     fn connect_failed(&mut self, i: usize, errno: i32) {
+        if errno == libc::ECONNREFUSED {
+            self.refused_since.get_or_insert(self.now);
+        }
         if self.measuring(self.now) {
             self.counters.error(ErrorClass::of_connect(errno), 1);
             let second = self.second();
@@ -604,7 +630,7 @@ impl<'a> Worker<'a> {
         }
         match completion {
             Completion::Connected => {
-                self.last_progress = self.now;
+                self.progressed();
                 let c = &mut self.conns[i];
                 c.state = State::Open;
                 let started = c.connect_started;
@@ -670,7 +696,7 @@ impl<'a> Worker<'a> {
         let (done, unsolicited) = (sink.done, sink.unsolicited);
         self.outstanding -= done;
         if done > 0 {
-            self.last_progress = self.now;
+            self.progressed();
         }
         (out, unsolicited)
     }

@@ -70,7 +70,7 @@ pub struct Cli {
     timeout: f64,
     /// Pin the engine threads to these CPUs, e.g. 2,3 or 2-5
     #[arg(long, value_parser = parse_cpus)]
-    cpus: Option<Vec<usize>>,
+    cpus: Option<CpuList>,
     /// Spread connections over these source addresses, e.g. 127.0.0.2,127.0.0.3
     #[arg(long, value_delimiter = ',')]
     bind: Vec<IpAddr>,
@@ -107,7 +107,12 @@ fn parse_duration(s: &str) -> Result<f64, String> {
     Ok(value * scale)
 }
 
-fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
+/// One `--cpus` value as a whole: clap reads a bare `Vec` as a flag given several times, and then
+/// panics on a parser that returns the whole list.
+#[derive(Clone, Debug, PartialEq)]
+struct CpuList(Vec<usize>);
+
+fn parse_cpus(s: &str) -> Result<CpuList, String> {
     let bad = || format!("{s:?} is not a CPU list such as 1 or 2,3 or 0-3");
     let mut cpus = Vec::new();
     for part in s.split(',') {
@@ -122,7 +127,7 @@ fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
             None => cpus.push(part.parse().map_err(|_| bad())?),
         }
     }
-    Ok(cpus)
+    Ok(CpuList(cpus))
 }
 
 impl Cli {
@@ -157,7 +162,7 @@ impl Cli {
             warmup: self.warmup,
             connect_timeout: self.connect_timeout,
             request_timeout: self.timeout,
-            cpus: self.cpus.clone().unwrap_or_default(),
+            cpus: self.cpus.clone().map(|c| c.0).unwrap_or_default(),
             bind: self.bind.clone(),
             io: match self.io.as_str() {
                 "epoll" => IoChoice::Epoll,
@@ -182,7 +187,7 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(120.0));
         assert_eq!(parse_duration("3"), Ok(3.0));
         assert!(parse_duration("ten").is_err() && parse_duration("5x").is_err());
-        assert_eq!(parse_cpus("0-2,5"), Ok(vec![0, 1, 2, 5]));
+        assert_eq!(parse_cpus("0-2,5"), Ok(CpuList(vec![0, 1, 2, 5])));
         assert!(parse_cpus("3-1").is_err() && parse_cpus("a").is_err());
     }
 }

@@ -6,6 +6,7 @@ mod interrupt;
 mod summary;
 
 use clap::Parser;
+use httpbench_engine::ErrorKind;
 
 /// Run the command line with `args` (the first one is the program name); returns the exit code:
 /// 0 done, 1 the run ended early (what it measured is still printed), 2 bad input, 130 Ctrl-C.
@@ -35,7 +36,10 @@ pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
     let report = match interrupt::on_ctrl_c(|stop| httpbench_engine::run_until(&spec, stop)) {
         Ok(report) => report,
         Err(e) => {
-            eprintln!("httpbench-load: {e}");
+            match e.kind {
+                ErrorKind::OpenFiles(o) => eprintln!("httpbench-load: {}", o.message(&format!("lower -c to {}", o.most))),
+                ErrorKind::Other => eprintln!("httpbench-load: {e}"),
+            }
             return 2;
         }
     };

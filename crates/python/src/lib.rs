@@ -20,6 +20,32 @@ create_exception!(
     "A run could not start or go on; the message says what is wrong and what to do."
 );
 
+create_exception!(
+    httpbench._engine,
+    OpenFilesError,
+    EngineError,
+    "The open-file limit allows fewer connections than asked; `connections`, `need`, `limit`, `hard_limit` and `most` (the connections it allows) let the caller say so in its own terms."
+);
+
+fn engine_error(py: Python<'_>, e: httpbench_engine::Error) -> PyErr {
+    let httpbench_engine::ErrorKind::OpenFiles(o) = e.kind else {
+        return EngineError::new_err(e.to_string());
+    };
+    let err = OpenFilesError::new_err(e.to_string());
+    let value = err.value(py);
+    let set = || -> PyResult<()> {
+        value.setattr("connections", o.connections)?;
+        value.setattr("need", o.need)?;
+        value.setattr("limit", o.limit)?;
+        value.setattr("hard_limit", o.hard_limit)?;
+        value.setattr("most", o.most)
+    };
+    match set() {
+        Ok(()) => err,
+        Err(failed) => failed,
+    }
+}
+
 /// Run a load test described by `spec_json` (a `LoadSpec`) and return its `Report` as JSON.
 #[pyfunction]
 fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
@@ -39,7 +65,7 @@ fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
         }
     }
     let outcome = engine.join().map_err(|_| EngineError::new_err("the engine thread failed"))?;
-    let report = outcome.map_err(|e| EngineError::new_err(e.to_string()))?;
+    let report = outcome.map_err(|e| engine_error(py, e))?;
     serde_json::to_string(&report).map_err(|e| EngineError::new_err(e.to_string()))
 }
 
@@ -115,6 +141,7 @@ fn load_main(py: Python<'_>, argv: Vec<String>) -> i32 {
 fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("EngineError", m.py().get_type::<EngineError>())?;
+    m.add("OpenFilesError", m.py().get_type::<OpenFilesError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(host_facts, m)?)?;
     m.add_function(wrap_pyfunction!(load_main, m)?)?;

@@ -1,6 +1,6 @@
 """hyperfine-style Markdown: per group of comparable cells, the mean requests/s, how noisy the
-rounds were, min, max and each server relative to the fastest, with the verdict sentences;
-ready to paste under a post."""
+rounds were, min, max and each server's requests/s relative to the fastest's, with the verdict
+sentences; ready to paste under a post."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def render(runs: Sequence[RunResults]) -> str:
             lines.append(_row(shown))
         lines += ["", f"Requests/s over {levels_text(group.levels)}: the mean of the level means, the slowest "
                       "and fastest round; round-to-round CV is how much a level's rounds differ (their "
-                      "coefficient of variation, averaged over the levels)."]
+                      "coefficient of variation, averaged over the levels); the last column divides each mean by "
+                      "the fastest's."]
         if group.name in verdicts:
             lines += ["", verdicts[group.name].headline] + [f"- {d}" for d in verdicts[group.name].details]
         lines.append("")

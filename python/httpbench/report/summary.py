@@ -1,15 +1,21 @@
-"""The report's sentences: who won each comparison and by how much, as 002 wrote them ("G-WAN
-serves 2.25 times more requests per second on average than Cherokee"; "Nginx needs 1.73 times
-the time of G-WAN to serve the same requests"), what failed, and what to read with care.
+"""The report's sentences: who won each comparison and by how much, as the 2011 write-up wrote
+them ("G-WAN serves 2.25 times more requests per second on average than Cherokee"; "Nginx needs
+1.73 times the time of G-WAN to serve the same requests"), what failed, and what to read with care.
+
+A gap within the noise is a tie, by compare's definition (the 95% interval of the ratio contains
+1; with single rounds, under 5%), said as "serves as many requests per second as". A figure the
+client limited is a lower bound, said as "at least".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from httpbench import compare
 from httpbench.honesty import NOISY_CV
-from httpbench.results import CellResult, Group, RunResults, groups, levels_text
+from httpbench.results import CellResult, Figures, Group, RunResults, groups, levels_text
+from httpbench.stats import LevelStats
 
 
 def _name(cell: CellResult, several_runs: bool, group: Optional[Group] = None) -> str:
@@ -18,34 +24,97 @@ def _name(cell: CellResult, several_runs: bool, group: Optional[Group] = None) -
     return cell.series + (f" (run {cell.run_id})" if several_runs else "") + (" (incomplete)" if incomplete else "")
 
 
-def _tied(ratio: float) -> bool:
-    """A ratio the sentences would print as 1.00: "1.00 times more" reads as a win that is none."""
-    return f"{ratio:.2f}" == "1.00"
+def _saturated(figures: Figures) -> Tuple[int, ...]:
+    """The levels at which the client, not the server, set the pace."""
+    return tuple(lv.level for lv in figures.flagged.get("client_saturated", ()))
 
 
-def _serves(winner: str, loser: str, ratio: float) -> str:
-    if _tied(ratio):
-        return f"{winner} serves as many requests per second on average as {loser}"
-    return f"{winner} serves {ratio:.2f} times more requests per second on average than {loser}"
+@dataclass(frozen=True)
+class _Ratio:
+    """One figure of the winner against another cell's: their ratio, and whether it is a tie."""
+
+    value: float
+    interval: Optional[Tuple[float, float]]
+
+    @classmethod
+    def of(cls, value: float, *spreads: Optional[float]) -> "_Ratio":
+        return cls(value, compare.ratio_interval(value, *spreads))
+
+    @property
+    def tie(self) -> bool:
+        # Printed as 1.00, "1.00 times more" would read as a win that is none.
+        return compare.within_noise(self.value, self.interval) or f"{self.value:.2f}" == "1.00"
+
+    def why_tie(self) -> str:
+        """Why a tie that does not print as 1.00 is one, in parentheses."""
+        if f"{self.value:.2f}" == "1.00":
+            return ""
+        if self.interval is None:
+            return f" ({self.value:.2f} times: within {NOISY_CV:.0%}, which single rounds cannot tell from noise)"
+        low, high = self.interval
+        return f" ({self.value:.2f} times: within the noise, its 95% interval {low:.2f} to {high:.2f})"
 
 
-def _needs(loser: str, winner: str, ratio: float) -> str:
-    if _tied(ratio):
-        return f"{loser} needs as much time as {winner} to serve the same requests"
-    return f"{loser} needs {ratio:.2f} times the time of {winner} to serve the same requests"
+def _bound(best: Figures, other: Figures) -> str:
+    """How a ratio of the two bounds the servers' own: the client held back the winner only
+    (its real lead is larger), the other only (smaller), both (no bound), or neither."""
+    held_best, held_other = bool(_saturated(best)), bool(_saturated(other))
+    return {(True, False): "at least ", (False, True): "at most "}.get((held_best, held_other), "")
+
+
+def _serves(winner: str, loser: str, ratio: _Ratio, bound: str) -> str:
+    if ratio.tie:
+        return f"{winner} serves {bound}as many requests per second on average as {loser}{ratio.why_tie()}"
+    return f"{winner} serves {bound}{ratio.value:.2f} times more requests per second on average than {loser}"
+
+
+def _needs(loser: str, winner: str, ratio: _Ratio, bound: str) -> str:
+    if ratio.tie:
+        return f"{loser} needs {bound}as much time as {winner} to serve the same requests{ratio.why_tie()}"
+    return f"{loser} needs {bound}{ratio.value:.2f} times the time of {winner} to serve the same requests"
+
+
+def _rates(figures: Figures) -> List[LevelStats]:
+    return [lv.rps for lv in figures.levels]
+
+
+def _detail(best: Figures, other: Figures, winner: str, loser: str) -> Tuple[bool, str, str]:
+    """Whether `other` ties the winner, how the ratio bounds the servers' ("at least "...), and
+    the sentence saying by how much it lost or tied."""
+    rps = _Ratio.of(best.mean_rps / other.mean_rps, compare.spread(_rates(best)), compare.spread(_rates(other)))
+    bound = _bound(best, other)
+    line = _serves(winner, loser, rps, bound)
+    if other.time_for_same_requests and best.time_for_same_requests:
+        time = _Ratio.of(other.time_for_same_requests / best.time_for_same_requests,
+                         compare.time_spread(_rates(best)), compare.time_spread(_rates(other)))
+        line += "; " + _needs(loser, winner, time, bound)
+        # When the two figures disagree, say where the loser wins, if it wins anywhere.
+        winner_rps = {lv.level: lv.rps.mean for lv in best.levels}
+        faster = [lv.level for lv in other.levels if lv.rps.mean > winner_rps.get(lv.level, float("inf"))]
+        if time.value < 1 and not time.tie and faster:
+            line += (f" ({loser} is faster at {levels_text(faster)}: the time is a sum over the levels, "
+                     "so the slowest weigh most)")
+    if _saturated(best) and _saturated(other):
+        line += " (the client set the pace of both at some of these levels, so the ratios may be the client's)"
+    return rps.tie, bound, line + "."
+
+
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 @dataclass(frozen=True)
 class Verdict:
     group: str
-    headline: str         # the winner and its throughput
+    headline: str         # the winner and its throughput, or the cells that tie for first
     details: List[str]    # the winner against each other cell
 
 
 def winners(runs: Sequence[RunResults]) -> List[Verdict]:
-    """Per group with two or more cells: a headline naming the winner, and one line for each
-    other cell with the winner's throughput ratio and the other's time ratio, all on the levels
-    every cell of the group measured."""
+    """Per group with two or more cells: a headline naming the winner, or saying it ties with
+    the cells within the noise of it, and one line for each other cell with the winner's
+    throughput ratio and the other's time ratio, all on the levels every cell of the group
+    measured."""
     several = len(runs) > 1
     out = []
     for group in groups([c for r in runs for c in r.measured]):
@@ -53,24 +122,28 @@ def winners(runs: Sequence[RunResults]) -> List[Verdict]:
         if len(ranked) < 2:
             continue
         best, winner = group.figures(ranked[0]), _name(ranked[0], several, group)
-        details = []
+        details, tied = [], {}
         for cell in ranked[1:]:
-            other, loser = group.figures(cell), _name(cell, several, group)
-            line = _serves(winner, loser, best.mean_rps / other.mean_rps)
-            if other.time_for_same_requests and best.time_for_same_requests:
-                ratio = other.time_for_same_requests / best.time_for_same_requests
-                line += "; " + _needs(loser, winner, ratio)
-                # When the two figures disagree, say where the loser wins, if it wins anywhere.
-                winner_rps = {lv.level: lv.rps.mean for lv in best.levels}
-                faster = [lv.level for lv in other.levels if lv.rps.mean > winner_rps.get(lv.level, float("inf"))]
-                if ratio < 1 and not _tied(ratio) and faster:
-                    line += (f" ({loser} is faster at {levels_text(faster)}: the time is a sum over the levels, "
-                             "so the slowest weigh most)")
-            details.append(line + ".")
+            loser = _name(cell, several, group)
+            tie, bound, line = _detail(best, group.figures(cell), winner, loser)
+            details.append(line)
+            if tie:
+                tied[loser] = bound
         over = (f"{levels_text(group.levels)}, the levels every cell measured"
                 if group.levels != group.every_level else "every level")
-        out.append(Verdict(group.name, f"{winner} is fastest, {best.mean_rps:,.0f} requests/s on average over {over}.",
-                           details))
+        held = _saturated(best)
+        at_least = "at least " if held else ""
+        if tied:
+            bound = "at least " if set(tied.values()) == {"at least "} else ""
+            headline = (f"{_and([winner, *tied])} tie, {at_least or 'about '}{best.mean_rps:,.0f} requests/s on "
+                        f"average over {over}: {winner} serves {bound}as many requests per second on average "
+                        f"as {_and(list(tied))}")
+        else:
+            headline = f"{winner} is fastest, {at_least}{best.mean_rps:,.0f} requests/s on average over {over}"
+        if held:
+            headline += (f"; the client, not the server, set {winner}'s pace at {levels_text(held)}, "
+                         "so it may be faster still")
+        out.append(Verdict(group.name, headline + ".", details))
     return out
 
 

@@ -142,19 +142,24 @@ def cells(runs: Sequence[RunResults]) -> Table:
 
 def comparison(group: Group, several_runs: bool) -> Table:
     """hyperfine's table for one group: the mean of the level means, how noisy the rounds were,
-    the slowest and fastest round, and each cell relative to the fastest, ready to paste under a
-    post."""
+    the slowest and fastest round, and each cell's mean relative to the fastest's (1.00: a slower
+    cell's is below 1, as a ratio of requests/s reads), ready to paste under a post."""
+    ranked = group.ranked()
+
+    def name(cell: CellResult) -> str:
+        return cell.series + (f" (run {cell.run_id})" if several_runs else "")
+    fastest = group.figures(ranked[0]).mean_rps if ranked else None
     table = Table([Column("series", "server/profile"), Column("rps_mean", "mean req/s", _count),
                    Column("noise", "round-to-round CV", _percent), Column("rps_min", "min", _count),
-                   Column("rps_max", "max", _count), Column("relative", "relative", lambda v: f"{v:.2f}")])
-    ranked = group.ranked()
-    fastest = group.figures(ranked[0]).mean_rps if ranked else None
+                   Column("rps_max", "max", _count),
+                   Column("relative", f"req/s relative to {name(ranked[0])}" if ranked else "relative",
+                          lambda v: f"{v:.2f}")])
     for cell in ranked:
         figures = group.figures(cell)
         flags = {kind: f"at {levels_text([lv.level for lv in flagged])}" for kind, flagged in figures.flagged.items()}
         why = group.incomplete(cell)
         if why:
             flags["incomplete"] = f"({why})"
-        table.add([cell.series + (f" (run {cell.run_id})" if several_runs else ""), figures.mean_rps, figures.noise,
-                   figures.min_rps, figures.max_rps, fastest / figures.mean_rps], flags)
+        table.add([name(cell), figures.mean_rps, figures.noise, figures.min_rps, figures.max_rps,
+                   figures.mean_rps / fastest], flags)
     return table
