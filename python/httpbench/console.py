@@ -209,8 +209,9 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
              cluster_address: Optional[str] = None, certs: Optional[Path] = None,
              on_client_loss: str = "continue") -> int:
     """`httpbench run`: sweep a plan (or finish an interrupted run) with a live display, then
-    print the summary. Returns the exit code: 0 done (or nothing left to resume), 1 stopped for a
-    lost client host, 130 interrupted by Ctrl-C and 143 by SIGTERM (all resumable)."""
+    print the summary. Returns the exit code: 0 done (or nothing left to resume), 1 cells failed
+    or stopped for a lost client host, 130 interrupted by Ctrl-C and 143 by SIGTERM (all
+    resumable)."""
     from httpbench import plan as plans
     from httpbench.placement import Placement
     from httpbench.store import Store, StoreError, owner_alive
@@ -275,6 +276,11 @@ def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: O
     measured = results.load(store, run_id)
     summary(measured)
     write_report(measured, db)
+    if measured.failed and code == 0:
+        # After everything is stored and shown: a run with failed cells is no success.
+        print(f"{len(measured.failed)} of {len(measured.cells)} cells failed (listed above); every finished round "
+              f"is stored. Try them again with: {command}", file=sys.stderr)
+        code = 1
     return code
 
 

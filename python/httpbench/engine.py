@@ -10,6 +10,9 @@ import os
 from httpbench import _engine
 
 EngineError = _engine.EngineError
+# An EngineError whose `connections`, `need`, `limit`, `hard_limit` and `most` (the connections
+# the open-file limit allows) let a caller word the remedy in its own terms.
+OpenFilesError = _engine.OpenFilesError
 
 
 def run(spec: dict) -> dict:

@@ -109,15 +109,18 @@ class Sweep:
         return self.store.start_run(self.plan, facts, versions)
 
     def run(self, run_id: int) -> None:
-        """Measure every round of `run_id` not stored yet. KeyboardInterrupt leaves the run
-        `interrupted`, resumable."""
+        """Measure every round of `run_id` not stored yet; the run ends `done`, or `cells failed`
+        when a cell failed. KeyboardInterrupt leaves the run `interrupted`, resumable."""
         status = "failed"
         try:
             self.ceiling = self._client_ceiling()
             for index, cell in enumerate(self.cells):
                 self.progress.on_cell(index, len(self.cells), cell)
                 self._cell(run_id, cell)
-            status = "done"
+            # Every cell was tried; one that failed (now, or in a pass --servers left out) is
+            # tried again by --resume.
+            failed = any(c["status"] == "failed" for c in self.store.run(run_id)["cells"])
+            status = "cells failed" if failed else "done"
         except KeyboardInterrupt:
             status = "interrupted"
             raise
@@ -266,7 +269,14 @@ class Sweep:
     def _round(self, cell: Cell, url: str, host: ServerHost, level: int) -> dict:
         host.start_window()
         if self.plan.client == "engine":
-            measurement = self.load(self._spec(url, cell.workload, level, self._stop(cell), cell.keep_alive))
+            try:
+                measurement = self.load(self._spec(url, cell.workload, level, self._stop(cell), cell.keep_alive))
+            except engine.OpenFilesError as e:
+                # The engine's remedy is fewer connections; a plan's user changes its levels.
+                raise engine.EngineError(
+                    f"level {level} needs about {e.need} open files but the client may have {e.limit} (hard limit "
+                    f"{e.hard_limit}); drop the levels above {e.most} from the plan, or raise the hard limit "
+                    "(ulimit -Hn, LimitNOFILE=)") from None
         else:
             budget = self.plan.budget_for(cell)
             measurement = clients.run(self.plan.client, url.rstrip("/") + cell.workload.paths[0], max(1, level),

@@ -1,0 +1,28 @@
+"""A run that measured with failures says so: in its exit code, its stored status and its summary,
+in the plan's terms."""
+
+import subprocess
+import sys
+
+from conftest import short_plan
+from httpbench.store import Store
+
+
+def test_a_run_whose_cell_failed_exits_1_in_plan_terms(tmp_path):
+    # A level no open-file limit here allows: the cell fails before measuring anything.
+    plan = short_plan(tmp_path, '["reference"]', "100000000", 'duration = "0.5s"')
+    db = tmp_path / "results.db"
+    done = subprocess.run([sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr[-2000:]
+    run = Store(str(db)).run(1)
+    assert run["status"] == "cells failed"
+    [cell] = run["cells"]
+    assert cell["status"] == "failed"
+    # Worded for the plan's user, who has no -c to lower.
+    assert "level 100000000" in cell["error"] and "open files" in cell["error"] and "-c" not in cell["error"]
+    assert f"{cell['key']} failed: {cell['error']}" in " ".join(done.stdout.split())
+    assert "(cells failed)" in done.stdout
+    listed = subprocess.run([sys.executable, "-m", "httpbench", "runs", "--db", str(db)],
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and "cells failed" in listed.stdout
