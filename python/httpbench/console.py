@@ -6,7 +6,6 @@ Everything shown comes from the store: `show` and the end of `run` print the sam
 
 from __future__ import annotations
 
-import os
 import shlex
 import signal
 import sys
@@ -51,9 +50,9 @@ class _Stdout(Console):
 
 
 def _stdout() -> Console:
-    # Piped output keeps long lines whole rather than wrap them at rich's default of 80 columns,
-    # unless COLUMNS says how wide.
-    return _Stdout(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160)
+    # Piped output keeps long lines whole rather than wrap them at rich's default of 80 columns
+    # (or a COLUMNS that readline may have exported to the parent's children).
+    return _Stdout(width=None if sys.stdout.isatty() else 160)
 
 
 def resume_command(run_id: int, db: str, only: Optional[List[str]] = None) -> str:
