@@ -14,7 +14,7 @@ from typing import Optional
 
 import pytest
 
-from httpbench import compare, engine, honesty, results
+from httpbench import compare, engine, honesty, report, results
 from httpbench.report import Choices, charts, summary
 from httpbench.store import Store
 
@@ -767,3 +767,76 @@ def test_the_markdown_ratio_says_what_it_divides_and_the_fastest_is_1(stored):
     assert markdown.count("| `nginx/tuned` | 11,000 | - | 11,000 | 11,000 | 1.00 |") == 2
     assert markdown.count("| `reference/tuned` | 10,000 | - | 10,000 | 10,000 | 0.91 |") == 2
 
+
+def test_rating_and_differences_name_their_baseline_and_what_was_measured(stored):
+    db, run_id, _ = stored
+    store = Store(str(db))
+    both = {c.name: c for c in charts.all_charts([results.load(store, run_id)])}
+    assert both["rating"].title == "Rating: nginx/tuned = 100, keep-alive on and off side by side"
+    assert both["differences"].title == "Difference to nginx/tuned at each level"
+    keep_alive = results.load(store, copy_run(db, run_id, keep=lambda key, level, index: "/ka/" in key))
+    drawn = {c.name: c for c in charts.all_charts([keep_alive])}
+    assert drawn["rating"].title == "Rating: nginx/tuned = 100"
+    assert "rating (nginx/tuned = 100)" in json.dumps(drawn["rating"].spec.to_dict())
+    assert "difference to nginx/tuned (%)" in json.dumps(drawn["differences"].spec.to_dict())
+    page = report.html([keep_alive])
+    assert "relative to nginx/tuned in the same workload and CPU count (003)" in page
+    assert "side by side" not in page
+
+
+def test_a_timeline_of_too_few_seconds_is_left_out_and_says_why(stored):
+    """A level of one round of 1 s (the quick plan's) records a second or two: a dot, no line."""
+    db, run_id, _ = stored
+    store = Store(str(db))
+    single = results.load(store, copy_run(db, run_id, keep=first_round))
+    assert "timeline" not in {c.name for c in charts.all_charts([single])}
+    (timeline,) = [c for c in charts.every_chart(charts.Measured([single], Choices())) if c.name == "timeline"]
+    assert timeline.missing.startswith("Not drawn for nginx/tuned (7B, keep-alive, 1 CPU, 20 connections); ")
+    assert timeline.missing.endswith(": fewer than 3 seconds of the level were recorded, all rounds together, "
+                                     "which draw a dot, not a line; longer levels or more rounds give one.")
+    page = report.html([single])
+    assert f'<p class="note">{timeline.missing}</p>' in page and 'href="#timeline"' in page
+    # Cells with enough seconds are drawn; the others are named under the chart.
+    nginx_rounds = results.load(store, copy_run(db, run_id, keep=lambda key, level, index: "nginx" in key or index == 0))
+    (drawn,) = [c for c in charts.all_charts([nginx_rounds]) if c.name == "timeline"]
+    assert {r["series"] for r in drawn.spec.to_dict()["data"]["values"]} == {"nginx/tuned"}
+    assert "Not drawn for reference/tuned (7B, keep-alive, 1 CPU, 20 connections); reference/tuned" in drawn.note
+
+
+def test_every_level_table_fits_the_page_with_its_flags_in_chromium(stored, tmp_path):
+    """The per-level tables of a page 1,024 pixels wide: no sideways scrolling, and each flag's
+    kind and reason in view (a last column of them was pushed out of sight)."""
+    from playwright import sync_api
+    db, run_id, _ = stored
+    reason = "the busiest client thread was 97% busy (> 90%): the client, not the server, may have set the pace"
+    flagged = copy_run(db, run_id, doctor=_rates(1.1, flag={"kind": "client_saturated", "reason": reason}))
+    page_file = tmp_path / "flags.html"
+    page_file.write_text(report.html([results.load(Store(str(db)), flagged)]))
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(offline=True, viewport={"width": 1024, "height": 800}).new_page()
+            page.goto(page_file.as_uri())
+            page.eval_on_selector_all("details", "all => all.forEach(d => d.open = true)")
+            # Per cell's table: where it ends, where its card ends, and where each text showing
+            # the flag's kind or reason ends (a tooltip is not shown).
+            tables = page.eval_on_selector_all("details:has(table)", """(all, reason) => all.map(d => {
+                const card = d.closest('section').getBoundingClientRect().right;
+                const walker = document.createTreeWalker(d, NodeFilter.SHOW_TEXT);
+                const shown = {kind: [], reason: []};
+                while (walker.nextNode()) {
+                    const range = document.createRange();
+                    range.selectNodeContents(walker.currentNode);
+                    const text = walker.currentNode.textContent;
+                    for (const [part, value] of [['kind', 'client_saturated'], ['reason', reason]])
+                        if (text.includes(value)) shown[part].push(range.getBoundingClientRect().right <= card);
+                }
+                return {table: d.querySelector('table').getBoundingClientRect().right, card, ...shown};
+            })""", reason)
+        finally:
+            browser.close()
+    assert len(tables) == 4
+    for table in tables:
+        assert table["table"] <= table["card"], table
+    # nginx's two cells are flagged at level 20, reference's are not.
+    assert [(t["kind"], t["reason"]) for t in tables] == [([True], [True])] * 2 + [([], [])] * 2, tables

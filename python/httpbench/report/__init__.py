@@ -11,7 +11,7 @@ import functools
 from pathlib import Path
 from typing import List, Sequence
 
-from httpbench.report.charts import Chart, Choices, Measured, all_charts, charts_of, vega
+from httpbench.report.charts import Chart, Choices, Measured, all_charts, every_chart, vega
 from httpbench.results import RunResults
 
 FORMATS = ("png", "svg")
@@ -41,7 +41,7 @@ def html(runs: Sequence[RunResults], choices: Choices = Choices()) -> str:
     from httpbench.report import page
     _require_rounds(runs)
     measured = Measured(runs, choices)
-    return page.render(measured, charts_of(measured), _vega_bundle())
+    return page.render(measured, every_chart(measured), _vega_bundle())
 
 
 def write_html(runs: Sequence[RunResults], path: Path, choices: Choices = Choices()) -> Path:

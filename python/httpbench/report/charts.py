@@ -30,6 +30,9 @@ FLAG_OUTLINE = "black"
 HIDDEN = "hidden"
 # Percentile spectrum ticks: x = 1 / (1 - p), so 50% -> 2, 99.999% -> 100,000 (HdrHistogram's plot).
 SPECTRUM_TICKS = [2, 10, 100, 1000, 10000, 100000]
+# Fewer seconds of a level draw a dot or two, no course over time (the quick plan's levels are one
+# round of 1 s): those are left out of the timeline, and it says so.
+TIMELINE_SECONDS = 3
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,12 @@ class Chart:
     name: str        # file name of its PNG/SVG and anchor in the page
     title: str
     spec: alt.TopLevelMixin
-    note: str = ""   # one sentence under the chart: how to read it
+    note: str = ""      # one sentence under the chart: how to read it
+    missing: str = ""   # with nothing to draw, why, where a reader would look for the chart
+
+    @property
+    def drawn(self) -> bool:
+        return _has_data(self.spec)
 
 
 class Measured:
@@ -125,6 +133,12 @@ class Measured:
                 sentences.append(f"{wanted} has no measured cell in {group.name}, so that group's baseline is "
                                  f"its first cell, {self.series_of(base)}.")
         return sentences
+
+    @property
+    def baseline_label(self) -> str:
+        """What ratings and differences are relative to, as their titles say it."""
+        names = list(dict.fromkeys(self.series_of(self.baseline_of(group)) for group in self.rated_groups))
+        return names[0] if len(names) == 1 else f"each group's baseline ({', '.join(names)})"
 
     @property
     def rated_groups(self) -> List[Group]:
@@ -339,12 +353,14 @@ def ratings(m: Measured) -> List[dict]:
 
 def rating(m: Measured) -> Chart:
     rows = [{**r, "keep-alive": "keep-alive on" if r["keep_alive"] else "keep-alive off"} for r in ratings(m)]
-    bars = _bars(m, rows, "rating", "rating (baseline = 100)",
+    both = len({r["keep_alive"] for r in rows}) == 2
+    bars = _bars(m, rows, "rating", f"rating ({m.baseline_label} = 100)",
                  # The baseline's line belongs to no series: drawn apart from the bars' base, it stays.
                  extra=[lambda base: alt.Chart().mark_rule(strokeDash=[4, 3], color="gray").encode(y=alt.datum(100))],
                  tooltip=[alt.Tooltip("mean:Q", title="requests/s", format=",.0f"), alt.Tooltip("baseline:N")])
     spec = bars.facet(column=alt.Column("keep-alive:N", title=None), row=alt.Row("context:N", title=None))
-    return Chart("rating", "Rating: the baseline = 100, keep-alive on and off side by side", spec,
+    title = f"Rating: {m.baseline_label} = 100" + (", keep-alive on and off side by side" if both else "")
+    return Chart("rating", title, spec,
                  " ".join(["Mean requests/s over the levels every cell of the group measured, relative to the "
                            "baseline's in the same workload and CPU count (003).", *m.baseline_fallbacks()]))
 
@@ -366,14 +382,15 @@ def differences(m: Measured) -> Chart:
     hidden = _legend_toggle()
     spec = alt.Chart(alt.Data(values=rows)).mark_bar().encode(
         x=alt.X("level:O", title="concurrent connections", sort=None), xOffset=alt.XOffset("series:N", sort=m.series),
-        y=quantity("percent:Q", "difference to the baseline (%)"), color=m.color(), opacity=_unless_hidden(hidden),
+        y=quantity("percent:Q", f"difference to {m.baseline_label} (%)"), color=m.color(),
+        opacity=_unless_hidden(hidden),
         **_outlined_if_flagged(),
         tooltip=[alt.Tooltip("series:N"), alt.Tooltip("level:N", title="connections"),
                  alt.Tooltip("percent:Q", format="+.1f"), alt.Tooltip("baseline:N"),
                  alt.Tooltip("flags:N", title="flagged")]
     ).add_params(hidden).properties(width=_width(rows, "group"), height=HEIGHT).facet(
         facet=alt.Facet("group:N", title=None), columns=2)
-    return Chart("differences", "Difference to the baseline at each level", spec,
+    return Chart("differences", f"Difference to {m.baseline_label} at each level", spec,
                  " ".join(["Positive: faster than the baseline at that level and budget (004's percentages).",
                            *m.baseline_fallbacks()]))
 
@@ -423,12 +440,15 @@ def spectrum(m: Measured) -> Chart:
 
 
 def timeline(m: Measured) -> Chart:
-    rows = []
+    rows, short = [], []
     for cell in m.cells:
         lv = m.chosen_level(cell)
-        if lv is None:
+        if lv is None or not lv.timeseries:
             continue
         context = f"{cell.group}, {lv.level} connections"
+        if len(lv.timeseries) < TIMELINE_SECONDS:
+            short.append(f"{m.series_of(cell)} ({context})")
+            continue
         for field, metric in (("requests", "requests/s"), ("errors", "errors/s")):
             points = [{"series": m.series_of(cell), "context": context, "second": p["second"], "round": p["round"],
                        "metric": metric, "count": p[field]} for p in lv.timeseries]
@@ -445,9 +465,13 @@ def timeline(m: Measured) -> Chart:
         row=alt.Row("metric:N", title=None, sort=["requests/s", "errors/s"]),
         column=alt.Column("context:N", title=None)).resolve_scale(y="independent")
     level = m.choices.level
+    too_short = (f"Not drawn for {'; '.join(short)}: fewer than {TIMELINE_SECONDS} seconds of the level were "
+                 "recorded, all rounds together, which draw a dot, not a line; longer levels or more rounds give one."
+                 if short else "")
     return Chart("timeline", "Requests and errors per second" + (f" at {level} connections" if level else ""), spec,
-                 "Each second of the chosen level as the engine recorded it (a flagged level is ringed in black at "
-                 "its last second); other clients give no timeline.")
+                 " ".join(["Each second of the chosen level as the engine recorded it (a flagged level is ringed in "
+                           "black at its last second); other clients give no timeline.", too_short]).rstrip(),
+                 missing=too_short)
 
 
 BUILDERS: Sequence[Callable[[Measured], Chart]] = (
@@ -459,9 +483,14 @@ def all_charts(runs: Sequence[RunResults], choices: Choices = Choices()) -> List
     return charts_of(Measured(runs, choices))
 
 
+def every_chart(m: Measured) -> List[Chart]:
+    """Every chart, drawn or not (a chart with nothing to draw may say why in `missing`)."""
+    return [build(m) for build in BUILDERS]
+
+
 def charts_of(m: Measured) -> List[Chart]:
     """Every chart the runs have data for (an engine-less run has no spectrum, one server no rating)."""
-    return [chart for chart in (build(m) for build in BUILDERS) if _has_data(chart.spec)]
+    return [chart for chart in every_chart(m) if chart.drawn]
 
 
 class LegendToggleLost(RuntimeError):

@@ -54,7 +54,7 @@ def _rating(m: Measured):
     for r in rows:
         by_series.setdefault(r["series"], {})[(r["context"], r["keep_alive"])] = r
     return {
-        "baseline": ", ".join(sorted({r["baseline"] for r in rows})),
+        "baseline": m.baseline_label, "both_keep_alive": len({keep_alive for _, keep_alive in columns}) == 2,
         "fallbacks": m.baseline_fallbacks(),
         "columns": [f"{context}, keep-alive {'on' if ka else 'off'}" for context, ka in columns],
         "rows": [{"series": series, "cells": [
@@ -65,13 +65,16 @@ def _rating(m: Measured):
 
 
 def _level_tables(runs: Sequence[RunResults]) -> List[dict]:
+    """Each cell's levels; their flags with the reasons go under the table, which a column of
+    them would push past the page's width."""
     out = []
     for run in runs:
         for cell in run.measured:
             table = tables.levels(cell)
+            rows = list(zip(table.shown(), table.flags))
             out.append({"key": cell.key + (f" (run {run.id})" if len(runs) > 1 else ""), "version": cell.server_version,
-                        "rows": [{"cells": shown, "flags": _flags(flags)}
-                                 for shown, flags in zip(table.shown(), table.flags)]})
+                        "rows": [{"cells": shown, "flagged": bool(flags)} for shown, flags in rows],
+                        "flags": [{"level": shown[0], **flag} for shown, flags in rows for flag in _flags(flags)]})
     return out
 
 
@@ -99,8 +102,12 @@ def _subtitle(host: dict) -> str:
 
 
 def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
-    """The page of the runs `m` holds, with `charts` drawn from it."""
+    """The page of the runs `m` holds, with those of `charts` (its charts) that have something to
+    draw, and why the others that say so are missing."""
     runs = m.runs
+    missing = [{"name": c.name, "title": c.title, "short": SHORT.get(c.name, c.name), "why": c.missing}
+               for c in charts if not c.drawn and c.missing]
+    charts = [c for c in charts if c.drawn]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True,
                              undefined=jinja2.StrictUndefined)
     ids = ", ".join(str(r.id) for r in runs)
@@ -111,6 +118,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         title=f"httpbench: run{'s' if len(runs) > 1 else ''} {ids} ({plans})",
         subtitle=_subtitle(runs[0].host), busy_machine=summary.busy_machine(runs),
         charts=[{"name": c.name, "title": c.title, "note": c.note, "short": SHORT.get(c.name, c.name)} for c in charts],
+        missing=missing,
         specs=_script_json({c.name: vega(c.spec.to_dict()) for c in charts}),
         winners=summary.winners(runs), cautions=summary.cautions(runs), cells=_cells(runs),
         rating=_rating(m), level_header=[c.title for c in tables.LEVEL_COLUMNS], level_tables=level_tables,
