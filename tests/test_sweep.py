@@ -63,7 +63,9 @@ def test_a_short_sweep_is_stored_and_shown(plan_file, tmp_path):
             m = r["measurement"]
             assert m["requests"]["completed"] > 0 and m["errors_total"] == 0
             assert m["server"]["rss_peak_bytes"] > 0 and m["server"]["cpu_user_cores"] >= 0
-    assert "is fastest" in done.stdout and "times more requests per second" in done.stdout  # the verdict
+    # The verdict: a winner, or (two rounds give a wide interval) a tie.
+    assert ("is fastest" in done.stdout and "times more requests per second" in done.stdout
+            or " tie, " in done.stdout and "as many requests per second" in done.stdout), done.stdout
     shown = httpbench("show", "1", "--db", str(db))
     assert shown.returncode == 0 and "nginx/tuned" in shown.stdout
     listed = httpbench("runs", "--db", str(db))
