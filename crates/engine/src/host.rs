@@ -3,7 +3,7 @@
 //! Everything is read from /proc, /sys and libc calls: no process is spawned, so gathering facts
 //! is cheap and cannot fail for want of a tool. A fact that cannot be read is left empty rather
 //! than failing the run.
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::fs;
@@ -25,7 +25,7 @@ pub const SYSCTLS: &[&str] = &[
     "net.core.wmem_max",
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HostFacts {
     /// `model name` of /proc/cpuinfo; `None` where the architecture does not report one.
     pub cpu_model: Option<String>,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::host::HostFacts;
 use crate::spec::LoadSpec;
@@ -17,9 +17,12 @@ use crate::stats::{Counters, ErrorClass, Latencies};
 
 pub const SCHEMA: &str = "httpbench-load/1";
 
-#[derive(Debug, Clone, Serialize)]
+/// An open loop whose achieved rate is below this share of its target fell short.
+pub const FELL_SHORT_BELOW: f64 = 0.95;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
-    pub schema: &'static str,
+    pub schema: String,
     pub engine: Engine,
     /// The run's input, as given.
     pub spec: LoadSpec,
@@ -33,7 +36,7 @@ pub struct Report {
     pub open_loop: Option<OpenLoop>,
     pub status: Status,
     /// Every error class, zeros included.
-    pub errors: BTreeMap<&'static str, u64>,
+    pub errors: BTreeMap<String, u64>,
     pub errors_total: u64,
     pub bytes: Bytes,
     pub connections: Connections,
@@ -45,15 +48,15 @@ pub struct Report {
     pub host: HostFacts,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Engine {
-    pub version: &'static str,
+    pub version: String,
     /// "io_uring" or "epoll".
-    pub io: &'static str,
+    pub io: String,
 }
 
 /// The single request made before the load.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Validation {
     pub status: u16,
     pub body_bytes: u64,
@@ -61,7 +64,7 @@ pub struct Validation {
     pub problem: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Requests {
     pub sent: u64,
     /// Complete responses of any status.
@@ -78,7 +81,7 @@ pub struct Requests {
     pub per_second: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OpenLoop {
     pub target_rate: f64,
     /// Requests sent per second of measurement.
@@ -90,7 +93,7 @@ pub struct OpenLoop {
     pub fell_short: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Status {
     #[serde(rename = "1xx")]
     pub s1xx: u64,
@@ -105,7 +108,7 @@ pub struct Status {
     pub other: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Bytes {
     /// Status lines and headers of responses.
     pub head: u64,
@@ -116,14 +119,14 @@ pub struct Bytes {
     pub written: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Connections {
     pub opened: u64,
     /// Times the server closed a connection, or said it would, while the run went on.
     pub server_closes: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LatencyReport {
     /// To the complete response, from when the request was meant to be sent (open loop:
     /// coordinated omission corrected) or was sent (closed loop).
@@ -135,7 +138,7 @@ pub struct LatencyReport {
 }
 
 /// A latency distribution in microseconds, with the full histogram for exact merging.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub count: u64,
     pub min_us: u64,
@@ -156,8 +159,16 @@ pub struct Summary {
 impl Summary {
     pub fn of(h: &Histogram<u64>) -> Summary {
         let mut bytes = Vec::new();
-        V2DeflateSerializer::new().serialize(h, &mut bytes).expect("serialising to memory cannot fail");
-        let q = |x: f64| if h.is_empty() { 0 } else { h.value_at_quantile(x) };
+        V2DeflateSerializer::new()
+            .serialize(h, &mut bytes)
+            .expect("serialising to memory cannot fail");
+        let q = |x: f64| {
+            if h.is_empty() {
+                0
+            } else {
+                h.value_at_quantile(x)
+            }
+        };
         Summary {
             count: h.len(),
             min_us: if h.is_empty() { 0 } else { h.min() },
@@ -177,7 +188,9 @@ impl Summary {
 
 /// Decode a `Summary::hdr` string back into a histogram.
 pub fn decode_histogram(hdr: &str) -> Result<Histogram<u64>, String> {
-    let bytes = base64::engine::general_purpose::STANDARD.decode(hdr).map_err(|e| e.to_string())?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(hdr)
+        .map_err(|e| e.to_string())?;
     hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(|e| format!("{e:?}"))
@@ -185,12 +198,16 @@ pub fn decode_histogram(hdr: &str) -> Result<Histogram<u64>, String> {
 
 /// Add encoded histograms (rounds, threads or hosts) into one: the exact merge, where averaging
 /// their percentiles would not be.
-pub fn merge_histograms<'a>(hdrs: impl IntoIterator<Item = &'a str>) -> Result<Histogram<u64>, String> {
+pub fn merge_histograms<'a>(
+    hdrs: impl IntoIterator<Item = &'a str>,
+) -> Result<Histogram<u64>, String> {
     let mut merged = crate::stats::histogram();
     // Histograms written by another HdrHistogram may reach past 60 s; grow rather than fail.
     merged.auto(true);
     for hdr in hdrs {
-        merged.add(decode_histogram(hdr)?).map_err(|e| format!("{e:?}"))?;
+        merged
+            .add(decode_histogram(hdr)?)
+            .map_err(|e| format!("{e:?}"))?;
     }
     Ok(merged)
 }
@@ -199,13 +216,18 @@ pub fn merge_histograms<'a>(hdrs: impl IntoIterator<Item = &'a str>) -> Result<H
 /// distance to 100%, from the median up to the largest value, as (percentile, microseconds).
 pub fn percentile_spectrum(h: &Histogram<u64>, ticks: u32) -> Vec<(f64, u64)> {
     h.iter_quantiles(ticks)
-        .map(|v| (v.quantile_iterated_to() * 100.0, h.highest_equivalent(v.value_iterated_to())))
+        .map(|v| {
+            (
+                v.quantile_iterated_to() * 100.0,
+                h.highest_equivalent(v.value_iterated_to()),
+            )
+        })
         .filter(|&(percentile, _)| percentile >= 50.0)
         .collect()
 }
 
 /// The engine's own use of the machine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Client {
     pub threads: Vec<ThreadUse>,
     pub user_s: f64,
@@ -222,7 +244,7 @@ pub struct Client {
     pub handling_delay_us: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadUse {
     pub cpu: Option<usize>,
     pub user_s: f64,
@@ -232,15 +254,244 @@ pub struct ThreadUse {
     pub waiting_share: f64,
 }
 
-impl Status {
-    pub fn of(c: &Counters) -> Status {
-        let s = c.status;
-        Status { s1xx: s[1], s2xx: s[2], s3xx: s[3], s4xx: s[4], s5xx: s[5], other: s[0] }
+/// `total / n`, or 0 when there is nothing to divide by.
+fn per(total: f64, n: f64) -> f64 {
+    if n > 0.0 {
+        total / n
+    } else {
+        0.0
     }
 }
 
-pub fn errors_of(c: &Counters) -> BTreeMap<&'static str, u64> {
-    ErrorClass::ALL.iter().map(|&class| (class.name(), c.errors[class as usize])).collect()
+impl Requests {
+    /// `age_total_us` is the sum of the in-flight requests' ages: the mean is derived here.
+    pub fn new(
+        sent: u64,
+        completed: u64,
+        failed: u64,
+        in_flight: u64,
+        age_total_us: f64,
+        age_max_us: f64,
+        duration_s: f64,
+    ) -> Requests {
+        Requests {
+            sent,
+            completed,
+            failed,
+            in_flight,
+            in_flight_age_mean_us: per(age_total_us, in_flight as f64),
+            in_flight_age_max_us: age_max_us,
+            per_second: per(completed as f64, duration_s),
+        }
+    }
+}
+
+impl OpenLoop {
+    pub fn new(target_rate: f64, sent: u64, duration_s: f64, behind_schedule: u64) -> OpenLoop {
+        let achieved_rate = per(sent as f64, duration_s);
+        OpenLoop {
+            target_rate,
+            achieved_rate,
+            behind_schedule,
+            fell_short: achieved_rate < FELL_SHORT_BELOW * target_rate,
+        }
+    }
+}
+
+impl ThreadUse {
+    pub fn new(
+        cpu: Option<usize>,
+        user_s: f64,
+        sys_s: f64,
+        waiting_s: f64,
+        wall_s: f64,
+    ) -> ThreadUse {
+        ThreadUse {
+            cpu,
+            user_s,
+            sys_s,
+            wall_s,
+            busy_share: per(user_s + sys_s, wall_s),
+            waiting_share: per(waiting_s, wall_s),
+        }
+    }
+}
+
+impl Client {
+    /// `handling_delay_total_us` is the sum over the completed responses: the mean is derived here.
+    pub fn new(threads: Vec<ThreadUse>, completed: u64, handling_delay_total_us: f64) -> Client {
+        let (user_s, sys_s) = (
+            threads.iter().map(|t| t.user_s).sum::<f64>(),
+            threads.iter().map(|t| t.sys_s).sum::<f64>(),
+        );
+        Client {
+            // The busiest thread anywhere: one saturated thread, or host, is enough to distort the run.
+            busy_share: threads.iter().map(|t| t.busy_share).fold(0.0, f64::max),
+            waiting_share: threads.iter().map(|t| t.waiting_share).fold(0.0, f64::max),
+            threads,
+            user_s,
+            sys_s,
+            cpu_us_per_request: per((user_s + sys_s) * 1e6, completed as f64),
+            handling_delay_us: per(handling_delay_total_us, completed as f64),
+        }
+    }
+}
+
+impl Report {
+    /// One report from the reports of one run's parts, its threads or its hosts' engines: counts
+    /// added, histograms added (exact percentiles), the duration the longest part's, every figure
+    /// derived from those (rates, means, `fell_short`) computed again. Per-second points are added
+    /// by second; their percentiles survive only where one part had that second. What the parts
+    /// share is taken from the first: its spec, validation, engine and host (a caller merging
+    /// hosts puts the whole spec and the hosts' own facts in their place).
+    pub fn merge(parts: &[Report]) -> Result<Report, String> {
+        let first = parts.first().ok_or("no reports to merge")?;
+        let sum = |field: fn(&Report) -> u64| parts.iter().map(field).sum::<u64>();
+        let duration_s = parts.iter().map(|r| r.duration_s).fold(0.0, f64::max);
+        let requests = Requests::new(
+            sum(|r| r.requests.sent),
+            sum(|r| r.requests.completed),
+            sum(|r| r.requests.failed),
+            sum(|r| r.requests.in_flight),
+            parts
+                .iter()
+                .map(|r| r.requests.in_flight_age_mean_us * r.requests.in_flight as f64)
+                .sum(),
+            parts
+                .iter()
+                .map(|r| r.requests.in_flight_age_max_us)
+                .fold(0.0, f64::max),
+            duration_s,
+        );
+        let open_loops: Vec<&OpenLoop> =
+            parts.iter().filter_map(|r| r.open_loop.as_ref()).collect();
+        let open_loop = (!open_loops.is_empty()).then(|| {
+            OpenLoop::new(
+                open_loops.iter().map(|o| o.target_rate).sum(),
+                requests.sent,
+                duration_s,
+                open_loops.iter().map(|o| o.behind_schedule).sum(),
+            )
+        });
+        let mut errors = BTreeMap::new();
+        for (class, n) in parts.iter().flat_map(|r| &r.errors) {
+            *errors.entry(class.clone()).or_insert(0) += n;
+        }
+        let latency = |kind: fn(&LatencyReport) -> &Summary| {
+            merge_histograms(parts.iter().map(|r| kind(&r.latency).hdr.as_str()))
+                .map(|h| Summary::of(&h))
+        };
+        let client = Client::new(
+            parts
+                .iter()
+                .flat_map(|r| r.client.threads.iter().cloned())
+                .collect(),
+            requests.completed,
+            parts
+                .iter()
+                .map(|r| r.client.handling_delay_us * r.requests.completed as f64)
+                .sum(),
+        );
+        let mut reasons: Vec<&str> = Vec::new();
+        for reason in parts.iter().filter_map(|r| r.aborted.as_deref()) {
+            if !reasons.contains(&reason) {
+                reasons.push(reason);
+            }
+        }
+        Ok(Report {
+            schema: first.schema.clone(),
+            engine: first.engine.clone(),
+            spec: first.spec.clone(),
+            validation: first.validation.clone(),
+            started_at: parts
+                .iter()
+                .map(|r| r.started_at)
+                .fold(f64::INFINITY, f64::min),
+            duration_s,
+            requests,
+            open_loop,
+            status: Status {
+                s1xx: sum(|r| r.status.s1xx),
+                s2xx: sum(|r| r.status.s2xx),
+                s3xx: sum(|r| r.status.s3xx),
+                s4xx: sum(|r| r.status.s4xx),
+                s5xx: sum(|r| r.status.s5xx),
+                other: sum(|r| r.status.other),
+            },
+            errors,
+            errors_total: sum(|r| r.errors_total),
+            bytes: Bytes {
+                head: sum(|r| r.bytes.head),
+                body: sum(|r| r.bytes.body),
+                read: sum(|r| r.bytes.read),
+                written: sum(|r| r.bytes.written),
+            },
+            connections: Connections {
+                opened: sum(|r| r.connections.opened),
+                server_closes: sum(|r| r.connections.server_closes),
+            },
+            latency: LatencyReport {
+                total: latency(|l| &l.total)?,
+                first_byte: latency(|l| &l.first_byte)?,
+                connect: latency(|l| &l.connect)?,
+                service: latency(|l| &l.service)?,
+            },
+            timeseries: merge_series(parts.iter().map(|r| r.timeseries.as_slice())),
+            client,
+            aborted: (!reasons.is_empty()).then(|| reasons.join("; ")),
+            host: first.host.clone(),
+        })
+    }
+}
+
+/// Points added by second; a second that several parts had keeps no percentiles.
+fn merge_series<'a>(series: impl Iterator<Item = &'a [SecondPoint]>) -> Vec<SecondPoint> {
+    let mut seconds: BTreeMap<u64, (SecondPoint, usize)> = BTreeMap::new();
+    for p in series.flatten() {
+        seconds
+            .entry(p.second)
+            .and_modify(|(sum, parts)| {
+                sum.requests += p.requests;
+                sum.errors += p.errors;
+                *parts += 1;
+            })
+            .or_insert_with(|| (p.clone(), 1));
+    }
+    seconds
+        .into_values()
+        .map(|(p, parts)| {
+            if parts == 1 {
+                p
+            } else {
+                SecondPoint {
+                    p50_us: None,
+                    p99_us: None,
+                    ..p
+                }
+            }
+        })
+        .collect()
+}
+
+impl Status {
+    pub fn of(c: &Counters) -> Status {
+        let s = c.status;
+        Status {
+            s1xx: s[1],
+            s2xx: s[2],
+            s3xx: s[3],
+            s4xx: s[4],
+            s5xx: s[5],
+            other: s[0],
+        }
+    }
+}
+
+pub fn errors_of(c: &Counters) -> BTreeMap<String, u64> {
+    ErrorClass::ALL
+        .iter()
+        .map(|&class| (class.name().to_string(), c.errors[class as usize]))
+        .collect()
 }
 
 impl LatencyReport {
@@ -284,7 +535,9 @@ mod tests {
         let spectrum = percentile_spectrum(&h, 5);
         assert!(spectrum.first().unwrap().0 >= 50.0);
         assert_eq!(spectrum.last().unwrap().1, h.highest_equivalent(h.max()));
-        assert!(spectrum.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
+        assert!(spectrum
+            .windows(2)
+            .all(|w| w[0].0 <= w[1].0 && w[0].1 <= w[1].1));
         assert!(spectrum.iter().any(|&(p, _)| p > 99.99));
     }
 }

@@ -14,9 +14,8 @@ use crate::io::uring::UringReactor;
 use crate::io::{new_socket, Reactor, SockAddr};
 use crate::report::{self, Report};
 use crate::spec::{IoChoice, LoadSpec, Resolved, Stop};
-use crate::stats::cpu::{pin_this_thread, CpuTime};
+use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
-use crate::stats::{Counters, Latencies};
 use crate::worker::{wall_clock_of, Assignment, Outcome, Shared, Worker};
 use crate::{host, Error, OpenFiles};
 
@@ -28,7 +27,10 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     check_sources(&spec.bind, &resolved)?;
     let expect_body = match &spec.expect_body_file {
         Some(path) => Some(std::fs::read(path).map_err(|e| {
-            Error::new(format!("cannot read the expected body {}: {e}", path.display()))
+            Error::new(format!(
+                "cannot read the expected body {}: {e}",
+                path.display()
+            ))
         })?),
         None => None,
     };
@@ -74,14 +76,33 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
                 shared.stop.store(true, Ordering::Relaxed);
             }
         }
-        handles.into_iter().map(|h| h.join().expect("engine threads do not panic")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("engine threads do not panic"))
+            .collect()
     });
-    let aborted = shared.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).take().or_else(|| {
-        stop.load(Ordering::Relaxed).then(|| "stopped on request before the end".to_string())
-    });
+    let aborted = shared
+        .abort_reason
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .or_else(|| {
+            stop.load(Ordering::Relaxed)
+                .then(|| "stopped on request before the end".to_string())
+        });
     // The wall clock of time zero, for lining up engines on several hosts.
     let started_at = wall_clock_of(shared.start).as_secs_f64();
-    Ok(summarise(spec, &shared.spec, io, validation, started_at, &assignments, outcomes, merger, aborted))
+    summarise(
+        spec,
+        &shared.spec,
+        io,
+        validation,
+        started_at,
+        &assignments,
+        outcomes,
+        merger,
+        aborted,
+    )
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -104,13 +125,24 @@ fn choose_io(choice: IoChoice, connections: usize) -> Result<Io, Error> {
     match choice {
         IoChoice::Epoll => Ok(Io::Epoll),
         IoChoice::IoUring => probe().map(|_| Io::Uring).map_err(|e| {
-            Error::new(format!("io_uring is not usable here ({e}); use --io epoll or --io auto"))
+            Error::new(format!(
+                "io_uring is not usable here ({e}); use --io epoll or --io auto"
+            ))
         }),
-        IoChoice::Auto => Ok(if probe().is_ok() { Io::Uring } else { Io::Epoll }),
+        IoChoice::Auto => Ok(if probe().is_ok() {
+            Io::Uring
+        } else {
+            Io::Epoll
+        }),
     }
 }
 
-fn run_thread(shared: &Shared, a: &Assignment, tx: mpsc::Sender<crate::stats::series::SecondSample>, io: Io) -> Outcome {
+fn run_thread(
+    shared: &Shared,
+    a: &Assignment,
+    tx: mpsc::Sender<crate::stats::series::SecondSample>,
+    io: Io,
+) -> Outcome {
     if let Some(cpu) = a.cpu {
         if let Err(e) = pin_this_thread(cpu) {
             abort(shared, format!("cannot pin an engine thread to CPU {cpu}: {e}; check --cpus against the CPUs this process may use"));
@@ -122,7 +154,10 @@ fn run_thread(shared: &Shared, a: &Assignment, tx: mpsc::Sender<crate::stats::se
         Io::Uring => match UringReactor::new(a.connections, multishot) {
             Ok(mut r) => worker.run(&mut r),
             Err(e) => {
-                abort(shared, format!("cannot set up io_uring for an engine thread: {e}"));
+                abort(
+                    shared,
+                    format!("cannot set up io_uring for an engine thread: {e}"),
+                );
                 worker.run(&mut EpollReactor::new().expect("epoll is always there"))
             }
         },
@@ -134,7 +169,11 @@ fn run_thread(shared: &Shared, a: &Assignment, tx: mpsc::Sender<crate::stats::se
 }
 
 fn abort(shared: &Shared, why: String) {
-    shared.abort_reason.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(why);
+    shared
+        .abort_reason
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert(why);
     shared.stop.store(true, Ordering::Relaxed);
 }
 
@@ -163,7 +202,10 @@ const SPARE_FILES: u64 = 64;
 
 fn raise_open_files(spec: &Resolved) -> Result<(), Error> {
     // SAFETY: getrlimit/setrlimit on a struct we own.
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     unsafe {
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
         if lim.rlim_cur < lim.rlim_max {
@@ -207,7 +249,16 @@ fn cpu_list(cpus: &[usize]) -> String {
             _ => runs.push((cpu, cpu)),
         }
     }
-    let shown: Vec<String> = runs.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+    let shown: Vec<String> = runs
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
     shown.join(",")
 }
 
@@ -246,16 +297,29 @@ impl ResponseSink for One {
 
 /// One request before the load: a wrong URL or a server that does less than asked would
 /// otherwise be measured at full speed.
-fn validate(spec: &LoadSpec, resolved: &Resolved, requests: &RequestSet, expect_body: Option<&[u8]>) -> Result<report::Validation, Error> {
+fn validate(
+    spec: &LoadSpec,
+    resolved: &Resolved,
+    requests: &RequestSet,
+    expect_body: Option<&[u8]>,
+) -> Result<report::Validation, Error> {
     let target = &resolved.targets[0];
     let url = &spec.urls[0];
     let answer = (|| -> Result<(Response, Vec<u8>), String> {
-        let mut stream = TcpStream::connect_timeout(&resolved.addr, resolved.connect_timeout).map_err(|e| {
-            format!("cannot connect to {} ({e}); is the server running and listening there?", resolved.addr)
-        })?;
-        stream.set_read_timeout(Some(resolved.request_timeout)).map_err(|e| e.to_string())?;
+        let mut stream = TcpStream::connect_timeout(&resolved.addr, resolved.connect_timeout)
+            .map_err(|e| {
+                format!(
+                    "cannot connect to {} ({e}); is the server running and listening there?",
+                    resolved.addr
+                )
+            })?;
+        stream
+            .set_read_timeout(Some(resolved.request_timeout))
+            .map_err(|e| e.to_string())?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        stream.write_all(requests.window(0, 1)).map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
+        stream
+            .write_all(requests.window(0, 1))
+            .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
         let mut parser = ResponseParser::new(spec.method.eq_ignore_ascii_case("HEAD"));
         parser.capture_bodies();
         let mut sink = One::default();
@@ -263,36 +327,61 @@ fn validate(spec: &LoadSpec, resolved: &Resolved, requests: &RequestSet, expect_
         let deadline = Instant::now() + resolved.request_timeout;
         while sink.response.is_none() {
             if Instant::now() > deadline {
-                return Err(format!("{url} did not answer within {:?}", resolved.request_timeout));
+                return Err(format!(
+                    "{url} did not answer within {:?}",
+                    resolved.request_timeout
+                ));
             }
             let n = match stream.read(&mut buf) {
                 Ok(n) => n,
                 // A signal, or the task work of an io_uring this thread has closed.
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                    return Err(format!("{url} did not answer within {:?}", resolved.request_timeout))
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(format!(
+                        "{url} did not answer within {:?}",
+                        resolved.request_timeout
+                    ))
                 }
                 Err(e) => return Err(format!("reading the first response from {url} failed: {e}")),
             };
             if n == 0 {
                 parser.feed_eof(&mut sink);
                 if sink.response.is_none() {
-                    return Err(format!("{url} closed the connection without a complete response"));
+                    return Err(format!(
+                        "{url} closed the connection without a complete response"
+                    ));
                 }
             } else if let Err(e) = parser.feed(&buf[..n], &mut sink) {
                 return Err(format!("{url} did not answer with valid HTTP ({e:?})"));
             }
         }
-        Ok((sink.response.expect("loop ends with a response"), parser.captured_body().to_vec()))
+        Ok((
+            sink.response.expect("loop ends with a response"),
+            parser.captured_body().to_vec(),
+        ))
     })();
     let (response, body) = match answer {
         Ok(a) => a,
         // Nothing to measure when the server cannot even be reached, whatever --allow-errors says.
         Err(problem) if problem.starts_with("cannot connect") => return Err(Error::new(problem)),
         Err(problem) if spec.allow_errors => {
-            return Ok(report::Validation { status: 0, body_bytes: 0, ok: false, problem: Some(problem) })
+            return Ok(report::Validation {
+                status: 0,
+                body_bytes: 0,
+                ok: false,
+                problem: Some(problem),
+            })
         }
-        Err(problem) => return Err(Error::new(format!("{problem}; pass --allow-errors to load it anyway"))),
+        Err(problem) => {
+            return Err(Error::new(format!(
+                "{problem}; pass --allow-errors to load it anyway"
+            )))
+        }
     };
     let mut problem = None;
     if !(200..300).contains(&response.status) {
@@ -302,7 +391,11 @@ fn validate(spec: &LoadSpec, resolved: &Resolved, requests: &RequestSet, expect_
         ));
     } else if let Some(expected) = expect_body {
         if body != expected {
-            let at = body.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(body.len().min(expected.len()));
+            let at = body
+                .iter()
+                .zip(expected)
+                .position(|(a, b)| a != b)
+                .unwrap_or(body.len().min(expected.len()));
             problem = Some(format!(
                 "the first response's body ({} bytes) differs from the expected body ({} bytes) from byte {at} on",
                 body.len(),
@@ -318,11 +411,20 @@ fn validate(spec: &LoadSpec, resolved: &Resolved, requests: &RequestSet, expect_
         }
     }
     if let (Some(p), false) = (&problem, spec.allow_errors) {
-        return Err(Error::new(format!("{p}; pass --allow-errors to load it anyway")));
+        return Err(Error::new(format!(
+            "{p}; pass --allow-errors to load it anyway"
+        )));
     }
-    Ok(report::Validation { status: response.status, body_bytes: response.body_bytes, ok: problem.is_none(), problem })
+    Ok(report::Validation {
+        status: response.status,
+        body_bytes: response.body_bytes,
+        ok: problem.is_none(),
+        problem,
+    })
 }
 
+/// The run's report: the threads' reports merged, with the series their per-second histograms
+/// gave (exact percentiles, which the threads' reports alone cannot give).
 #[allow(clippy::too_many_arguments)]
 fn summarise(
     spec: &LoadSpec,
@@ -334,88 +436,102 @@ fn summarise(
     outcomes: Vec<Outcome>,
     merger: SeriesMerger,
     aborted: Option<String>,
-) -> Report {
-    let mut counters = Counters::default();
-    let mut latencies = Latencies::default();
-    let (mut in_flight, mut behind, mut cpu) = (0, 0, CpuTime::default());
-    let (mut age_sum, mut age_max) = (0u64, 0u64);
-    let mut wall = Duration::ZERO;
-    let threads = outcomes
+) -> Result<Report, Error> {
+    let host = host::facts();
+    let threads: Vec<Report> = outcomes
         .iter()
         .zip(assignments)
-        .map(|(o, a)| {
-            counters.add(&o.counters);
-            latencies.add(&o.latencies);
-            in_flight += o.in_flight;
-            age_sum += o.in_flight_age.0;
-            age_max = age_max.max(o.in_flight_age.1);
-            behind += o.behind_schedule;
-            cpu.user += o.cpu.user;
-            cpu.sys += o.cpu.sys;
-            wall = wall.max(o.wall);
-            let wall_s = o.wall.as_secs_f64();
-            let share = |d: Duration| if wall_s > 0.0 { d.as_secs_f64() / wall_s } else { 0.0 };
-            report::ThreadUse {
-                cpu: a.cpu,
-                user_s: o.cpu.user.as_secs_f64(),
-                sys_s: o.cpu.sys.as_secs_f64(),
-                wall_s,
-                busy_share: share(o.cpu.total()),
-                waiting_share: share(o.cpu.waiting),
-            }
-        })
-        .collect::<Vec<_>>();
-    let secs = wall.as_secs_f64();
-    let per_second = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+        .map(|(o, a)| thread_report(spec, io, &validation, started_at, &host, a, o))
+        .collect();
+    let mut report = Report::merge(&threads).map_err(|e| {
+        Error::new(format!(
+            "cannot add up the engine threads' measurements: {e}"
+        ))
+    })?;
+    // The spec's rate, not the sum of the threads' shares, which floating point may round off.
+    if let (Some(target), Some(o)) = (resolved.rate, &report.open_loop) {
+        report.open_loop = Some(report::OpenLoop::new(
+            target,
+            report.requests.sent,
+            report.duration_s,
+            o.behind_schedule,
+        ));
+    }
     let mut timeseries = merger.into_points();
     // The last point may be a sliver of a second past the end with nothing in it.
-    while timeseries.last().is_some_and(|p| p.requests + p.errors == 0 && p.second as f64 >= secs) {
+    while timeseries
+        .last()
+        .is_some_and(|p| p.requests + p.errors == 0 && p.second as f64 >= report.duration_s)
+    {
         timeseries.pop();
     }
-    let open_loop = resolved.rate.map(|target_rate| {
-        let achieved_rate = per_second(counters.sent);
-        report::OpenLoop { target_rate, achieved_rate, behind_schedule: behind, fell_short: achieved_rate < 0.95 * target_rate }
-    });
-    let per_response = |total: f64| if counters.completed > 0 { total / counters.completed as f64 } else { 0.0 };
+    report.timeseries = timeseries;
+    report.aborted = aborted;
+    Ok(report)
+}
+
+/// What one engine thread measured, as a report of its own (no series: the run's comes from
+/// every thread's per-second histograms).
+fn thread_report(
+    spec: &LoadSpec,
+    io: Io,
+    validation: &report::Validation,
+    started_at: f64,
+    host: &host::HostFacts,
+    a: &Assignment,
+    o: &Outcome,
+) -> Report {
+    let c = &o.counters;
+    let secs = o.wall.as_secs_f64();
     Report {
-        schema: report::SCHEMA,
-        engine: report::Engine { version: env!("CARGO_PKG_VERSION"), io: io.name() },
+        schema: report::SCHEMA.into(),
+        engine: report::Engine {
+            version: env!("CARGO_PKG_VERSION").into(),
+            io: io.name().into(),
+        },
         spec: spec.clone(),
-        validation,
+        validation: validation.clone(),
         started_at,
         duration_s: secs,
-        requests: report::Requests {
-            sent: counters.sent,
-            completed: counters.completed,
-            failed: counters.failed_requests(),
-            in_flight,
-            in_flight_age_mean_us: if in_flight > 0 { age_sum as f64 / in_flight as f64 / 1e3 } else { 0.0 },
-            in_flight_age_max_us: age_max as f64 / 1e3,
-            per_second: per_second(counters.completed),
-        },
-        open_loop,
-        status: report::Status::of(&counters),
-        errors: report::errors_of(&counters),
-        errors_total: counters.errors_total(),
+        requests: report::Requests::new(
+            c.sent,
+            c.completed,
+            c.failed_requests(),
+            o.in_flight,
+            o.in_flight_age.0 as f64 / 1e3,
+            o.in_flight_age.1 as f64 / 1e3,
+            secs,
+        ),
+        open_loop: a
+            .rate
+            .map(|rate| report::OpenLoop::new(rate, c.sent, secs, o.behind_schedule)),
+        status: report::Status::of(c),
+        errors: report::errors_of(c),
+        errors_total: c.errors_total(),
         bytes: report::Bytes {
-            head: counters.head_bytes,
-            body: counters.body_bytes,
-            read: counters.bytes_read,
-            written: counters.bytes_written,
+            head: c.head_bytes,
+            body: c.body_bytes,
+            read: c.bytes_read,
+            written: c.bytes_written,
         },
-        connections: report::Connections { opened: counters.connects, server_closes: counters.server_closes },
-        latency: report::LatencyReport::of(&latencies),
-        timeseries,
-        client: report::Client {
-            busy_share: threads.iter().map(|t| t.busy_share).fold(0.0, f64::max),
-            waiting_share: threads.iter().map(|t| t.waiting_share).fold(0.0, f64::max),
-            threads,
-            user_s: cpu.user.as_secs_f64(),
-            sys_s: cpu.sys.as_secs_f64(),
-            cpu_us_per_request: per_response(cpu.total().as_secs_f64() * 1e6),
-            handling_delay_us: per_response(counters.handling_delay_ns as f64 / 1e3),
+        connections: report::Connections {
+            opened: c.connects,
+            server_closes: c.server_closes,
         },
-        aborted,
-        host: host::facts(),
+        latency: report::LatencyReport::of(&o.latencies),
+        timeseries: Vec::new(),
+        client: report::Client::new(
+            vec![report::ThreadUse::new(
+                a.cpu,
+                o.cpu.user.as_secs_f64(),
+                o.cpu.sys.as_secs_f64(),
+                o.cpu.waiting.as_secs_f64(),
+                secs,
+            )],
+            c.completed,
+            c.handling_delay_ns as f64 / 1e3,
+        ),
+        aborted: None,
+        host: host.clone(),
     }
 }

@@ -27,7 +27,13 @@ pub struct SecondRecorder {
 
 impl SecondRecorder {
     pub fn new(thread: usize, out: Sender<SecondSample>) -> Self {
-        let current = SecondSample { thread, second: 0, requests: 0, errors: 0, latency: histogram() };
+        let current = SecondSample {
+            thread,
+            second: 0,
+            requests: 0,
+            errors: 0,
+            latency: histogram(),
+        };
         SecondRecorder { current, out }
     }
 
@@ -40,7 +46,13 @@ impl SecondRecorder {
             let thread = self.current.thread;
             let done = std::mem::replace(
                 &mut self.current,
-                SecondSample { thread, second: next, requests: 0, errors: 0, latency: histogram() },
+                SecondSample {
+                    thread,
+                    second: next,
+                    requests: 0,
+                    errors: 0,
+                    latency: histogram(),
+                },
             );
             // The receiver outlives every worker; a send can only fail after the run is over.
             let _ = self.out.send(done);
@@ -55,13 +67,15 @@ impl SecondRecorder {
 }
 
 /// One point of the merged series.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SecondPoint {
     pub second: u64,
     pub requests: u64,
     pub errors: u64,
-    pub p50_us: u64,
-    pub p99_us: u64,
+    /// `None` in a point added from several hosts' points: only their percentiles are left, and
+    /// those do not add up.
+    pub p50_us: Option<u64>,
+    pub p99_us: Option<u64>,
 }
 
 /// Adds up the samples of all threads, second by second.
@@ -75,20 +89,34 @@ pub struct SeriesMerger {
 
 impl SeriesMerger {
     pub fn new(threads: usize) -> Self {
-        SeriesMerger { marks: vec![0; threads], open: Default::default(), points: Vec::new() }
+        SeriesMerger {
+            marks: vec![0; threads],
+            open: Default::default(),
+            points: Vec::new(),
+        }
     }
 
     pub fn add(&mut self, s: SecondSample) {
         self.marks[s.thread] = self.marks[s.thread].max(s.second + 1);
-        let index = (s.second as usize).checked_sub(self.points.len()).expect("seconds arrive in order per thread");
+        let index = (s.second as usize)
+            .checked_sub(self.points.len())
+            .expect("seconds arrive in order per thread");
         while self.open.len() <= index {
             let second = (self.points.len() + self.open.len()) as u64;
-            self.open.push_back(SecondSample { thread: 0, second, requests: 0, errors: 0, latency: histogram() });
+            self.open.push_back(SecondSample {
+                thread: 0,
+                second,
+                requests: 0,
+                errors: 0,
+                latency: histogram(),
+            });
         }
         let acc = &mut self.open[index];
         acc.requests += s.requests;
         acc.errors += s.errors;
-        acc.latency.add(&s.latency).expect("histograms share bounds");
+        acc.latency
+            .add(&s.latency)
+            .expect("histograms share bounds");
         let done = self.marks.iter().copied().min().unwrap_or(0);
         while self.open.front().is_some_and(|f| f.second < done) {
             let s = self.open.pop_front().expect("checked");
@@ -96,8 +124,8 @@ impl SeriesMerger {
                 second: s.second,
                 requests: s.requests,
                 errors: s.errors,
-                p50_us: s.latency.value_at_quantile(0.5),
-                p99_us: s.latency.value_at_quantile(0.99),
+                p50_us: Some(s.latency.value_at_quantile(0.5)),
+                p99_us: Some(s.latency.value_at_quantile(0.99)),
             });
         }
     }

@@ -1,0 +1,166 @@
+//! `Report::merge` against the engine itself: single-thread runs merged must keep the invariants
+//! a real run of as many threads keeps.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+
+use httpbench_engine::report::decode_histogram;
+use httpbench_engine::spec::Stop;
+use httpbench_engine::{LoadSpec, Report};
+
+/// A keep-alive server answering every request head with a two-byte body, on a thread per
+/// connection; it lives as long as the test process.
+fn serve() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let (mut buf, mut pending) = (vec![0u8; 16 * 1024], Vec::new());
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    pending.extend_from_slice(&buf[..n]);
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..end + 4);
+                        if stream
+                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn spec(addr: SocketAddr, connections: u32, threads: u32, requests: u64) -> LoadSpec {
+    LoadSpec {
+        urls: vec![format!("http://{addr}/")],
+        connections,
+        threads,
+        stop: Stop::Requests(requests),
+        ..LoadSpec::default()
+    }
+}
+
+/// What every report, a run's or a merge's, must keep.
+fn check_invariants(r: &Report, requests: u64, threads: usize) {
+    let q = &r.requests;
+    assert_eq!(q.sent, requests);
+    assert_eq!(q.sent, q.completed + q.failed + q.in_flight);
+    assert_eq!(r.status.s2xx, q.completed);
+    assert_eq!(r.errors_total, r.errors.values().sum::<u64>());
+    assert_eq!(r.latency.total.count, q.completed);
+    assert_eq!(
+        decode_histogram(&r.latency.total.hdr).unwrap().len(),
+        q.completed
+    );
+    assert_eq!(
+        r.timeseries.iter().map(|p| p.requests).sum::<u64>(),
+        q.completed
+    );
+    assert!((q.per_second - q.completed as f64 / r.duration_s).abs() < 1e-6 * q.per_second);
+    assert_eq!(r.client.threads.len(), threads);
+    assert!(
+        (r.client.user_s + r.client.sys_s
+            - r.client
+                .threads
+                .iter()
+                .map(|t| t.user_s + t.sys_s)
+                .sum::<f64>())
+        .abs()
+            < 1e-9
+    );
+    let cpu_us = (r.client.user_s + r.client.sys_s) * 1e6 / q.completed as f64;
+    assert!((r.client.cpu_us_per_request - cpu_us).abs() < 1e-6 * cpu_us.max(1.0));
+}
+
+#[test]
+fn merged_single_thread_runs_keep_a_multi_thread_runs_invariants() {
+    const THREADS: u32 = 3;
+    const PER_THREAD: u64 = 400;
+    let addr = serve();
+    let parts: Vec<Report> = (0..THREADS)
+        .map(|_| httpbench_engine::run(&spec(addr, 2, 1, PER_THREAD)).unwrap())
+        .collect();
+    let merged = Report::merge(&parts).unwrap();
+    let real = httpbench_engine::run(&spec(
+        addr,
+        2 * THREADS,
+        THREADS,
+        PER_THREAD * u64::from(THREADS),
+    ))
+    .unwrap();
+    for r in [&merged, &real] {
+        check_invariants(r, PER_THREAD * u64::from(THREADS), THREADS as usize);
+    }
+    // Merging adds: counts, the histogram's, and the parts' per-second requests second by second.
+    assert_eq!(
+        merged.duration_s,
+        parts.iter().map(|r| r.duration_s).fold(0.0, f64::max)
+    );
+    assert_eq!(
+        merged.latency.total.max_us,
+        parts.iter().map(|r| r.latency.total.max_us).max().unwrap()
+    );
+    assert_eq!(
+        merged.connections.opened,
+        parts.iter().map(|r| r.connections.opened).sum::<u64>()
+    );
+    assert_eq!(
+        merged.bytes.read,
+        parts.iter().map(|r| r.bytes.read).sum::<u64>()
+    );
+    for point in &merged.timeseries {
+        let at = |r: &Report| {
+            r.timeseries
+                .iter()
+                .find(|p| p.second == point.second)
+                .map_or(0, |p| p.requests)
+        };
+        assert_eq!(point.requests, parts.iter().map(at).sum::<u64>());
+    }
+    // One part merged is itself.
+    let mut alone = Report::merge(&parts[..1]).unwrap();
+    // A mean weighted back by its own count may be off by the last bit.
+    let delay = parts[0].client.handling_delay_us;
+    assert!((alone.client.handling_delay_us - delay).abs() <= 1e-9 * delay);
+    alone.client.handling_delay_us = delay;
+    assert_eq!(
+        serde_json::to_value(&alone).unwrap(),
+        serde_json::to_value(&parts[0]).unwrap()
+    );
+    assert!(Report::merge(&[]).is_err());
+}
+
+#[test]
+fn an_open_loop_that_falls_short_says_so_once_merged() {
+    let addr = serve();
+    let mut part = httpbench_engine::run(&LoadSpec {
+        rate: Some(200.0),
+        stop: Stop::Duration(0.3),
+        ..spec(addr, 2, 1, 0)
+    })
+    .unwrap();
+    let target = part.open_loop.as_ref().unwrap().target_rate;
+    assert_eq!(target, 200.0);
+    // A part that sent nothing halves the achieved rate of the whole against the doubled target.
+    let mut idle = part.clone();
+    idle.requests.sent = 0;
+    idle.open_loop.as_mut().unwrap().achieved_rate = 0.0;
+    part.aborted = Some("stopped on request before the end".into());
+    let merged = Report::merge(&[part.clone(), idle]).unwrap();
+    let o = merged.open_loop.unwrap();
+    assert_eq!(o.target_rate, 2.0 * target);
+    assert!(o.fell_short && !part.open_loop.unwrap().fell_short);
+    assert_eq!(
+        merged.aborted.as_deref(),
+        Some("stopped on request before the end")
+    );
+}
