@@ -166,6 +166,36 @@ time to 1st byte:        0us         0us         0us         0us     0.00%
 req/s           :       0.00        0.00        0.00        0.00   100.00%
 """
 
+# h2load 1.52.0 against `httpbench-testserver --mode status --status 503`: its manual says
+# "failed" counts requests that failed "including HTTP level failures (non-successful HTTP status
+# code)" and "errored" the same "except for HTTP level failures"; here every response is a 503,
+# so failed is 20 and errored 0.
+H2LOAD_503 = """\
+starting benchmark...
+spawning thread #0: 2 total client(s). 20 total requests
+Application protocol: http/1.1
+progress: 10% done
+progress: 20% done
+progress: 30% done
+progress: 40% done
+progress: 50% done
+progress: 60% done
+progress: 70% done
+progress: 80% done
+progress: 90% done
+progress: 100% done
+
+finished in 1.62ms, 12330.46 req/s, 746.57KB/s
+requests: 20 total, 20 started, 20 done, 0 succeeded, 20 failed, 0 errored, 0 timeout
+status codes: 0 2xx, 0 3xx, 0 4xx, 20 5xx
+traffic: 1.21KB (1240) total, 300B (300) headers (space savings 0.00%), 140B (140) data
+                     min         max         mean         sd        +/- sd
+time for request:       35us       205us        68us        40us    85.00%
+time for connect:      227us       555us       391us       232us   100.00%
+time to 1st byte:      371us       761us       566us       275us   100.00%
+req/s           :    7192.31     9435.40     8313.86     1586.11   100.00%
+"""
+
 
 # --------------------------------------------------------------------------- parsers
 
@@ -242,6 +272,14 @@ def test_h2load_parser_refused():
     assert r["requests"]["completed"] == 0 and r["errors_total"] == 100
     assert r["duration_s"] == pytest.approx(352e-6)
     assert r["latency"]["total"]["mean_us"] is None   # its zeros are not times
+
+
+def test_h2load_parser_failing_status_is_not_an_error():
+    r = h2load.parse(H2LOAD_503)
+    assert r["status"]["5xx"] == 20 and r["requests"]["completed"] == 20
+    # The 503s are in "failed" already; they are statuses, not transport errors.
+    assert r["errors"] == {"failed": 20, "errored": 0, "timeout": 0}
+    assert r["errors_total"] == 0 and r["requests"]["failed"] == 0
 
 
 # --------------------------------------------------------------------------- command lines

@@ -87,6 +87,10 @@ def _latency(csv_text: Optional[str], completed: int) -> dict:
                    p99_us=at.get(99), max_us=at.get(100))
 
 
+def tool_version() -> Optional[str]:
+    return version(("ab", "-V"), r"Version ([\w.]+)")
+
+
 def run(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
         keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="httpbench-ab-") as tmp:
@@ -94,4 +98,4 @@ def run(url: str, connections: int, budget_requests: Optional[int], budget_secon
         done = execute(argv(url, connections, budget_requests, budget_seconds, keep_alive, pipeline, csv_path),
                        cpus, timeout)
         csv_text = open(csv_path).read() if os.path.exists(csv_path) else None
-    return finish(parse(done.stdout, csv_text), done, version(("ab", "-V"), r"Version ([\w.]+)"), 1, timeout)
+    return finish(parse(done.stdout, csv_text), done, tool_version(), 1, timeout)

@@ -68,9 +68,13 @@ def _times(label: str, stdout: str, count: Optional[int] = None) -> dict:
     return summary(count=count, min_us=low, max_us=high, mean_us=mean, stdev_us=sd)
 
 
+def tool_version() -> Optional[str]:
+    return version(("h2load", "--version"), r"^h2load (\S+)")
+
+
 def run(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
         keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> dict:
     threads = min(max(1, len(cpus)), connections)
     done = execute(argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, pipeline),
                    cpus, timeout)
-    return finish(parse(done.stdout), done, version(("h2load", "--version"), r"^h2load (\S+)"), threads, timeout)
+    return finish(parse(done.stdout), done, tool_version(), threads, timeout)

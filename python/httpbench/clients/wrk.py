@@ -73,15 +73,23 @@ def parse(stdout: str) -> dict:
     return report
 
 
+def pipeline_script(directory: str, depth: int) -> str:
+    """Write the Lua script that makes wrk pipeline `depth` requests into `directory`; its path."""
+    path = os.path.join(directory, f"pipeline{depth}.lua")
+    with open(path, "w") as f:
+        f.write(PIPELINE_LUA.format(depth=depth))
+    return path
+
+
+def tool_version() -> Optional[str]:
+    return version(("wrk", "-v"), r"^wrk (\S+)")
+
+
 def run(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
         keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> dict:
     threads = min(max(1, len(cpus)), connections)
     with tempfile.TemporaryDirectory(prefix="httpbench-wrk-") as tmp:
-        script = None
-        if pipeline > 1:
-            script = os.path.join(tmp, f"pipeline{pipeline}.lua")
-            with open(script, "w") as f:
-                f.write(PIPELINE_LUA.format(depth=pipeline))
+        script = pipeline_script(tmp, pipeline) if pipeline > 1 else None
         done = execute(argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, script),
                        cpus, timeout)
-    return finish(parse(done.stdout), done, version(("wrk", "-v"), r"^wrk (\S+)"), threads, timeout)
+    return finish(parse(done.stdout), done, tool_version(), threads, timeout)
