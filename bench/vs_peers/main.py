@@ -1,0 +1,269 @@
+"""bench/engine_vs_peers: the command line, the facts a report starts with, and the loop over
+servers, scenarios, repetitions and tools (round-robin, so drift hits every tool alike)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from httpbench.placement import PlacementError, parse_cpus
+from httpbench.servers import ServerFailed, VerificationFailed
+from httpbench.servers.host import ServerHost
+
+from vs_peers import report, servers, targets
+from vs_peers.matrix import SCENARIOS, SERVERS, TOOLS, Run, Scenario, build
+from vs_peers.tools import APT_HINT, PEERS, measure
+
+# Seconds between two client runs: lets TIME_WAIT and the server's teardown settle a little.
+PAUSE_S = 0.5
+# Before repeating a noisy run: give whatever else ran a moment to finish.
+NOISY_PAUSE_S = 2.0
+
+
+class ServerDied(Exception):
+    pass
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="bench/engine_vs_peers",
+        description="Benchmark httpbench-load side by side with wrk, h2load and ab against nginx, h2o and "
+                    "the reference server on 127.0.0.1 (see bench/README.md).")
+    ap.add_argument("--httpbench", default="target/release/httpbench-load", metavar="PATH",
+                    help="httpbench-load binary (default: %(default)s)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per tool and scenario (default 3)")
+    ap.add_argument("--duration", type=int, default=5, help="seconds per run (default 5)")
+    ap.add_argument("--levels", default="10,100,1000",
+                    help="keep-alive connection levels against nginx, all tools (default %(default)s)")
+    ap.add_argument("--big", type=int, default=10000,
+                    help="large keep-alive level, wrk and httpbench only; 0 to skip (default %(default)s)")
+    ap.add_argument("--quick", action="store_true", help="1 run of 2 s each")
+    ap.add_argument("--tools", default=",".join(TOOLS), help="subset of %(default)s")
+    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="subset of %(default)s")
+    ap.add_argument("--server-cpu", default="0", help="CPU list for servers, e.g. 0 or 0-1 (default 0)")
+    ap.add_argument("--client-cpu", default="1", help="CPU list for clients (default 1)")
+    ap.add_argument("--noisy", type=float, default=50, metavar="PCT",
+                    help="repeat a run once if other processes used more than PCT%% of a CPU "
+                         "meanwhile (at most a third of the runs are repeated); 0: never "
+                         "(default %(default)s)")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the report as Markdown (for bench/RESULTS.md) instead of text")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.runs, a.duration = 1, 2
+    try:
+        a.levels = [int(x) for x in a.levels.split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--levels {a.levels!r} is not a list of connection counts such as 10,100")
+    a.tools = [t.strip() for t in a.tools.split(",") if t.strip()]
+    a.scenarios = [s.strip() for s in a.scenarios.split(",") if s.strip()]
+    for flag, given, known in (("--tools", a.tools, TOOLS), ("--scenarios", a.scenarios, SCENARIOS)):
+        unknown = [x for x in given if x not in known]
+        if unknown:
+            ap.error(f"{flag}: unknown {', '.join(unknown)}; choose from {','.join(known)}")
+    if a.runs < 1 or a.duration < 1 or min(a.levels, default=1) < 1 or a.big < 0:
+        ap.error("--runs, --duration and --levels must be >= 1, --big >= 0")
+    try:
+        a.server_cpus = parse_cpus(a.server_cpu, "--server-cpu")
+        a.client_cpus = parse_cpus(a.client_cpu, "--client-cpu")
+    except PlacementError as e:
+        ap.error(str(e))
+    return a
+
+
+# --------------------------------------------------------------------------- facts
+
+def httpbench_status(path: str) -> Tuple[Optional[str], Optional[str]]:
+    """(its version line, None), or (None, why it cannot run)."""
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return None, f"not found: {path}"
+    try:
+        p = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"{path}: {e}"
+    if p.returncode != 0:
+        return None, f"{path} --version: exit {p.returncode} {(p.stdout + p.stderr).strip()[:100]}"
+    return (p.stdout.strip().splitlines() or ["?"])[0], None
+
+
+def versions(httpbench: str) -> List[Tuple[str, str]]:
+    out = [(name, servers.version(name)) for name in ("nginx", "h2o")]
+    out += [(name, module.tool_version() or "missing") for name, module in PEERS.items()]
+    return out + [("reference", servers.version("reference")), ("httpbench", httpbench)]
+
+
+def host_line() -> str:
+    model = distro = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+        with open("/etc/os-release") as f:
+            distro = next((line.split("=", 1)[1].strip().strip('"') for line in f
+                           if line.startswith("PRETTY_NAME=")), distro)
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count() or 0} CPUs; Linux {platform.release()}; {distro}"
+
+
+def raise_file_limit(options: argparse.Namespace) -> None:
+    """Clients with 10,000 connections need the descriptors; they inherit our limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    need = max(options.levels + [options.big]) + 100
+    if hard < need:
+        log(f"warning: open-file limit {hard} < {need} needed for the largest level")
+
+
+# --------------------------------------------------------------------------- the loop
+
+@dataclass
+class Progress:
+    total: int
+    retries_left: int   # a third of the runs at most are repeated for noise
+    done: int = 0
+
+
+def skip_unavailable(scenario: Scenario, hb_why: Optional[str]) -> None:
+    for tool in scenario.tools:
+        if tool == "httpbench" and hb_why:
+            scenario.skipped[tool] = f"not available ({hb_why})"
+        elif tool in PEERS and shutil.which(tool) is None:
+            scenario.skipped[tool] = f"missing ({APT_HINT})"
+
+
+def run_once(tool: str, scenario: Scenario, url: str, host: ServerHost, options, workdir: str,
+             progress: Progress) -> Run:
+    """One run of `tool`, repeated once if other processes took more than --noisy meanwhile (a
+    shared machine), within the global budget of repeats; flagged if still noisy."""
+    def noisy(run: Run) -> bool:
+        return bool(options.noisy) and (run.others_pct or 0) > options.noisy
+
+    run = measure(tool, url, scenario, host, options, workdir)
+    if noisy(run) and progress.retries_left > 0:
+        progress.retries_left -= 1
+        log(f"   [{scenario.key}] {tool:<9} noisy (others used {report.fmt(run.others_pct)}% CPU): repeating")
+        time.sleep(NOISY_PAUSE_S)
+        check_alive(host, scenario.server)
+        run = measure(tool, url, scenario, host, options, workdir)
+    run.noisy = noisy(run)
+    return run
+
+
+def check_alive(host: ServerHost, name: str) -> None:
+    if not host.alive():
+        raise ServerDied(f"{name} died:\n{host.running.log_tail()}")
+
+
+def run_scenario(scenario: Scenario, url: str, host: ServerHost, options, workdir: str, progress: Progress) -> None:
+    log(f"-- {scenario.title}")
+    for repetition in range(1, options.runs + 1):
+        for tool in scenario.tools:
+            if tool in scenario.skipped:
+                continue
+            check_alive(host, scenario.server)
+            run = run_once(tool, scenario, url, host, options, workdir, progress)
+            scenario.runs[tool].append(run)
+            progress.done += 1
+            log(f"   [{progress.done}/{progress.total} {scenario.key} run {repetition}] {tool:<9} "
+                f"{report.fmt(run.rps)} req/s  {report.fmt(run.us_per_req, 2)} us/req  errors "
+                f"{report.fmt(run.errors)}" + (f"  ({run.problem})" if run.problem else ""))
+            time.sleep(PAUSE_S)
+
+
+def run_server(name: str, scenarios: List[Scenario], options, workdir: str, progress: Progress) -> None:
+    """Every scenario against server `name`, started once for all of them."""
+    if not servers.installed(name):
+        for s in scenarios:
+            s.skipped.update({tool: f"{name} missing ({servers.install_hint(name)})" for tool in s.tools})
+        return
+    try:
+        host, url = servers.start(name, options.server_cpus)
+    except (ServerFailed, VerificationFailed) as e:
+        log(f"error: {e}")
+        for s in scenarios:
+            s.skipped.update({tool: f"{name} failed to start" for tool in s.tools})
+        return
+    log(f"  {name} ready at {url} (pid {host.running.pid})")
+    try:
+        for s in scenarios:
+            run_scenario(s, url, host, options, workdir, progress)
+    finally:
+        host.stop()
+
+
+def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str]) -> int:
+    """Run every scenario, server by server; 0, or 1 if a server died (what ran is kept)."""
+    for s in scenarios:
+        skip_unavailable(s, hb_why)
+    runs = sum(len(s.tools) - len(s.skipped) for s in scenarios) * options.runs
+    progress = Progress(runs, runs // 3)
+    log(f"matrix: {len(scenarios)} scenarios, {runs} client runs of {options.duration} s "
+        f"(~{int(runs * (options.duration + 1.5) + 30) // 60 + 1} min with start-up)")
+    by_server: Dict[str, List[Scenario]] = {name: [s for s in scenarios if s.server == name] for name in SERVERS}
+    workdir = tempfile.mkdtemp(prefix="httpbench-evp-")
+    try:
+        for name, mine in by_server.items():
+            if mine:
+                run_server(name, mine, options, workdir, progress)
+    except ServerDied as e:
+        log(f"error: {e}")
+        return 1
+    except KeyboardInterrupt:
+        log("interrupted; reporting what ran")
+        return 130
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def _on_signal(signum, frame):
+    raise SystemExit(128 + signum)   # unwinds, so the servers are stopped
+
+
+def main(argv: Sequence[str]) -> int:
+    options = parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+    raise_file_limit(options)
+    hb_version, hb_why = httpbench_status(options.httpbench)
+    if hb_why and "httpbench" in options.tools:
+        log(f"httpbench-load: not available ({hb_why}); running the peers only")
+    if shutil.which("taskset") is None:
+        log("taskset is missing: apt-get install -y util-linux")
+        return 2
+    found = versions(hb_version or f"not available ({hb_why})")
+    for name, version in found:
+        log(f"{name:<9} {version}")
+    host = host_line()
+    log("host: " + host)
+
+    scenarios = build(options.levels, options.big, options.scenarios, options.tools)
+    started = time.monotonic()
+    code = run_matrix(scenarios, options, hb_why)
+    log(f"elapsed {time.monotonic() - started:.0f} s")
+
+    io = next((run.engine_io for s in scenarios for run in s.runs.get("httpbench", []) if run.engine_io), None)
+    if io:
+        found = [(name, f"{version} (io: {io})" if name == "httpbench" else version) for name, version in found]
+    method = (f"{options.runs} run(s) x {options.duration} s per tool, medians; server pinned to CPU "
+              f"{options.server_cpu}, client to CPU {options.client_cpu}, one client thread")
+    facts = (host, shlex.join([sys.argv[0], *argv]), method, found)
+    checked = targets.targets(options.levels, options.big, scenarios)
+    print((report.markdown if options.markdown else report.text)(facts, scenarios, checked))
+    return code

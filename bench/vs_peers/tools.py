@@ -1,0 +1,103 @@
+"""One tool's run against a server, through the package: the peers' command lines, process
+handling and parsers from httpbench.clients, httpbench-load's own JSON report, and the server's
+and the other processes' CPU from the ServerHost's monitor window around the run."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import List, Optional
+
+from httpbench import clients
+from httpbench.clients import ClientError, ab, h2load, wrk
+from httpbench.servers.host import ServerHost
+
+from vs_peers.matrix import PIPELINE, Run, Scenario
+
+APT_HINT = "apt-get install -y wrk apache2-utils nghttp2-client"
+PEERS = {"wrk": wrk, "h2load": h2load, "ab": ab}
+# Status groups that are failures, under each parser's own names (ab's non_2xx counts 3xx too).
+FAILING_STATUS = ("4xx", "5xx", "non_2xx", "non_2xx_3xx")
+
+
+def command(tool: str, url: str, scenario: Scenario, duration: int, httpbench: str, workdir: str) -> List[str]:
+    """The tool's command line for `scenario`: one thread, `duration` seconds."""
+    keep_alive = scenario.mode != "close"
+    pipeline = PIPELINE if scenario.mode == "pipe" else 1
+    if tool == "wrk":
+        script = wrk.pipeline_script(workdir, pipeline) if pipeline > 1 else None
+        argv = wrk.argv(url, scenario.conns, None, duration, True, 1, script)
+        if not keep_alive:
+            # wrk cannot turn keep-alive off; asking the server to close is the nearest it comes
+            # (it still speaks HTTP/1.1 and reconnects), as the scenario's title says.
+            argv[-1:-1] = ["-H", "Connection: close"]
+        return argv
+    if tool == "h2load":
+        return h2load.argv(url, scenario.conns, None, duration, keep_alive, 1, pipeline)
+    if tool == "ab":
+        return ab.argv(url, scenario.conns, None, duration, keep_alive, pipeline, _ab_csv(workdir))
+    mode = {"pipe": ["--pipeline", str(PIPELINE)], "close": ["--no-keepalive"]}.get(scenario.mode, [])
+    return [httpbench, "-c", str(scenario.conns), "-t", "1", "-d", f"{duration}s", "--json", *mode, url]
+
+
+def _ab_csv(workdir: str) -> str:
+    return os.path.join(workdir, "ab-percentiles.csv")
+
+
+def failures(report: dict) -> int:
+    """Requests that failed: transport errors plus responses with a failing status. The parsers
+    keep the two apart (`errors_total`, `status`), so each is counted once; for h2load the sum is
+    its own "failed", which its manual says includes "HTTP level failures"."""
+    status = report["status"]
+    return (report["errors_total"] or 0) + sum(status.get(group) or 0 for group in FAILING_STATUS)
+
+
+def measure(tool: str, url: str, scenario: Scenario, host: ServerHost, options, workdir: str) -> Run:
+    """Run `tool` once, pinned to the client CPUs, inside one monitor window of the server."""
+    duration = options.duration
+    argv = command(tool, url, scenario, duration, options.httpbench, workdir)
+    if tool == "ab" and os.path.exists(_ab_csv(workdir)):
+        os.remove(_ab_csv(workdir))   # a run that writes none must not read the last one's
+    host.start_window()
+    try:
+        done = clients.execute(argv, options.client_cpus, duration + clients.GRACE_S + scenario.conns / 500)
+    except ClientError as e:
+        return Run(tool, argv, problem=str(e))
+    finally:
+        window = host.end_window()
+    return judge(tool, done, parse(tool, done, workdir), window)
+
+
+def parse(tool: str, done: clients.Finished, workdir: str) -> Optional[dict]:
+    """The run's report in the engine's shape, or None when httpbench-load printed no JSON."""
+    if tool == "ab":
+        csv = _ab_csv(workdir)
+        return ab.parse(done.stdout, open(csv).read() if os.path.exists(csv) else None)
+    if tool in PEERS:
+        return PEERS[tool].parse(done.stdout)
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        return None
+
+
+def judge(tool: str, done: clients.Finished, report: Optional[dict], window: dict) -> Run:
+    """The run's figures, and what was wrong with it if anything."""
+    others = window["others_cpu_cores"]
+    run = Run(tool, done.argv, server_pct=100 * (window["cpu_user_cores"] + window["cpu_sys_cores"]),
+              others_pct=None if others is None else 100 * others)
+    if report is None or not (report["requests"]["per_second"] or 0) > 0:
+        tail = (done.stderr.strip() or done.stdout.strip())[-400:]
+        run.problem = f"exit {done.returncode}, no req/s parsed: " + tail.replace("\n", " | ")
+        return run
+    requests = report["requests"]
+    run.rps, run.completed, run.errors = requests["per_second"], requests["completed"], failures(report)
+    if run.completed:
+        run.us_per_req = (done.user_s + done.sys_s) / run.completed * 1e6
+    if done.interrupted:
+        run.problem = "stopped at its time limit"
+    elif done.returncode != 0:
+        run.problem = f"exit {done.returncode}"
+    if tool == "httpbench":
+        run.engine_io = report["engine"]["io"]
+    return run
