@@ -1,10 +1,13 @@
 """A server that dies under load, for real: nginx started by the suite's adapter, killed with
 SIGKILL by PID from the test in the middle of a level. Its master dying stops the cell, kills
 what is left of its session, flags the level `crashed` and keeps the cell out of every ranking;
-one of its workers dying flags the level `server_restarted` and says so on the console."""
+one of its workers dying flags the level `server_restarted` and says so on the console. A server
+that stops answering while its process lives on ends the load early: the round is stored, flagged
+`ended_early`, and its cell stops as the dead master's does."""
 
 import os
 import signal
+import sys
 import threading
 
 from httpbench import plan as plans, results
@@ -128,3 +131,90 @@ def test_a_worker_leaving_without_a_replacement_is_a_pool_shrinking_not_a_restar
     flag = honesty.server_restarted({"server": window, "errors_total": 3})
     assert flag.kind == "server_restarted"
     assert flag.reason == "worker pid 7 exited; 1 new worker appeared (pid 9); 3 requests failed in the round"
+
+
+# Serves the docroot with keep-alive until it has begun LIMIT requests, then closes its listening
+# socket and every connection, and lives on: each connect is refused from then on.
+DEAF_AFTER = """
+import functools, http.server, sys, threading, time
+host, port, docroot, limit = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+begun, gone, lock = [0], threading.Event(), threading.Lock()
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True   # headers and body are two writes: no 40 ms delayed ACK between
+
+    def handle_one_request(self):
+        with lock:
+            begun[0] += 1
+            if begun[0] > limit:
+                gone.set()
+        if gone.is_set():
+            self.close_connection = True
+        else:
+            super().handle_one_request()
+
+    def log_message(self, *args):
+        pass
+
+server = http.server.ThreadingHTTPServer((host, port), functools.partial(Handler, directory=docroot))
+server.timeout = 0.05
+while not gone.is_set():
+    server.handle_request()
+server.socket.close()
+while True:
+    time.sleep(60)
+"""
+
+
+def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_path):
+    script = tmp_path / "deaf_after.py"
+    script.write_text(DEAF_AFTER)
+    # Level 1 is served whole (the verification's request and 200), level 2 loses its server
+    # halfway: the engine gives up after its connects were refused for 1 s.
+    plan = short_plan(tmp_path, '["deaf"]', "1, 2, 4", "requests = 200",
+                      tables=f'[server.deaf]\ncommand = "{sys.executable} {script} {{host}} {{port}} {{docroot}} 300"\n')
+    notes: list = []
+    sweep = Sweep(plans.load(str(plan)), Store(str(tmp_path / "r.db")), Placement.choose("0", "1"),
+                  progress=Progress(on_note=notes.append))
+    sweep._client_ceiling = lambda: None
+    run_id = run_of(sweep)
+    run = sweep.store.run(run_id)
+    assert run["status"] == "cells failed"
+    (cell,) = run["cells"]
+    # The round the load ended early in is stored with what it measured, flagged with the
+    # engine's reason; no level is measured after it.
+    assert [r["level"] for r in cell["rounds"]] == [1, 2]
+    first, ended = (r["measurement"] for r in cell["rounds"])
+    assert first["requests"]["completed"] == 200 and not first["aborted"]
+    assert ended["aborted"] and 0 < ended["requests"]["completed"] < 200
+    flags = {f["kind"]: f["reason"] for f in ended["flags"]}
+    assert flags.get("ended_early") == ended["aborted"] and "refused" in flags["ended_early"], flags
+    assert "crashed" not in flags
+    assert cell["status"] == "failed" and cell["error"].startswith("the load ended early at level 2: "), cell["error"]
+    assert any("deaf" in note and "ended early at level 2" in note for note in notes), notes
+    # Shown incomplete and never ranked, with the flag's meaning in the cautions.
+    measured = results.load(sweep.store, run_id)
+    (group,) = results.groups(measured.measured)
+    (deaf,) = group.cells
+    assert group.ranked() == [] and group.incomplete(deaf) and "ended_early" in group.flags(deaf, [2])
+    assert any("flagged ended_early" in line for line in summary.cautions([measured]))
+    # Resumed on a fresh server, the cell measures level 4 and is done; the level that ended
+    # early stays stored as it was, so the cell is still no result to rank.
+    resumed = Sweep(sweep.plan, sweep.store, sweep.placement)
+    resumed._client_ceiling = lambda: None
+    resumed.run(run_id)
+    (group,) = results.groups(results.load(sweep.store, run_id).measured)
+    (deaf,) = group.cells
+    assert deaf.status == "done" and deaf.level_numbers == (1, 2, 4) and group.ranked() == []
+    assert group.incomplete(deaf).startswith("the load ended early at level 2"), group.incomplete(deaf)
+
+
+def test_a_load_that_ended_early_because_the_server_died_is_flagged_crashed_only():
+    from httpbench import honesty
+    # The engine gives up on a server that is gone; when its process died, that death is the
+    # cause, said once (the engine's reason stays in the stored `aborted`).
+    aborted = {"aborted": "the server stopped answering: every connection to 127.0.0.1:1 was refused for 1 s"}
+    assert honesty.ended_early({**aborted, "server": {"crashed": False}}).reason == aborted["aborted"]
+    assert honesty.ended_early({**aborted, "server": {"crashed": True, "events": ["pid 7 died"]}}) is None
+    assert honesty.ended_early({"aborted": None, "server": {}}) is None

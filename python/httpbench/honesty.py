@@ -31,14 +31,17 @@ NOISY_CV = 0.05
 SERVER_WAIT_LIMIT = 0.10
 CLIENT_WAIT_LIMIT = 0.10
 OTHERS_CPU_LIMIT = 0.25
+# Flags that stop their cell (the sweep fails it at that level), with what each says of the
+# level: a cell holding one is never ranked, even once --resume has measured the levels it lacked.
+CELL_STOPPERS = {"crashed": "its server died during", "ended_early": "the load ended early at"}
 AUTO_CV = 0.025             # rounds = "auto" stops once cv drops below this
 AUTO_MIN_ROUNDS = 3
 
 
 @dataclass(frozen=True)
 class Flag:
-    kind: str     # client_saturated, littles_law, noisy, crashed, server_restarted (the sweep adds
-                  # others, e.g. shared_cpus)
+    kind: str     # client_saturated, littles_law, noisy, crashed, server_restarted, ended_early
+                  # (the sweep adds others, e.g. shared_cpus)
     reason: str   # one sentence with the numbers, shown next to the figure
 
 
@@ -182,6 +185,16 @@ def crashed(m: dict) -> Optional[Flag]:
     if not window.get("crashed"):
         return None
     return Flag("crashed", "; ".join(window.get("events") or ["the server died"]))
+
+
+def ended_early(m: dict) -> Optional[Flag]:
+    """The load ended before its budget (`aborted`): the engine gave up on a server that stopped
+    answering, or ab/wrk/h2load hit their time limit. The figures cover only part of the level,
+    and a server that stopped answering would be measured again at the next. A server whose main
+    process died is flagged `crashed` instead: its death is why the load ended, said once."""
+    if not m.get("aborted") or (m.get("server") or {}).get("crashed"):
+        return None
+    return Flag("ended_early", m["aborted"])
 
 
 def server_restarted(m: dict) -> Optional[Flag]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Dict, List, Optional, Sequence, Tuple
 
 from httpbench import engine
-from httpbench.honesty import NOISY_CV
+from httpbench.honesty import CELL_STOPPERS, NOISY_CV
 from httpbench.stats import LevelStats
 
 # A requests budget shared by every cell of a group makes "total time" a measured wall time (000,
@@ -95,15 +95,16 @@ class CellResult:
 
     @property
     def finished(self) -> bool:
-        """Whether every level was measured on a server alive to the end: a cell that failed
-        (its server died), was interrupted or stopped is shown, never ranked; so is one resumed
-        after its server died, which keeps the level measured against what was left of it."""
-        return self.status == "done" and not self.crashed_at
+        """Whether every level was measured whole on a server alive to the end: a cell that
+        failed (its server died, or a load ended early), was interrupted or stopped is shown,
+        never ranked; so is one resumed after that, which keeps the level that stopped it."""
+        return self.status == "done" and not self.stopped_by
 
     @property
-    def crashed_at(self) -> Tuple[int, ...]:
-        """The levels its server died in."""
-        return tuple(lv.level for lv in self.levels if "crashed" in lv.flags)
+    def stopped_by(self) -> List[str]:
+        """What stopped the cell in a level still stored: "its server died during level 1"."""
+        levels = {kind: tuple(lv.level for lv in self.levels if kind in lv.flags) for kind in CELL_STOPPERS}
+        return [f"{CELL_STOPPERS[kind]} {levels_text(at)}" for kind, at in levels.items() if at]
 
 
 @dataclass(frozen=True)
@@ -207,8 +208,8 @@ class Group:
         """How `cell` did not finish, or lacks levels that others of its group measured; None if
         neither."""
         measured = f"measured {levels_text(cell.level_numbers)} of {levels_text(self.every_level)}"
-        if cell.status == "done" and cell.crashed_at:
-            return f"its server died during {levels_text(cell.crashed_at)} ({measured}), so it is not ranked"
+        if cell.status == "done" and cell.stopped_by:
+            return f"{' and '.join(cell.stopped_by)} ({measured}), so it is not ranked"
         if not cell.finished:
             ended = {"interrupted": "was interrupted", "stopped": "was stopped", "running": "has not finished"}
             return f"its cell {ended.get(cell.status, cell.status)} ({measured}), so it is not ranked"
@@ -331,7 +332,7 @@ def of_run(run: dict) -> RunResults:
     try:
         plan = plans.parse(run["plan_text"], f"run {run['id']}")
         baseline, client, budget = plan.baseline, plan.client, plan.budget.requests
-    except ValueError:
+    except plans.PlanError:
         # A plan this httpbench no longer accepts still has results worth showing.
         baseline, client, budget = None, "engine", None
     results = RunResults(id=run["id"], plan_name=run["plan_name"], plan_text=run["plan_text"], status=run["status"],

@@ -5,7 +5,9 @@ A cell is server x profile x workload x keep-alive x CPU count. For each: start 
 to its CPUs, verify it, warm it up, then measure; the monitor's window of each round is stored
 with the round. A crash or Ctrl-C loses at most the round in flight, and `resume` picks up at the
 first round not stored. A server that dies stops its cell: the round it died in is stored, flagged
-`crashed`, and nothing more is measured against what is left of it.
+`crashed`, and nothing more is measured against what is left of it. So does a load that ended
+early (the engine gave up on a server that stopped answering, or a client hit its time limit): the
+round is stored, flagged `ended_early`, and the cell fails there.
 """
 
 from __future__ import annotations
@@ -259,10 +261,12 @@ class Sweep:
 
     def _server_whole(self, cell: Cell, level: int, measurement: dict) -> None:
         """Stops the cell if its server died during the round just stored (what is left of it is
-        killed as the cell ends); says so if one of its workers was restarted."""
+        killed as the cell ends) or the round's load ended early; says so if one of its workers
+        was restarted."""
         reasons = {f["kind"]: f["reason"] for f in measurement["flags"]}
-        if "crashed" in reasons:
-            raise servers.ServerFailed(f"{cell.server} died during level {level}: {reasons['crashed']}")
+        for kind, what in honesty.CELL_STOPPERS.items():
+            if kind in reasons:
+                raise servers.ServerFailed(f"{what} level {level}: {reasons[kind]}")
         if "server_restarted" in reasons:
             self.progress.on_note(f"{cell.key}: level {level} flagged server_restarted: {reasons['server_restarted']}")
 
@@ -292,7 +296,7 @@ class Sweep:
         # On a cluster the client hosts' waits are judged with their saturation, host by host.
         flags.append(honesty.contended(cell.server, measurement["server"],
                                        None if self.cluster else measurement.get("client")))
-        flags += [honesty.crashed(measurement), honesty.server_restarted(measurement)]
+        flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
         measurement["flags"] = [asdict(f) for f in _merged(flags)]
         return measurement
 
