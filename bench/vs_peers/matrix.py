@@ -19,9 +19,7 @@ class Run:
     """One tool's run in one scenario. `rps` None: it gave no figures, `problem` says why."""
 
     tool: str
-    argv: List[str]
     rps: Optional[float] = None
-    completed: Optional[int] = None
     errors: Optional[int] = None          # transport errors plus failing statuses
     us_per_req: Optional[float] = None    # the client's own user+sys CPU / completed requests
     server_pct: Optional[float] = None    # the server's CPU over the run, 100 = one core

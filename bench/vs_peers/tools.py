@@ -62,7 +62,7 @@ def measure(tool: str, url: str, scenario: Scenario, host: ServerHost, options, 
     try:
         done = clients.execute(argv, options.client_cpus, duration + clients.GRACE_S + scenario.conns / 500)
     except ClientError as e:
-        return Run(tool, argv, problem=str(e))
+        return Run(tool, problem=str(e))
     finally:
         window = host.end_window()
     return judge(tool, done, parse(tool, done, workdir), window)
@@ -84,16 +84,16 @@ def parse(tool: str, done: clients.Finished, workdir: str) -> Optional[dict]:
 def judge(tool: str, done: clients.Finished, report: Optional[dict], window: dict) -> Run:
     """The run's figures, and what was wrong with it if anything."""
     others = window["others_cpu_cores"]
-    run = Run(tool, done.argv, server_pct=100 * (window["cpu_user_cores"] + window["cpu_sys_cores"]),
+    run = Run(tool, server_pct=100 * (window["cpu_user_cores"] + window["cpu_sys_cores"]),
               others_pct=None if others is None else 100 * others)
     if report is None or not (report["requests"]["per_second"] or 0) > 0:
         tail = (done.stderr.strip() or done.stdout.strip())[-400:]
         run.problem = f"exit {done.returncode}, no req/s parsed: " + tail.replace("\n", " | ")
         return run
     requests = report["requests"]
-    run.rps, run.completed, run.errors = requests["per_second"], requests["completed"], failures(report)
-    if run.completed:
-        run.us_per_req = (done.user_s + done.sys_s) / run.completed * 1e6
+    run.rps, run.errors = requests["per_second"], failures(report)
+    if requests["completed"]:
+        run.us_per_req = (done.user_s + done.sys_s) / requests["completed"] * 1e6
     if done.interrupted:
         run.problem = "stopped at its time limit"
     elif done.returncode != 0:
