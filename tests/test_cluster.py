@@ -109,18 +109,18 @@ def test_an_address_without_a_scheme_is_plain_tcp_and_routed():
 
 def test_a_level_is_split_as_evenly_as_whole_numbers_allow():
     spec = {"urls": ["http://127.0.0.1:1/"], "connections": 10, "stop": {"requests": 1000}}
-    shares = cluster.split_spec(spec, 3)
+    shares = engine.split_spec(spec, 3)
     assert [s["connections"] for s in shares] == [4, 3, 3]
     assert [s["stop"]["requests"] for s in shares] == [334, 333, 333]
-    # Each host's engine threads are that host's choice.
-    assert all("threads" not in s for s in shares)
-    rated = cluster.split_spec({**spec, "stop": {"duration": 1.0}, "rate": 1000.0}, 4)
+    # The rest of the spec is the level's.
+    assert all(s["urls"] == spec["urls"] for s in shares)
+    rated = engine.split_spec({**spec, "stop": {"duration": 1.0}, "rate": 1000.0}, 4)
     assert sum(s["rate"] for s in rated) == pytest.approx(1000.0) and len(rated) == 4
-    assert len(cluster.split_spec({**spec, "connections": 2}, 5)) == 2
+    assert len(engine.split_spec({**spec, "connections": 2}, 5)) == 2
     # A budget smaller than the hosts: no host gets 0 requests (the engine refuses that).
-    assert [s["stop"] for s in cluster.split_spec({**spec, "connections": 1, "stop": {"requests": 1}}, 3)] == \
+    assert [s["stop"] for s in engine.split_spec({**spec, "connections": 1, "stop": {"requests": 1}}, 3)] == \
            [{"requests": 1}]
-    assert [s["stop"] for s in cluster.split_spec({**spec, "connections": 2, "stop": {"requests": 2}}, 3)] == \
+    assert [s["stop"] for s in engine.split_spec({**spec, "connections": 2, "stop": {"requests": 2}}, 3)] == \
            [{"requests": 1}, {"requests": 1}]
 
 
@@ -129,9 +129,9 @@ def test_merging_adds_counters_and_histograms_exactly(nginx):
     spec = {"urls": [url + "index.html"], "connections": 4, "stop": {"requests": 3000}}
     reports = [engine.run(spec), engine.run({**spec, "connections": 8})]
     level = {**spec, "connections": 12, "stop": {"requests": 6000}}
-    merged = cluster.merge_reports(reports, ["a", "b"], level)
+    merged = cluster.merge_hosts(reports, ["a", "b"], level)
     # The level's spec at the top, each host's share and load start under `hosts`.
-    assert "host" not in merged and "started_at" not in merged
+    assert "host" not in merged and "started_at" not in merged and merged["spec"] == level
     assert [h["report"]["spec"]["connections"] for h in merged["hosts"]] == [4, 8]
     assert [h["started_at"] for h in merged["hosts"]] == [r["started_at"] for r in reports]
     assert merged["requests"]["completed"] == 6000 == merged["latency"]["total"]["count"]
@@ -146,10 +146,23 @@ def test_merging_adds_counters_and_histograms_exactly(nginx):
     # Requests unanswered at the end: their mean wait weighted by how many, and the longest.
     for r, (n, mean, most) in zip(reports, [(2, 100.0, 150.0), (6, 300.0, 900.0)]):
         r["requests"].update(in_flight=n, in_flight_age_mean_us=mean, in_flight_age_max_us=most)
-    merged = cluster.merge_reports(reports, ["a", "b"], level)
+    reports[1]["aborted"] = "stopped on request before the end"
+    merged = cluster.merge_hosts(reports, ["a", "b"], level)
     assert merged["requests"]["in_flight"] == 8
     assert merged["requests"]["in_flight_age_mean_us"] == pytest.approx(250.0)
     assert merged["requests"]["in_flight_age_max_us"] == 900.0
+    assert merged["aborted"] == "b: stopped on request before the end"
+    assert_is_the_engines_merge(merged)
+
+
+def assert_is_the_engines_merge(level: dict) -> None:
+    """A cluster's level is `Report::merge` of its hosts' reports, but for what is the level's
+    (its spec) or each host's (facts, load start, reason to abort, named after the host)."""
+    hosts = [{**h["report"], "started_at": h["started_at"]} for h in level["hosts"]]
+    direct = engine.merge_reports(hosts)
+    own = {"spec", "host", "started_at", "aborted", "hosts", "client_hosts", "lost_hosts", "absent_hosts",
+           "start_spread_s"}
+    assert {k: v for k, v in level.items() if k not in own} == {k: v for k, v in direct.items() if k not in own}
 
 
 class StopEvent:
@@ -330,6 +343,7 @@ def test_a_level_over_two_tls_client_workers_counts_every_request(tls_cluster, n
     assert merged["requests"]["completed"] == 5000 == merged["latency"]["total"]["count"]
     assert [h["host"] for h in merged["hosts"]] == ["c1", "c2"] == merged["client_hosts"]
     assert [h["report"]["requests"]["completed"] for h in merged["hosts"]] == [2500, 2500]
+    assert_is_the_engines_merge(merged)
     # The stored spec is the level's; each host's, its share with its own engine threads.
     assert merged["spec"] == level
     assert [h["report"]["spec"]["connections"] for h in merged["hosts"]] == [3, 3]

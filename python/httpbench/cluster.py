@@ -8,7 +8,7 @@ loopback only.
 
 A level is split over the client workers (connections, rate and request budget divided as evenly
 as whole numbers allow); every engine waits at a barrier and starts when all are ready, and each
-returns its report with its HdrHistograms, which `merge_reports` adds exactly. Each host's engine
+returns its report with its HdrHistograms, which the engine's merge adds exactly. Each host's engine
 runs in a process of its own, so that a failed or abandoned level can stop it.
 """
 
@@ -33,6 +33,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from httpbench import engine
+from httpbench.errors import Error
 from httpbench.servers import ServerFailed
 
 ROLES = ("client", "server")
@@ -57,7 +58,7 @@ WORKER_TTL_S = 60.0
 ENGINE_STOP_TIMEOUT_S = 5.0
 
 
-class ClusterError(ValueError):
+class ClusterError(Error):
     """The cluster cannot be used as asked; one line saying why and what to do."""
 
 
@@ -303,91 +304,18 @@ def run_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[
 
 # ---------------------------------------------------------------- splitting and merging load
 
-def split_spec(spec: dict, parts: int) -> List[dict]:
-    """One spec per client host: connections, rate and a request budget divided as evenly as whole
-    numbers allow (the first hosts take the remainders). A level takes no more hosts than it has
-    connections and requests: a host with nothing to do would only add noise (and the engine
-    refuses a budget of 0). Each host's engine threads are its own (`engine.with_threads`)."""
-    connections = spec.get("connections", 10)
-    stop = spec.get("stop") or {}
-    parts = hosts_for(spec, parts)
-    out = []
-    for i in range(parts):
-        share = dict(spec)
-        share["connections"] = connections // parts + (i < connections % parts)
-        if spec.get("rate"):
-            share["rate"] = spec["rate"] * share["connections"] / connections
-        if "requests" in stop:
-            n = stop["requests"]
-            share["stop"] = {"requests": n // parts + (i < n % parts)}
-        out.append(share)
-    return out
-
-
-def hosts_for(spec: dict, hosts: int) -> int:
-    """How many of `hosts` client hosts the level `spec` takes: no more than its connections or
-    its request budget."""
-    stop = spec.get("stop") or {}
-    return min(hosts, spec.get("connections", 10), stop.get("requests") or hosts)
-
-
-_SUMMED = (("requests", ("sent", "completed", "failed", "in_flight")), ("bytes", ("head", "body", "read", "written")),
-           ("connections", ("opened", "server_closes")))
-
-
-def merge_reports(reports: Sequence[dict], hosts: Sequence[str], spec: dict) -> dict:
-    """One report from several hosts' reports of the level `spec`: counters added, histograms
-    added (exact percentiles), the duration the longest host's, per-second series added by second
-    (their per-second percentiles are not mergeable and left out); each host's own figures, its
-    share of the spec, its facts and when its load started, are kept under `hosts`."""
-    first = reports[0]
-    per_host = ("timeseries", "client", "hosts", "spec", "host", "started_at")
-    merged = {k: v for k, v in first.items() if k not in per_host}
+def merge_hosts(reports: Sequence[dict], hosts: Sequence[str], spec: dict) -> dict:
+    """The level `spec`'s report from its hosts' reports, merged by the engine (counts and
+    histograms added, rates and means derived again); the level's spec at the top, and each
+    host's own figures, its share of the spec, its facts and when its load started, under
+    `hosts`. An aborted host's reason is named after it."""
+    named = [{**r, "aborted": r["aborted"] and f"{h}: {r['aborted']}"} for h, r in zip(hosts, reports)]
+    merged = engine.merge_reports(named)
+    # Each host's, kept under `hosts`.
+    del merged["host"], merged["started_at"]
     merged["spec"] = spec
-    merged["duration_s"] = max(r["duration_s"] for r in reports)
-    for section, fields in _SUMMED:
-        merged[section] = {f: sum(r[section][f] for r in reports) for f in fields}
-    merged["requests"]["per_second"] = merged["requests"]["completed"] / merged["duration_s"] \
-        if merged["duration_s"] else 0.0
-    in_flight = merged["requests"]["in_flight"]
-    merged["requests"]["in_flight_age_mean_us"] = (
-        sum(r["requests"].get("in_flight_age_mean_us", 0.0) * r["requests"]["in_flight"] for r in reports) / in_flight
-        if in_flight else 0.0)
-    merged["requests"]["in_flight_age_max_us"] = max(r["requests"].get("in_flight_age_max_us", 0.0) for r in reports)
-    merged["status"] = {k: sum(r["status"][k] for r in reports) for k in first["status"]}
-    merged["errors"] = {k: sum(r["errors"][k] for r in reports) for k in first["errors"]}
-    merged["errors_total"] = sum(r["errors_total"] for r in reports)
-    merged["latency"] = {kind: engine.merge_latency([r["latency"][kind] for r in reports]) for kind in first["latency"]}
-    if first.get("open_loop"):
-        target = sum(r["open_loop"]["target_rate"] for r in reports)
-        achieved = sum(r["open_loop"]["achieved_rate"] for r in reports)
-        merged["open_loop"] = {"target_rate": target, "achieved_rate": achieved,
-                               "behind_schedule": sum(r["open_loop"]["behind_schedule"] for r in reports),
-                               "fell_short": achieved < target * 0.95}
-    seconds: Dict[int, dict] = {}
-    for r in reports:
-        for p in r.get("timeseries") or []:
-            point = seconds.setdefault(p["second"], {"second": p["second"], "requests": 0, "errors": 0,
-                                                     "p50_us": None, "p99_us": None})
-            point["requests"] += p["requests"]
-            point["errors"] += p["errors"]
-    merged["timeseries"] = [seconds[s] for s in sorted(seconds)]
-    clients = [r["client"] for r in reports]
-    merged["client"] = {
-        "threads": [t for c in clients for t in c["threads"]],
-        "user_s": sum(c["user_s"] for c in clients), "sys_s": sum(c["sys_s"] for c in clients),
-        # The busiest thread anywhere: one saturated host is enough to distort the level.
-        "busy_share": max(c["busy_share"] for c in clients),
-        "waiting_share": max(c.get("waiting_share") or 0.0 for c in clients),
-        "cpu_us_per_request": (sum(c["user_s"] + c["sys_s"] for c in clients) * 1e6 / merged["requests"]["completed"]
-                               if merged["requests"]["completed"] else 0.0),
-        # Per completed response, as each host's: Little's law counts it in the level's cycle.
-        "handling_delay_us": (sum((c.get("handling_delay_us") or 0.0) * r["requests"]["completed"]
-                                  for c, r in zip(clients, reports)) / merged["requests"]["completed"]
-                              if merged["requests"]["completed"] else 0.0),
-    }
-    merged["aborted"] = "; ".join(f"{h}: {r['aborted']}" for h, r in zip(hosts, reports) if r.get("aborted")) or None
-    merged["hosts"] = [{"host": h, "started_at": r["started_at"], "report": {k: v for k, v in r.items() if k != "started_at"}}
+    merged["hosts"] = [{"host": h, "started_at": r["started_at"],
+                        "report": {k: v for k, v in r.items() if k != "started_at"}}
                        for h, r in zip(hosts, reports)]
     return merged
 
@@ -544,7 +472,7 @@ class ClusterLoad:
             raise NoClientHost("the cluster has no client worker: start one with "
                                "'httpbench worker --scheduler ADDRESS --role client'")
         self.client_hosts_seen.update(dict.fromkeys(workers.values()))
-        shares = split_spec(spec, len(workers))
+        shares = engine.split_spec(spec, len(workers))
         chosen = list(workers)[:len(shares)]
         # The level's name for its Events, Queue and tasks: unique, since the scheduler keeps them.
         level = f"httpbench-level-{uuid.uuid4().hex}"
@@ -568,14 +496,14 @@ class ClusterLoad:
         if not reports:
             raise NoClientHost(f"every client host of the level was lost: {', '.join(workers[a] for a in lost)}")
         order = [a for a in chosen if a in reports]
-        merged = merge_reports([reports[a] for a in order], [workers[a] for a in order], spec)
+        merged = merge_hosts([reports[a] for a in order], [workers[a] for a in order], spec)
         starts = [part["started_at"] for part in merged["hosts"]]
         merged["start_spread_s"] = max(starts) - min(starts)
         merged["client_hosts"] = [workers[a] for a in chosen]
         merged["lost_hosts"] = [workers[a] for a in lost]
         gone = [name for name in self.client_hosts_seen if name not in workers.values()]
         # A level narrower than the cluster never needed them all.
-        merged["absent_hosts"] = gone if hosts_for(spec, len(self.client_hosts_seen)) > len(shares) else []
+        merged["absent_hosts"] = gone if len(engine.split_spec(spec, len(self.client_hosts_seen))) > len(shares) else []
         return merged
 
     def _barrier(self, futures: Dict[str, object], workers: Dict[str, str], level: str) -> List[str]:

@@ -44,6 +44,18 @@ def merge_latency(summaries: list) -> dict:
     return json.loads(_engine.merge_latency([s["hdr"] for s in summaries]))
 
 
+def merge_reports(reports: list) -> dict:
+    """One report from the reports of one run's parts (its hosts' engines): counts and
+    histograms added, every rate and mean derived again (the engine's ``Report::merge``)."""
+    return json.loads(_engine.merge_reports([json.dumps(r) for r in reports]))
+
+
+def split_spec(spec: dict, hosts: int) -> list:
+    """``spec`` split over ``hosts`` client hosts, one spec per host it takes: connections, rate
+    and request budget divided as the engine divides them over its threads."""
+    return [json.loads(s) for s in _engine.split_spec(json.dumps(spec), hosts)]
+
+
 def latency_spectrum(summaries: list, ticks: int = 5) -> list:
     """The percentile spectrum of the added histograms, from the median up to the largest value:
     ``[[percentile, microseconds], ...]``."""

@@ -177,13 +177,19 @@ fn abort(shared: &Shared, why: String) {
     shared.stop.store(true, Ordering::Relaxed);
 }
 
+/// Part `index` of `total` split into `parts` as evenly as whole numbers allow: the first parts
+/// take the remainder.
+fn share(total: u64, parts: u64, index: u64) -> u64 {
+    total / parts + u64::from(index < total % parts)
+}
+
 /// Spread connections (and an open loop's rate) as evenly as possible over the threads.
 fn assign(spec: &Resolved, cpus: &[usize]) -> Vec<Assignment> {
-    let (c, t) = (spec.connections as usize, spec.threads as usize);
+    let (c, t) = (u64::from(spec.connections), spec.threads as usize);
     let mut first = 0;
     (0..t)
         .map(|index| {
-            let connections = c / t + usize::from(index < c % t);
+            let connections = share(c, t as u64, index as u64) as usize;
             let a = Assignment {
                 index,
                 first_connection: first,
@@ -195,6 +201,35 @@ fn assign(spec: &Resolved, cpus: &[usize]) -> Vec<Assignment> {
             a
         })
         .collect()
+}
+
+impl LoadSpec {
+    /// One spec per client host of a run spread over `hosts` hosts: connections, rate and a
+    /// request budget split as `assign` splits connections over threads. The run takes no more
+    /// hosts than it has connections and requests, since a host with nothing to do would only add
+    /// noise (and a budget of 0 is refused). How many threads each host runs is its own choice.
+    pub fn split(&self, hosts: usize) -> Vec<LoadSpec> {
+        let budget = match self.stop {
+            Stop::Requests(n) => n,
+            Stop::Duration(_) => u64::MAX,
+        };
+        let c = u64::from(self.connections);
+        let parts = (hosts as u64).min(c).min(budget).max(1);
+        (0..parts)
+            .map(|index| {
+                let connections = share(c, parts, index);
+                LoadSpec {
+                    connections: connections as u32,
+                    rate: self.rate.map(|r| r * connections as f64 / c as f64),
+                    stop: match self.stop {
+                        Stop::Requests(n) => Stop::Requests(share(n, parts, index)),
+                        duration => duration,
+                    },
+                    ..self.clone()
+                }
+            })
+            .collect()
+    }
 }
 
 /// Descriptors the engine needs besides one per connection: rings, epoll, pipes, stdio.

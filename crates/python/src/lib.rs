@@ -120,6 +120,31 @@ fn merge_latency(hdrs: Vec<String>) -> PyResult<String> {
         .map_err(|e| EngineError::new_err(e.to_string()))
 }
 
+/// One report (JSON) from the JSON reports of one run's parts, its hosts' engines: see
+/// `Report::merge`.
+#[pyfunction]
+fn merge_reports(reports: Vec<String>) -> PyResult<String> {
+    let parts = reports
+        .iter()
+        .map(|r| serde_json::from_str(r))
+        .collect::<Result<Vec<httpbench_engine::Report>, _>>()
+        .map_err(|e| EngineError::new_err(format!("not an engine report: {e}")))?;
+    let merged = httpbench_engine::Report::merge(&parts).map_err(EngineError::new_err)?;
+    serde_json::to_string(&merged).map_err(|e| EngineError::new_err(e.to_string()))
+}
+
+/// The spec `spec_json` split over `hosts` client hosts: JSON specs, one per host it takes (see
+/// `LoadSpec::split`).
+#[pyfunction]
+fn split_spec(spec_json: &str, hosts: usize) -> PyResult<Vec<String>> {
+    let spec: httpbench_engine::LoadSpec = serde_json::from_str(spec_json)
+        .map_err(|e| EngineError::new_err(format!("bad load spec: {e}")))?;
+    spec.split(hosts)
+        .iter()
+        .map(|s| serde_json::to_string(s).map_err(|e| EngineError::new_err(e.to_string())))
+        .collect()
+}
+
 /// The percentile spectrum of the merged histograms: JSON `[[percentile, microseconds], ...]`.
 #[pyfunction]
 fn latency_spectrum(hdrs: Vec<String>, ticks: u32) -> PyResult<String> {
@@ -148,5 +173,7 @@ fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serve_reference, m)?)?;
     m.add_function(wrap_pyfunction!(merge_latency, m)?)?;
     m.add_function(wrap_pyfunction!(latency_spectrum, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_reports, m)?)?;
+    m.add_function(wrap_pyfunction!(split_spec, m)?)?;
     Ok(())
 }
