@@ -186,29 +186,31 @@ def run_scenario(scenario: Scenario, url: str, host: ServerHost, options, workdi
             time.sleep(PAUSE_S)
 
 
-def run_server(name: str, scenarios: List[Scenario], options, workdir: str, progress: Progress) -> None:
-    """Every scenario against server `name`, started once for all of them."""
+def run_server(name: str, scenarios: List[Scenario], options, workdir: str, progress: Progress) -> bool:
+    """Every scenario against server `name`, started once for all of them; False if it would
+    not start or answered wrongly (its scenarios say so and the others still run)."""
     if not servers.installed(name):
         for s in scenarios:
             s.skipped.update({tool: f"{name} missing ({servers.install_hint(name)})" for tool in s.tools})
-        return
+        return True
     try:
         host, url = servers.start(name, options.server_cpus)
     except (ServerFailed, VerificationFailed) as e:
         log(f"error: {e}")
         for s in scenarios:
             s.skipped.update({tool: f"{name} failed to start" for tool in s.tools})
-        return
+        return False
     log(f"  {name} ready at {url} (pid {host.running.pid})")
     try:
         for s in scenarios:
             run_scenario(s, url, host, options, workdir, progress)
     finally:
         host.stop()
+    return True
 
 
 def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str]) -> int:
-    """Run every scenario, server by server; 0, or 1 if a server died (what ran is kept)."""
+    """Run every scenario, server by server; 0, or 1 if a server failed (what ran is kept)."""
     for s in scenarios:
         skip_unavailable(s, hb_why)
     runs = sum(len(s.tools) - len(s.skipped) for s in scenarios) * options.runs
@@ -217,10 +219,11 @@ def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str]) -> int
         f"(~{int(runs * (options.duration + 1.5) + 30) // 60 + 1} min with start-up)")
     by_server: Dict[str, List[Scenario]] = {name: [s for s in scenarios if s.server == name] for name in SERVERS}
     workdir = tempfile.mkdtemp(prefix="httpbench-evp-")
+    started = True
     try:
         for name, mine in by_server.items():
             if mine:
-                run_server(name, mine, options, workdir, progress)
+                started = run_server(name, mine, options, workdir, progress) and started
     except ServerDied as e:
         log(f"error: {e}")
         return 1
@@ -229,7 +232,7 @@ def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str]) -> int
         return 130
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return 0
+    return 0 if started else 1
 
 
 def _on_signal(signum, frame):
