@@ -33,7 +33,6 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from httpbench import engine
-from httpbench.errors import Error
 from httpbench.servers import ServerFailed
 
 ROLES = ("client", "server")
@@ -58,7 +57,7 @@ WORKER_TTL_S = 60.0
 ENGINE_STOP_TIMEOUT_S = 5.0
 
 
-class ClusterError(Error):
+class ClusterError(ValueError):
     """The cluster cannot be used as asked; one line saying why and what to do."""
 
 
