@@ -26,6 +26,8 @@ import pytest
 
 from conftest import free_port, log_lines, nginx_plan, short_plan, stop_group
 from httpbench import cluster, engine
+from httpbench.cluster import client_host, daemons
+from httpbench.cluster.server_host import RemoteServerHost
 from httpbench.store import Store
 
 SEVEN = b"7 bytes"
@@ -101,10 +103,10 @@ def test_plain_tcp_beyond_loopback_and_bad_addresses_are_refused(tmp_path):
 
 def test_an_address_without_a_scheme_is_plain_tcp_and_routed():
     assert cluster.check_address("localhost:8786", None) == "tcp://localhost:8786"
-    assert cluster._route_address("tcp://localhost:8786") == "127.0.0.1"
-    assert cluster._listen_address("tcp://localhost:8786") == "tcp://127.0.0.1"
+    assert daemons.route_address("tcp://localhost:8786") == "127.0.0.1"
+    assert daemons.listen_address("tcp://localhost:8786") == "tcp://127.0.0.1"
     # A worker's IPv6 address is bracketed, or Dask would read its last group as a port.
-    assert cluster._listen_address("tcp://[::1]:8786") == "tcp://[::1]"
+    assert daemons.listen_address("tcp://[::1]:8786") == "tcp://[::1]"
 
 
 def test_a_level_is_split_as_evenly_as_whole_numbers_allow():
@@ -179,32 +181,29 @@ def engine_process_running(code: str) -> subprocess.Popen:
 def test_an_engine_process_that_prints_no_report_or_will_not_stop_is_dealt_with(monkeypatch):
     with engine_process_running("print('Segmentation fault')") as garbled:
         with pytest.raises(cluster.ClusterError, match="on c1 printed no report but: 'Segmentation fault'"):
-            cluster._report_of(garbled, StopEvent(False), "c1")
+            client_host.report_of(garbled, StopEvent(False), "c1")
     # An engine that ignores its stop is killed, not waited for.
-    monkeypatch.setattr(cluster, "ENGINE_STOP_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(client_host, "ENGINE_STOP_TIMEOUT_S", 0.5)
     with engine_process_running("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
                                  "time.sleep(60)") as stuck:
         started = time.monotonic()
-        assert cluster._report_of(stuck, StopEvent(True), "c1") is None
+        assert client_host.report_of(stuck, StopEvent(True), "c1") is None
         assert stuck.wait(timeout=5) == -signal.SIGKILL and time.monotonic() - started < 5
 
 
-class Answering:
-    """A cluster whose every call to the server host fails with `error`."""
-
-    def __init__(self, error: Exception) -> None:
-        self.error = error
-
-    def answer(self, call, host):
-        raise self.error
+def failing_with(error: Exception):
+    """A cluster's `answer` whose every call to the server host fails with `error`."""
+    def answer(call, host):
+        raise error
+    return answer
 
 
 def test_stopping_a_lost_server_host_is_skipped_but_a_server_that_will_not_stop_is_not():
     from httpbench.servers import ServerFailed
-    cluster.RemoteServerHost(None, "srv", Answering(cluster.ServerHostLost("the server host srv was lost"))).stop()
-    cluster.RemoteServerHost(None, "srv", Answering(cluster.SchedulerLost("lost the scheduler"))).stop()
+    RemoteServerHost(None, "srv", failing_with(cluster.ServerHostLost("the server host srv was lost"))).stop()
+    RemoteServerHost(None, "srv", failing_with(cluster.SchedulerLost("lost the scheduler"))).stop()
     with pytest.raises(ServerFailed, match="nginx would not stop"):
-        cluster.RemoteServerHost(None, "srv", Answering(ServerFailed("nginx would not stop"))).stop()
+        RemoteServerHost(None, "srv", failing_with(ServerFailed("nginx would not stop"))).stop()
 
 
 def test_dask_is_not_imported_without_cluster(tmp_path):
@@ -421,10 +420,10 @@ def test_a_level_longer_than_the_wait_for_readiness_is_not_a_loss(tls_cluster, n
     # Before, a level with a request budget had twice this wait to finish; now nothing but a
     # worker leaving the cluster ends a level early. The wait is cut short, but left long enough
     # for a busy 2-core machine to start the engines.
-    monkeypatch.setattr(cluster, "READY_TIMEOUT_S", 10.0)
+    monkeypatch.setattr(client_host, "READY_TIMEOUT_S", 10.0)
     merged = load.run({"urls": [url + "index.html"], "connections": 4, "rate": 1000.0, "stop": {"requests": 25000}})
     assert merged["lost_hosts"] == [] and merged["requests"]["completed"] == 25000
-    assert merged["duration_s"] > 2 * cluster.READY_TIMEOUT_S
+    assert merged["duration_s"] > 2 * client_host.READY_TIMEOUT_S
 
 
 def test_a_client_lost_before_the_barrier_leaves_a_partial_level(tls_cluster, nginx):

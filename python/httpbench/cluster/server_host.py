@@ -1,0 +1,52 @@
+"""The server host of a cluster: the sweep's ServerHost, living on the server-role worker as a Dask
+actor, reached through a proxy with the same methods."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from httpbench.cluster.errors import SchedulerLost, ServerHostLost
+from httpbench.servers.base import Server, ServerProfile
+from httpbench.servers.host import Started
+
+# `answer(call, host)`: the result of `call()`'s future, a call to the server host `host`, or
+# ServerHostLost/SchedulerLost when it cannot be had (ClusterLoad.answer).
+Answer = Callable[[Callable[[], Any], str], Any]
+
+
+class RemoteServerHost:
+    """ServerHost's interface on its Dask actor: every call waited for, within a limit."""
+
+    def __init__(self, actor, name: str, answer: Answer) -> None:
+        self._actor = actor
+        self._answer = answer
+        self.name = name
+
+    def _call(self, method: str, *args) -> Any:
+        return self._answer(lambda: getattr(self._actor, method)(*args), self.name)
+
+    def start(self, adapter: Server, profile: ServerProfile, workload, cpus: int) -> Started:
+        return self._call("start", adapter, profile, workload, cpus)
+
+    def verify(self) -> None:
+        self._call("verify")
+
+    def watch(self) -> dict:
+        return self._call("watch")
+
+    def start_window(self) -> None:
+        self._call("start_window")
+
+    def end_window(self) -> dict:
+        return self._call("end_window")
+
+    def alive(self) -> bool:
+        return self._call("alive")
+
+    def stop(self) -> None:
+        try:
+            self._call("stop")
+        except (ServerHostLost, SchedulerLost):
+            # The server worker is gone (a lost scheduler takes it too), and its host's watchdog
+            # has stopped its servers: nothing is left to stop.
+            pass
