@@ -72,6 +72,9 @@ pub struct LoadSpec {
     pub allow_errors: bool,
 }
 
+/// Connections when a spec does not say: the CLI's `-c` default too.
+pub const DEFAULT_CONNECTIONS: u32 = 10;
+
 impl Default for LoadSpec {
     fn default() -> Self {
         LoadSpec {
@@ -79,7 +82,7 @@ impl Default for LoadSpec {
             method: "GET".into(),
             headers: Vec::new(),
             body: None,
-            connections: 10,
+            connections: DEFAULT_CONNECTIONS,
             threads: 1,
             pipeline: 1,
             stop: Stop::Duration(10.0),

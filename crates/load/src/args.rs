@@ -21,7 +21,7 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     urls_from_file: Option<PathBuf>,
     /// Connections to keep open
-    #[arg(short = 'c', long, default_value_t = 10)]
+    #[arg(short = 'c', long, default_value_t = httpbench_engine::spec::DEFAULT_CONNECTIONS)]
     connections: u32,
     /// Engine threads (connections are spread over them)
     #[arg(short = 't', long, default_value_t = 1)]
