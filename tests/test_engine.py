@@ -299,8 +299,9 @@ def test_python_api_runs_the_engine(nginx):
     r = engine.run({"urls": [url + "index.html"], "connections": 3, "stop": {"requests": 999}})
     assert r["schema"] == "httpbench-load/1" and r["requests"]["completed"] == 999
     assert len(log_lines(log)) == 1000
-    with pytest.raises(engine.EngineError, match="connections"):
+    with pytest.raises(engine.EngineError, match="connections") as refused:
         engine.run({"urls": [url], "connections": 0})
+    assert refused.value.kind == "invalid_spec" and refused.value.fields["field"] == "connections"
     with pytest.raises(engine.EngineError, match="unknown field"):
         engine.run({"urls": [url], "conections": 3})
 

@@ -40,6 +40,7 @@ def front(request, capfd):
             code = cli.main(["load", *args])
             out, err = capfd.readouterr()
             return code, out, err
+    run.name = request.param
     return run
 
 
@@ -133,3 +134,20 @@ def test_unusable_cpus_and_source_addresses_are_one_line_and_exit_2(front, url, 
     code, out, err = front("--json", *n(10, *args), url)
     assert code == 2 and out == "", out
     assert len(err.strip().splitlines()) == 1 and says in err, err
+
+
+@pytest.mark.parametrize("args,says", [
+    (("-c", "0"), "-c: connections must be at least 1"),
+    (("-n", "5", "-c", "10"), "-n 5 is smaller than -c 10"),
+    (n(10, "-t", "3"), "use -t 2 or fewer"),
+    (n(10, "--no-keepalive", "--pipeline", "2"), "drop --pipeline or --no-keepalive"),
+    (n(10, "--timeout", "0s"), "--timeout: request_timeout must be more than 0 seconds"),
+    (n(10, "--expect-length", "8"), "pass --allow-errors to load it anyway"),
+])
+def test_engine_refusals_are_worded_in_the_front_ends_flags_and_name(front, url, args, says):
+    # The engine names no flag: each front end words the kind of its refusal in its own flags,
+    # under its own name (`httpbench load:`, as the command is typed).
+    code, out, err = front(*args, url)
+    assert code == 2 and out == "", out
+    assert len(err.strip().splitlines()) == 1 and says in err, err
+    assert err.startswith(f"{front.name}: "), err

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import List, NoReturn, Optional, Sequence
 
 from httpbench import __version__, _engine, doctor
-from httpbench.servers import ServerFailed, VerificationFailed
+from httpbench.errors import Error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -250,7 +250,7 @@ def _servers(args: argparse.Namespace) -> int:
     return catalog.install(args.names)
 
 
-class _UsageError(Exception):
+class _UsageError(Error):
     pass
 
 
@@ -263,7 +263,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _engine.load_main(["httpbench load", *argv[1:]])
         args = _parser().parse_args(argv)
         return args.run(args)
-    except (_engine.EngineError, _UsageError, ValueError, ServerFailed, VerificationFailed) as e:
+    except Error as e:
+        # Something the user can fix, said in one line; anything else is a bug, with its traceback.
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:

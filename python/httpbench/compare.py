@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from httpbench.errors import Error
 from httpbench.honesty import NOISY_CV
 from httpbench.results import CellResult, RunResults, levels_text
 from httpbench.stats import LevelStats
@@ -149,5 +150,5 @@ def parse_threshold(text: str) -> float:
     except ValueError:
         value = -1
     if not 0 < value < 100:
-        raise ValueError(f"--fail-on-regression takes a percentage between 0 and 100, like 5%; got {text!r}")
+        raise Error(f"--fail-on-regression takes a percentage between 0 and 100, like 5%; got {text!r}")
     return value / 100

@@ -8,20 +8,37 @@ import json
 import os
 
 from httpbench import _engine
-
-EngineError = _engine.EngineError
-# An EngineError whose `connections`, `need`, `limit`, `hard_limit` and `most` (the connections
-# the open-file limit allows) let a caller word the remedy in its own terms.
-OpenFilesError = _engine.OpenFilesError
+# Here for the engine's callers to catch: engine.EngineError, engine.EnginePanicked.
+from httpbench.errors import EngineError, EnginePanicked  # noqa: F401
 
 
 def run(spec: dict) -> dict:
     """Run a load test described by ``spec`` (a LoadSpec) and return its report.
 
-    Raises EngineError (a ValueError) with a one-line message if the spec is bad or the run
-    cannot start or go on.
+    Raises EngineError, with a one-line message and the error's kind and fields, if the spec is
+    bad or the run cannot start or go on; EnginePanicked if the engine hit a bug.
     """
     return json.loads(_engine.run(json.dumps(spec)))
+
+
+def in_plan_terms(error: EngineError) -> str:
+    """The engine's refusal as a plan's user can act on it: in the plan's keys, never in the
+    flags of `httpbench load`. The kinds a plan cannot cause, or whose remedy names no option
+    (the server is unreachable, a URL is invalid), keep the engine's own words."""
+    f = error.fields
+    if error.kind == "validation_failed":
+        return f"{f['problem']}; set allow_errors = true in the plan to load it anyway"
+    if error.kind == "too_few_requests":
+        return (f"budget.requests = {f['requests']} is less than a level of {f['connections']} connections: some "
+                f"would send nothing; raise budget.requests in the plan or drop the levels above {f['requests']}")
+    if error.kind == "open_files":
+        return (f"a level of {f['connections']} connections needs about {f['need']} open files but the client may "
+                f"have {f['limit']} (hard limit {f['hard_limit']}); drop the levels above {f['most']} from the plan, "
+                "or raise the hard limit (ulimit -Hn, LimitNOFILE=)")
+    if error.kind == "pipeline_without_keep_alive":
+        return (f"pipeline = {f['pipeline']} needs keep_alive = true: connections that close after each request "
+                "carry one request at a time; set pipeline = 1 in the plan, or drop false from keep_alive")
+    return str(error)
 
 
 def with_threads(spec: dict) -> dict:

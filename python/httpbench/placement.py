@@ -11,8 +11,10 @@ import os
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
+from httpbench.errors import Error
 
-class PlacementError(ValueError):
+
+class PlacementError(Error):
     """A CPU set that cannot be used; the message says why and what to do."""
 
 

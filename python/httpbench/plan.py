@@ -27,6 +27,7 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
 from httpbench import workload as workloads
+from httpbench.errors import Error
 from httpbench.servers.base import PROFILES
 from httpbench.workload import Workload, WorkloadError
 
@@ -36,7 +37,7 @@ KINDS = ("generated", "file", "docroot")
 
 TOP_KEYS = ("name", "description", "notes", "servers", "profiles", "keep_alive", "server_cpus", "rounds",
             "max_rounds", "client", "model", "pipeline", "warmup", "baseline", "workload", "levels", "budget",
-            "server")
+            "server", "allow_errors")
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
 WORKLOAD_KEYS = {"generated": ("kind", "size", "name"), "file": ("kind", "path"),
@@ -53,7 +54,7 @@ LEVEL_OVERHEAD_S = 0.25
 RUN_OVERHEAD_S = 5.0
 
 
-class PlanError(ValueError):
+class PlanError(Error):
     """One line: "<source> line N: <key> <what is wrong>"."""
 
 
@@ -115,6 +116,7 @@ class Plan:
     baseline: Optional[str] = None              # the server reports rate others against (003: = 100)
     commands: Dict[str, str] = field(default_factory=dict)   # name -> command line (command adapter)
     source: str = ""                            # where the text came from, for messages
+    allow_errors: bool = False                  # the engine loads a server whose first answer is wrong
 
     def cells(self, installed: Sequence[str]) -> List[Cell]:
         """Every cell, server-major. `installed` is what may run here: servers the plan names
@@ -396,6 +398,7 @@ class _Parser:
         model = self.string(data.get("model", "closed"), ("model",), MODELS)
         pipeline = self.integer(data.get("pipeline", 1), ("pipeline",), 1)
         warmup = self.duration(data.get("warmup", 1.0), ("warmup",), zero_ok=True)
+        allow_errors = self.boolean(data.get("allow_errors", False), ("allow_errors",))
         rounds = data.get("rounds", 1)
         if rounds != "auto":
             if not _is_int(rounds):
@@ -425,7 +428,8 @@ class _Parser:
                     workloads=loads, keep_alive=keep_alive, server_cpus=server_cpus, levels=levels, rounds=rounds,
                     max_rounds=max_rounds, budget=budgets[0], model=model, pipeline=pipeline, warmup=warmup,
                     client=client, directives=directives, config_files=config_files, text=self.text,
-                    budgets=budgets, baseline=baseline, commands=commands, source=self.source)
+                    budgets=budgets, baseline=baseline, commands=commands, source=self.source,
+                    allow_errors=allow_errors)
 
     def list_of(self, value: Any, path: Tuple) -> list:
         if not isinstance(value, list):

@@ -27,6 +27,8 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateColumn
 
+from httpbench.errors import Error
+
 SCHEMA_VERSION = 2
 
 metadata = MetaData()
@@ -83,7 +85,7 @@ rounds = Table(
 ADDED = {2: [runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, cells.c.sessions]}
 
 
-class StoreError(ValueError):
+class StoreError(Error):
     """The store cannot be used; the message is one line saying why and what to do."""
 
 

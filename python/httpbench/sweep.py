@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
 from httpbench import clients, engine, honesty, servers
 from httpbench.cluster import ClusterDown, ClusterError
-from httpbench.placement import Placement
+from httpbench.placement import Placement, PlacementError
 from httpbench.plan import Cell, Plan
 from httpbench.servers import ServerProfile, host as server_host
 from httpbench.servers.host import ServerHost
@@ -97,7 +97,7 @@ class Sweep:
         self.cells: List[Cell] = [c for c in plan.cells(installed) if not only or c.server in only]
         for cell in self.cells:
             if cell.cpus > len(placement.server):
-                raise ValueError(f"the plan gives {cell.server} {cell.cpus} CPUs but --server-cpus gives "
+                raise PlacementError(f"the plan gives {cell.server} {cell.cpus} CPUs but --server-cpus gives "
                                  f"{len(placement.server)}; name more CPUs or drop that count from server_cpus")
         self.ceiling: Optional[float] = None
 
@@ -185,6 +185,7 @@ class Sweep:
             "stop": stop,
             "cpus": client_cpus,
             "expect_length": None,
+            "allow_errors": self.plan.allow_errors,
         }
         if self.plan.model == "open":
             spec.update(connections=max(1, min(WARM_CONNECTIONS, level)), rate=float(level))
@@ -227,13 +228,15 @@ class Sweep:
             if cell_id is not None:
                 self.store.finish_cell(cell_id, "stopped", time.monotonic() - started_at, str(e))
             raise Stopped(f"{cell.key}: {e}") from None
-        except (servers.ServerFailed, servers.VerificationFailed, engine.EngineError, clients.ClientError,
-                ClusterError) as e:
-            # A failed cell is recorded and the run goes on: the report shows the failure.
+        except (servers.ServerFailed, servers.VerificationFailed, engine.EngineError, engine.EnginePanicked,
+                clients.ClientError, ClusterError) as e:
+            # A failed cell is recorded and the run goes on: the report shows the failure, in the
+            # plan's terms (the engine's refusals name no flag a plan does not have).
+            reason = engine.in_plan_terms(e) if isinstance(e, engine.EngineError) else str(e)
             if cell_id is None:
                 cell_id = self.store.cell(run_id, cell, "", "")
-            self.store.finish_cell(cell_id, "failed", time.monotonic() - started_at, str(e))
-            self.progress.on_note(f"{cell.key}: {e}")
+            self.store.finish_cell(cell_id, "failed", time.monotonic() - started_at, reason)
+            self.progress.on_note(f"{cell.key}: {reason}")
         finally:
             if host is not None:
                 host.stop()
@@ -273,14 +276,7 @@ class Sweep:
     def _round(self, cell: Cell, url: str, host: ServerHost, level: int) -> dict:
         host.start_window()
         if self.plan.client == "engine":
-            try:
-                measurement = self.load(self._spec(url, cell.workload, level, self._stop(cell), cell.keep_alive))
-            except engine.OpenFilesError as e:
-                # The engine's remedy is fewer connections; a plan's user changes its levels.
-                raise engine.EngineError(
-                    f"level {level} needs about {e.need} open files but the client may have {e.limit} (hard limit "
-                    f"{e.hard_limit}); drop the levels above {e.most} from the plan, or raise the hard limit "
-                    "(ulimit -Hn, LimitNOFILE=)") from None
+            measurement = self.load(self._spec(url, cell.workload, level, self._stop(cell), cell.keep_alive))
         else:
             budget = self.plan.budget_for(cell)
             measurement = clients.run(self.plan.client, url.rstrip("/") + cell.workload.paths[0], max(1, level),

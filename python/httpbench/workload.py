@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Dict, List, Sequence, Tuple, Union
 
+from httpbench.errors import Error
+
 # Extensions served as text; anything else is generated as incompressible bytes, like a real
 # image, so a server that compresses by type gains nothing it would not gain in production.
 TEXT_EXTENSIONS = {"", ".html", ".htm", ".txt", ".css", ".js", ".json", ".xml", ".csv", ".svg"}
 
 
-class WorkloadError(ValueError):
+class WorkloadError(Error):
     pass
 
 

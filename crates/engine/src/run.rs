@@ -13,24 +13,25 @@ use crate::io::epoll::EpollReactor;
 use crate::io::uring::UringReactor;
 use crate::io::{new_socket, Reactor, SockAddr};
 use crate::report::{self, Report};
-use crate::spec::{IoChoice, LoadSpec, Resolved, Stop};
+use crate::spec::{IoChoice, LoadSpec, PanicAt, Resolved, Stop};
 use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
 use crate::worker::{wall_clock_of, Assignment, Outcome, Shared, Worker};
-use crate::{host, Error, OpenFiles};
+use crate::{host, Error, ErrorKind, OpenFiles};
 
 /// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
 pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     let resolved = spec.resolve()?;
+    if spec.panic == Some(PanicAt::Run) {
+        panic!("a panic asked for by the spec");
+    }
     raise_open_files(&resolved)?;
     check_cpus(&spec.cpus)?;
     check_sources(&spec.bind, &resolved)?;
     let expect_body = match &spec.expect_body_file {
-        Some(path) => Some(std::fs::read(path).map_err(|e| {
-            Error::new(format!(
-                "cannot read the expected body {}: {e}",
-                path.display()
-            ))
+        Some(path) => Some(std::fs::read(path).map_err(|e| ErrorKind::ExpectedBody {
+            path: path.clone(),
+            problem: e.to_string(),
         })?),
         None => None,
     };
@@ -56,12 +57,18 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     let assignments = assign(&shared.spec, &spec.cpus);
     let (tx, rx) = mpsc::channel();
     let mut merger = SeriesMerger::new(assignments.len());
-    let outcomes: Vec<Outcome> = std::thread::scope(|scope| {
+    let outcomes = std::thread::scope(|scope| {
         let handles: Vec<_> = assignments
             .iter()
             .map(|a| {
                 let (shared, tx) = (&shared, tx.clone());
-                scope.spawn(move || run_thread(shared, a, tx, io))
+                scope.spawn(move || {
+                    let _stop_on_panic = StopOnPanic(shared);
+                    if spec.panic == Some(PanicAt::Worker) {
+                        panic!("a panic asked for by the spec");
+                    }
+                    run_thread(shared, a, tx, io)
+                })
             })
             .collect();
         drop(tx);
@@ -78,9 +85,9 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         }
         handles
             .into_iter()
-            .map(|h| h.join().expect("engine threads do not panic"))
-            .collect()
-    });
+            .map(|h| h.join().map_err(|payload| Error::panicked(&*payload)))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
     let aborted = shared
         .abort_reason
         .lock()
@@ -125,9 +132,9 @@ fn choose_io(choice: IoChoice, connections: usize) -> Result<Io, Error> {
     match choice {
         IoChoice::Epoll => Ok(Io::Epoll),
         IoChoice::IoUring => probe().map(|_| Io::Uring).map_err(|e| {
-            Error::new(format!(
-                "io_uring is not usable here ({e}); use --io epoll or --io auto"
-            ))
+            Error::from(ErrorKind::IoUringUnavailable {
+                problem: e.to_string(),
+            })
         }),
         IoChoice::Auto => Ok(if probe().is_ok() {
             Io::Uring
@@ -145,7 +152,10 @@ fn run_thread(
 ) -> Outcome {
     if let Some(cpu) = a.cpu {
         if let Err(e) = pin_this_thread(cpu) {
-            abort(shared, format!("cannot pin an engine thread to CPU {cpu}: {e}; check --cpus against the CPUs this process may use"));
+            abort(
+                shared,
+                format!("cannot pin an engine thread to CPU {cpu}: {e}"),
+            );
         }
     }
     let worker = Worker::new(shared, a, tx);
@@ -163,8 +173,23 @@ fn run_thread(
         },
         Io::Epoll => match EpollReactor::new() {
             Ok(mut r) => worker.run(&mut r),
-            Err(e) => panic!("cannot create an epoll instance: {e}"),
+            Err(e) => {
+                abort(shared, format!("cannot create an epoll instance: {e}"));
+                Outcome::default()
+            }
         },
+    }
+}
+
+/// Stops the other engine threads when one panics: the run then ends at once, with the panic as
+/// its error, instead of at its budget.
+struct StopOnPanic<'a>(&'a Shared);
+
+impl Drop for StopOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.stop.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -267,34 +292,9 @@ fn raise_open_files(spec: &Resolved) -> Result<(), Error> {
 fn check_cpus(cpus: &[usize]) -> Result<(), Error> {
     let allowed = host::cpus_allowed();
     match cpus.iter().find(|cpu| !allowed.contains(cpu)) {
-        Some(cpu) => Err(Error::new(format!(
-            "CPU {cpu} is not one this process may run on; pin the engine to CPUs among {}",
-            cpu_list(&allowed)
-        ))),
+        Some(&cpu) => Err(ErrorKind::CpuNotAllowed { cpu, allowed }.into()),
         None => Ok(()),
     }
-}
-
-/// `0-3,6` for [0, 1, 2, 3, 6].
-fn cpu_list(cpus: &[usize]) -> String {
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    for &cpu in cpus {
-        match runs.last_mut() {
-            Some((_, last)) if *last + 1 == cpu => *last = cpu,
-            _ => runs.push((cpu, cpu)),
-        }
-    }
-    let shown: Vec<String> = runs
-        .iter()
-        .map(|&(a, b)| {
-            if a == b {
-                a.to_string()
-            } else {
-                format!("{a}-{b}")
-            }
-        })
-        .collect();
-    shown.join(",")
 }
 
 /// A source address this host does not have fails every connect with the error a lack of source
@@ -308,9 +308,11 @@ fn check_sources(bind: &[IpAddr], resolved: &Resolved) -> Result<(), Error> {
                 libc::close(fd);
             },
             Err(e) => {
-                return Err(Error::new(format!(
-                    "cannot use {ip} as a source address ({e}); give addresses this host has (ip address lists them; a server on loopback accepts all of 127.0.0.0/8)"
-                )))
+                return Err(ErrorKind::SourceAddress {
+                    address: ip,
+                    problem: e.to_string(),
+                }
+                .into())
             }
         }
     }
@@ -340,14 +342,15 @@ fn validate(
 ) -> Result<report::Validation, Error> {
     let target = &resolved.targets[0];
     let url = &spec.urls[0];
+    // Nothing to measure when the server cannot even be reached, whatever `allow_errors` says.
+    let mut stream =
+        TcpStream::connect_timeout(&resolved.addr, resolved.connect_timeout).map_err(|e| {
+            ErrorKind::Unreachable {
+                addr: resolved.addr.to_string(),
+                problem: e.to_string(),
+            }
+        })?;
     let answer = (|| -> Result<(Response, Vec<u8>), String> {
-        let mut stream = TcpStream::connect_timeout(&resolved.addr, resolved.connect_timeout)
-            .map_err(|e| {
-                format!(
-                    "cannot connect to {} ({e}); is the server running and listening there?",
-                    resolved.addr
-                )
-            })?;
         stream
             .set_read_timeout(Some(resolved.request_timeout))
             .map_err(|e| e.to_string())?;
@@ -360,7 +363,10 @@ fn validate(
         let mut sink = One::default();
         let mut buf = vec![0u8; 64 * 1024];
         let deadline = Instant::now() + resolved.request_timeout;
-        while sink.response.is_none() {
+        let response = loop {
+            if let Some(response) = sink.response {
+                break response;
+            }
             if Instant::now() > deadline {
                 return Err(format!(
                     "{url} did not answer within {:?}",
@@ -394,16 +400,11 @@ fn validate(
             } else if let Err(e) = parser.feed(&buf[..n], &mut sink) {
                 return Err(format!("{url} did not answer with valid HTTP ({e:?})"));
             }
-        }
-        Ok((
-            sink.response.expect("loop ends with a response"),
-            parser.captured_body().to_vec(),
-        ))
+        };
+        Ok((response, parser.captured_body().to_vec()))
     })();
     let (response, body) = match answer {
         Ok(a) => a,
-        // Nothing to measure when the server cannot even be reached, whatever --allow-errors says.
-        Err(problem) if problem.starts_with("cannot connect") => return Err(Error::new(problem)),
         Err(problem) if spec.allow_errors => {
             return Ok(report::Validation {
                 status: 0,
@@ -412,11 +413,7 @@ fn validate(
                 problem: Some(problem),
             })
         }
-        Err(problem) => {
-            return Err(Error::new(format!(
-                "{problem}; pass --allow-errors to load it anyway"
-            )))
-        }
+        Err(problem) => return Err(ErrorKind::ValidationFailed { status: 0, problem }.into()),
     };
     let mut problem = None;
     if !(200..300).contains(&response.status) {
@@ -445,10 +442,12 @@ fn validate(
             ));
         }
     }
-    if let (Some(p), false) = (&problem, spec.allow_errors) {
-        return Err(Error::new(format!(
-            "{p}; pass --allow-errors to load it anyway"
-        )));
+    if let (Some(problem), false) = (&problem, spec.allow_errors) {
+        return Err(ErrorKind::ValidationFailed {
+            status: response.status,
+            problem: problem.clone(),
+        }
+        .into());
     }
     Ok(report::Validation {
         status: response.status,

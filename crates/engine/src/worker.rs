@@ -49,7 +49,12 @@ impl Shared {
             if take == 0 {
                 return 0;
             }
-            match self.tickets.compare_exchange_weak(left, left - take, Ordering::Relaxed, Ordering::Relaxed) {
+            match self.tickets.compare_exchange_weak(
+                left,
+                left - take,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return take,
                 Err(now) => left = now,
             }
@@ -68,7 +73,8 @@ pub struct Assignment {
     pub cpu: Option<usize>,
 }
 
-/// What a thread hands back.
+/// What a thread hands back (the default: nothing measured).
+#[derive(Default)]
 pub struct Outcome {
     pub counters: Counters,
     pub latencies: Latencies,
@@ -185,7 +191,10 @@ const GATHER_MIN_COMPLETIONS: usize = 4;
 
 /// The wall-clock time (CLOCK_REALTIME) of `start`, since the epoch.
 pub fn wall_clock_of(start: Instant) -> Duration {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().saturating_sub(start.elapsed())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .saturating_sub(start.elapsed())
 }
 
 fn ns(d: Duration) -> u64 {
@@ -200,7 +209,9 @@ impl<'a> Worker<'a> {
             Stop::Duration(d) => measure_from + ns(Duration::from_secs_f64(d)),
             Stop::Requests(_) => u64::MAX,
         };
-        let interval = a.rate.map(|r| (a.connections as f64 * 1e9 / r).max(1.0) as u64);
+        let interval = a
+            .rate
+            .map(|r| (a.connections as f64 * 1e9 / r).max(1.0) as u64);
         let total_rate = spec.rate.unwrap_or(1.0);
         let conns = (0..a.connections)
             .map(|i| {
@@ -221,7 +232,8 @@ impl<'a> Worker<'a> {
                     due: (global as f64 * 1e9 / total_rate) as u64,
                     wake_at: None,
                     refill: false,
-                    bind: (!shared.bind.is_empty()).then(|| shared.bind[global % shared.bind.len()]),
+                    bind: (!shared.bind.is_empty())
+                        .then(|| shared.bind[global % shared.bind.len()]),
                 }
             })
             .collect();
@@ -286,7 +298,8 @@ impl<'a> Worker<'a> {
         for i in 0..self.conns.len() {
             self.connect(reactor, i);
         }
-        let give_up_after = ns(self.shared.spec.connect_timeout + self.shared.spec.request_timeout) + 1_000_000_000;
+        let give_up_after =
+            ns(self.shared.spec.connect_timeout + self.shared.spec.request_timeout) + 1_000_000_000;
         let mut next_tick = self.now;
         loop {
             self.now = self.clock();
@@ -309,7 +322,10 @@ impl<'a> Worker<'a> {
             // A refusal is no slow server: it says at once that the server has gone, so a run
             // shorter than the silence above ends early too, not on time with an average over a
             // dead server.
-            if self.refused_since.is_some_and(|t| self.now - t > REFUSED_GIVE_UP) {
+            if self
+                .refused_since
+                .is_some_and(|t| self.now - t > REFUSED_GIVE_UP)
+            {
                 self.abort(format!(
                     "the server stopped answering: every connection to {} was refused for {:.0} s (nothing listens there any more)",
                     self.shared.spec.addr,
@@ -386,11 +402,18 @@ impl<'a> Worker<'a> {
         if completions < GATHER_MIN_COMPLETIONS || hold < GATHER_MIN_HOLD {
             return Gather::NONE;
         }
-        Gather { completions: completions as u32, hold }
+        Gather {
+            completions: completions as u32,
+            hold,
+        }
     }
 
     fn abort(&self, why: String) {
-        let mut reason = self.shared.abort_reason.lock().unwrap_or_else(|p| p.into_inner());
+        let mut reason = self
+            .shared
+            .abort_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         reason.get_or_insert(why);
         self.shared.stop.store(true, Ordering::Relaxed);
     }
@@ -402,7 +425,8 @@ impl<'a> Worker<'a> {
     }
 
     fn budget_spent(&self) -> bool {
-        matches!(self.shared.spec.stop, Stop::Requests(_)) && self.shared.tickets.load(Ordering::Relaxed) == 0
+        matches!(self.shared.spec.stop, Stop::Requests(_))
+            && self.shared.tickets.load(Ordering::Relaxed) == 0
     }
 
     fn finish<R: Reactor>(self, reactor: &mut R) -> Outcome {
@@ -429,8 +453,19 @@ impl<'a> Worker<'a> {
         let second = ended.saturating_sub(self.measure_from) / 1_000_000_000;
         self.series.finish(second);
         let wall = Duration::from_nanos(ended.saturating_sub(self.measure_from));
-        let cpu = self.cpu_at_start.map(|s| CpuTime::of_this_thread().since(s)).unwrap_or_default();
-        Outcome { counters: self.counters, latencies: self.latencies, in_flight, in_flight_age, cpu, wall, behind_schedule: behind }
+        let cpu = self
+            .cpu_at_start
+            .map(|s| CpuTime::of_this_thread().since(s))
+            .unwrap_or_default();
+        Outcome {
+            counters: self.counters,
+            latencies: self.latencies,
+            in_flight,
+            in_flight_age,
+            cpu,
+            wall,
+            behind_schedule: behind,
+        }
     }
 
     fn connect<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
@@ -447,7 +482,8 @@ impl<'a> Worker<'a> {
                 c.state = State::Connecting;
                 c.connect_started = self.now;
                 let deadline = self.now + ns(self.shared.spec.connect_timeout);
-                self.connect_deadlines.push_back((deadline, i as u32, c.generation));
+                self.connect_deadlines
+                    .push_back((deadline, i as u32, c.generation));
                 let token = self.token(i);
                 reactor.connect(token, fd, &self.shared.addr);
             }
@@ -522,7 +558,10 @@ impl<'a> Worker<'a> {
                 // Counted as a timeout and kept in the latencies at no less than the timeout:
                 // dropping it would flatter the tail.
                 record_ns(&mut self.latencies.total, (self.now - p.due).max(timeout));
-                record_ns(&mut self.latencies.service, (self.now - p.sent).max(timeout));
+                record_ns(
+                    &mut self.latencies.service,
+                    (self.now - p.sent).max(timeout),
+                );
             }
         }
         if failed > 0 {
@@ -555,7 +594,11 @@ impl<'a> Worker<'a> {
         }
         let timeout = ns(self.shared.spec.request_timeout);
         for i in 0..self.conns.len() {
-            if self.conns[i].pending.front().is_some_and(|p| self.now - p.sent >= timeout) {
+            if self.conns[i]
+                .pending
+                .front()
+                .is_some_and(|p| self.now - p.sent >= timeout)
+            {
                 self.fail(reactor, i, ErrorClass::Timeout);
             }
         }
@@ -567,7 +610,8 @@ impl<'a> Worker<'a> {
         let shared = self.shared;
         let spec = &shared.spec;
         let c = &self.conns[i];
-        if c.state != State::Open || c.sending.is_some() || c.server_closing || self.now >= self.end {
+        if c.state != State::Open || c.sending.is_some() || c.server_closing || self.now >= self.end
+        {
             return;
         }
         // A closed loop refills a pipeline once all of it is answered, as wrk's pipelining does:
@@ -582,7 +626,11 @@ impl<'a> Worker<'a> {
             k = k.min(limit - c.on_connection);
         }
         if let Some(interval) = self.interval {
-            let due = if c.due <= self.now { (self.now - c.due) / interval + 1 } else { 0 };
+            let due = if c.due <= self.now {
+                (self.now - c.due) / interval + 1
+            } else {
+                0
+            };
             if due < k {
                 self.schedule(i, c.due + due * interval);
             }
@@ -609,7 +657,10 @@ impl<'a> Worker<'a> {
             } else {
                 self.now
             };
-            c.pending.push_back(Pending { due, sent: self.now });
+            c.pending.push_back(Pending {
+                due,
+                sent: self.now,
+            });
         }
         c.next_url = (c.next_url + k as usize) % self.shared.requests.cycle();
         c.on_connection += k;
@@ -665,7 +716,9 @@ impl<'a> Worker<'a> {
             Completion::Received(data, arrived) => {
                 // The kernel's clock for arrivals is CLOCK_REALTIME; a stamp that does not fall
                 // before now (the wall clock was stepped) is taken as now.
-                let at = arrived.and_then(|t| t.checked_sub(self.realtime_offset)).map_or(self.now, |t| t.min(self.now));
+                let at = arrived
+                    .and_then(|t| t.checked_sub(self.realtime_offset))
+                    .map_or(self.now, |t| t.min(self.now));
                 self.received(reactor, i, data, at)
             }
             Completion::Eof => self.eof(reactor, i),
@@ -674,7 +727,12 @@ impl<'a> Worker<'a> {
 
     /// Hand connection `i`'s parser to `parse` with a sink that accounts for every response it
     /// completes; returns what `parse` returned and whether a response came unasked.
-    fn parse<T>(&mut self, i: usize, at: u64, parse: impl FnOnce(&mut ResponseParser, &mut Sink<'_>) -> T) -> (T, bool) {
+    fn parse<T>(
+        &mut self,
+        i: usize,
+        at: u64,
+        parse: impl FnOnce(&mut ResponseParser, &mut Sink<'_>) -> T,
+    ) -> (T, bool) {
         let second = self.second();
         let c = &mut self.conns[i];
         let mut sink = Sink {
@@ -723,7 +781,9 @@ impl<'a> Worker<'a> {
             }
             return;
         }
-        let spent = spec.requests_per_connection.is_some_and(|limit| c.on_connection >= limit);
+        let spent = spec
+            .requests_per_connection
+            .is_some_and(|limit| c.on_connection >= limit);
         if c.server_closing {
             if self.measuring(self.now) {
                 self.counters.server_closes += 1;
@@ -805,7 +865,11 @@ impl ResponseSink for Sink<'_> {
         }
         c.completed += 1;
         c.handling_delay_ns += self.now - at;
-        c.status[if (100..600).contains(&r.status) { (r.status / 100) as usize } else { 0 }] += 1;
+        c.status[if (100..600).contains(&r.status) {
+            (r.status / 100) as usize
+        } else {
+            0
+        }] += 1;
         let l = &mut *self.latencies;
         record_ns(&mut l.total, at - p.due);
         record_ns(&mut l.service, at - p.sent);

@@ -93,9 +93,13 @@ pub struct Cli {
 
 fn parse_duration(s: &str) -> Result<f64, String> {
     let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     let (number, unit) = s.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("{s:?} is not a duration such as 10s, 500ms or 2m"))?;
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration such as 10s, 500ms or 2m"))?;
     let scale = match unit {
         "" | "s" => 1.0,
         "ms" => 1e-3,
@@ -118,7 +122,8 @@ fn parse_cpus(s: &str) -> Result<CpuList, String> {
     for part in s.split(',') {
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
                 if a > b {
                     return Err(bad());
                 }
@@ -134,11 +139,20 @@ impl Cli {
     pub fn to_spec(&self) -> Result<LoadSpec, String> {
         let mut urls = self.urls.clone();
         if let Some(path) = &self.urls_from_file {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read --urls-from-file {}: {e}", path.display()))?;
-            urls.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from));
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --urls-from-file {}: {e}", path.display()))?;
+            urls.extend(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                    .map(String::from),
+            );
         }
         let body = match &self.body_file {
-            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?),
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read --body-file {}: {e}", path.display()))?,
+            ),
             None => self.body.clone(),
         };
         let stop = match (self.requests, self.duration) {
@@ -172,6 +186,7 @@ impl Cli {
             expect_body_file: self.expect_body.clone(),
             expect_length: self.expect_length,
             allow_errors: self.allow_errors,
+            ..LoadSpec::default()
         })
     }
 }

@@ -8,9 +8,16 @@ mod summary;
 use clap::Parser;
 use httpbench_engine::ErrorKind;
 
-/// Run the command line with `args` (the first one is the program name); returns the exit code:
-/// 0 done, 1 the run ended early (what it measured is still printed), 2 bad input, 130 Ctrl-C.
+/// Run the command line with `args` (the first one is the program name, which starts its error
+/// lines); returns the exit code: 0 done, 1 the run ended early (what it measured is still
+/// printed), 2 bad input, 101 a bug in the engine (where a panic does not end the process), 130
+/// Ctrl-C.
 pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
+    let args: Vec<String> = args.into_iter().collect();
+    let program = match args.first() {
+        Some(path) => path.rsplit('/').next().unwrap_or(path).to_string(),
+        None => "httpbench-load".to_string(),
+    };
     let cli = match args::Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -19,7 +26,10 @@ pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
                 // clap's own message, kept to its first line: what is wrong, then the hint.
                 let text = e.render().to_string();
                 let first = text.lines().next().unwrap_or("invalid arguments");
-                eprintln!("httpbench-load: {}; see --help", first.trim_start_matches("error: "));
+                eprintln!(
+                    "{program}: {}; see --help",
+                    first.trim_start_matches("error: ")
+                );
             } else {
                 let _ = e.print();
             }
@@ -29,22 +39,26 @@ pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
     let spec = match cli.to_spec() {
         Ok(spec) => spec,
         Err(msg) => {
-            eprintln!("httpbench-load: {msg}");
+            eprintln!("{program}: {msg}");
             return 2;
         }
     };
     let report = match interrupt::on_ctrl_c(|stop| httpbench_engine::run_until(&spec, stop)) {
         Ok(report) => report,
         Err(e) => {
-            match e.kind {
-                ErrorKind::OpenFiles(o) => eprintln!("httpbench-load: {}", o.message(&format!("lower -c to {}", o.most))),
-                ErrorKind::Other => eprintln!("httpbench-load: {e}"),
-            }
-            return 2;
+            eprintln!("{program}: {}", in_flags(&e.kind));
+            return if matches!(e.kind, ErrorKind::Panicked { .. }) {
+                101
+            } else {
+                2
+            };
         }
     };
     if cli.json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("reports serialise"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("reports serialise")
+        );
     } else {
         print!("{}", summary::render(&report));
     }
@@ -53,4 +67,56 @@ pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
         Some(_) if interrupt::was_interrupted() => 130,
         Some(_) => 1,
     }
+}
+
+/// The engine's error worded in this command line's flags.
+fn in_flags(kind: &ErrorKind) -> String {
+    match kind {
+        ErrorKind::InvalidSpec { field, problem } => match flag(field) {
+            Some(flag) => format!("{flag}: {problem}"),
+            None => problem.clone(),
+        },
+        ErrorKind::TooFewRequests { requests, connections } => format!(
+            "-n {requests} is smaller than -c {connections}: some connections would send nothing; raise -n or lower -c"
+        ),
+        ErrorKind::IdleThreads { threads, connections } => format!(
+            "-t {threads} for -c {connections} leaves threads idle; use -t {connections} or fewer"
+        ),
+        ErrorKind::PipelineWithoutKeepAlive { .. } => {
+            "pipelining needs keep-alive: drop --pipeline or --no-keepalive".into()
+        }
+        ErrorKind::OpenFiles(o) => o.message(&format!("lower -c to {}", o.most)),
+        ErrorKind::ValidationFailed { problem, .. } => format!("{problem}; pass --allow-errors to load it anyway"),
+        ErrorKind::IoUringUnavailable { problem } => {
+            format!("io_uring is not usable here ({problem}); use --io epoll or --io auto")
+        }
+        ErrorKind::CpuNotAllowed { .. } => format!("--cpus: {kind}"),
+        ErrorKind::SourceAddress { .. } => format!("--bind: {kind}"),
+        ErrorKind::InvalidUrl { .. }
+        | ErrorKind::Unresolved { .. }
+        | ErrorKind::Unreachable { .. }
+        | ErrorKind::ExpectedBody { .. }
+        | ErrorKind::Panicked { .. }
+        | ErrorKind::Other { .. } => kind.to_string(),
+    }
+}
+
+/// The flag that sets a field of the spec.
+fn flag(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "connections" => "-c",
+        "threads" => "-t",
+        "pipeline" => "--pipeline",
+        "requests" => "-n",
+        "duration" => "-d",
+        "rate" => "-R",
+        "requests_per_connection" => "--requests-per-connection",
+        "method" => "-m",
+        "headers" => "-H",
+        "bind" => "--bind",
+        "warmup" => "--warmup",
+        "connect_timeout" => "--connect-timeout",
+        "request_timeout" => "--timeout",
+        _ => return None,
+    })
 }

@@ -9,48 +9,51 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use httpbench_engine::ErrorKind;
+use pyo3::import_exception;
 use pyo3::prelude::*;
 
-create_exception!(
-    httpbench._engine,
-    EngineError,
-    PyValueError,
-    "A run could not start or go on; the message says what is wrong and what to do."
-);
+// Defined in Python (httpbench/errors.py), where every error the user can fix derives from one
+// base class.
+import_exception!(httpbench.errors, EngineError);
+import_exception!(httpbench.errors, EnginePanicked);
 
-create_exception!(
-    httpbench._engine,
-    OpenFilesError,
-    EngineError,
-    "The open-file limit allows fewer connections than asked; `connections`, `need`, `limit`, `hard_limit` and `most` (the connections it allows) let the caller say so in its own terms."
-);
-
+/// The engine's error as Python's EngineError, with its kind and the kind's fields (so a caller
+/// words the remedy in its own terms); a panic as EnginePanicked.
 fn engine_error(py: Python<'_>, e: httpbench_engine::Error) -> PyErr {
-    let httpbench_engine::ErrorKind::OpenFiles(o) = e.kind else {
-        return EngineError::new_err(e.to_string());
-    };
-    let err = OpenFilesError::new_err(e.to_string());
-    let value = err.value(py);
-    let set = || -> PyResult<()> {
-        value.setattr("connections", o.connections)?;
-        value.setattr("need", o.need)?;
-        value.setattr("limit", o.limit)?;
-        value.setattr("hard_limit", o.hard_limit)?;
-        value.setattr("most", o.most)
-    };
-    match set() {
-        Ok(()) => err,
-        Err(failed) => failed,
+    if let ErrorKind::Panicked { .. } = e.kind {
+        return EnginePanicked::new_err(e.to_string());
     }
+    let mut fields = match serde_json::to_value(&e.kind) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        _ => serde_json::Map::new(),
+    };
+    let kind = match fields.remove("kind") {
+        Some(serde_json::Value::String(kind)) => kind,
+        _ => "other".to_string(),
+    };
+    let raised = (|| -> PyResult<PyErr> {
+        let fields = py
+            .import("json")?
+            .call_method1("loads", (serde_json::Value::Object(fields).to_string(),))?;
+        let error = py
+            .get_type::<EngineError>()
+            .call1((e.to_string(), kind, fields))?;
+        Ok(PyErr::from_value(error))
+    })();
+    raised.unwrap_or_else(|failed| failed)
+}
+
+/// A panic caught at the module's edge (the module unwinds: see Cargo.toml's python profile).
+fn panicked(py: Python<'_>, payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    engine_error(py, httpbench_engine::Error::panicked(&*payload))
 }
 
 /// Run a load test described by `spec_json` (a `LoadSpec`) and return its `Report` as JSON.
 #[pyfunction]
 fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
     let spec: httpbench_engine::LoadSpec = serde_json::from_str(spec_json)
-        .map_err(|e| EngineError::new_err(format!("bad load spec: {e}")))?;
+        .map_err(|e| EngineError::new_err((format!("bad load spec: {e}"), "invalid_spec")))?;
     let stop = Arc::new(AtomicBool::new(false));
     let engine = {
         let stop = Arc::clone(&stop);
@@ -64,7 +67,7 @@ fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
             return Err(interrupt);
         }
     }
-    let outcome = engine.join().map_err(|_| EngineError::new_err("the engine thread failed"))?;
+    let outcome = engine.join().map_err(|payload| panicked(py, payload))?;
     let report = outcome.map_err(|e| engine_error(py, e))?;
     serde_json::to_string(&report).map_err(|e| EngineError::new_err(e.to_string()))
 }
@@ -97,9 +100,7 @@ fn serve_reference(
             return Err(interrupt);
         }
     }
-    let outcome = serving
-        .join()
-        .map_err(|_| EngineError::new_err("the server thread failed"))?;
+    let outcome = serving.join().map_err(|payload| panicked(py, payload))?;
     outcome.map_err(EngineError::new_err)
 }
 
@@ -150,23 +151,24 @@ fn split_spec(spec_json: &str, hosts: usize) -> PyResult<Vec<String>> {
 fn latency_spectrum(hdrs: Vec<String>, ticks: u32) -> PyResult<String> {
     let merged = httpbench_engine::report::merge_histograms(hdrs.iter().map(String::as_str))
         .map_err(|e| EngineError::new_err(format!("not an HdrHistogram: {e}")))?;
-    serde_json::to_string(&httpbench_engine::report::percentile_spectrum(&merged, ticks))
-        .map_err(|e| EngineError::new_err(e.to_string()))
+    serde_json::to_string(&httpbench_engine::report::percentile_spectrum(
+        &merged, ticks,
+    ))
+    .map_err(|e| EngineError::new_err(e.to_string()))
 }
 
 /// Run the `httpbench-load` command line with `argv` (argv[0] is the program name shown in its
-/// help and errors); returns its exit code.
+/// help and errors); returns its exit code. A panic raises EnginePanicked.
 #[pyfunction]
-fn load_main(py: Python<'_>, argv: Vec<String>) -> i32 {
-    py.detach(|| httpbench_load::main_with_args(argv))
+fn load_main(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
+    py.detach(|| std::panic::catch_unwind(|| httpbench_load::main_with_args(argv)))
+        .map_err(|payload| panicked(py, payload))
 }
 
 #[pymodule]
 #[pyo3(name = "_engine")]
 fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("EngineError", m.py().get_type::<EngineError>())?;
-    m.add("OpenFilesError", m.py().get_type::<OpenFilesError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(host_facts, m)?)?;
     m.add_function(wrap_pyfunction!(load_main, m)?)?;

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
+from httpbench.errors import Error
+
 CLIENTS = ("ab", "wrk", "h2load")
 SCHEMA = "httpbench-load/1"
 # Time allowed beyond the duration budget: start-up, connecting, and the tool's own summary.
@@ -36,7 +38,7 @@ REQUESTS_TIMEOUT_S = 600.0
 INTERRUPT_GRACE_S = 5.0
 
 
-class ClientError(ValueError):
+class ClientError(Error):
     """A client run that cannot be done or did not produce figures; one line saying why."""
 
 

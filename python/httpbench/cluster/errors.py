@@ -1,9 +1,10 @@
 """What goes wrong with a cluster: the cluster cannot be used as asked, or it went down."""
 
+from httpbench.errors import Error
 from httpbench.servers import ServerFailed
 
 
-class ClusterError(ValueError):
+class ClusterError(Error):
     """The cluster cannot be used as asked; one line saying why and what to do."""
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 from typing import Sequence
 
+from httpbench.errors import Error
 from httpbench.results import RunResults
 
 FORMATS = ("csv", "json", "markdown")
@@ -14,5 +15,5 @@ FORMATS = ("csv", "json", "markdown")
 
 def render(runs: Sequence[RunResults], fmt: str) -> str:
     if fmt not in FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
+        raise Error(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
     return importlib.import_module(f"{__name__}.{fmt}").render(runs)

@@ -11,13 +11,14 @@ import functools
 from pathlib import Path
 from typing import List, Sequence
 
+from httpbench.errors import Error
 from httpbench.report.charts import Chart, Choices, Measured, all_charts, every_chart, vega
 from httpbench.results import RunResults
 
 FORMATS = ("png", "svg")
 
 
-class NothingToChart(ValueError):
+class NothingToChart(Error):
     """The runs have no measured round: one line saying so."""
 
 
@@ -55,7 +56,7 @@ def write_charts(runs: Sequence[RunResults], directory: Path, fmt: str, choices:
     """Every chart as `<name>.png` or `<name>.svg` in `directory`."""
     import vl_convert
     if fmt not in FORMATS:
-        raise ValueError(f"unknown chart format {fmt!r}: choose {' or '.join(FORMATS)}")
+        raise Error(f"unknown chart format {fmt!r}: choose {' or '.join(FORMATS)}")
     _require_rounds(runs)
     drawn = all_charts(runs, choices)   # refuses bad choices before anything is written
     directory.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ import altair as alt
 import vl_convert
 
 from httpbench import engine
+from httpbench.errors import Error
 from httpbench.results import SAME_REQUESTS, CellResult, Figures, Group, LevelResult, RunResults, groups
 
 WIDTH, HEIGHT = 380, 240
@@ -76,11 +77,11 @@ class Measured:
         runs = f"run{'s' if len(self.runs) > 1 else ''} {', '.join(str(r.id) for r in self.runs)}"
         if choices.baseline is not None and not any(choices.baseline in self._names(c) for c in self.cells):
             names = dict.fromkeys(name for c in self.cells for name in self._names(c))
-            raise ValueError(f"--baseline {choices.baseline} is not a server of {runs}: "
+            raise Error(f"--baseline {choices.baseline} is not a server of {runs}: "
                              f"choose one of {', '.join(names)}")
         if choices.level is not None and not any(choices.level in c.level_numbers for c in self.cells):
             levels = sorted({n for c in self.cells for n in c.level_numbers})
-            raise ValueError(f"--level {choices.level} was not measured in {runs}: "
+            raise Error(f"--level {choices.level} was not measured in {runs}: "
                              f"choose one of {', '.join(map(str, levels))}")
 
     def _names(self, cell: CellResult) -> tuple:

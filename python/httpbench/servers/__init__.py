@@ -10,6 +10,7 @@ import importlib
 import pkgutil
 from typing import Dict, List, Type
 
+from httpbench.errors import Error
 from httpbench.servers import adapters
 from httpbench.servers.base import PROFILES, Config, Server, ServerProfile, Site
 from httpbench.servers.process import RunningServer, ServerFailed, free_port, start
@@ -29,7 +30,7 @@ def _discover() -> Dict[str, Type[Server]]:
 ADAPTERS: Dict[str, Type[Server]] = _discover()
 
 
-class UnknownServer(ValueError):
+class UnknownServer(Error):
     pass
 
 

@@ -24,13 +24,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import List, Optional, Set
 
+from httpbench.errors import Error
 from httpbench.servers.base import Config, Server, ServerProfile, Site, fill
 
 _PR_SET_PDEATHSIG = 1
 _running: Set["RunningServer"] = set()
 
 
-class ServerFailed(Exception):
+class ServerFailed(Error):
     """A server could not be started, or did not come up; the message is one line saying what
     went wrong (with the server's own words when it has any) and what to do."""
 

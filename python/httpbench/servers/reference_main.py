@@ -15,6 +15,7 @@ import sys
 from typing import List, Optional
 
 from httpbench import _engine
+from httpbench.errors import EngineError
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -33,7 +34,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         _engine.serve_reference(args.root, args.host, args.port, args.threads)
     except KeyboardInterrupt:
         pass
-    except _engine.EngineError as e:
+    except EngineError as e:
         print(f"httpbench-reference: error: {e}", file=sys.stderr)
         return 1
     return 0

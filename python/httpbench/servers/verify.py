@@ -11,10 +11,11 @@ from __future__ import annotations
 import http.client
 from typing import Dict, Optional
 
+from httpbench.errors import Error
 from httpbench.servers.base import Site
 
 
-class VerificationFailed(Exception):
+class VerificationFailed(Error):
     """The server answered a workload file wrongly; the message says how, and what it sent."""
 
 

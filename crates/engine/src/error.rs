@@ -1,0 +1,224 @@
+//! Why a run could not start or could not go on, as kinds with fields.
+//!
+//! The engine words each kind without naming any front end's options: `httpbench-load` says
+//! "-n", a plan says `budget.requests`, and each front end words the remedy from the kind's
+//! fields. The `Display` (what a library caller shows as is) names the spec's own fields.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    pub kind: ErrorKind,
+}
+
+/// Serialised as `{"kind": "too_few_requests", "requests": 5, "connections": 10}`, which is how
+/// the Python module hands a kind and its fields over.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// A field of the spec out of its range; `field` is its name in the spec, `problem` the
+    /// whole sentence (which names the field too).
+    InvalidSpec {
+        field: &'static str,
+        problem: String,
+    },
+    InvalidUrl {
+        url: String,
+        problem: String,
+    },
+    /// A count budget smaller than the connections: some would send nothing.
+    TooFewRequests {
+        requests: u64,
+        connections: u32,
+    },
+    /// More threads than connections: some would have nothing to do.
+    IdleThreads {
+        threads: u32,
+        connections: u32,
+    },
+    /// Pipelining on connections that close after each request.
+    PipelineWithoutKeepAlive {
+        pipeline: u32,
+    },
+    /// The open-file limit allows fewer connections than asked.
+    OpenFiles(OpenFiles),
+    Unresolved {
+        host: String,
+        problem: String,
+    },
+    /// The validation request found no server to connect to: nothing to measure, whatever
+    /// `allow_errors` says.
+    Unreachable {
+        addr: String,
+        problem: String,
+    },
+    /// The validation request's answer was wrong (`status` 0: there was no complete answer), and
+    /// the spec does not allow errors.
+    ValidationFailed {
+        status: u16,
+        problem: String,
+    },
+    /// io_uring was asked for but the kernel (or a seccomp policy) refuses it.
+    IoUringUnavailable {
+        problem: String,
+    },
+    /// A CPU to pin to that this process may not run on; `allowed` are those it may.
+    CpuNotAllowed {
+        cpu: usize,
+        allowed: Vec<usize>,
+    },
+    /// A source address this host does not have.
+    SourceAddress {
+        address: IpAddr,
+        problem: String,
+    },
+    ExpectedBody {
+        path: PathBuf,
+        problem: String,
+    },
+    /// An engine thread panicked: a bug, reported instead of taking its caller down where
+    /// panics unwind (the Python module).
+    Panicked {
+        problem: String,
+    },
+    /// Nothing a front end could word otherwise.
+    Other {
+        problem: String,
+    },
+}
+
+/// `connections` need about `need` descriptors; this process may have `limit` (its soft limit,
+/// already raised to the hard one), which leaves room for `most` connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct OpenFiles {
+    pub connections: u32,
+    pub need: u64,
+    pub limit: u64,
+    pub hard_limit: u64,
+    pub most: u64,
+}
+
+impl OpenFiles {
+    /// What is wrong and what to do, with `fewer` saying how to ask for fewer connections.
+    pub fn message(&self, fewer: &str) -> String {
+        format!(
+            "{} connections need about {} open files but this process may have {} (hard limit {}); {fewer} or raise the hard limit (ulimit -Hn, LimitNOFILE=)",
+            self.connections, self.need, self.limit, self.hard_limit
+        )
+    }
+}
+
+impl Error {
+    pub fn new(problem: String) -> Error {
+        ErrorKind::Other { problem }.into()
+    }
+
+    /// A caught panic's `payload` as an error (where panics unwind; elsewhere the process ends).
+    pub fn panicked(payload: &(dyn std::any::Any + Send)) -> Error {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        ErrorKind::Panicked {
+            problem: format!(
+                "the engine panicked ({what}); this is a bug in httpbench, please report it"
+            ),
+        }
+        .into()
+    }
+
+    /// The spec's `field` is out of its range, as `problem` says.
+    pub(crate) fn spec(field: &'static str, problem: String) -> Error {
+        ErrorKind::InvalidSpec { field, problem }.into()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Error {
+        Error { kind }
+    }
+}
+
+impl From<OpenFiles> for Error {
+    fn from(o: OpenFiles) -> Error {
+        ErrorKind::OpenFiles(o).into()
+    }
+}
+
+/// `0-3,6` for [0, 1, 2, 3, 6].
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &cpu in cpus {
+        match runs.last_mut() {
+            Some((_, last)) if *last + 1 == cpu => *last = cpu,
+            _ => runs.push((cpu, cpu)),
+        }
+    }
+    let shown: Vec<String> = runs
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect();
+    shown.join(",")
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ErrorKind::InvalidSpec { problem, .. }
+            | ErrorKind::Panicked { problem }
+            | ErrorKind::Other { problem } => f.write_str(problem),
+            ErrorKind::InvalidUrl { url, problem } => write!(f, "invalid URL {url:?}: {problem}"),
+            ErrorKind::TooFewRequests { requests, connections } => write!(
+                f,
+                "{requests} requests are fewer than the {connections} connections: some connections would send nothing; ask for at least {connections} requests or fewer connections"
+            ),
+            ErrorKind::IdleThreads { threads, connections } => write!(
+                f,
+                "{threads} threads for {connections} connections leaves threads idle; use {connections} threads or fewer"
+            ),
+            ErrorKind::PipelineWithoutKeepAlive { pipeline } => write!(
+                f,
+                "a pipeline of {pipeline} needs keep-alive: pipeline 1 request, or keep connections alive"
+            ),
+            ErrorKind::OpenFiles(o) => f.write_str(&o.message(&format!("use at most {} connections", o.most))),
+            ErrorKind::Unresolved { host, problem } => write!(f, "cannot resolve host {host:?}: {problem}; check the URL"),
+            ErrorKind::Unreachable { addr, problem } => {
+                write!(f, "cannot connect to {addr} ({problem}); is the server running and listening there?")
+            }
+            ErrorKind::ValidationFailed { problem, .. } => write!(f, "{problem}; allow errors to load it anyway"),
+            ErrorKind::IoUringUnavailable { problem } => {
+                write!(f, "io_uring is not usable here ({problem}); use epoll, or auto to fall back to it")
+            }
+            ErrorKind::CpuNotAllowed { cpu, allowed } => write!(
+                f,
+                "CPU {cpu} is not one this process may run on; pin the engine to CPUs among {}",
+                cpu_list(allowed)
+            ),
+            ErrorKind::SourceAddress { address, problem } => write!(
+                f,
+                "cannot use {address} as a source address ({problem}); give addresses this host has (ip address lists them; a server on loopback accepts all of 127.0.0.0/8)"
+            ),
+            ErrorKind::ExpectedBody { path, problem } => {
+                write!(f, "cannot read the expected body {}: {problem}", path.display())
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+impl std::error::Error for Error {}
