@@ -8,14 +8,18 @@ import pytest
 
 from conftest import CLIENT_CPU, FILES
 from httpbench import engine, honesty
+from httpbench.load_report import tool_report
 
 
 def measurement(rps: float = 10_000, mean_us: Optional[float] = 1_000, busy: Optional[float] = 0.5,
                 user: float = 0.2, system: float = 0.2, duration: float = 1.0, open_loop=None, **client) -> dict:
-    """The fields of an engine report (httpbench-load/1) the checks read."""
-    return {"duration_s": duration, "requests": {"per_second": rps}, "open_loop": open_loop,
-            "latency": {"total": {"mean_us": mean_us}},
-            "client": {"busy_share": busy, "user_s": user, "sys_s": system, **client}}
+    """A report (httpbench-load/1) with the fields the checks read set, the rest unknown."""
+    report = tool_report("engine")
+    report.update(duration_s=duration, open_loop=open_loop)
+    report["requests"]["per_second"] = rps
+    report["latency"]["total"]["mean_us"] = mean_us
+    report["client"].update(busy_share=busy, user_s=user, sys_s=system, **client)
+    return report
 
 
 # --------------------------------------------------------------------------- client saturated
@@ -56,7 +60,7 @@ def test_throughput_near_the_client_ceiling_is_saturation():
 
 def test_an_idle_client_is_not_saturated():
     assert honesty.client_saturated([measurement(), measurement()], None, 1) is None
-    assert honesty.client_saturated([{"requests": {"per_second": 5.0}, "client": None}], None, 1) is None
+    assert honesty.client_saturated([measurement(rps=5.0, busy=None, user=None, system=None)], None, 1) is None
 
 
 # --------------------------------------------------------------------------- Little's law

@@ -1,8 +1,8 @@
 """Honesty checks: signs that a level measured the client or the machine rather than the server,
 or a server that did not stay whole while it was measured.
 
-Each check is a small pure function over the measurements of one level (engine report dicts,
-schema httpbench-load/1, or a client's report in the same shape), so the sweep can call them per
+Each check is a small pure function over the measurements of one level (engine reports, schema
+httpbench-load/1, or a client's report in the same shape: httpbench.load_report), so the sweep can call them per
 level and a report can show the flag wherever the number is shown.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
+from httpbench.load_report import ClientUse, LoadReport
 from httpbench.stats import LevelStats
 
 BUSY_SHARE_LIMIT = 0.9      # an engine thread's CPU time (and time waiting for its CPU) / wall time
@@ -45,11 +46,11 @@ class Flag:
     reason: str   # one sentence with the numbers, shown next to the figure
 
 
-def _rps(m: dict) -> Optional[float]:
-    return (m.get("requests") or {}).get("per_second")
+def _rps(m: LoadReport) -> Optional[float]:
+    return m["requests"]["per_second"]
 
 
-def client_saturated(measurements: Sequence[dict], ceiling_rps: Optional[float], client_cores: int) -> Optional[Flag]:
+def client_saturated(measurements: Sequence[LoadReport], ceiling_rps: Optional[float], client_cores: int) -> Optional[Flag]:
     """The client, not the server, set the pace in some round (see `_client_bound`), or the
     level's mean throughput is within 10% of the client ceiling (its throughput against
     `reference`, measured at the start of the run)."""
@@ -58,22 +59,22 @@ def client_saturated(measurements: Sequence[dict], ceiling_rps: Optional[float],
     return _saturated(reasons + _near_ceiling(measurements, ceiling_rps))
 
 
-def client_host_saturated(host: str, report: dict) -> Optional[Flag]:
+def client_host_saturated(host: str, report: LoadReport) -> Optional[Flag]:
     """One client host of a cluster level, judged on its own engine's report against the CPUs
     that host let it use: one saturated host is enough to distort the whole level."""
-    cores = len((report.get("host") or {}).get("cpus_allowed") or []) or 1
+    cores = len(report["host"]["cpus_allowed"]) or 1
     return _saturated([f"client host {host}: {reason}" for reason in _client_bound(report, cores)])
 
 
-def _client_bound(m: dict, client_cores: int) -> List[str]:
+def _client_bound(m: LoadReport, client_cores: int) -> List[str]:
     """Why one measurement's client was the limit: its busiest engine thread above 90% busy
     (counting the time it was ready but other processes had its CPU: on a shared machine a
     starved client is as much the limit as a busy one), or its CPU time at 95% of the cores it
     was given."""
     reasons: List[str] = []
-    client = m.get("client") or {}
-    threads = client.get("threads") or [client]
-    busy, waiting = max(((t.get("busy_share"), t.get("waiting_share") or 0.0) for t in threads),
+    client = m["client"]
+    threads = client["threads"] or [client]
+    busy, waiting = max(((t["busy_share"], t["waiting_share"] or 0.0) for t in threads),
                         key=lambda bw: (bw[0] or 0.0) + bw[1])
     if busy is not None and busy + waiting > BUSY_SHARE_LIMIT:
         # Named when it is large, or when the busy share alone would not have crossed the limit;
@@ -81,11 +82,13 @@ def _client_bound(m: dict, client_cores: int) -> List[str]:
         shown = waiting > 0.05 or busy <= BUSY_SHARE_LIMIT
         starved = f" and {waiting:.1%} waiting for its CPU" if shown else ""
         reasons.append(f"busiest client thread {busy:.1%} busy{starved} (> {BUSY_SHARE_LIMIT:.0%})")
-    user, system = client.get("user_s"), client.get("sys_s")
+    user, system = client["user_s"], client["sys_s"]
     # A tool's rusage covers its whole life (start-up, connecting), so it is set against the
-    # process's wall time when the client report has one; the engine's is measurement only.
-    wall = client.get("wall_s") or m.get("duration_s")
-    # A client with fewer threads than cores (ab has one) can use no more than its threads.
+    # process's wall time when the client report has one (a tool's); the engine's is measurement
+    # only.
+    wall = client.get("wall_s") or m["duration_s"]
+    # A client with fewer threads than cores (ab has one) can use no more than its threads (a
+    # tool's count; the engine's are `threads`).
     usable = min(client_cores, client.get("thread_count") or client_cores)
     if user is not None and system is not None and wall and usable > 0:
         cores = (user + system) / wall
@@ -95,7 +98,7 @@ def _client_bound(m: dict, client_cores: int) -> List[str]:
     return reasons
 
 
-def clients_at_ceiling(measurements: Sequence[dict], ceiling_rps: Optional[float]) -> Optional[Flag]:
+def clients_at_ceiling(measurements: Sequence[LoadReport], ceiling_rps: Optional[float]) -> Optional[Flag]:
     """Several client hosts' merged figures: only their throughput against their ceiling says
     anything (each host's CPU is judged on its own, with `client_host_saturated`)."""
     return _saturated(_near_ceiling(measurements, ceiling_rps))
@@ -105,7 +108,7 @@ def _saturated(reasons: List[str]) -> Optional[Flag]:
     return Flag("client_saturated", "; ".join(reasons)) if reasons else None
 
 
-def _near_ceiling(measurements: Sequence[dict], ceiling_rps: Optional[float]) -> List[str]:
+def _near_ceiling(measurements: Sequence[LoadReport], ceiling_rps: Optional[float]) -> List[str]:
     values = [v for v in map(_rps, measurements) if v is not None]
     if ceiling_rps and values:
         mean = sum(values) / len(values)
@@ -115,7 +118,7 @@ def _near_ceiling(measurements: Sequence[dict], ceiling_rps: Optional[float]) ->
     return []
 
 
-def contended(server: str, window: dict, client: Optional[dict]) -> Optional[Flag]:
+def contended(server: str, window: dict, client: Optional[ClientUse]) -> Optional[Flag]:
     """The machine was busy with other work: other processes used CPUs (`others_cpu_cores` of
     the monitor's `window`) while the server's threads or the client's busiest one waited for
     theirs. Both are slowed by what else runs, not by each other, and by different amounts, so
@@ -127,7 +130,7 @@ def contended(server: str, window: dict, client: Optional[dict]) -> Optional[Fla
     waiting = window.get("server_waiting_share")
     if waiting is not None and waiting > SERVER_WAIT_LIMIT:
         reasons.append(f"{server} waited for a CPU {waiting:.0%} of the time it was ready to run")
-    waiting = (client or {}).get("waiting_share")
+    waiting = client["waiting_share"] if client else None
     if waiting is not None and waiting > CLIENT_WAIT_LIMIT:
         reasons.append(f"busiest client thread waited for its CPU {waiting:.0%} of the time")
     if not reasons:
@@ -136,7 +139,7 @@ def contended(server: str, window: dict, client: Optional[dict]) -> Optional[Fla
                                                   f"{window.get('machine_cpus')} CPUs")
 
 
-def littles_law(measurements: Sequence[dict], connections: int) -> Optional[Flag]:
+def littles_law(measurements: Sequence[LoadReport], connections: int) -> Optional[Flag]:
     """Closed loop only: requests in flight (`connections`, times the pipeline depth when
     pipelining) should equal throughput x mean cycle (latency, plus the engine's handling delay
     where it reports one), plus the requests still unanswered at the end for the time they had
@@ -152,20 +155,20 @@ def littles_law(measurements: Sequence[dict], connections: int) -> Optional[Flag
     """
     worst = None
     for index, m in enumerate(measurements, 1):
-        if m.get("open_loop"):
+        if m["open_loop"]:
             return None   # open loop: the rate, not the connections, sets the load
         rps = _rps(m)
-        mean_us = (((m.get("latency") or {}).get("total")) or {}).get("mean_us")
+        mean_us = m["latency"]["total"]["mean_us"]
         if not rps or mean_us is None or connections <= 0:
             continue      # a client that does not report a mean latency cannot be checked
         # The engine times responses by their arrival in the kernel and reports, apart, how
         # long it took to handle them: both are part of a connection's cycle.
-        mean_us += ((m.get("client") or {}).get("handling_delay_us")) or 0
+        mean_us += m["client"]["handling_delay_us"] or 0
         # A server that leaves some connections unanswered for most of a round shows only in
         # these: their requests are in no latency (survivors of a short round, not the client).
-        requests = m.get("requests") or {}
-        waited_s = (requests.get("in_flight") or 0) * (requests.get("in_flight_age_mean_us") or 0) / 1e6
-        unanswered = waited_s / m["duration_s"] if m.get("duration_s") else 0.0
+        requests = m["requests"]
+        waited_s = (requests["in_flight"] or 0) * (requests["in_flight_age_mean_us"] or 0) / 1e6
+        unanswered = waited_s / m["duration_s"] if m["duration_s"] else 0.0
         in_flight = rps * mean_us / 1e6 + unanswered
         off = abs(in_flight / connections - 1)
         if worst is None or off > worst[0]:
@@ -192,7 +195,7 @@ def ended_early(m: dict) -> Optional[Flag]:
     answering, or ab/wrk/h2load hit their time limit. The figures cover only part of the level,
     and a server that stopped answering would be measured again at the next. A server whose main
     process died is flagged `crashed` instead: its death is why the load ended, said once."""
-    if not m.get("aborted") or (m.get("server") or {}).get("crashed"):
+    if not m["aborted"] or (m.get("server") or {}).get("crashed"):
         return None
     return Flag("ended_early", m["aborted"])
 
@@ -206,7 +209,7 @@ def server_restarted(m: dict) -> Optional[Flag]:
     window = m.get("server") or {}
     if window.get("crashed") or not (window.get("workers_exited") and window.get("workers_started")):
         return None
-    errors = m.get("errors_total") or 0
+    errors = m["errors_total"] or 0
     failed = [f"{errors:,} request{'s' if errors != 1 else ''} failed in the round"] if errors else []
     return Flag("server_restarted", "; ".join(window["events"] + failed))
 

@@ -1,6 +1,6 @@
 """The write-ups' own clients (ab, wrk, h2load), run for one level and parsed into the engine
-report's shape (schema httpbench-load/1), so a reproduction can be cross-checked against the
-engine with the original tool.
+report's shape (schema httpbench-load/1, typed in httpbench.load_report), so a reproduction can
+be cross-checked against the engine with the original tool.
 
 A field the tool does not give is None, never 0. Where a tool groups statuses or errors its own
 way, `status` and `errors` carry its groups under its own names (ab's `non_2xx`, wrk's
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from httpbench.errors import Error
+from httpbench.load_report import LoadReport
 
 CLIENTS = ("ab", "wrk", "h2load")
-SCHEMA = "httpbench-load/1"
 # Time allowed beyond the duration budget: start-up, connecting, and the tool's own summary.
 GRACE_S = 30.0
 # A request budget has no duration to bound it; no sane level takes longer than this.
@@ -43,7 +43,7 @@ class ClientError(Error):
 
 
 def run(client: str, url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-        keep_alive: bool, cpus: Sequence[int], pipeline: int = 1, timeout: Optional[float] = None) -> dict:
+        keep_alive: bool, cpus: Sequence[int], pipeline: int = 1, timeout: Optional[float] = None) -> LoadReport:
     """Run `client` for one level against `url` and return its report. Exactly one budget is set.
     `cpus` pins the tool (empty: not pinned); `timeout` overrides the default bound."""
     if client not in CLIENTS:
@@ -62,40 +62,6 @@ def run(client: str, url: str, connections: int, budget_requests: Optional[int],
 
 
 # ---------------------------------------------------------------- shared by the tool modules
-
-def blank(tool: str) -> dict:
-    """A report with every engine field present and unknown (None), for a parser to fill in."""
-    return {
-        "schema": SCHEMA,
-        "engine": None,
-        "spec": None,
-        "validation": None,
-        "duration_s": None,
-        "requests": {"sent": None, "completed": None, "failed": None, "in_flight": None,
-                     "in_flight_age_mean_us": None, "in_flight_age_max_us": None, "per_second": None},
-        "open_loop": None,
-        "status": {k: None for k in ("1xx", "2xx", "3xx", "4xx", "5xx", "other")},
-        "errors": {},
-        "errors_total": None,
-        "bytes": {"head": None, "body": None, "read": None, "written": None},
-        "connections": {"opened": None, "server_closes": None},
-        "latency": {"total": summary(), "service": None, "first_byte": None, "connect": None},
-        "timeseries": None,
-        "client": {"tool": tool, "version": None, "argv": None, "user_s": None, "sys_s": None, "wall_s": None,
-                   "thread_count": None, "threads": None, "busy_share": None, "cpu_us_per_request": None},
-        "aborted": None,
-        "host": None,
-    }
-
-
-def summary(**given: Optional[float]) -> dict:
-    """An engine latency summary with only the fields a tool gives set."""
-    fields = ("count", "min_us", "mean_us", "stdev_us", "max_us", "p50_us", "p75_us", "p90_us", "p99_us",
-              "p99_9_us", "p99_99_us", "hdr")
-    unknown = set(given) - set(fields)
-    assert not unknown, unknown
-    return {k: given.get(k) for k in fields}
-
 
 _UNITS_US = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
 
@@ -196,7 +162,8 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def finish(report: dict, done: Finished, tool_version: Optional[str], threads: int, timeout: float) -> dict:
+def finish(report: LoadReport, done: Finished, tool_version: Optional[str], threads: int,
+           timeout: float) -> LoadReport:
     """Add what we measured around the tool, or raise if it produced no figures."""
     tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
     if report["requests"]["per_second"] is None or report["requests"]["completed"] is None:

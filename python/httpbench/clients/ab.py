@@ -16,8 +16,8 @@ import tempfile
 from typing import List, Optional, Sequence
 from urllib.parse import urlsplit
 
-from httpbench.clients import ClientError, blank, execute, finish, number, summary, version, whole_seconds
-
+from httpbench.clients import ClientError, execute, finish, number, version, whole_seconds
+from httpbench.load_report import LoadReport, summary, tool_report
 # With a duration, -n is ab's request cap (it stops at whichever comes first) and it allocates
 # its per-request table for all of them up front: enough for a single-threaded client at
 # 500,000 requests/s, several times what ab reaches.
@@ -45,8 +45,8 @@ def argv(url: str, connections: int, budget_requests: Optional[int], budget_seco
     return args + ["-e", csv_path, url]
 
 
-def parse(stdout: str, csv_text: Optional[str] = None) -> dict:
-    report = blank("ab")
+def parse(stdout: str, csv_text: Optional[str] = None) -> LoadReport:
+    report = tool_report("ab")
     done = number(r"^Complete requests:\s+(\d+)", stdout, int)
     rps = number(r"^Requests per second:\s+([\d.]+)", stdout)
     report["duration_s"] = number(r"^Time taken for tests:\s+([\d.]+) seconds", stdout)
@@ -92,7 +92,7 @@ def tool_version() -> Optional[str]:
 
 
 def run(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-        keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> dict:
+        keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> LoadReport:
     with tempfile.TemporaryDirectory(prefix="httpbench-ab-") as tmp:
         csv_path = os.path.join(tmp, "percentiles.csv")
         done = execute(argv(url, connections, budget_requests, budget_seconds, keep_alive, pipeline, csv_path),

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence
 
-from httpbench.clients import TIME, ClientError, blank, execute, finish, summary, to_us, version
-
+from httpbench.clients import TIME, ClientError, execute, finish, to_us, version
+from httpbench.load_report import LoadReport, summary, tool_report
 REQUESTS = (r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
             r"(\d+) failed, (\d+) errored, (\d+) timeout")
 
@@ -31,8 +31,8 @@ def argv(url: str, connections: int, budget_requests: Optional[int], budget_seco
     return args + [url]
 
 
-def parse(stdout: str) -> dict:
-    report = blank("h2load")
+def parse(stdout: str) -> LoadReport:
+    report = tool_report("h2load")
     m = re.search(r"^finished in " + TIME + r", ([\d.]+) req/s", stdout, re.M)
     if m:
         report["duration_s"] = to_us(m.group(1), m.group(2)) / 1e6
@@ -73,7 +73,7 @@ def tool_version() -> Optional[str]:
 
 
 def run(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-        keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> dict:
+        keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> LoadReport:
     threads = min(max(1, len(cpus)), connections)
     done = execute(argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, pipeline),
                    cpus, timeout)

@@ -14,7 +14,8 @@ import re
 import tempfile
 from typing import List, Optional, Sequence
 
-from httpbench.clients import TIME, ClientError, blank, execute, finish, number, summary, to_us, version, whole_seconds
+from httpbench.clients import TIME, ClientError, execute, finish, number, to_us, version, whole_seconds
+from httpbench.load_report import LoadReport, summary, tool_report
 
 PIPELINE_LUA = """\
 -- wrk's examples/scripts/pipeline.lua, with depth {depth} and the URL's own path
@@ -41,8 +42,8 @@ def argv(url: str, connections: int, budget_requests: Optional[int], budget_seco
     return args + (["-s", script] if script else []) + [url]
 
 
-def parse(stdout: str) -> dict:
-    report = blank("wrk")
+def parse(stdout: str) -> LoadReport:
+    report = tool_report("wrk")
     requests = report["requests"]
     m = re.search(r"^\s*(\d+) requests in " + TIME, stdout, re.M)
     if m:
@@ -86,7 +87,7 @@ def tool_version() -> Optional[str]:
 
 
 def run(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-        keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> dict:
+        keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> LoadReport:
     threads = min(max(1, len(cpus)), connections)
     with tempfile.TemporaryDirectory(prefix="httpbench-wrk-") as tmp:
         script = pipeline_script(tmp, pipeline) if pipeline > 1 else None
