@@ -463,8 +463,10 @@ def test_a_host_whose_engine_fails_stops_the_others(tls_cluster, nginx):
             assert time.monotonic() < deadline and narrow.poll() is None
             time.sleep(0.3)
         started = time.monotonic()
-        with pytest.raises(engine.EngineError, match="open files"):
+        with pytest.raises(engine.EngineError, match="open files") as refused:
             load.run({"urls": [url + "index.html"], "connections": 600, "stop": {"duration": 30.0}})
+        # The host's refusal keeps its kind, for the sweep to word in the plan's terms.
+        assert refused.value.kind == "open_files" and refused.value.fields["connections"] == 200
         assert time.monotonic() - started < 15
         # c1's and c2's engines were stopped, not left to load for their 30 s: the log stops
         # growing well before that.

@@ -42,7 +42,8 @@ def engine_process() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)   # the figures are in hand: a late stop changes nothing
         print(json.dumps({"report": report}), flush=True)
     except engine.EngineError as e:
-        print(json.dumps({"error": str(e)}), flush=True)
+        # Its kind and fields too, so the controller words it as a local refusal would be.
+        print(json.dumps({"error": {"message": str(e), "kind": e.kind, "fields": e.fields}}), flush=True)
     except KeyboardInterrupt:
         pass
 
@@ -115,5 +116,5 @@ def report_of(process: subprocess.Popen, stop, host: str) -> Optional[dict]:
         raise ClusterError(f"the engine process on {host} printed no report but: {printed[0].strip()[:200]!r}") \
             from None
     if "error" in out:
-        raise engine.EngineError(out["error"])
+        raise engine.EngineError(**out["error"])
     return out["report"]
