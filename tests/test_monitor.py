@@ -11,10 +11,11 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict
 
 import pytest
 
-from httpbench import engine, servers
+from httpbench import engine, honesty, servers
 from httpbench.monitor import Monitor, ProcessTree, sample_tree
 from httpbench.servers import ServerProfile, Site
 from httpbench.servers.process import session_pids
@@ -104,6 +105,84 @@ def test_killed_worker_is_a_restart(nginx):
     assert not window.crashed
     assert f"worker pid {old} exited" in window.events
     assert f"1 new worker appeared (pid {new})" in window.events
+
+
+@pytest.fixture
+def respawning():
+    """A session leader that keeps one forked child, starting another `delay` seconds after it
+    dies (as nginx's master replaces a worker): yields the leader and an iterator over its
+    children's pids, each read when the leader starts it."""
+    code = """
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None)
+delay, end = float(sys.argv[1]), time.monotonic() + 60
+while time.monotonic() < end:
+    child = os.fork()
+    if child == 0:
+        libc.prctl(1, signal.SIGKILL)  # die with the leader (PR_SET_PDEATHSIG)
+        time.sleep(60)
+        os._exit(0)
+    print(child, flush=True)
+    os.waitpid(child, 0)
+    time.sleep(delay)
+"""
+    started = []
+
+    def start(delay: float):
+        leader = subprocess.Popen([sys.executable, "-c", code, str(delay)], stdout=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        started.append(leader)
+        return leader, (int(line) for line in leader.stdout)
+
+    yield start
+    for leader in started:
+        for pid in session_pids(leader.pid):
+            os.kill(pid, signal.SIGKILL)
+        leader.wait(timeout=10)
+
+
+def _kill_and_wait_gone(leader, pid: int) -> None:
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while pid in session_pids(leader.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_restart_across_a_window_end_flags_the_window_it_completes_in(respawning):
+    """The worker dies in one window and its replacement starts in the next: each window alone
+    holds half of the restart, and only the second one can tell it."""
+    leader, children = respawning(delay=1.0)
+    old = next(children)
+    with Monitor(leader.pid) as monitor:
+        with monitor.window() as dying:
+            _kill_and_wait_gone(leader, old)
+        with monitor.window() as replaced:
+            new = next(children)
+            time.sleep(0.15)
+    assert dying.window.workers_exited == 1 and dying.window.workers_started == 0
+    assert honesty.server_restarted({"server": asdict(dying.window), "errors_total": 0}) is None
+    flag = honesty.server_restarted({"server": asdict(replaced.window), "errors_total": 0})
+    assert flag is not None, replaced.window
+    assert f"worker pid {old} exited" in flag.reason and f"(pid {new})" in flag.reason
+
+
+def test_a_restart_between_windows_flags_the_next_window(respawning):
+    """Between windows (a warm-up, the store) nothing is measured, but the server still is the
+    server: a worker restarted then flags the window that follows."""
+    leader, children = respawning(delay=0.0)
+    old = next(children)
+    with Monitor(leader.pid) as monitor:
+        with monitor.window() as quiet:
+            time.sleep(0.1)
+        _kill_and_wait_gone(leader, old)
+        new = next(children)
+        time.sleep(0.25)
+        with monitor.window() as following:
+            time.sleep(0.1)
+    assert quiet.window.events == []
+    flag = honesty.server_restarted({"server": asdict(following.window), "errors_total": 0})
+    assert flag is not None, following.window
+    assert f"worker pid {old} exited" in flag.reason and f"(pid {new})" in flag.reason
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ processes "use" 548 MB of RSS). RSS is kept beside it because every other tool r
             engine.run(spec)
         print(measured.window.cpu_user_cores, measured.window.events)
 
-Only /proc is read (no psutil), so this works with any Python the suite runs under.
+Only /proc is read (httpbench.procfs), so this works with any Python the suite runs under.
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from httpbench import contention
-
-TICKS = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
+from httpbench import contention, procfs
+from httpbench.procfs import Key
 
 
 @dataclass(frozen=True)
@@ -49,82 +47,6 @@ class Sample:
     @property
     def processes(self) -> int:
         return len(self.pids)
-
-
-Key = Tuple[int, int]  # (pid, start time): one process, even after its pid is reused
-
-
-@dataclass(frozen=True)
-class _Process:
-    pid: int
-    key: Key
-    session: int
-    zombie: bool
-    utime: int                    # clock ticks
-    stime: int
-    threads: int
-    rss: int                      # bytes
-
-
-def _read(path: str, size: int = 65536) -> bytes:
-    # os.read straight from the descriptor: half the cost of open().read() for these small files,
-    # which matters at 100 files ten times a second. One read returns a whole /proc/PID file.
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.read(fd, size)
-    finally:
-        os.close(fd)
-
-
-def _read_stat(pid: int) -> Optional[_Process]:
-    """What /proc/PID/stat says of a process, or None if it has exited."""
-    try:
-        stat = _read(f"/proc/{pid}/stat")
-    except OSError:
-        return None
-    # The fields after the command name, which may itself hold spaces and parentheses: field 3
-    # of proc(5), the state, is index 0 here.
-    fields = stat[stat.rindex(b")") + 2:].split()
-    return _Process(pid=pid, key=(pid, int(fields[19])), session=int(fields[3]), zombie=fields[0] == b"Z",
-                    utime=int(fields[11]), stime=int(fields[12]), threads=int(fields[17]),
-                    rss=int(fields[21]) * PAGE)
-
-
-def _read_pss(pid: int) -> Optional[int]:
-    """Proportional set size: a page shared by n processes counts 1/n in each. None where the
-    kernel has no smaps_rollup (before 4.14) or will not let us read it."""
-    try:
-        rollup = _read(f"/proc/{pid}/smaps_rollup")
-    except OSError:
-        return _gone_or_unknown(pid)
-    start = rollup.find(b"\nPss:")
-    if start < 0:
-        return 0  # no memory left to describe: the process is exiting
-    return int(rollup[start + len(b"\nPss:"):rollup.index(b"kB", start)]) * 1024
-
-
-def _fd_count(pid: int) -> Optional[int]:
-    # Since Linux 6.2 the fd directory's size is its number of entries: one stat instead of
-    # listing 10,000 sockets. Older kernels say 0, and then the listing counts.
-    path = f"/proc/{pid}/fd"
-    try:
-        return os.stat(path).st_size or len(os.listdir(path))
-    except OSError:
-        return _gone_or_unknown(pid)
-
-
-def _gone_or_unknown(pid: int) -> Optional[int]:
-    """A figure that could not be read: 0 if the process has exited since its stat was read (a
-    worker exiting mid-sample must not blank the whole window's PSS), None if it is unreadable."""
-    return None if os.path.exists(f"/proc/{pid}") else 0
-
-
-def _machine_cpu() -> Tuple[int, int]:
-    """(idle + iowait, total) jiffies of all CPUs since boot."""
-    cpu = _read("/proc/stat", 4096).split(b"\n", 1)[0].split()
-    # user nice system idle iowait irq softirq steal; guest time is already inside user.
-    jiffies = [int(x) for x in cpu[1:9]]
-    return jiffies[3] + jiffies[4], sum(jiffies)
 
 
 class ProcessTree:
@@ -158,27 +80,27 @@ class ProcessTree:
 
     def sample(self) -> Sample:
         t = time.monotonic()
-        idle, total = _machine_cpu()
+        idle, total = procfs.machine_cpu()
         processes = self._members()
         user, system = self._account_cpu(processes)
         pss = self._refresh_pss(processes, t)
-        fds = [_fd_count(p.pid) for p in processes]
+        fds = [procfs.fd_count(p.pid) for p in processes]
         self._last_t = t
         return Sample(
             t=t, pids=tuple(p.pid for p in processes),
             rss_bytes=sum(p.rss for p in processes),
             # A partial sum would look like a smaller server: all or nothing.
             pss_bytes=None if None in pss else sum(pss),
-            cpu_user_s=user / TICKS, cpu_sys_s=system / TICKS,
+            cpu_user_s=user / procfs.TICKS, cpu_sys_s=system / procfs.TICKS,
             threads=sum(p.threads for p in processes),
             fds=None if None in fds else sum(fds),
             machine_idle=idle, machine_total=total)
 
-    def _members(self) -> List[_Process]:
-        listed = {int(e) for e in os.listdir("/proc") if e.isdigit()}
+    def _members(self) -> List[procfs.Stat]:
+        listed = set(procfs.pids())
         members, outside = [], self._outside & listed
         for pid in sorted(listed - outside):
-            process = _read_stat(pid)
+            process = procfs.stat(pid)
             if process is None:
                 continue  # exited since the listing
             if process.session == self.sid and not process.zombie:
@@ -188,7 +110,7 @@ class ProcessTree:
         self._outside = outside
         return members
 
-    def _account_cpu(self, processes: List[_Process]) -> Tuple[int, int]:
+    def _account_cpu(self, processes: List[procfs.Stat]) -> Tuple[int, int]:
         """(user, system) ticks of the tree so far, exited processes included."""
         live = {p.key: (p.utime, p.stime) for p in processes}
         for key in self._cpu.keys() - live.keys():
@@ -200,7 +122,7 @@ class ProcessTree:
         return (self._gone_user + sum(u for u, _ in live.values()),
                 self._gone_sys + sum(s for _, s in live.values()))
 
-    def _refresh_pss(self, processes: List[_Process], t: float) -> List[Optional[int]]:
+    def _refresh_pss(self, processes: List[procfs.Stat], t: float) -> List[Optional[int]]:
         due = [p for p in processes if p.key not in self._pss]
         known = [p for p in processes if p.key in self._pss]
         if self.pss_refresh <= 0 or self._last_t is None:
@@ -210,7 +132,7 @@ class ProcessTree:
             share = math.ceil(len(known) * (t - self._last_t) / self.pss_refresh)
             due += sorted(known, key=lambda p: self._pss[p.key][1])[:share]
         for p in due:
-            self._pss[p.key] = (_read_pss(p.pid), t)
+            self._pss[p.key] = (procfs.pss(p.pid), t)
         return [self._pss[p.key][0] for p in processes]
 
 
@@ -261,7 +183,6 @@ class _Aggregate:
         self.events: List[str] = []
         self.crashed = False
         self.exited = False
-        self.workers_exited = self.workers_started = 0
         self.samples = 0
         self.alive_samples = 0
         self.rss_sum = self.rss_peak = 0
@@ -303,18 +224,6 @@ class _Aggregate:
         if not now and not self.exited:
             self.exited = True
             self.events.append("server exited during the window")
-        if previous is None:
-            return
-        before = set(previous.pids)
-        gone = sorted(before - now - {self.leader})
-        for pid in gone:
-            self.events.append(f"worker pid {pid} exited")
-        new = sorted(now - before)
-        self.workers_exited += len(gone)
-        self.workers_started += len(new)
-        if new:
-            self.events.append(f"{len(new)} new worker{'s' if len(new) > 1 else ''} appeared "
-                               f"(pid {', '.join(map(str, new))})")
 
     def window(self) -> Window:
         first, last = self.first, self.last
@@ -332,8 +241,61 @@ class _Aggregate:
             threads_peak=self.threads_peak, fds_peak=self.fds_peak,
             machine_idle_share=(last.machine_idle - first.machine_idle) / jiffies if jiffies > 0 else 1.0,
             processes_min=self.processes_min, processes_max=self.processes_max,
-            events=list(self.events), crashed=self.crashed, workers_exited=self.workers_exited,
-            workers_started=self.workers_started)
+            events=list(self.events), crashed=self.crashed)
+
+
+# A worker's replacement starts within this of its exit: nginx's master starts one at once,
+# apache2's looks at its children once a second. An exit and a start further apart are a pool
+# shrinking and growing again (apache2's at idle, then under load), not a restart.
+RESTART_GAP = 2.0
+
+
+@dataclass(frozen=True)
+class _Change:
+    t: float                      # the sample that saw it
+    exited: bool                  # a worker left the tree, or `count` joined it
+    count: int
+    event: str
+
+
+class _Workers:
+    """Workers leaving and joining the server's tree, noted at every sample, in windows and
+    between them, and told with the window a restart completes in.
+
+    A restart is an exit and a start. A worker that dies in a window's last 100 ms is replaced in
+    the next one, and one that dies between windows (a warm-up, a round being stored) in neither:
+    each window alone would hold half of it, or nothing. So a window also tells the changes seen
+    since the last window ended ("before the window") and those the last window left unmatched in
+    its last RESTART_GAP seconds ("at the end of the previous window"), each only when it is half
+    of a restart, its other half within RESTART_GAP of it."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+        self.noted: List[_Change] = []      # since the last window ended
+        self.carried: List[_Change] = []    # the last window's unmatched ones, near its end
+
+    def note(self, previous: Sample, sample: Sample) -> None:
+        before, now = set(previous.pids), set(sample.pids)
+        self.noted += [_Change(sample.t, True, 1, f"worker pid {pid} exited")
+                       for pid in sorted(before - now - {self.leader})]
+        new = sorted(now - before)
+        if new:
+            self.noted.append(_Change(sample.t, False, len(new), f"{len(new)} new worker{'s' if len(new) > 1 else ''} "
+                                                                 f"appeared (pid {', '.join(map(str, new))})"))
+
+    def close(self, start: float, end: float) -> dict:
+        """The worker figures of the window from sample time `start` to `end`."""
+        earlier = [replace(c, event=c.event + " at the end of the previous window") for c in self.carried] + \
+                  [replace(c, event=c.event + " before the window") for c in self.noted if c.t <= start]
+        during = [c for c in self.noted if c.t > start]
+        halves = [c for c in earlier if any(o.exited != c.exited and abs(o.t - c.t) <= RESTART_GAP
+                                            for o in earlier + during)]
+        changes = halves + during
+        exited = sum(c.count for c in changes if c.exited)
+        started = sum(c.count for c in changes if not c.exited)
+        self.carried = [] if exited and started else [c for c in self.noted if end - c.t <= RESTART_GAP]
+        self.noted = []
+        return {"events": [c.event for c in changes], "workers_exited": exited, "workers_started": started}
 
 
 @dataclass
@@ -359,9 +321,10 @@ class Monitor:
         # One lock for sampling and aggregating: the tree must see its samples in time order.
         self._lock = threading.Lock()
         self._current: Optional[_Aggregate] = None
+        self._workers = _Workers(self.sid)
         self._machine_at_start: Optional[contention.Snapshot] = None
         self._error: Optional[BaseException] = None
-        self.last = self.sample()
+        self.last = self._tree.sample()
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"monitor-{self.sid}", daemon=True)
         self._thread.start()
@@ -371,8 +334,13 @@ class Monitor:
             sample = self._tree.sample()
             if self._current is not None:
                 self._current.add(sample)
-            self.last = sample
+            self._take(sample)
             return sample
+
+    def _take(self, sample: Sample) -> None:
+        # Every sample, in a window or not: a worker may restart at any time.
+        self._workers.note(self.last, sample)
+        self.last = sample
 
     def _run(self) -> None:
         due = time.monotonic()
@@ -395,18 +363,21 @@ class Monitor:
             self._machine_at_start = machine
             first = self._tree.sample()
             self._current = _Aggregate(self.sid, first)
-            self.last = first
+            self._take(first)
 
     def end_window(self) -> Window:
         self.sample()
         machine = contention.Snapshot.take(self.sid)
         with self._lock:
             current, self._current = self._current, None
-        if current is None:
-            raise RuntimeError("no window is open")
+            if current is None:
+                raise RuntimeError("no window is open")
+            workers = self._workers.close(current.first.t, current.last.t)
         if self._error is not None:
             raise RuntimeError(f"the monitor stopped sampling: {self._error}") from self._error
-        return replace(current.window(), **machine.since(self._machine_at_start))
+        window = current.window()
+        events = window.events + workers.pop("events")
+        return replace(window, events=events, **workers, **machine.since(self._machine_at_start))
 
     @contextmanager
     def window(self) -> Iterator[Measured]:
