@@ -1,7 +1,7 @@
 """The engine's Python API: dicts in, dicts out.
 
 The extension speaks JSON strings so that the spec and report schemas are defined once, in Rust
-(serde); here they only become dicts.
+(serde); here they only become dicts, typed by httpbench.load_report.
 """
 
 import json
@@ -10,9 +10,10 @@ import os
 from httpbench import _engine
 # Here for the engine's callers to catch: engine.EngineError, engine.EnginePanicked.
 from httpbench.errors import EngineError, EnginePanicked  # noqa: F401
+from httpbench.load_report import LoadReport, Summary
 
 
-def run(spec: dict) -> dict:
+def run(spec: dict) -> LoadReport:
     """Run a load test described by ``spec`` (a LoadSpec) and return its report.
 
     Raises EngineError, with a one-line message and the error's kind and fields, if the spec is
@@ -55,13 +56,13 @@ def host_facts() -> dict:
     return json.loads(_engine.host_facts())
 
 
-def merge_latency(summaries: list) -> dict:
+def merge_latency(summaries: list) -> Summary:
     """Add the histograms of several latency summaries (rounds, threads, hosts) and summarise the
     sum: exact percentiles, never an average of percentiles."""
     return json.loads(_engine.merge_latency([s["hdr"] for s in summaries]))
 
 
-def merge_reports(reports: list) -> dict:
+def merge_reports(reports: list) -> LoadReport:
     """One report from the reports of one run's parts (its hosts' engines): counts and
     histograms added, every rate and mean derived again (the engine's ``Report::merge``)."""
     return json.loads(_engine.merge_reports([json.dumps(r) for r in reports]))

@@ -15,6 +15,7 @@ from typing import List, Optional
 
 from httpbench import engine
 from httpbench.cluster.errors import ClusterError
+from httpbench.load_report import LoadReport
 
 # How long the client hosts have to get their engines ready for a level. Once the load runs there
 # is no time limit: a level takes as long as its budget and the engine's own timeouts say, and a
@@ -54,7 +55,7 @@ def _stop_at_next_line() -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def share_at_barrier(spec: dict, level: str) -> Optional[dict]:
+def share_at_barrier(spec: dict, level: str) -> Optional[LoadReport]:
     """On a client worker: start this host's engine process, say ready, wait for every host, then
     run. Returns the report with `started_at`, or None when the level was stopped."""
     from distributed import Event, Queue, get_worker
@@ -90,7 +91,7 @@ def _wait_for_go(go, stop) -> bool:
     raise ClusterError(f"no word from the controller within {2 * READY_TIMEOUT_S:.0f} s of being ready")
 
 
-def report_of(process: subprocess.Popen, stop, host: str) -> Optional[dict]:
+def report_of(process: subprocess.Popen, stop, host: str) -> Optional[LoadReport]:
     """The engine process's report, with the wall-clock time its load started; None when the
     level is stopped meanwhile (the process is told to stop)."""
     printed: List[str] = []

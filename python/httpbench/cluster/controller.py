@@ -15,13 +15,14 @@ from httpbench.cluster.daemons import cause, only_critical_logs
 from httpbench.cluster.errors import ClusterError, NoClientHost, SchedulerLost, ServerHostLost
 from httpbench.cluster.security import check_address, security
 from httpbench.cluster.server_host import RemoteServerHost
+from httpbench.load_report import LevelReport, LoadReport
 from httpbench.servers import ServerFailed
 
 # One call to the server host: well beyond a server's own start-up (20 s) and verification limits.
 SERVER_CALL_TIMEOUT_S = 120.0
 
 
-def merge_hosts(reports: Sequence[dict], hosts: Sequence[str], spec: dict) -> dict:
+def merge_hosts(reports: Sequence[LoadReport], hosts: Sequence[str], spec: dict) -> LevelReport:
     """The level `spec`'s report from its hosts' reports, merged by the engine (counts and
     histograms added, rates and means derived again); the level's spec at the top, and each
     host's own figures, its share of the spec, its facts and when its load started, under
@@ -74,7 +75,7 @@ class ClusterLoad:
     def client_workers(self) -> Dict[str, str]:
         return self._workers("client")
 
-    def run(self, spec: dict) -> dict:
+    def run(self, spec: dict) -> LevelReport:
         """One level over the client hosts, merged. SchedulerLost when the scheduler goes: Dask
         then cancels every future, and its calls fail."""
         try:
@@ -85,7 +86,7 @@ class ClusterLoad:
                 raise ClusterError(f"Dask cancelled the level: {e}") from None
             raise
 
-    def _level(self, spec: dict) -> dict:
+    def _level(self, spec: dict) -> LevelReport:
         from distributed import Event
         workers = self.client_workers()
         if not workers:
@@ -152,12 +153,12 @@ class ClusterLoad:
             except TimeoutError:
                 pass
 
-    def _collect(self, running: Dict[str, object]) -> Tuple[Dict[str, dict], List[str]]:
+    def _collect(self, running: Dict[str, object]) -> Tuple[Dict[str, LoadReport], List[str]]:
         """Every running host's report, however long the level takes: a host is lost only when its
         worker leaves the cluster (its task could run nowhere else). A host's error is raised:
         the level failed, and `run` stops the others."""
         from distributed import wait
-        reports: Dict[str, dict] = {}
+        reports: Dict[str, LoadReport] = {}
         lost: List[str] = []
         while running:
             try:
