@@ -14,10 +14,11 @@ from contextlib import contextmanager
 
 from conftest import short_plan
 from test_monitor import CLIENT_CPU, SERVER_CPU, nginx  # noqa: F401 (nginx: the fixture)
-from httpbench import contention, engine, honesty
+from httpbench import contention, engine, honesty, servers
 from httpbench.monitor import Monitor
 from httpbench.report import summary
 from httpbench.results import load as load_run
+from httpbench.servers import ServerProfile
 from httpbench.store import Store
 
 SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
@@ -59,7 +60,7 @@ def test_this_process_and_the_servers_are_not_other_processes(nginx):
     """The engine runs inside the suite's process and the server's tree is the server: neither
     may count as another job on the machine."""
     with spinning(SERVER_CPU) as (spinner,):
-        taken = contention.Snapshot.take(os.getsid(nginx.pid))
+        taken = contention.Snapshot.take({os.getsid(nginx.pid)})
     others = {pid for pid, _ in taken.others}
     assert spinner.pid in others
     assert os.getpid() not in others
@@ -67,12 +68,22 @@ def test_this_process_and_the_servers_are_not_other_processes(nginx):
     assert {pid for pid, _ in taken.server_threads} == set(nginx.pids())
 
 
+def test_a_caches_origin_is_part_of_the_server(site):
+    """varnish's nginx origin runs in a session of its own, on the server's CPUs: the pair is the
+    server measured, so the origin's threads are the server's and its CPU no other job's."""
+    with servers.start(servers.get("varnish"), site, ServerProfile("tuned")) as running, Monitor(running) as monitor:
+        taken = monitor.snapshot()
+        origin = set(running.backend.pids())
+    assert origin and origin <= {pid for pid, _ in taken.server_threads}
+    assert not origin & {pid for pid, _ in taken.others}
+
+
 def test_a_snapshot_of_a_server_tree_is_cheap(nginx):
     """Two per window (its start and end): every process's stat and the server's threads'
     schedstat, a few milliseconds at most on a machine of a hundred processes."""
     start = time.thread_time()
     for _ in range(10):
-        contention.Snapshot.take(os.getsid(nginx.pid))
+        contention.Snapshot.take({os.getsid(nginx.pid)})
     # CPU time, not wall time: what else runs here slows the reads, not what they cost.
     assert (time.thread_time() - start) / 10 < 0.02
 

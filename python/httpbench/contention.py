@@ -7,7 +7,8 @@ snapshot of /proc at the window's start and one at its end:
   CPU-bound job gets about half of it and waits the other half; on a quiet machine it barely
   waits, whatever the load.
 - how much CPU other processes used: every process's CPU time, its reaped children's included,
-  but not the server's session, not this process (the suite, and the engine's threads inside
+  but not the server's sessions (its own, and its origin's: a cache's nginx, pinned to the
+  server's CPUs, is part of the server measured), not this process (the suite, and the engine's threads inside
   it, or the server-host worker on a cluster) and not kernel threads (softirq work for the
   benchmark's own packets shows up in ksoftirqd). The suite's client tools (wrk, ab) are its
   children, started and reaped inside the window: never seen alive at either end, their time
@@ -25,26 +26,13 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Collection, Dict, Set, Tuple
 
-TICKS = os.sysconf("SC_CLK_TCK")
-PF_KTHREAD = 0x00200000   # include/linux/sched.h: the task is a kernel thread
-
-Key = Tuple[int, int]     # (pid, start time): one process, even after its pid is reused
+from httpbench import procfs
+from httpbench.procfs import Key
 
 
-def _stat_fields(pid: str) -> Optional[List[bytes]]:
-    """The fields of /proc/PID/stat after the command name (the state is index 0), or None if
-    the process has exited."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return stat[stat.rindex(b")") + 2:].split()
-
-
-def _schedstat(pid: str) -> Dict[Key, Tuple[int, int]]:
+def _schedstat(pid: int) -> Dict[Key, Tuple[int, int]]:
     """(ns on a CPU, ns waiting for one) of each thread of `pid`."""
     threads = {}
     try:
@@ -57,7 +45,7 @@ def _schedstat(pid: str) -> Dict[Key, Tuple[int, int]]:
                 running, waiting = f.read().split()[:2]
         except (OSError, ValueError):
             continue      # exited, or a kernel without CONFIG_SCHED_INFO
-        threads[(int(pid), int(tid))] = (int(running), int(waiting))
+        threads[(pid, int(tid))] = (int(running), int(waiting))
     return threads
 
 
@@ -68,21 +56,21 @@ class Snapshot:
     others: Dict[Key, Tuple[int, int]]          # process -> (CPU ticks with reaped children's, ppid)
 
     @classmethod
-    def take(cls, server_session: int) -> "Snapshot":
+    def take(cls, server_sessions: Collection[int]) -> "Snapshot":
         me = os.getpid()
         server: Dict[Key, Tuple[int, int]] = {}
         others: Dict[Key, Tuple[int, int]] = {}
-        for pid in os.listdir("/proc"):
-            fields = _stat_fields(pid) if pid.isdigit() else None
-            if fields is None or int(pid) == me or int(fields[6]) & PF_KTHREAD:
+        for pid in procfs.pids():
+            p = procfs.stat(pid) if pid != me else None
+            if p is None or p.kernel_thread:
                 continue
-            if int(fields[3]) == server_session:
-                if fields[0] != b"Z":
+            if p.session in server_sessions:
+                if not p.zombie:
                     server.update(_schedstat(pid))
                 continue
-            # utime, stime, cutime, cstime: a child reaped inside the window adds its time to
-            # its parent's, so a busy `make -j` is seen though its compilers come and go.
-            others[(int(pid), int(fields[19]))] = (sum(map(int, fields[11:15])), int(fields[1]))
+            # Reaped children's time too: a child reaped inside the window adds its time to its
+            # parent's, so a busy `make -j` is seen though its compilers come and go.
+            others[p.key] = (p.utime + p.stime + p.cutime + p.cstime, p.ppid)
         return cls(time.monotonic(), server, others)
 
     def since(self, start: "Snapshot") -> dict:
@@ -104,7 +92,7 @@ class Snapshot:
         duration = self.t - start.t
         return {
             "server_waiting_share": (waiting / (running + waiting) if running + waiting > 0 else 0.0) if seen else None,
-            "others_cpu_cores": max(0, ticks) / TICKS / duration if duration > 0 else 0.0,
+            "others_cpu_cores": max(0, ticks) / procfs.TICKS / duration if duration > 0 else 0.0,
             "machine_cpus": os.cpu_count(),
         }
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from httpbench import contention, procfs
+from httpbench.restarts import WorkerChanges
 from httpbench.procfs import Key
 
 
@@ -244,60 +245,6 @@ class _Aggregate:
             events=list(self.events), crashed=self.crashed)
 
 
-# A worker's replacement starts within this of its exit: nginx's master starts one at once,
-# apache2's looks at its children once a second. An exit and a start further apart are a pool
-# shrinking and growing again (apache2's at idle, then under load), not a restart.
-RESTART_GAP = 2.0
-
-
-@dataclass(frozen=True)
-class _Change:
-    t: float                      # the sample that saw it
-    exited: bool                  # a worker left the tree, or `count` joined it
-    count: int
-    event: str
-
-
-class _Workers:
-    """Workers leaving and joining the server's tree, noted at every sample, in windows and
-    between them, and told with the window a restart completes in.
-
-    A restart is an exit and a start. A worker that dies in a window's last 100 ms is replaced in
-    the next one, and one that dies between windows (a warm-up, a round being stored) in neither:
-    each window alone would hold half of it, or nothing. So a window also tells the changes seen
-    since the last window ended ("before the window") and those the last window left unmatched in
-    its last RESTART_GAP seconds ("at the end of the previous window"), each only when it is half
-    of a restart, its other half within RESTART_GAP of it."""
-
-    def __init__(self, leader: int) -> None:
-        self.leader = leader
-        self.noted: List[_Change] = []      # since the last window ended
-        self.carried: List[_Change] = []    # the last window's unmatched ones, near its end
-
-    def note(self, previous: Sample, sample: Sample) -> None:
-        before, now = set(previous.pids), set(sample.pids)
-        self.noted += [_Change(sample.t, True, 1, f"worker pid {pid} exited")
-                       for pid in sorted(before - now - {self.leader})]
-        new = sorted(now - before)
-        if new:
-            self.noted.append(_Change(sample.t, False, len(new), f"{len(new)} new worker{'s' if len(new) > 1 else ''} "
-                                                                 f"appeared (pid {', '.join(map(str, new))})"))
-
-    def close(self, start: float, end: float) -> dict:
-        """The worker figures of the window from sample time `start` to `end`."""
-        earlier = [replace(c, event=c.event + " at the end of the previous window") for c in self.carried] + \
-                  [replace(c, event=c.event + " before the window") for c in self.noted if c.t <= start]
-        during = [c for c in self.noted if c.t > start]
-        halves = [c for c in earlier if any(o.exited != c.exited and abs(o.t - c.t) <= RESTART_GAP
-                                            for o in earlier + during)]
-        changes = halves + during
-        exited = sum(c.count for c in changes if c.exited)
-        started = sum(c.count for c in changes if not c.exited)
-        self.carried = [] if exited and started else [c for c in self.noted if end - c.t <= RESTART_GAP]
-        self.noted = []
-        return {"events": [c.event for c in changes], "workers_exited": exited, "workers_started": started}
-
-
 @dataclass
 class Measured:
     """What `Monitor.window()` yields; `window` is filled in when the block ends."""
@@ -315,13 +262,17 @@ class Monitor:
     def __init__(self, server, interval: float = 0.1, pss_refresh: float = 1.0) -> None:
         pid = getattr(server, "pid", server)
         self.sid = os.getsid(pid)
+        # A cache's origin runs in a session of its own, on the server's CPUs: for contention it
+        # is the server, not another job. (Its death is servers.host's to see.)
+        backend = getattr(server, "backend", None)
+        self.sessions = {self.sid} | ({os.getsid(backend.pid)} if backend is not None else set())
         self.interval = interval
         self.idle: Optional[Window] = None
         self._tree = ProcessTree(self.sid, pss_refresh)
         # One lock for sampling and aggregating: the tree must see its samples in time order.
         self._lock = threading.Lock()
         self._current: Optional[_Aggregate] = None
-        self._workers = _Workers(self.sid)
+        self._workers = WorkerChanges(self.sid)
         self._machine_at_start: Optional[contention.Snapshot] = None
         self._error: Optional[BaseException] = None
         self.last = self._tree.sample()
@@ -339,7 +290,7 @@ class Monitor:
 
     def _take(self, sample: Sample) -> None:
         # Every sample, in a window or not: a worker may restart at any time.
-        self._workers.note(self.last, sample)
+        self._workers.note(self.last.pids, sample.pids, sample.t)
         self.last = sample
 
     def _run(self) -> None:
@@ -355,8 +306,11 @@ class Monitor:
                 self._error = e
                 return
 
+    def snapshot(self) -> contention.Snapshot:
+        return contention.Snapshot.take(self.sessions)
+
     def start_window(self) -> None:
-        machine = contention.Snapshot.take(self.sid)
+        machine = self.snapshot()
         with self._lock:
             if self._current is not None:
                 raise RuntimeError("a window is already open")
@@ -367,7 +321,7 @@ class Monitor:
 
     def end_window(self) -> Window:
         self.sample()
-        machine = contention.Snapshot.take(self.sid)
+        machine = self.snapshot()
         with self._lock:
             current, self._current = self._current, None
             if current is None:

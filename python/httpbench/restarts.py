@@ -1,0 +1,61 @@
+"""A server's workers restarting: noticed by the monitor (httpbench.monitor) from its samples of
+the server's process tree, told with its windows, flagged `server_restarted` by honesty."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterable, List
+
+# A worker's replacement starts within this of its exit: nginx's master starts one at once,
+# apache2's looks at its children once a second. An exit and a start further apart are a pool
+# shrinking and growing again (apache2's at idle, then under load), not a restart.
+RESTART_GAP = 2.0
+
+
+@dataclass(frozen=True)
+class _Change:
+    t: float                      # the sample that saw it
+    exited: bool                  # a worker left the tree, or `count` joined it
+    count: int
+    event: str
+
+
+class WorkerChanges:
+    """Workers leaving and joining the server's tree, noted at every sample, in windows and
+    between them, and told with the window a restart completes in.
+
+    A restart is an exit and a start. A worker that dies in a window's last 100 ms is replaced in
+    the next one, and one that dies between windows (a warm-up, a round being stored) in neither:
+    each window alone would hold half of it, or nothing. So a window also tells the changes seen
+    since the last window ended ("before the window") and those the last window left unmatched in
+    its last RESTART_GAP seconds ("at the end of the previous window"), each only when it is half
+    of a restart, its other half within RESTART_GAP of it."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+        self.noted: List[_Change] = []      # since the last window ended
+        self.carried: List[_Change] = []    # the last window's unmatched ones, near its end
+
+    def note(self, before_pids: Iterable[int], pids: Iterable[int], t: float) -> None:
+        """Two successive samples of the server's tree: its pids, and the later one's time."""
+        before, now = set(before_pids), set(pids)
+        self.noted += [_Change(t, True, 1, f"worker pid {pid} exited")
+                       for pid in sorted(before - now - {self.leader})]
+        new = sorted(now - before)
+        if new:
+            self.noted.append(_Change(t, False, len(new), f"{len(new)} new worker{'s' if len(new) > 1 else ''} "
+                                                        f"appeared (pid {', '.join(map(str, new))})"))
+
+    def close(self, start: float, end: float) -> dict:
+        """The worker figures of the window from sample time `start` to `end`."""
+        earlier = [replace(c, event=c.event + " at the end of the previous window") for c in self.carried] + \
+                  [replace(c, event=c.event + " before the window") for c in self.noted if c.t <= start]
+        during = [c for c in self.noted if c.t > start]
+        halves = [c for c in earlier if any(o.exited != c.exited and abs(o.t - c.t) <= RESTART_GAP
+                                            for o in earlier + during)]
+        changes = halves + during
+        exited = sum(c.count for c in changes if c.exited)
+        started = sum(c.count for c in changes if not c.exited)
+        self.carried = [] if exited and started else [c for c in self.noted if end - c.t <= RESTART_GAP]
+        self.noted = []
+        return {"events": [c.event for c in changes], "workers_exited": exited, "workers_started": started}
