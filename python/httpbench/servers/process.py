@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import List, Optional, Set
 
 from httpbench.errors import Error
+from httpbench.procfs import session_pids
 from httpbench.servers.base import Config, Server, ServerProfile, Site, fill
 
 _PR_SET_PDEATHSIG = 1
@@ -55,23 +56,6 @@ def port_is_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def session_pids(sid: int) -> List[int]:
-    """Every live process of session `sid` (the server and all its workers)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        # Fields after the command name, which may itself hold spaces and parentheses.
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[3]) == sid and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
 
 
 @dataclass(eq=False)
