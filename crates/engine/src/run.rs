@@ -160,24 +160,22 @@ fn run_thread(
     }
     let worker = Worker::new(shared, a, tx);
     let multishot = shared.spec.requests_per_connection != Some(1);
-    match io {
-        Io::Uring => match UringReactor::new(a.connections, multishot) {
-            Ok(mut r) => worker.run(&mut r),
-            Err(e) => {
-                abort(
-                    shared,
-                    format!("cannot set up io_uring for an engine thread: {e}"),
-                );
-                worker.run(&mut EpollReactor::new().expect("epoll is always there"))
-            }
-        },
-        Io::Epoll => match EpollReactor::new() {
-            Ok(mut r) => worker.run(&mut r),
-            Err(e) => {
-                abort(shared, format!("cannot create an epoll instance: {e}"));
-                Outcome::default()
-            }
-        },
+    if io == Io::Uring {
+        match UringReactor::new(a.connections, multishot) {
+            Ok(mut r) => return worker.run(&mut r),
+            // The run stops; this thread's worker still ends its own way, on epoll.
+            Err(e) => abort(
+                shared,
+                format!("cannot set up io_uring for an engine thread: {e}"),
+            ),
+        }
+    }
+    match EpollReactor::new() {
+        Ok(mut r) => worker.run(&mut r),
+        Err(e) => {
+            abort(shared, format!("cannot create an epoll instance: {e}"));
+            Outcome::default()
+        }
     }
 }
 
