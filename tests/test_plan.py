@@ -57,14 +57,14 @@ def error(text: str) -> str:
 
 def test_a_good_plan_parses_with_its_defaults():
     p = plan.parse(GOOD, "myplan.toml")
-    assert p.name == "mine" and p.servers == ("nginx", "reference") and p.rounds == 2
+    assert p.name == "mine" and p.servers == ("nginx", "reference") and p.rounds == plan.Rounds(2, 10)
     assert p.levels == (1,) + tuple(range(10, 101, 10))
     assert p.budget == plan.Budget(duration=2.0) and p.budgets == (p.budget,)
     assert p.warmup == 1.0 and p.text == GOOD and p.source == "myplan.toml"
     bare = plan.parse('[[workload]]\nsize = 7\n[levels]\nlist = [1]\n[budget]\nrequests = 10\n', "bare.toml")
     assert bare.name == "bare" and bare.servers is None and bare.profiles == ("tuned",)
     assert bare.keep_alive == (True,) and bare.server_cpus == (1,) and bare.client == "engine"
-    assert bare.model == "closed" and bare.pipeline == 1 and bare.max_rounds == 10
+    assert bare.model == "closed" and bare.pipeline == 1 and bare.rounds == plan.Rounds(1, 10)
 
 
 @pytest.mark.parametrize("levels, expected", [
@@ -257,16 +257,16 @@ def test_builtin_plans_reproduce_the_write_ups():
     b = plan.builtin()
     quick = b["quick"]
     assert quick.servers is None and quick.profiles == ("tuned",) and quick.keep_alive == (True,)
-    assert quick.levels == (1, 10, 50, 100, 250, 500, 1000) and quick.rounds == 1 and quick.server_cpus == (1,)
+    assert quick.levels == (1, 10, 50, 100, 250, 500, 1000) and quick.rounds.fixed == 1 and quick.server_cpus == (1,)
     assert quick.workloads[0].file_map() == {"index.html": b"httpbe\n"}
     s2016 = b["seed-2016"]
-    assert s2016.server_cpus == (1, 2, 4, 8) and s2016.rounds == 3 and s2016.budget.requests == 100000
+    assert s2016.server_cpus == (1, 2, 4, 8) and s2016.rounds.fixed == 3 and s2016.budget.requests == 100000
     assert len(s2016.levels) == 101 and s2016.levels[:3] == (1, 10, 20)
     assert len(s2016.levels) * 3 * 100000 == 30_300_000          # 000's "about 30,000,000" per test
     assert b["seed-2011"].client == "ab" and b["seed-2011"].profiles == ("default",)
     s2010 = b["seed-2010-rounds"]
     assert s2010.baseline == "apache2-prefork" and s2010.keep_alive == (False, True)
-    assert s2010.levels == (200,) and s2010.rounds == 4 and s2010.budget.requests == 200000
+    assert s2010.levels == (200,) and s2010.rounds.fixed == 4 and s2010.budget.requests == 200000
     image = b["seed-2007-image"]
     combinations = {(b.requests, c) for b in image.budgets for c in image.levels}
     assert combinations == {(n, c) for n in (100, 1000, 10000) for c in (5, 50, 100)}

@@ -166,7 +166,7 @@ def test_a_shortened_version_of_each_built_in_plan_runs(name, tmp_path):
     wanted = [s for s in (p.servers or servers.names()) if s in servers.names()][:2] or ["reference"]
     short = dataclasses.replace(
         p, servers=tuple(wanted), profiles=p.profiles[:1], server_cpus=(1,), keep_alive=p.keep_alive[:2],
-        levels=tuple(min(level, 20) for level in p.levels[:2]), rounds=1, warmup=0.0,
+        levels=tuple(min(level, 20) for level in p.levels[:2]), rounds=plans.Rounds(1, 1), warmup=0.0,
         budget=plans.Budget(requests=200) if p.budget.requests else plans.Budget(duration=0.3),
         budgets=tuple(plans.Budget(requests=min(b.requests, 200)) for b in p.budgets[:2] if b.requests))
     store = Store(str(tmp_path / "r.db"))

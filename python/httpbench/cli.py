@@ -206,6 +206,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from httpbench import console
+    from httpbench.session import Session, Setup
     if args.plan and args.resume is not None:
         raise _UsageError("--resume continues a stored run with its own plan; drop the plan argument")
     if args.cluster and args.client_cpus:
@@ -217,8 +218,9 @@ def _run(args: argparse.Namespace) -> int:
         if not only:
             raise _UsageError("--servers names no server: give them comma-separated (e.g. --servers nginx,lighttpd; "
                               "'httpbench servers' lists them), or drop it to run every installed one")
-    return console.run_plan(args.plan, only, args.server_cpus, args.client_cpus, args.allow_shared_cpus,
-                            args.db, args.resume, args.cluster, args.certs, args.on_client_loss)
+    setup = Setup(args.server_cpus, args.client_cpus, args.allow_shared_cpus, args.cluster, args.certs,
+                  args.on_client_loss)
+    return console.run(Session(args.db, args.plan, args.resume, only, setup))
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -268,7 +270,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"httpbench: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        return getattr(e, "exit_code", 130)   # 143 when it was SIGTERM (console.Terminated)
+        return getattr(e, "exit_code", 130)   # 143 when it was SIGTERM (session.Terminated)
     except BrokenPipeError:
         # The reader left (`httpbench show 3 | head`): end quietly, with the status of SIGPIPE
         # as other Unix tools do; Python would complain again flushing stdout at exit.

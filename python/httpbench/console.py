@@ -6,8 +6,6 @@ Everything shown comes from the store: `show` and the end of `run` print the sam
 
 from __future__ import annotations
 
-import shlex
-import signal
 import sys
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
@@ -21,7 +19,9 @@ from rich.text import Text
 
 from httpbench import results
 from httpbench.report import summary as report_summary, tables
+from httpbench.plan import Rounds
 from httpbench.results import RunResults
+from httpbench.session import Session, resume_command
 from httpbench.sweep import Progress
 
 console = Console(stderr=True)
@@ -29,17 +29,6 @@ console = Console(stderr=True)
 # What a terminal shows of each level (80 columns hold them); the report and exports have the rest.
 LEVEL_COLUMNS = ["level", "rounds", "rps_mean", "rps_ci95", "p50_us", "p99_us", "errors", "server_cpu_user"]
 CELL_COLUMNS = ["status", "levels", "rps_mean", "seconds"]
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a `kill`, a CI timeout, a shutdown), handled as Ctrl-C: the run is stored as
-    interrupted with its resume command; the exit status stays SIGTERM's."""
-
-    exit_code = 128 + signal.SIGTERM
-
-
-def _terminate(signum, frame) -> None:
-    raise Terminated()
 
 
 class _Stdout(Console):
@@ -55,14 +44,11 @@ def _stdout() -> Console:
     return _Stdout(width=None if sys.stdout.isatty() else 160)
 
 
-def resume_command(run_id: int, db: str, only: Optional[List[str]] = None) -> str:
-    return f"httpbench run --resume {run_id} --db {shlex.quote(db)}" + (f" --servers {','.join(only)}" if only else "")
-
-
-def live_progress(total_rounds: int, stored_rounds: int = 0):
+def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Rounds] = None):
     """A progress bar over every round of the run, the rounds stored before a resume counted as
     done, naming the current cell and level and the last round's requests/s; returns (the rich
-    context, the sweep's Progress hooks)."""
+    context, the sweep's Progress hooks). `total_rounds` counts each level's fewest `rounds`: a
+    level that takes more (rounds = "auto") adds them as they come."""
     bar = Bar(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} rounds"),
               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
     task = bar.add_task("starting", total=total_rounds, completed=stored_rounds)
@@ -73,6 +59,8 @@ def live_progress(total_rounds: int, stored_rounds: int = 0):
         bar.update(task, description=state["cell"])
 
     def on_round(cell, level, index, m):
+        if rounds is not None and index >= rounds.fewest:
+            bar.update(task, total=bar.tasks[task].total + 1)
         rps = m["requests"]["per_second"] or 0
         flags = ", ".join(f["kind"] for f in m.get("flags", []))
         bar.update(task, advance=1, description=f"{state['cell']} level {level}: {rps:,.0f} req/s"
@@ -116,7 +104,8 @@ def show(run: RunResults, db: str, out: Optional[Console] = None) -> None:
     levels(run, out)
     summary(run, out)
     if run.status in ("interrupted", "stopped"):
-        out.print(f"run {run.id} is {run.status}; resume with: {resume_command(run.id, db)}", markup=False)
+        out.print(f"run {run.id} is {run.status}; resume with: {resume_command(run.id, db, run.host)}",
+                  markup=False)
 
 
 def summary(run: RunResults, out: Optional[Console] = None) -> None:
@@ -200,106 +189,38 @@ def runs_table(runs: List[dict], db: str) -> None:
          str(r.get("cells", ""))] for r in runs)))
     for r in runs:
         if r["status"] in ("interrupted", "stopped"):
-            out.print(f"run {r['id']} is {r['status']}; resume with: {resume_command(r['id'], db)}", markup=False)
+            out.print(f"run {r['id']} is {r['status']}; resume with: {resume_command(r['id'], db, r['host'])}",
+                      markup=False)
 
 
-def run_plan(plan_name: Optional[str], only: Optional[List[str]], server_cpus: Optional[str],
-             client_cpus: Optional[str], allow_shared: bool, db: str, resume: Optional[int],
-             cluster_address: Optional[str] = None, certs: Optional[Path] = None,
-             on_client_loss: str = "continue") -> int:
-    """`httpbench run`: sweep a plan (or finish an interrupted run) with a live display, then
-    print the summary. Returns the exit code: 0 done (or nothing left to resume), 1 cells failed
-    or stopped for a lost client host, 130 interrupted by Ctrl-C and 143 by SIGTERM (all
-    resumable)."""
-    from httpbench import plan as plans
-    from httpbench.placement import Placement
-    from httpbench.store import Store, StoreError, owner_alive
-    from httpbench.sweep import Stopped, Sweep
-
-    signal.signal(signal.SIGTERM, _terminate)
-    store = Store(db)
-    store.check()   # a damaged file is refused before anything is measured that it could not keep
-    if resume is not None:
-        stored = store.run(resume)  # StoreError (one line) for an unknown run
-        if stored["status"] == "running" and owner_alive(stored):
-            raise StoreError(f"run {resume} is still being measured, by process {stored['owner_pid']}; wait for it, "
-                             f"or stop it (kill {stored['owner_pid']}: it stores what it measured) and resume then")
-        if _finished(stored, only):
-            print(f"run {resume} is finished: every round is stored; 'httpbench show {resume}' prints it, "
-                  f"'httpbench report {resume}' writes its report", file=sys.stderr)
-            return 0
-        chosen = plans.parse(stored["plan_text"], f"run {resume}")
-        placed = stored["host"].get("placement")
-        if placed:
-            # The rest of a run is placed as its start was, whatever the resume command says.
-            server_cpus = _placed_as_stored(resume, placed, "server", server_cpus)
-            if not cluster_address:
-                client_cpus = _placed_as_stored(resume, placed, "client", client_cpus)
-                allow_shared = allow_shared or placed["shared"]
-    else:
-        chosen = plans.load(plan_name or "quick")
-    cluster = None
-    if cluster_address:
-        # Nothing of Dask is imported or started without --cluster.
-        from httpbench.cluster import ClusterLoad
-        cluster = ClusterLoad(cluster_address, certs)
-    placement = cluster.placement(server_cpus) if cluster else Placement.choose(server_cpus, client_cpus, allow_shared)
-    sweep = Sweep(chosen, store, placement, only, cluster=cluster, on_client_loss=on_client_loss)
-    per_cell = len(chosen.levels) * (chosen.rounds if isinstance(chosen.rounds, int) else 3)
-    stored_rounds = 0
-    if resume is not None:
-        keys = {cell.key for cell in sweep.cells}
-        stored_rounds = sum(min(len(c["rounds"]), per_cell) for c in stored["cells"] if c["key"] in keys)
-        store.claim(resume)
-    run_id = resume if resume is not None else sweep.start()
-    bar, sweep.progress = live_progress(len(sweep.cells) * per_cell, stored_rounds)
-    command = resume_command(run_id, db, only)
-    if cluster_address:
-        # Resumed without them, the rest of the run would be measured from this host alone.
-        command += f" --cluster {cluster_address}" + (f" --certs {certs}" if certs else "") + \
-            (" --on-client-loss stop" if on_client_loss == "stop" else "")
-    code = 0
-    try:
-        with bar:
-            sweep.run(run_id)
-    except KeyboardInterrupt as e:
-        # Plain print: the command must stay on one line, to be copied.
-        print(f"interrupted; every finished round is stored. Resume with: {command}", file=sys.stderr)
-        return getattr(e, "exit_code", 130)
-    except Stopped as e:
-        print(f"stopped: {e}; every finished round is stored. Resume with: {command}", file=sys.stderr)
-        code = 1
-    finally:
-        if cluster is not None:
-            cluster.close()
-    measured = results.load(store, run_id)
+def run(session: Session) -> int:
+    """`httpbench run`: a session's sweep with a live display, then the summary. Returns the exit
+    code: 0 done (or nothing left to resume), 1 cells failed or stopped for a lost client host,
+    130 interrupted by Ctrl-C and 143 by SIGTERM (all resumable)."""
+    if session.finished:
+        print(f"run {session.run_id} is finished: every round is stored; 'httpbench show {session.run_id}' prints "
+              f"it, 'httpbench report {session.run_id}' writes its report", file=sys.stderr)
+        return 0
+    with session:
+        bar, progress = live_progress(session.rounds_total, session.rounds_stored, session.plan.rounds)
+        command = session.resume_command()
+        try:
+            with bar:
+                stopped = session.measure(progress)
+        except KeyboardInterrupt as e:
+            # Plain print: the command must stay on one line, to be copied.
+            print(f"interrupted; every finished round is stored. Resume with: {command}", file=sys.stderr)
+            return getattr(e, "exit_code", 130)
+    if stopped:
+        print(f"stopped: {stopped}; every finished round is stored. Resume with: {command}", file=sys.stderr)
+    measured = session.results()
     summary(measured)
-    write_report(measured, db)
-    if measured.failed and code == 0:
+    write_report(measured, session.db)
+    if measured.failed and not stopped:
         # After everything is stored and shown: a run with failed cells is no success.
         print(f"{len(measured.failed)} of {len(measured.cells)} cells failed (listed above); every finished round "
               f"is stored. Try them again with: {command}", file=sys.stderr)
-        code = 1
-    return code
-
-
-def _finished(stored: dict, only: Optional[List[str]]) -> bool:
-    """Whether a resume of run `stored` has nothing to measure: it ended, every cell done (a
-    failed one is tried again), and every server of `only` has its cells."""
-    done = [c for c in stored["cells"] if c["status"] == "done"]
-    return stored["status"] == "done" and len(done) == len(stored["cells"]) and \
-        set(only or ()) <= {c["server"] for c in done}
-
-
-def _placed_as_stored(run_id: int, placed: dict, part: str, given: Optional[str]) -> str:
-    """The CPUs run `run_id` gave its `part` ("server" or "client"), as a CPU list; other CPUs
-    asked for are refused: rounds measured on other CPUs would not compare with the run's first."""
-    from httpbench.placement import PlacementError, parse_cpus, show_cpus
-    stored = show_cpus(placed[part])
-    if given and parse_cpus(given, f"--{part}-cpus") != tuple(placed[part]):
-        raise PlacementError(f"run {run_id} ran its {part} on CPU(s) {stored}: resume it on the same ones "
-                             f"(drop --{part}-cpus)")
-    return stored
+    return 1 if stopped or measured.failed else 0
 
 
 def report_path(db: str, run_ids: List[int]) -> Path:

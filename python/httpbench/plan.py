@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -73,6 +73,39 @@ class Budget:
 
 
 @dataclass(frozen=True)
+class Rounds:
+    """How many rounds each level gets: `fixed`, or with `fixed` None ("auto"), as the Phoronix
+    Test Suite's dynamic run count, rounds until they agree, `most` at most."""
+
+    fixed: Optional[int]
+    most: int
+
+    @property
+    def auto(self) -> bool:
+        return self.fixed is None
+
+    @property
+    def fewest(self) -> int:
+        """The rounds a level takes at least: what a progress display counts on."""
+        from httpbench.honesty import AUTO_MIN_ROUNDS
+        return self.fixed or min(AUTO_MIN_ROUNDS, self.most)
+
+    @property
+    def longest(self) -> int:
+        """The rounds a level takes at most: what a time estimate counts on."""
+        return self.fixed or self.most
+
+    def more(self, values: Sequence[float], done: int) -> bool:
+        """Whether a level that has `done` rounds, of which `values` are the throughputs at
+        hand, needs another."""
+        from httpbench.honesty import needs_more_rounds
+        return done < self.fixed if self.fixed else needs_more_rounds(values, done, self.most)
+
+    def __str__(self) -> str:
+        return "auto" if self.auto else str(self.fixed)
+
+
+@dataclass(frozen=True)
 class Cell:
     server: str
     profile: str
@@ -101,8 +134,7 @@ class Plan:
     keep_alive: Tuple[bool, ...]
     server_cpus: Tuple[int, ...]
     levels: Tuple[int, ...]                     # connections (0 already made 1); open loop: req/s
-    rounds: Union[int, str]                     # N or "auto"
-    max_rounds: int
+    rounds: Rounds
     budget: Budget                              # the first of `budgets`; the only one for most plans
     model: str
     pipeline: int
@@ -161,7 +193,7 @@ class Plan:
         """Time a run takes with `n_servers` servers (count "reference" if it is one of them):
         the budgets plus the overheads above. A request budget is timed at `rate` req/s;
         rounds = "auto" counts max_rounds, the longest it may take."""
-        rounds = self.max_rounds if self.rounds == "auto" else self.rounds
+        rounds = self.rounds.longest
         per_cell = len(self.workloads) * len(self.keep_alive) * len(self.server_cpus) * len(self.profiles)
         total = 0.0
         for budget in self.budgets or (self.budget,):
@@ -404,7 +436,7 @@ class _Parser:
             if not _is_int(rounds):
                 self.fail(("rounds",), f'rounds must be a whole number or "auto", got {_show(rounds)}')
             self.integer(rounds, ("rounds",), 1)
-        max_rounds = self.integer(data.get("max_rounds", 10), ("max_rounds",), 2 if rounds == "auto" else 1)
+        most = self.integer(data.get("max_rounds", 10), ("max_rounds",), 2 if rounds == "auto" else 1)
 
         if "workload" not in data:
             self.fail(("workload",), "workload is missing: add at least one [[workload]] table")
@@ -425,8 +457,9 @@ class _Parser:
 
         self.combinations(client, model, pipeline, keep_alive, loads, levels, budgets)
         return Plan(name=name, description=description, notes=notes, servers=servers, profiles=profiles,
-                    workloads=loads, keep_alive=keep_alive, server_cpus=server_cpus, levels=levels, rounds=rounds,
-                    max_rounds=max_rounds, budget=budgets[0], model=model, pipeline=pipeline, warmup=warmup,
+                    workloads=loads, keep_alive=keep_alive, server_cpus=server_cpus, levels=levels,
+                    rounds=Rounds(None if rounds == "auto" else rounds, most), budget=budgets[0], model=model,
+                    pipeline=pipeline, warmup=warmup,
                     client=client, directives=directives, config_files=config_files, text=self.text,
                     budgets=budgets, baseline=baseline, commands=commands, source=self.source,
                     allow_errors=allow_errors)

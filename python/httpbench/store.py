@@ -322,8 +322,8 @@ class Store:
         with self.engine.connect() as conn:
             counts = dict(conn.execute(select(cells.c.run_id, func.count()).group_by(cells.c.run_id)).all())
             return [_as_seen({**r._asdict(), "cells": counts.get(r.id, 0)}) for r in conn.execute(
-                select(runs.c.id, runs.c.plan_name, runs.c.status, runs.c.started, runs.c.ended, runs.c.owner_host,
-                       runs.c.owner_pid, runs.c.owner_started).order_by(runs.c.id))]
+                select(runs.c.id, runs.c.plan_name, runs.c.status, runs.c.started, runs.c.ended, runs.c.host,
+                       runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started).order_by(runs.c.id))]
 
     @_one_line
     def run(self, run_id: int) -> dict:

@@ -101,13 +101,15 @@ class Sweep:
                                  f"{len(placement.server)}; name more CPUs or drop that count from server_cpus")
         self.ceiling: Optional[float] = None
 
-    def start(self) -> int:
-        """A new run in the store, with the facts of the servers' host and the servers' versions."""
+    def start(self, setup: Optional[dict] = None) -> int:
+        """A new run in the store, with the facts of the servers' host and the servers' versions;
+        on a cluster, with `setup`, what else a resume must be told (session.Setup.facts)."""
         adapters = [self.plan.adapter(name) for name in dict.fromkeys(c.server for c in self.cells)]
         facts, versions = self._on_server_host(server_host.facts, adapters)
         facts["placement"] = asdict(self.placement)
         if self.cluster:
-            facts["cluster"] = {"scheduler": self.cluster.address, "server_host": self.cluster.server_host_name()}
+            facts["cluster"] = {"scheduler": self.cluster.address, "server_host": self.cluster.server_host_name(),
+                                **(setup or {})}
         return self.store.start_run(self.plan, facts, versions)
 
     def run(self, run_id: int) -> None:
@@ -255,11 +257,7 @@ class Sweep:
                                   "stored as partial (--on-client-loss stop)")
                 self._server_whole(cell, level, measurement)
             index += 1
-            if self.plan.rounds == "auto":
-                values = [m["requests"]["per_second"] for m in rounds]
-                if not honesty.needs_more_rounds(values, index, self.plan.max_rounds):
-                    break
-            elif index >= self.plan.rounds:
+            if not self.plan.rounds.more([m["requests"]["per_second"] for m in rounds], index):
                 break
 
     def _server_whole(self, cell: Cell, level: int, measurement: dict) -> None:
