@@ -781,7 +781,8 @@ def test_rating_and_differences_name_their_baseline_and_what_was_measured(stored
     assert "rating (nginx/tuned = 100)" in json.dumps(drawn["rating"].spec.to_dict())
     assert "difference to nginx/tuned (%)" in json.dumps(drawn["differences"].spec.to_dict())
     page = report.html([keep_alive])
-    assert "relative to nginx/tuned in the same workload and CPU count (003)" in page
+    assert "relative to nginx/tuned in the same workload and CPU count, as the 2010 LiteSpeed write-up rated " \
+           "servers." in page
     assert "side by side" not in page
 
 
