@@ -163,7 +163,8 @@ http {{
         stop(proc)
 
 
-# The write-ups' files: 000's 7-byte index.html, 002's 100-byte page, 004's 25 KB jpg.
+# The write-ups' files: the 2016 one's 7-byte index.html, the 2011 one's 100-byte page, the 2007
+# one's 25 KB jpg.
 FILES = {
     "index.html": b"hello!\n",
     "100.html": (b"<html><body>" + b"x" * 73 + b"</body></html>\n"),

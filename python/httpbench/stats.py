@@ -1,5 +1,6 @@
-"""Statistics of one level across its rounds: what 002's charts showed (min, mean, max) plus what
-a reader needs to judge the spread (median, standard deviation, 95% confidence interval, cv).
+"""Statistics of one level across its rounds: what the 2011 write-up's charts showed (min, mean,
+max) plus what a reader needs to judge the spread (median, standard deviation, 95% confidence
+interval, cv).
 
 Pure Python on purpose: a handful of values per level needs no numpy or scipy.
 """

@@ -93,11 +93,11 @@ def render_conf(site: Site, profile: ServerProfile, mpm: str) -> str:
         modules = mpm_module + "".join(f"LoadModule {m}_module {MODULES}/mod_{m}.so\n"
                                        for m in ("authz_core", "dir", "mime"))
         body = f"""{_tuned_mpm(mpm, site.workers)}
-# 000's keep-alive settings
+# the 2016 write-up's keep-alive settings
 KeepAlive On
 KeepAliveTimeout 60
 MaxKeepAliveRequests 1024
-# 000: sendfile does not pay for tiny files (Off is also apache's own default)
+# the 2016 write-up: sendfile does not pay for tiny files (Off is also apache's own default)
 EnableSendfile Off
 # as nginx's tuned backlog: a connection storm waits in the queue instead of failing
 ListenBacklog 4096

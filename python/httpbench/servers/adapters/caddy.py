@@ -22,7 +22,7 @@ class Caddy(Server):
         servers = ""
         if profile.name == "tuned":
             servers = """
-	# 000's 60 s keep-alive (default 5 min)
+	# the 2016 write-up's 60 s keep-alive (default 5 min)
 	servers {
 		timeouts {
 			idle 60s

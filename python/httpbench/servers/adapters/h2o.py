@@ -22,10 +22,10 @@ class H2o(Server):
     def render(self, site: Site, profile: ServerProfile) -> Config:
         run = site.run_dir
         if profile.name == "tuned":
-            settings = f"""num-threads: {site.workers}                    # one thread per core given (000)
-max-connections: 10000            # default 1024 stops accepting short of 000's 1,000+ connections
-http1-request-timeout: 60         # also the keep-alive idle timeout: 000's 60 s (default 10)
-file.etag: OFF                    # as nginx's etag off (000): one header less
+            settings = f"""num-threads: {site.workers}                    # a thread per core given (the 2016 write-up)
+max-connections: 10000            # default 1024 stops accepting short of the 2016 write-up's 1,000+ connections
+http1-request-timeout: 60         # also the keep-alive idle timeout: the 2016 write-up's 60 s (default 10)
+file.etag: OFF                    # as nginx's etag off (the 2016 write-up): one header less
 file.send-compressed: OFF         # plain files, like every other server (the default too)
 compress: OFF                     # and no gzip on the fly (the default too)"""
             log = ""                      # no access log: every write-up turned logging off

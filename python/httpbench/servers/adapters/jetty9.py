@@ -57,7 +57,7 @@ def render_start_ini(site: Site, profile: ServerProfile) -> str:
         settings = f"""# Static files need none of Debian's jsp, jstl, websocket, ext, resources modules.
 # No requestlog module: no request log (Debian enables none either).
 --module=deploy,http
-# 000's keep-alive of 60 s.
+# the 2016 write-up's keep-alive of 60 s.
 jetty.http.idleTimeout=60000
 # The listen backlog (0, the default, means the JDK's 50).
 jetty.http.acceptQueueSize=4096

@@ -32,15 +32,15 @@ def render_conf(site: Site, profile: ServerProfile) -> str:
     run = site.run_dir
     if profile.name == "tuned":
         # lighttpd's docs discourage server.max-worker (one process is rarely the bottleneck, and
-        # mod_status and caches become per process); 000 set it to the CPU count, so it is set
+        # mod_status and caches become per process); the 2016 write-up set it to the CPU count, so it is set
         # only when there is more than one CPU to use.
-        workers = (f"server.max-worker = {site.workers}              # one process per CPU given (000)\n"
+        workers = (f"server.max-worker = {site.workers}              # one process per CPU given (the 2016 write-up)\n"
                    if site.workers > 1 else "")
         body = f"""server.modules = ( "mod_indexfile", "mod_staticfile" )
 {workers}server.max-fds = 20000              # connections are descriptors; 20,000 is the hard limit here
 server.max-connections = 10000      # lighttpd's ceiling is max-fds / 2 (default about 1365)
 server.listen-backlog = 4096        # as nginx's tuned backlog: a connection storm waits, not fails
-server.max-keep-alive-idle = 60     # 000's keep-alive settings
+server.max-keep-alive-idle = 60     # the 2016 write-up's keep-alive settings
 server.max-keep-alive-requests = 1024
 # no access log: every write-up turned it off (Debian's default has none either)
 # server.network-backend stays sendfile: lighttpd already reads a response body under 16 KB into

@@ -35,7 +35,7 @@ class Mighttpd2(Server):
             # The routing file's grammar has no quoting: a path ends at a space, comma or bracket.
             raise ServerFailed(f"mighttpd2 cannot serve {site.docroot}: its routing file takes no path "
                                "with spaces, commas or brackets; use another document root")
-        # GHC's runtime uses one core unless told: tuned gives it one capability per core (000).
+        # GHC's runtime uses one core unless told: tuned gives it one capability per core (the 2016 write-up).
         # The runtime options are a file of their own because command() does not see the profile.
         rts = f"-N{site.workers}" if profile.name == "tuned" else ""
         return Config({"mighty.conf": render_conf(site, profile),

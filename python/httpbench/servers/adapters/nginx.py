@@ -30,23 +30,23 @@ def render_conf(site: Site, profile: ServerProfile) -> str:
     run = site.run_dir
     listen = site.authority
     if profile.name == "tuned":
-        main = f"""worker_processes {site.workers};              # one worker per core given (000)
+        main = f"""worker_processes {site.workers};              # one worker per core given (the 2016 write-up)
 worker_rlimit_nofile 20000;               # connections are descriptors; 20,000 is the hard limit here
 events {{
     worker_connections 10000;
-    accept_mutex off;                     # with reuseport each worker has its own queue (000)
+    accept_mutex off;                     # with reuseport each worker has its own queue (the 2016 write-up)
     multi_accept on;                      # drain the accept queue at once under connection storms
 }}"""
         http = f"""    access_log off;                       # every write-up turned logging off
-    sendfile off;                         # costs 30% on tiny files (000, measured here too)
+    sendfile off;                         # costs 30% on tiny files (the 2016 write-up, measured here too)
     tcp_nopush off;
     tcp_nodelay on;
-    keepalive_timeout 60s;                # 000's keep-alive settings
+    keepalive_timeout 60s;                # the 2016 write-up's keep-alive settings
     keepalive_requests 1024;
-    open_file_cache max=100;              # 000: no open/stat per request
-    etag off;                             # 000: one header less to compute and send
+    open_file_cache max=100;              # the 2016 write-up: no open/stat per request
+    etag off;                             # the 2016 write-up: one header less to compute and send
     server {{
-        listen {listen} reuseport deferred backlog=4096;   # 000; deferred: accept once data arrived
+        listen {listen} reuseport deferred backlog=4096;   # the 2016 write-up; deferred: accept once data arrived
         root {site.docroot};
     }}"""
     else:

@@ -78,7 +78,7 @@ def records(site: Site, profile: ServerProfile) -> str:
     ]
     if profile.name == "tuned":
         lines += [
-            "# one event thread per core given (000), not one per core of the machine",
+            "# one event thread per core given (the 2016 write-up), not one per core of the machine",
             "CONFIG proxy.config.exec_thread.autoconfig INT 0",
             f"CONFIG proxy.config.exec_thread.limit INT {site.workers}",
             "# each event thread accepts on its own SO_REUSEPORT socket (as nginx's reuseport)",
@@ -87,7 +87,7 @@ def records(site: Site, profile: ServerProfile) -> str:
             "CONFIG proxy.config.exec_thread.listen INT 1",
             "# no access log: every write-up turned logging off",
             "CONFIG proxy.config.log.logging_enabled INT 0",
-            "# 000's 60 s keep-alive (Debian 120 s)",
+            "# the 2016 write-up's 60 s keep-alive (Debian 120 s)",
             "CONFIG proxy.config.http.keep_alive_no_activity_timeout_in INT 60",
             "# no Via or X-Forwarded-For work per request: headers nobody here reads",
             "CONFIG proxy.config.http.insert_request_via_str INT 0",

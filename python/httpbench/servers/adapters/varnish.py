@@ -1,4 +1,5 @@
-"""Varnish Cache, from Debian's varnish, in front of the nginx adapter (as 000 and 002 ran it).
+"""Varnish Cache, from Debian's varnish, in front of the nginx adapter (as the 2016 and 2011
+write-ups ran it).
 
 Varnish without VCL is configured entirely by its command line, so the rendered "configuration"
 is that command line, one argument per line with comments (`varnishd.args`); the command is read
@@ -39,7 +40,7 @@ class Varnish(Server):
             f"-b {site.upstream}",
             "# working directory and shared-memory log in the run dir",
             f"-n {site.run_dir / 'varnish'}",
-            "# in memory (002 used a file; the workload files are tiny)",
+            "# in memory (the 2011 write-up used a file; the workload files are tiny)",
             "-s malloc,64m",
             "# no management port left open",
             "-T none",
@@ -51,12 +52,12 @@ class Varnish(Server):
         if profile.name == "tuned":
             workers = site.workers
             lines += [
-                "# one pool per core given, as other servers have a worker per core (000)",
+                "# one pool per core given, as other servers have a worker per core (the 2016 write-up)",
                 f"-p thread_pools={workers}",
-                "# a thread per in-flight request: start enough for 000's 1,000 connections, so",
+                "# a thread per in-flight request: start enough for the 2016 write-up's 1,000 connections, so",
                 "# none is created during a measured ramp (about 10 MB more resident)",
                 f"-p thread_pool_min={max(100, 1000 // workers)}",
-                "# 000's 60 s keep-alive (default 5 s)",
+                "# the 2016 write-up's 60 s keep-alive (default 5 s)",
                 "-p timeout_idle=60",
                 "# the listen backlog of the other tuned servers (default 1024)",
                 "-p listen_depth=4096",
