@@ -208,3 +208,22 @@ def test_a_run_killed_with_sigkill_is_listed_as_interrupted_with_its_resume_comm
     assert "interrupted" in listed.stdout and "running" not in listed.stdout, listed.stdout
     assert f"httpbench run --resume 1 --db {db}" in listed.stdout.replace("\n", ""), listed.stdout
     assert "(interrupted)" in httpbench("show", "1", "--db", str(db)).stdout
+
+
+def test_stored_words_are_shown_as_written_and_a_run_with_failed_cells_says_how_to_resume(tmp_path):
+    # nginx's own words: rich would drop "[emerg]" as a style and raise on "[/x]" as a closing tag.
+    db = tmp_path / "results.db"
+    store = Store(str(db))
+    run_id = fill(store)
+    cell_id = store.cell(run_id, FakeCell(key="nginx/default/7B/ka/1cpu", profile="default"), "", "nginx/[1.22]")
+    error = "nginx: [emerg] bind() to 127.0.0.1:8080 failed (98: Address already in use) [/x]"
+    store.finish_cell(cell_id, "failed", 0.1, error)
+    store.finish_run(run_id, "cells failed")
+    store.engine.dispose()
+    shown = httpbench("show", str(run_id), "--db", str(db))
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr[-2000:]
+    assert f"nginx/default/7B/ka/1cpu failed: {error}" in " ".join(shown.stdout.split()), shown.stdout
+    resume = f"httpbench run --resume {run_id} --db {db}"
+    assert f"has cells that did not finish; try them again with: {resume}" in shown.stdout.replace("\n", "")
+    listed = httpbench("runs", "--db", str(db))
+    assert listed.returncode == 0 and resume in listed.stdout.replace("\n", ""), listed.stdout

@@ -1,6 +1,7 @@
 """A run that measured with failures says so: in its exit code, its stored status and its summary,
 in the plan's terms."""
 
+import resource
 import subprocess
 import sys
 
@@ -26,3 +27,21 @@ def test_a_run_whose_cell_failed_exits_1_in_plan_terms(tmp_path):
     listed = subprocess.run([sys.executable, "-m", "httpbench", "runs", "--db", str(db)],
                             capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0 and "cells failed" in listed.stdout
+
+
+def test_a_run_that_fails_once_stored_exits_1_with_its_resume_command(tmp_path):
+    # An open-file limit too low for the client ceiling's connections: the engine refuses them
+    # after the run is stored. A failed run, not bad input.
+    plan = short_plan(tmp_path, '["reference"]', "1", 'duration = "0.2s"')
+    db = tmp_path / "results.db"
+    done = subprocess.run([sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
+                          capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40)))
+    assert done.returncode == 1, done.stderr[-2000:]
+    resume = f"httpbench run --resume 1 --db {db}"
+    assert "run 1 failed: " in done.stderr and "open files" in done.stderr and f"Resume with: {resume}" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert Store(str(db)).run(1)["status"] == "failed"
+    listed = subprocess.run([sys.executable, "-m", "httpbench", "runs", "--db", str(db)],
+                            capture_output=True, text=True, timeout=60)
+    assert f"run 1 is failed; resume with: {resume}" in listed.stdout.replace("\n", ""), listed.stdout

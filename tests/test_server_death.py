@@ -91,17 +91,20 @@ def test_a_master_that_dies_stops_its_cell_and_is_never_ranked(tmp_path):
     assert summary.winners([measured]) == []
     assert any("nginx/default" in line and "died" in line for line in summary.cautions([measured]))
     assert any("flagged crashed" in line for line in summary.cautions([measured]))
-    # Resumed, the cell measures the levels it lacked and is done; the level its server died in
-    # is stored as it was, so the cell is still no result to rank.
+    # Resumed on a fresh server, the cell measures again the level its server died in (that
+    # round replaced, not kept beside the new one) and the levels it lacked: it finished, so it
+    # is ranked and the run is done.
     resumed = Sweep(sweep.plan, sweep.store, sweep.placement)
     resumed._client_ceiling = lambda: None
     resumed.run(run_id)
+    assert sweep.store.run(run_id)["status"] == "done"
     measured = results.load(sweep.store, run_id)
     (group,) = results.groups(measured.measured)
     nginx = next(c for c in group.cells if c.server == "nginx")
-    assert nginx.status == "done" and nginx.level_numbers == (1, 5, 10)
-    assert [c.server for c in group.ranked()] == ["reference"]
-    assert group.incomplete(nginx).startswith("its server died during level 1"), group.incomplete(nginx)
+    assert nginx.status == "done" and nginx.level_numbers == (1, 5, 10) and nginx.finished
+    assert len(nginx.levels[0].rps_values) == 1 and "crashed" not in nginx.levels[0].flags, nginx.levels[0].flags
+    assert sorted(c.server for c in group.ranked()) == ["nginx", "reference"]
+    assert group.incomplete(nginx) is None and measured.unfinished == []
 
 
 def test_a_worker_that_dies_flags_the_level_server_restarted(tmp_path):
@@ -199,15 +202,22 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
     (deaf,) = group.cells
     assert group.ranked() == [] and group.incomplete(deaf) and "ended_early" in group.flags(deaf, [2])
     assert any("flagged ended_early" in line for line in summary.cautions([measured]))
-    # Resumed on a fresh server, the cell measures level 4 and is done; the level that ended
-    # early stays stored as it was, so the cell is still no result to rank.
+    # Resumed on a fresh server, the cell measures level 2 again, whole this time (its round
+    # replaced), and level 4, where this server stops answering again: the cell fails there,
+    # is never ranked, and the run is stored as one with failed cells.
     resumed = Sweep(sweep.plan, sweep.store, sweep.placement)
     resumed._client_ceiling = lambda: None
     resumed.run(run_id)
-    (group,) = results.groups(results.load(sweep.store, run_id).measured)
-    (deaf,) = group.cells
-    assert deaf.status == "done" and deaf.level_numbers == (1, 2, 4) and group.ranked() == []
-    assert group.incomplete(deaf).startswith("the load ended early at level 2"), group.incomplete(deaf)
+    run = sweep.store.run(run_id)
+    assert run["status"] == "cells failed"
+    (cell,) = run["cells"]
+    assert [r["level"] for r in cell["rounds"]] == [1, 2, 4]
+    again = cell["rounds"][1]["measurement"]
+    assert again["requests"]["completed"] == 200 and not again["aborted"], again["aborted"]
+    assert cell["status"] == "failed" and cell["error"].startswith("the load ended early at level 4: ")
+    measured = results.load(sweep.store, run_id)
+    (group,) = results.groups(measured.measured)
+    assert group.ranked() == [] and measured.unfinished == list(group.cells)
 
 
 def test_a_load_that_ended_early_because_the_server_died_is_flagged_crashed_only():

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from httpbench.errors import Error
-from httpbench.honesty import NOISY_CV
+from httpbench.honesty import CELL_STOPPERS, NOISY_CV
 from httpbench.results import CellResult, RunResults, levels_text
 from httpbench.stats import LevelStats
 
@@ -89,7 +89,8 @@ class Missing:
     A CI guard must not read a server that stopped answering as one that kept its speed."""
 
     cell: str
-    why: str   # "not in run 7", "failed in run 7 (...); level 20 not measured", "levels 20, 50 not measured in run 7"
+    # "not in run 7", "did not finish in run 7 (...); level 20 not measured", "levels 20, 50 not measured in run 7"
+    why: str
 
     def __str__(self) -> str:
         return f"{self.cell}: {self.why}"
@@ -108,16 +109,19 @@ class Comparison:
 
 
 def _missing(before: CellResult, cell: Optional[CellResult], after: RunResults) -> Optional[Missing]:
-    """What B's `cell` lacks of A's `before`; None if it has it whole. A cell that failed in A
-    too is no new failure, but levels it measured there and not in B are still lost."""
+    """What B's `cell` lacks of A's `before`; None if it has it whole. A cell that did not finish
+    (CellResult.finished: it failed, or its server died in a level it still holds) is no result,
+    whatever its status says; one that did not finish in A either is no new failure, but levels
+    it measured there and not in B are still lost."""
     if cell is None:
         return Missing(before.key, f"not in run {after.id}")
     lost = tuple(n for n in before.level_numbers if n not in cell.level_numbers)
     unmeasured = f"{levels_text(lost)} not measured" if lost else "every level measured"
-    if cell.status == "failed" and before.status != "failed":
-        return Missing(before.key, f"failed in run {after.id} ({cell.error or 'no reason stored'}); {unmeasured}")
+    if not cell.finished and before.finished:
+        why = cell.error or "; ".join(cell.stopped_by) or f"its cell {cell.status}"
+        return Missing(before.key, f"did not finish in run {after.id} ({why}); {unmeasured}")
     if lost:
-        state = "" if cell.status == "done" else f" (its cell {cell.status})"
+        state = "" if cell.finished else " (its cell did not finish)"
         return Missing(before.key, f"{unmeasured} in run {after.id}{state}")
     return None
 
@@ -134,7 +138,8 @@ def compare(before: RunResults, after: RunResults) -> Comparison:
         new_levels = {lv.level: lv for lv in cell.levels} if cell else {}
         for old in old_cell.levels:
             lv = new_levels.get(old.level)
-            if lv is None or old.rps.mean <= 0:
+            # A level whose server died (or whose load ended early) holds no figure of the server's.
+            if lv is None or old.rps.mean <= 0 or CELL_STOPPERS.keys() & {*old.flags, *lv.flags}:
                 continue
             ratio = lv.rps.mean / old.rps.mean
             interval = ratio_interval(ratio, spread([old.rps]), spread([lv.rps]))

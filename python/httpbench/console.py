@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from httpbench import results
+from httpbench.errors import Error
 from httpbench.report import summary as report_summary, tables
 from httpbench.plan import Rounds
 from httpbench.results import RunResults
@@ -75,13 +76,15 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
 def _rich(title: str, headings: List[str], rows: Iterable[List[str]]) -> Table:
     """A table that fits a terminal: no rules between columns, and a cell too wide wraps, never
     cut to "..."."""
-    out = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False,
+    # Text, not str: stored words (a server's version, an error) are shown as written, never read
+    # as rich markup ("[emerg]" would vanish, "[/x]" would raise).
+    out = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False,
                 show_edge=False)
     for n, heading in enumerate(headings):
         words = (n == 0 and heading != "level") or heading == "status"
-        out.add_column(heading, justify="left" if words else "right", overflow="fold")
+        out.add_column(Text(heading), justify="left" if words else "right", overflow="fold")
     for row in rows:
-        out.add_row(*row)
+        out.add_row(*map(Text, row))
     return out
 
 
@@ -103,9 +106,22 @@ def show(run: RunResults, db: str, out: Optional[Console] = None) -> None:
     out = out or _stdout()
     levels(run, out)
     summary(run, out)
-    if run.status in ("interrupted", "stopped"):
-        out.print(f"run {run.id} is {run.status}; resume with: {resume_command(run.id, db, run.host)}",
-                  markup=False)
+    # A run stored "done" by an older httpbench may hold a cell that did not finish.
+    status = "cells failed" if run.status == "done" and run.unfinished else run.status
+    hint = _resume_hint(run.id, status, db, run.host)
+    if hint:
+        out.print(hint, markup=False)
+
+
+def _resume_hint(run_id: int, status: str, db: str, host: dict) -> Optional[str]:
+    """How to go on with a run that ended without finishing; None for one that finished, or is
+    still running."""
+    command = resume_command(run_id, db, host)
+    if status in ("interrupted", "stopped", "failed"):
+        return f"run {run_id} is {status}; resume with: {command}"
+    if status == "cells failed":
+        return f"run {run_id} has cells that did not finish; try them again with: {command}"
+    return None
 
 
 def summary(run: RunResults, out: Optional[Console] = None) -> None:
@@ -124,11 +140,11 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         out.print(_rich(group, ["server/profile", *headings], [row for _, row, _ in members]))
         _flags(out, [(series, flags) for series, _, flags in members])
     for cell in run.failed:
-        out.print(f"[red]{cell.key} failed: {cell.error}")
+        out.print(f"{cell.key} failed: {cell.error}", style="red", markup=False)
     for verdict in report_summary.winners([run]):
-        out.print(f"{verdict.group}: {verdict.headline}")
+        out.print(f"{verdict.group}: {verdict.headline}", markup=False)
         for line in verdict.details:
-            out.print(f"  {line}")
+            out.print(f"  {line}", markup=False)
     busy = report_summary.busy_machine([run])
     if busy:
         out.print(busy, style="red", markup=False)
@@ -153,9 +169,9 @@ def comparison(cmp, threshold: Optional[float]) -> int:
         table.add_column(column, justify="left" if column in ("cell", "verdict") else "right")
     for c in cmp.changes:
         style = {"faster": "green", "slower": "red"}.get(c.verdict, "")
-        table.add_row(c.cell, str(c.level), f"{c.before.mean:,.0f}", f"{c.after.mean:,.0f}", f"{c.ratio:.3f}",
+        table.add_row(Text(c.cell), str(c.level), f"{c.before.mean:,.0f}", f"{c.after.mean:,.0f}", f"{c.ratio:.3f}",
                       "-" if c.interval is None else f"{c.interval[0]:.3f} to {c.interval[1]:.3f}",
-                      f"[{style}]{c.verdict}" if style else c.verdict)
+                      Text(c.verdict, style=style))
     out.print(table)
     counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
     out.print(f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "
@@ -163,7 +179,7 @@ def comparison(cmp, threshold: Optional[float]) -> int:
     for gap in cmp.missing:
         out.print(f"missing: {gap}", style="red", markup=False)
     for key in cmp.only_after:
-        out.print(f"{key}: only in run {cmp.after.id}")
+        out.print(f"{key}: only in run {cmp.after.id}", markup=False)
     if not cmp.changes:
         out.print("no cell and level was measured in both runs: nothing to compare")
     if threshold is None:
@@ -188,15 +204,16 @@ def runs_table(runs: List[dict], db: str) -> None:
         [str(r["id"]), r["plan_name"], r["status"], str(r["started"])[:19], str(r["ended"] or "")[:19],
          str(r.get("cells", ""))] for r in runs)))
     for r in runs:
-        if r["status"] in ("interrupted", "stopped"):
-            out.print(f"run {r['id']} is {r['status']}; resume with: {resume_command(r['id'], db, r['host'])}",
-                      markup=False)
+        hint = _resume_hint(r["id"], r["status"], db, r["host"])
+        if hint:
+            out.print(hint, markup=False)
 
 
 def run(session: Session) -> int:
     """`httpbench run`: a session's sweep with a live display, then the summary. Returns the exit
-    code: 0 done (or nothing left to resume), 1 cells failed or stopped for a lost client host,
-    130 interrupted by Ctrl-C and 143 by SIGTERM (all resumable)."""
+    code: 0 done (or nothing left to resume), 1 cells that did not finish, a run stopped for a
+    lost client host or failed once stored (the client ceiling not measured, the disk full), 130
+    interrupted by Ctrl-C and 143 by SIGTERM (all resumable)."""
     if session.finished:
         print(f"run {session.run_id} is finished: every round is stored; 'httpbench show {session.run_id}' prints "
               f"it, 'httpbench report {session.run_id}' writes its report", file=sys.stderr)
@@ -211,16 +228,22 @@ def run(session: Session) -> int:
             # Plain print: the command must stay on one line, to be copied.
             print(f"interrupted; every finished round is stored. Resume with: {command}", file=sys.stderr)
             return getattr(e, "exit_code", 130)
+        except (Error, OSError) as e:
+            # Once the run is stored, this is a run that failed (stored so), not bad input.
+            reason = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else str(e)
+            print(f"httpbench: run {session.run_id} failed: {reason}; every finished round is stored. "
+                  f"Resume with: {command}", file=sys.stderr)
+            return 1
     if stopped:
         print(f"stopped: {stopped}; every finished round is stored. Resume with: {command}", file=sys.stderr)
     measured = session.results()
     summary(measured)
     write_report(measured, session.db)
-    if measured.failed and not stopped:
-        # After everything is stored and shown: a run with failed cells is no success.
-        print(f"{len(measured.failed)} of {len(measured.cells)} cells failed (listed above); every finished round "
-              f"is stored. Try them again with: {command}", file=sys.stderr)
-    return 1 if stopped or measured.failed else 0
+    if measured.unfinished and not stopped:
+        # After everything is stored and shown: a run with cells that did not finish is no success.
+        print(f"{len(measured.unfinished)} of {len(measured.cells)} cells did not finish (listed above); every "
+              f"finished round is stored. Try them again with: {command}", file=sys.stderr)
+    return 1 if stopped or measured.unfinished else 0
 
 
 def report_path(db: str, run_ids: List[int]) -> Path:

@@ -97,7 +97,8 @@ class CellResult:
     def finished(self) -> bool:
         """Whether every level was measured whole on a server alive to the end: a cell that
         failed (its server died, or a load ended early), was interrupted or stopped is shown,
-        never ranked; so is one resumed after that, which keeps the level that stopped it."""
+        never ranked; so is one marked done that still holds a level that stopped it (a resume
+        measures such a level again, but an older httpbench kept it)."""
         return self.status == "done" and not self.stopped_by
 
     @property
@@ -256,6 +257,12 @@ class RunResults:
     @property
     def failed(self) -> List[CellResult]:
         return [c for c in self.cells if c.status == "failed"]
+
+    @property
+    def unfinished(self) -> List[CellResult]:
+        """The cells that did not finish (CellResult.finished): the run is no whole result
+        until a resume measures them."""
+        return [c for c in self.cells if not c.finished]
 
 
 def _level(number: int, measurements: Sequence[dict]) -> LevelResult:

@@ -7,7 +7,8 @@ with the round. A crash or Ctrl-C loses at most the round in flight, and `resume
 first round not stored. A server that dies stops its cell: the round it died in is stored, flagged
 `crashed`, and nothing more is measured against what is left of it. So does a load that ended
 early (the engine gave up on a server that stopped answering, or a client hit its time limit): the
-round is stored, flagged `ended_early`, and the cell fails there.
+round is stored, flagged `ended_early`, and the cell fails there. `resume` measures such a round
+again, in its place, so the cell can finish.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
 
-from httpbench import clients, engine, honesty, servers
+from httpbench import clients, engine, honesty, results, servers
 from httpbench.cluster import ClusterDown, ClusterError
 from httpbench.placement import Placement, PlacementError
 from httpbench.plan import Cell, Plan
@@ -121,10 +122,9 @@ class Sweep:
             for index, cell in enumerate(self.cells):
                 self.progress.on_cell(index, len(self.cells), cell)
                 self._cell(run_id, cell)
-            # Every cell was tried; one that failed (now, or in a pass --servers left out) is
-            # tried again by --resume.
-            failed = any(c["status"] == "failed" for c in self.store.run(run_id)["cells"])
-            status = "cells failed" if failed else "done"
+            # Every cell was tried; one that did not finish (it failed now, or in a pass --servers
+            # left out) is tried again by --resume.
+            status = "cells failed" if results.load(self.store, run_id).unfinished else "done"
         except KeyboardInterrupt:
             status = "interrupted"
             raise
@@ -210,7 +210,8 @@ class Sweep:
             host = self._server_host()
             started = host.start(adapter, profile, cell.workload, cell.cpus)
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version)
-            done = self.store.rounds_done(cell_id)
+            # A round that stopped the cell before (its server died) is measured again, on this server.
+            done = self.store.rounds_done(cell_id, redo=honesty.CELL_STOPPERS)
             host.verify()
             if self.plan.warmup > 0:
                 self.load(self._spec(started.url, cell.workload, WARM_CONNECTIONS, {"duration": self.plan.warmup},
@@ -249,7 +250,7 @@ class Sweep:
         while True:
             if (level, index) not in done:
                 measurement = self._round(cell, url, host, level)
-                self.store.add_round(cell_id, level, index, measurement)
+                self.store.add_round(cell_id, level, index, measurement, replace=True)
                 self.progress.on_round(cell, level, index, measurement)
                 rounds.append(measurement)
                 if measurement.get("lost_hosts") and self.on_client_loss == "stop":
