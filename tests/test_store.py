@@ -4,10 +4,12 @@ import json
 import os
 import signal
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,25 +203,6 @@ def test_resume_sees_what_is_stored_and_never_duplicates(db):
         resumed.add_round(cell_id + 100, 1, 0, measurement(1, 0))
 
 
-def test_a_round_that_stopped_its_cell_is_measured_again_in_its_place(db):
-    store = Store(db)
-    run_id = store.start_run(FakePlan(), {}, {})
-    cell_id = store.cell(run_id, FakeCell(key="nginx/tuned/7B/ka/1cpu"), "conf", "v1")
-    store.add_round(cell_id, 1, 0, measurement(1, 0))
-    died = measurement(10, 0)
-    died["flags"] = [{"kind": "crashed", "reason": "nginx (pid 7) died during the window"}]
-    store.add_round(cell_id, 10, 0, died)
-    # A resume owes the round the server died in, and stores the new one in its place.
-    assert store.rounds_done(cell_id) == {(1, 0), (10, 0)}
-    assert store.rounds_done(cell_id, redo={"crashed", "ended_early"}) == {(1, 0)}
-    store.add_round(cell_id, 10, 0, {**measurement(10, 0), "errors_total": 5}, replace=True)
-    rounds = store.run(run_id)["cells"][0]["rounds"]
-    assert [(r["level"], r["round"]) for r in rounds] == [(1, 0), (10, 0)]
-    assert rounds[1]["measurement"]["errors_total"] == 5
-    assert "crashed" not in {f["kind"] for f in rounds[1]["measurement"]["flags"]}
-    assert store.rounds_done(cell_id, redo={"crashed"}) == {(1, 0), (10, 0)}
-
-
 def test_schema_version_mismatch_is_one_line(db):
     with Store(db).engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
@@ -231,10 +214,10 @@ def test_schema_version_mismatch_is_one_line(db):
 
 def version_1_store(db: str) -> None:
     """A store as httpbench wrote it before schema version 2: today's tables without the columns
-    version 2 added, holding a run left "running" by a process that is gone (no owner then)."""
+    added since, holding a run left "running" by a process that is gone (no owner then)."""
     from sqlalchemy import MetaData, Table, create_engine, insert
     from httpbench import store
-    added = {(c.table.name, c.name) for c in store.ADDED[2]}
+    added = {(c.table.name, c.name) for since in range(2, store.SCHEMA_VERSION + 1) for c in store.ADDED[since]}
     old = MetaData()
     for table in store.metadata.sorted_tables:
         Table(table.name, old, *[c._copy() for c in table.columns if (table.name, c.name) not in added])
@@ -254,12 +237,10 @@ def version_1_store(db: str) -> None:
     engine.dispose()
 
 
-@pytest.mark.parametrize("create", [False, True])
-def test_a_version_1_store_is_migrated_and_keeps_its_runs(db, create):
+def test_a_version_1_store_is_migrated_and_keeps_its_runs(db):
     version_1_store(db)
-    store = Store(db, create=create)   # a reading command (create=False) or `run`
-    with store.engine.connect() as conn:
-        assert conn.exec_driver_sql("SELECT schema_version FROM meta").scalar() == 2
+    store = Store(db)   # `run` migrates (a command that only reads does not)
+    assert schema_version(db) == 3
     old = store.run(1)
     assert old["status"] == "running" and old["owner_pid"] is None   # whose process it was is unknown
     assert [len(c["rounds"]) for c in old["cells"]] == [1] and old["cells"][0]["sessions"] is None
@@ -271,6 +252,90 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(db, create):
     assert store.run(1)["cells"][0]["seconds"] == 3.5
     assert store.run(fill(store))["owner_pid"] == os.getpid()
     Store(db, create=False)   # opened again: nothing left to migrate
+
+
+def schema_version(db: str) -> int:
+    """The version `db` says it is in, read past Store."""
+    from sqlalchemy import create_engine
+    from httpbench import store
+    engine = create_engine(store.url_of(db))
+    with engine.connect() as conn:
+        version = conn.exec_driver_sql("SELECT schema_version FROM meta").scalar()
+    engine.dispose()
+    return version
+
+
+def test_reading_an_older_store_leaves_it_as_it_was(db):
+    """runs, show, report and export only read: they read an older store as it is, the columns
+    added since absent, so a read-only file or a database role that may only read can be shown.
+    Only `run` migrates it."""
+    version_1_store(db)
+    store = Store(db, create=False)
+    old = store.run(1)
+    assert old["owner_pid"] is None and old["cells"][0]["sessions"] is None
+    assert [len(c["rounds"]) for c in old["cells"]] == [1]
+    assert [(r["id"], r["status"], r["cells"]) for r in store.runs()] == [(1, "running", 1)]
+    assert schema_version(db) == 1
+
+
+def test_a_role_that_may_only_read_can_show_an_older_store(postgres):
+    url = postgres.database()
+    version_1_store(url)
+    reader = f"reader{postgres.made}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {reader} LOGIN")
+        conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {reader}")
+    store = Store(url.replace("bench@", f"{reader}@"), create=False)
+    assert [len(c["rounds"]) for c in store.run(1)["cells"]] == [1]
+
+
+def test_runs_opening_an_older_store_at_once_migrate_it_once(db):
+    """Several `httpbench run` started together on an old store: one migrates it, the others
+    wait and find it done (they used to add the same columns again: "duplicate column"). The
+    test holds the table the migration alters while they start, so that all of them are at the
+    migration when it lets go."""
+    from httpbench import store
+    version_1_store(db)
+    code = "import sys\nfrom httpbench.store import Store\nStore(sys.argv[1])"
+    with holding_runs(db):
+        runs = [subprocess.Popen([sys.executable, "-c", code, db], stderr=subprocess.PIPE, text=True)
+                for _ in range(3)]
+        time.sleep(2.5)   # under SQLite's 5 s wait for a lock
+    errors = [run.communicate(timeout=60)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0] * 3, errors
+    assert schema_version(db) == store.SCHEMA_VERSION
+
+
+@contextmanager
+def holding_runs(db: str):
+    """Hold a lock that keeps anyone else from altering the runs table, in a transaction of
+    this process, until the block ends."""
+    if "://" not in db:
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.rollback()
+            conn.close()
+        return
+    with psycopg.connect(db) as conn:
+        conn.execute("LOCK TABLE runs IN ACCESS EXCLUSIVE MODE")
+        yield
+        conn.rollback()
+
+
+def test_a_runs_owner_is_its_start_in_ticks_of_this_boot(tmp_path):
+    """A start time in seconds since the epoch moves when the wall clock is stepped (the kernel's
+    btime moves with it), which would show a live run as interrupted and let a second --resume
+    in: the owner's start is kept in clock ticks after the boot, with the boot's id."""
+    from httpbench import procfs, store as stores
+    store = Store(str(tmp_path / "r.db"))
+    run = store.run(store.start_run(FakePlan(), {}, {}))
+    assert (run["owner_started"], run["owner_boot"]) == (procfs.stat(os.getpid()).started, procfs.boot_id())
+    assert stores.owner_alive(run) is True and stores._as_seen(run)["status"] == "running"
+    rebooted = {**run, "owner_boot": "an earlier boot"}   # the same pid and ticks name another process
+    assert stores.owner_alive(rebooted) is False and stores._as_seen(rebooted)["status"] == "interrupted"
 
 
 def test_unreachable_database_is_one_fast_line():

@@ -4,7 +4,8 @@ default or in PostgreSQL by URL.
 Each round is committed the moment it is measured, so a crash or Ctrl-C loses at most the round
 in flight, and a resumed run finds exactly which rounds it still owes. Each run records the process
 measuring it, so a run whose process died without a word is seen as interrupted. A store of an
-older schema gets the columns added since when it is opened. A round stays whole (the
+older schema gets the columns added since when `run` opens it; the commands that only read read
+it as it is, without those columns. A round stays whole (the
 engine's report with its histograms and series, the server's monitor window, the flags) in a
 JSON column, with its headline figures in columns of their own for querying.
 """
@@ -18,7 +19,7 @@ import math
 import os
 import socket
 from pathlib import Path
-from typing import Collection, List, Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple
 
 from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String,
                         Table, Text, UniqueConstraint, create_engine, event, func, inspect, insert, select, text,
@@ -27,9 +28,10 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateColumn
 
+from httpbench import procfs
 from httpbench.errors import Error
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
@@ -46,7 +48,10 @@ runs = Table(
     # The process measuring the run: a "running" run whose process is gone was interrupted.
     Column("owner_host", String(255)),
     Column("owner_pid", Integer),
-    Column("owner_started", Float),   # the process's start, seconds since the epoch: pids are reused
+    # The process's start in clock ticks after its host's boot, and that boot's id: pids are
+    # reused, and a start in wall-clock seconds moves when the clock is stepped.
+    Column("owner_started", Float),
+    Column("owner_boot", String(36)),
 )
 cells = Table(
     "cells", metadata,
@@ -82,7 +87,13 @@ rounds = Table(
     UniqueConstraint("cell_id", "level", "round"),
 )
 # The columns each schema version added; an older store gets them when this httpbench opens it.
-ADDED = {2: [runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, cells.c.sessions]}
+ADDED = {2: [runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, cells.c.sessions],
+         3: [runs.c.owner_boot]}
+
+
+# Held while a `run` reads the schema version and migrates (PostgreSQL's advisory lock, this
+# database's only): any number, as long as it is always this one.
+SCHEMA_LOCK = 0x68747470
 
 
 class StoreError(Error):
@@ -141,30 +152,22 @@ def _headline(m: dict, *path):
     return _finite(m)
 
 
-def _process_started(pid: int) -> Optional[float]:
-    """When process `pid` started, in seconds since the epoch (None: there is no such process).
-    With the pid it names one process, even once the pid is reused."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        boot = next(line for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime "))
-    except OSError:
-        return None
-    ticks = int(stat.rsplit(")", 1)[1].split()[19])   # field 22, starttime; the name in () may hold spaces
-    return round(int(boot.split()[1]) + ticks / os.sysconf("SC_CLK_TCK"), 2)
-
-
 def _owner() -> dict:
     """This process, as a run's owner."""
-    pid = os.getpid()
-    return {"owner_host": socket.gethostname(), "owner_pid": pid, "owner_started": _process_started(pid)}
+    me = procfs.stat(os.getpid())
+    return {"owner_host": socket.gethostname(), "owner_pid": me.pid, "owner_started": me.started,
+            "owner_boot": procfs.boot_id()}
 
 
 def owner_alive(run: dict) -> Optional[bool]:
     """Whether the process that owns `run` still runs: None when that cannot be told here (no
-    owner stored, or it ran on another host)."""
-    if run.get("owner_started") is None or run.get("owner_host") != socket.gethostname():
+    owner stored, or not its boot: a store of before schema version 3; or it ran on another host)."""
+    if run.get("owner_boot") is None or run.get("owner_host") != socket.gethostname():
         return None
-    return _process_started(run["owner_pid"]) == run["owner_started"]
+    if run["owner_boot"] != procfs.boot_id():
+        return False   # the host booted since: every process it ran then is gone
+    process = procfs.stat(run["owner_pid"])
+    return process is not None and not process.zombie and process.started == run["owner_started"]
 
 
 def _as_seen(run: dict) -> dict:
@@ -175,12 +178,27 @@ def _as_seen(run: dict) -> dict:
     return run
 
 
+# What the columns a version added hold for a row stored before, where that can be told from the
+# row: the table, and a function of the row giving their values. A migration stores them, and a
+# command reading an older store without migrating it reads them so.
+FILLED: dict = {}
+
+
+def _added_since(version: int) -> list:
+    return [column for added in range(version + 1, SCHEMA_VERSION + 1) for column in ADDED[added]]
+
+
 def _migrate(conn, version: int) -> None:
-    """Bring a store of an older schema `version` to this one: its columns added, nothing lost."""
-    for added in range(version + 1, SCHEMA_VERSION + 1):
-        for column in ADDED[added]:
-            conn.execute(text(f"ALTER TABLE {column.table.name} ADD COLUMN "
-                              f"{CreateColumn(column).compile(dialect=conn.dialect)}"))
+    """Bring a store of an older schema `version` to this one: its columns added and filled,
+    nothing lost."""
+    for column in _added_since(version):
+        conn.execute(text(f"ALTER TABLE {column.table.name} ADD COLUMN "
+                          f"{CreateColumn(column).compile(dialect=conn.dialect)}"))
+    for table, fill in (FILLED[added] for added in sorted(FILLED) if added > version):
+        for row in conn.execute(select(table)).mappings().all():
+            values = fill(row)
+            if values:
+                conn.execute(update(table).where(table.c.id == row["id"]).values(**values))
     conn.execute(update(meta).values(schema_version=SCHEMA_VERSION))
 
 
@@ -221,7 +239,9 @@ class Store:
             self.engine: Engine = create_engine(url, connect_args=args, json_serializer=_dumps)
             if url.drivername.startswith("sqlite"):
                 event.listen(self.engine, "connect", _foreign_keys_on)
-            with self.engine.begin() as conn:
+            with self.engine.connect() as conn:
+                if create:
+                    self._lock_schema(conn)
                 # The version is checked before any table is created, so a database written by
                 # another httpbench is left exactly as it was.
                 version = conn.execute(select(meta.c.schema_version)).scalar() \
@@ -231,15 +251,43 @@ class Store:
                                      f"version {SCHEMA_VERSION}; use another --db, or the httpbench that wrote it")
                 if version is None and not create:
                     raise StoreError(f"{shown} holds no httpbench results: 'httpbench run --db' writes them")
-                metadata.create_all(conn)
-                if version is None:
-                    conn.execute(insert(meta).values(schema_version=SCHEMA_VERSION))
-                elif version < SCHEMA_VERSION:
-                    _migrate(conn, version)
+                self.version = SCHEMA_VERSION if create else version
+                # Only `run` migrates: a command that reads reads an older store as it is, so a
+                # read-only file, or a role that may only read, can still be shown.
+                self.absent = {(c.table.name, c.name) for c in _added_since(self.version)}
+                if create:
+                    metadata.create_all(conn)
+                    if version is None:
+                        conn.execute(insert(meta).values(schema_version=SCHEMA_VERSION))
+                    elif version < SCHEMA_VERSION:
+                        _migrate(conn, version)
+                    conn.commit()
         except (SQLAlchemyError, OSError, ImportError) as e:  # ImportError: a URL for a driver not installed
             reason = _reason(e)
             raise StoreError(f"cannot open the results database {shown}: {reason}; check the path or URL "
                              "(server running, user, password, database name)") from None
+
+    def _lock_schema(self, conn) -> None:
+        """One `run` at a time reads the schema version and brings the store to this one, in one
+        transaction: two opening an older store at once would both migrate it (the second adding
+        a column already there), two opening an empty one both create its tables."""
+        if self.sqlite:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")   # the write lock now, not at the first write
+        else:
+            conn.execute(select(func.pg_advisory_xact_lock(SCHEMA_LOCK)))
+
+    def _columns(self, *columns) -> list:
+        """Those of `columns` this store has."""
+        return [c for c in columns if (c.table.name, c.name) not in self.absent]
+
+    def _read(self, table: Table, row) -> dict:
+        """A row of `table` with every column this httpbench knows: those an older store lacks
+        are absent (None), or what its migration would fill them with."""
+        out = {**{c.name: None for c in table.columns}, **row._asdict()}
+        for added, (filled, fill) in FILLED.items():
+            if added > self.version and filled is table:
+                out.update(fill(out))
+        return out
 
     @_one_line
     def check(self) -> None:
@@ -281,37 +329,29 @@ class Store:
                 status="running", sessions=1)).inserted_primary_key[0]
 
     @_one_line
-    def add_round(self, cell_id: int, level: int, index: int, measurement: dict, replace: bool = False) -> None:
+    def add_round(self, cell_id: int, level: int, index: int, measurement: dict) -> None:
         """Store one round, committed at once. Adding a round that is already stored is ignored:
-        the first one stays as it was, so a resumed run never duplicates one; with `replace`,
-        this one takes its place (the round was measured again, see rounds_done's `redo`)."""
-        values = dict(measurement=measurement, requests_per_second=_headline(measurement, "requests", "per_second"),
-                      completed=_headline(measurement, "requests", "completed"),
-                      errors_total=_headline(measurement, "errors_total"),
-                      p50_us=_headline(measurement, "latency", "total", "p50_us"),
-                      p99_us=_headline(measurement, "latency", "total", "p99_us"),
-                      client_busy_share=_headline(measurement, "client", "busy_share"))
+        the first one stays as it was, so a resumed run never duplicates one."""
         try:
             with self.engine.begin() as conn:
-                conn.execute(insert(rounds).values(cell_id=cell_id, level=level, round=index, **values))
+                conn.execute(insert(rounds).values(
+                    cell_id=cell_id, level=level, round=index, measurement=measurement,
+                    requests_per_second=_headline(measurement, "requests", "per_second"),
+                    completed=_headline(measurement, "requests", "completed"),
+                    errors_total=_headline(measurement, "errors_total"),
+                    p50_us=_headline(measurement, "latency", "total", "p50_us"),
+                    p99_us=_headline(measurement, "latency", "total", "p99_us"),
+                    client_busy_share=_headline(measurement, "client", "busy_share")))
         except IntegrityError:
             # Only the unique (cell, level, round) is forgiven; an unknown cell is a caller's bug.
             if (level, index) not in self.rounds_done(cell_id):
                 raise
-            if replace:
-                with self.engine.begin() as conn:
-                    conn.execute(update(rounds).where(rounds.c.cell_id == cell_id, rounds.c.level == level,
-                                                      rounds.c.round == index).values(**values))
 
     @_one_line
-    def rounds_done(self, cell_id: int, redo: Collection[str] = ()) -> Set[Tuple[int, int]]:
-        """The (level, round) stored for `cell_id`, but those flagged with a kind in `redo`: a
-        round that stopped its cell (its server died) is no measurement to keep, so a resumed
-        cell measures it again."""
+    def rounds_done(self, cell_id: int) -> Set[Tuple[int, int]]:
         with self.engine.connect() as conn:
             return {(r.level, r.round) for r in conn.execute(
-                select(rounds.c.level, rounds.c.round, rounds.c.measurement).where(rounds.c.cell_id == cell_id))
-                if not redo or not {f["kind"] for f in r.measurement.get("flags") or ()} & set(redo)}
+                select(rounds.c.level, rounds.c.round).where(rounds.c.cell_id == cell_id))}
 
     @_one_line
     def finish_cell(self, cell_id: int, status: str, seconds: float, error: Optional[str]) -> None:
@@ -329,23 +369,25 @@ class Store:
     def runs(self) -> List[dict]:
         with self.engine.connect() as conn:
             counts = dict(conn.execute(select(cells.c.run_id, func.count()).group_by(cells.c.run_id)).all())
-            return [_as_seen({**r._asdict(), "cells": counts.get(r.id, 0)}) for r in conn.execute(
-                select(runs.c.id, runs.c.plan_name, runs.c.status, runs.c.started, runs.c.ended, runs.c.host,
-                       runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started).order_by(runs.c.id))]
+            listed = (runs.c.id, runs.c.plan_name, runs.c.status, runs.c.started, runs.c.ended, runs.c.host,
+                      runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, runs.c.owner_boot)
+            return [_as_seen({**dict.fromkeys(c.name for c in listed), **r._asdict(), "cells": counts.get(r.id, 0)})
+                    for r in conn.execute(select(*self._columns(*listed)).order_by(runs.c.id))]
 
     @_one_line
     def run(self, run_id: int) -> dict:
         """A whole run: its cells in the order they were made, each with its rounds."""
         with self.engine.connect() as conn:
-            row = conn.execute(select(runs).where(runs.c.id == run_id)).first()
+            row = conn.execute(select(*self._columns(*runs.columns)).where(runs.c.id == run_id)).first()
             if row is None:
                 recent = [str(r.id) for r in conn.execute(select(runs.c.id).order_by(runs.c.id.desc()).limit(5))]
                 raise StoreError(f"there is no run {run_id}; recent runs: {', '.join(recent) or 'none'} "
                                  "(httpbench runs lists them)")
-            out = row._asdict()
+            out = self._read(runs, row)
             out["cells"] = []
-            for c in conn.execute(select(cells).where(cells.c.run_id == run_id).order_by(cells.c.id)):
-                cell = c._asdict()
+            for c in conn.execute(select(*self._columns(*cells.columns)).where(cells.c.run_id == run_id)
+                                  .order_by(cells.c.id)):
+                cell = self._read(cells, c)
                 cell["rounds"] = [r._asdict() for r in conn.execute(
                     select(rounds.c.level, rounds.c.round, rounds.c.measurement)
                     .where(rounds.c.cell_id == c.id).order_by(rounds.c.level, rounds.c.round))]
