@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import log_lines, stop
+from conftest import free_port, log_lines, stop
 
 SEVEN = b"hello!\n"
 
@@ -28,13 +28,21 @@ def test_exactly_n_requests_reach_nginx(nginx, load, io):
     url, log = nginx({"index.html": SEVEN})
     rc, r, err = load("-n", "100000", "-c", "50", "--io", io, url + "index.html")
     assert rc == 0, err
-    lines = log_lines(log)
+    lines = log_lines(log, 100000 + 1)
     # One validation request, then exactly -n.
     assert len(lines) == 100000 + 1
+    assert r["validation"]["sent"] and r["validation"]["ok"]
     assert r["requests"]["sent"] == r["requests"]["completed"] == 100000
     assert r["status"]["2xx"] == 100000 and r["errors_total"] == 0
     assert r["bytes"]["body"] == 100000 * len(SEVEN)
     assert r["engine"]["io"] == io.replace("-", "_")
+    accounted(r)
+    # Without the validation request the server sees exactly -n, not one more.
+    rc, r, err = load("-n", "20000", "-c", "50", "--io", io, "--no-validate", url + "index.html")
+    assert rc == 0, err
+    assert len(log_lines(log, 100001 + 20000)) == 100001 + 20000
+    assert not r["validation"]["sent"] and r["validation"]["problem"] is None
+    assert r["requests"]["sent"] == r["status"]["2xx"] == 20000
     accounted(r)
 
 
@@ -194,6 +202,22 @@ def test_fault_without_allow_errors_is_refused_before_load(testserver, load):
     assert len(err.splitlines()) == 1 and "--allow-errors" in err
 
 
+def test_without_validation_nothing_is_checked_before_the_load(testserver, load):
+    # A wrong answer is measured instead of refused, each response in its error class ...
+    rc, r, err = load("-c", "4", "-d", "300ms", "--no-validate", testserver("garbage"), timeout=15)
+    assert rc == 0, err
+    assert r["validation"] == {"sent": False, "status": 0, "body_bytes": 0, "ok": False, "problem": None}
+    assert r["errors"]["protocol"] > 0 and r["requests"]["completed"] == 0
+    accounted(r)
+    # ... and a server that is not there ends the run early, with what it measured, instead of
+    # being refused up front.
+    started = time.monotonic()
+    rc, r, err = load("-n", "100", "-c", "4", "--no-validate", f"http://127.0.0.1:{free_port()}/", timeout=20)
+    assert rc == 1 and "refused" in r["aborted"], err
+    assert r["requests"]["sent"] == 0 and r["errors"]["connect_refused"] > 0
+    assert time.monotonic() - started < 10
+
+
 def test_server_closing_after_each_response_is_followed(testserver, load):
     url = testserver("close-each")
     rc, r, err = load("-n", "2000", "-c", "8", url)
@@ -299,6 +323,9 @@ def test_python_api_runs_the_engine(nginx):
     r = engine.run({"urls": [url + "index.html"], "connections": 3, "stop": {"requests": 999}})
     assert r["schema"] == "httpbench-load/1" and r["requests"]["completed"] == 999
     assert len(log_lines(log)) == 1000
+    # The spec's `validate` is the CLI's --no-validate.
+    r = engine.run({"urls": [url + "index.html"], "connections": 3, "stop": {"requests": 999}, "validate": False})
+    assert not r["validation"]["sent"] and len(log_lines(log, 1999)) == 1999
     with pytest.raises(engine.EngineError, match="connections") as refused:
         engine.run({"urls": [url], "connections": 0})
     assert refused.value.kind == "invalid_spec" and refused.value.fields["field"] == "connections"

@@ -84,6 +84,9 @@ FLAGS = {
     "--expect-length": (n(20, "--expect-length", "7"), lambda r: r["errors_total"] == 0),
     "--allow-errors": (n(20, "--expect-length", "8", "--allow-errors"),
                        lambda r: not r["validation"]["ok"] and r["errors"]["length_mismatch"] == 20),
+    "--no-validate": (n(20, "--no-validate", "--expect-length", "7"),
+                      lambda r: not r["validation"]["sent"] and r["spec"]["validate"] is False
+                      and r["requests"]["completed"] == 20 and r["errors_total"] == 0),
 }
 
 
@@ -108,6 +111,10 @@ def test_without_json_a_summary_is_printed(front, url):
     code, out, err = front(*n(20), url)
     assert code == 0, err
     assert "20 requests in" in out and "Requests/sec:" in out and not out.lstrip().startswith("{")
+    # What the server saw: the load's requests and the one before it, or only the load's.
+    assert "sent 20 (+1 validation request before the load)" in out, out
+    code, out, err = front(*n(20, "--no-validate"), url)
+    assert code == 0 and "sent 20 (validation skipped: nothing was checked before the load)" in out, out
 
 
 def test_help_and_version(front):
@@ -143,6 +150,7 @@ def test_unusable_cpus_and_source_addresses_are_one_line_and_exit_2(front, url, 
     (n(10, "--no-keepalive", "--pipeline", "2"), "drop --pipeline or --no-keepalive"),
     (n(10, "--timeout", "0s"), "--timeout: request_timeout must be more than 0 seconds"),
     (n(10, "--expect-length", "8"), "pass --allow-errors to load it anyway"),
+    (n(10, "--no-validate", "--expect-body", "/dev/null"), "--expect-body needs the validation request"),
 ])
 def test_engine_refusals_are_worded_in_the_front_ends_flags_and_name(front, url, args, says):
     # The engine names no flag: each front end words the kind of its refusal in its own flags,

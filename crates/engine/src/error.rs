@@ -79,6 +79,8 @@ pub enum ErrorKind {
         path: PathBuf,
         problem: String,
     },
+    /// An expected body without the validation request, the only response it is compared with.
+    ExpectedBodyUnchecked,
     /// An engine thread panicked: a bug, reported instead of taking its caller down where
     /// panics unwind (the Python module).
     Panicked {
@@ -211,6 +213,9 @@ impl std::fmt::Display for ErrorKind {
             ErrorKind::ExpectedBody { path, problem } => {
                 write!(f, "cannot read the expected body {}: {problem}", path.display())
             }
+            ErrorKind::ExpectedBodyUnchecked => f.write_str(
+                "an expected body is compared with the validation request's answer only, and validate is off; validate, or drop the expected body"
+            ),
         }
     }
 }

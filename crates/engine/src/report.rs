@@ -55,13 +55,34 @@ pub struct Engine {
     pub io: String,
 }
 
-/// The single request made before the load.
+/// The single request made before the load, unless the spec turned it off.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Validation {
+    /// Whether it was made: the server saw one request more than the load's (reports from before
+    /// the field always made it).
+    #[serde(default = "made_before_the_field")]
+    pub sent: bool,
     pub status: u16,
     pub body_bytes: u64,
     pub ok: bool,
     pub problem: Option<String>,
+}
+
+fn made_before_the_field() -> bool {
+    true
+}
+
+impl Validation {
+    /// No request before the load: nothing was checked, so nothing is known to be right.
+    pub fn skipped() -> Validation {
+        Validation {
+            sent: false,
+            status: 0,
+            body_bytes: 0,
+            ok: false,
+            problem: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

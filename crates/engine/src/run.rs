@@ -1,4 +1,5 @@
-//! A run from start to end: check, validate with one request, spread the connections over the
+//! A run from start to end: check, validate with one request (unless the spec says not to),
+//! spread the connections over the
 //! threads, start them together, and add up what they measured.
 
 use std::io::{Read, Write};
@@ -36,7 +37,11 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         None => None,
     };
     let requests = RequestSet::build(spec, &resolved.targets, resolved.pipeline as usize);
-    let validation = validate(spec, &resolved, &requests, expect_body.as_deref())?;
+    let validation = if spec.validate {
+        validate(spec, &resolved, &requests, expect_body.as_deref())?
+    } else {
+        report::Validation::skipped()
+    };
     let io = choose_io(spec.io, resolved.connections as usize)?;
 
     let shared = Shared {
@@ -405,6 +410,7 @@ fn validate(
         Ok(a) => a,
         Err(problem) if spec.allow_errors => {
             return Ok(report::Validation {
+                sent: true,
                 status: 0,
                 body_bytes: 0,
                 ok: false,
@@ -448,6 +454,7 @@ fn validate(
         .into());
     }
     Ok(report::Validation {
+        sent: true,
         status: response.status,
         body_bytes: response.body_bytes,
         ok: problem.is_none(),

@@ -64,6 +64,10 @@ pub struct LoadSpec {
     /// Source addresses to spread connections over (weighttp's `-B`); empty: the kernel's choice.
     pub bind: Vec<IpAddr>,
     pub io: IoChoice,
+    /// Send one request before the load and check its answer (status, expected body and
+    /// length). Off: the server sees exactly the load's requests, and a wrong URL or answer is
+    /// measured instead of refused (under load only `expect_length` is checked).
+    pub validate: bool,
     /// A file holding the body the validation request must return, byte for byte.
     pub expect_body_file: Option<std::path::PathBuf>,
     /// Body length the validation request, and every response under load, must have.
@@ -110,6 +114,7 @@ impl Default for LoadSpec {
             cpus: Vec::new(),
             bind: Vec::new(),
             io: IoChoice::Auto,
+            validate: true,
             expect_body_file: None,
             expect_length: None,
             allow_errors: false,
@@ -312,6 +317,9 @@ impl LoadSpec {
                 "requests_per_connection must be at least 1".into(),
             ));
         }
+        if !self.validate && self.expect_body_file.is_some() {
+            return Err(ErrorKind::ExpectedBodyUnchecked.into());
+        }
         if !self.keep_alive && pipeline > 1 {
             return Err(ErrorKind::PipelineWithoutKeepAlive { pipeline }.into());
         }
@@ -435,5 +443,11 @@ mod tests {
         assert!(spec(&|s| s.headers = vec!["nocolon".into()])
             .unwrap_err()
             .contains("Name: value"));
+        assert!(spec(&|s| {
+            s.validate = false;
+            s.expect_body_file = Some("body".into());
+        })
+        .unwrap_err()
+        .contains("validation request"));
     }
 }

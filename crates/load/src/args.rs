@@ -26,7 +26,7 @@ pub struct Cli {
     /// Engine threads (connections are spread over them)
     #[arg(short = 't', long, default_value_t = 1)]
     threads: u32,
-    /// Stop after exactly this many requests
+    /// Stop after exactly this many requests; the server sees one more, the validation request, unless --no-validate
     #[arg(short = 'n', long, conflicts_with = "duration")]
     requests: Option<u64>,
     /// Stop after this long (e.g. 10s, 500ms, 2m); the default is 10s unless -n is given
@@ -86,6 +86,9 @@ pub struct Cli {
     /// Load even when the first request fails its checks
     #[arg(long)]
     allow_errors: bool,
+    /// Send no validation request before the load, so the server sees exactly the load's requests; nothing is checked first (a wrong URL is measured, not refused), and --expect-body cannot be used
+    #[arg(long)]
+    no_validate: bool,
     /// Print the result as JSON (schema httpbench-load/1, see docs/json-schema.md)
     #[arg(long)]
     pub json: bool,
@@ -186,6 +189,7 @@ impl Cli {
             expect_body_file: self.expect_body.clone(),
             expect_length: self.expect_length,
             allow_errors: self.allow_errors,
+            validate: !self.no_validate,
             ..LoadSpec::default()
         })
     }

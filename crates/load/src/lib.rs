@@ -90,6 +90,7 @@ fn in_flags(kind: &ErrorKind) -> String {
         ErrorKind::IoUringUnavailable { problem } => {
             format!("io_uring is not usable here ({problem}); use --io epoll or --io auto")
         }
+        ErrorKind::ExpectedBodyUnchecked => "--expect-body needs the validation request, the only answer it is compared with, which --no-validate skips; drop one of the two".into(),
         ErrorKind::CpuNotAllowed { .. } => format!("--cpus: {kind}"),
         ErrorKind::SourceAddress { .. } => format!("--bind: {kind}"),
         ErrorKind::InvalidUrl { .. }

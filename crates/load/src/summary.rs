@@ -66,7 +66,14 @@ pub fn render(r: &Report) -> String {
     } else {
         String::new()
     };
-    let _ = writeln!(out, "  sent {}, completed {}, failed {}, in flight at the end {}{waited}", q.sent, q.completed, q.failed, q.in_flight);
+    // What the server saw: -n promises exactly the load's requests, and the validation request
+    // comes on top of them.
+    let before = if r.validation.sent {
+        " (+1 validation request before the load)"
+    } else {
+        " (validation skipped: nothing was checked before the load)"
+    };
+    let _ = writeln!(out, "  sent {}{before}, completed {}, failed {}, in flight at the end {}{waited}", q.sent, q.completed, q.failed, q.in_flight);
     let st = &r.status;
     let _ = writeln!(out, "  status 2xx {}, 3xx {}, 4xx {}, 5xx {}, other {}", st.s2xx, st.s3xx, st.s4xx, st.s5xx, st.other + st.s1xx);
     if r.errors_total > 0 {
