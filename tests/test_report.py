@@ -83,7 +83,7 @@ def copy_run(db: Path, run_id: int, throughput_scale: float = 1.0, failed_cell: 
             continue
         shape = type("Cell", (), {"key": cell["key"], "server": cell["server"], "profile": cell["profile"],
                                   "workload": type("W", (), {"label": cell["workload"]}), "keep_alive": cell["keep_alive"],
-                                  "cpus": cell["cpus"]})
+                                  "cpus": cell["cpus"], "budget": None})
         cell_id = store.cell(new_id, shape, cell["config_text"], cell["server_version"])
         for r in rounds:
             m = copy.deepcopy(r["measurement"])

@@ -12,10 +12,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import psycopg
 import pytest
 
+from httpbench.plan import Budget
 from httpbench.store import Store, StoreError
 
 from conftest import free_port
@@ -55,6 +57,7 @@ class FakeCell:
     workload: FakeWorkload = FakeWorkload()
     keep_alive: bool = True
     cpus: int = 1
+    budget: Optional[Budget] = None
 
 
 def summary(p50: int, hdr: str) -> dict:
@@ -206,41 +209,47 @@ def test_resume_sees_what_is_stored_and_never_duplicates(db):
 def test_schema_version_mismatch_is_one_line(db):
     with Store(db).engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
-    with pytest.raises(StoreError, match=r"schema version 99, this httpbench writes version 3; use another --db") \
+    with pytest.raises(StoreError, match=r"schema version 99, this httpbench writes version 4; use another --db") \
             as failed:
         Store(db)
     assert "\n" not in str(failed.value)
 
 
-def version_1_store(db: str) -> None:
-    """A store as httpbench wrote it before schema version 2: today's tables without the columns
-    added since, holding a run left "running" by a process that is gone (no owner then)."""
+def older_store(db: str, version: int, keys=("nginx/tuned/7B/ka/1cpu",), **run) -> None:
+    """A store as httpbench wrote it in schema `version`: today's tables without the columns
+    added since, holding a run (with `run`'s columns) whose cells have `keys`, each a round."""
     from sqlalchemy import MetaData, Table, create_engine, insert
     from httpbench import store
-    added = {(c.table.name, c.name) for since in range(2, store.SCHEMA_VERSION + 1) for c in store.ADDED[since]}
+    added = {(c.table.name, c.name) for since in range(version + 1, store.SCHEMA_VERSION + 1)
+             for c in store.ADDED[since]}
     old = MetaData()
     for table in store.metadata.sorted_tables:
         Table(table.name, old, *[c._copy() for c in table.columns if (table.name, c.name) not in added])
     engine = create_engine(store.url_of(db), json_serializer=store._dumps)
     with engine.begin() as conn:
         old.create_all(conn)
-        conn.execute(insert(old.tables["meta"]).values(schema_version=1))
+        conn.execute(insert(old.tables["meta"]).values(schema_version=version))
         run_id = conn.execute(insert(old.tables["runs"]).values(
-            plan_name="tiny", plan_text=FakePlan.text, host={}, versions={}, started=store._now(),
-            status="running")).inserted_primary_key[0]
-        cell_id = conn.execute(insert(old.tables["cells"]).values(
-            run_id=run_id, key="nginx/tuned/7B/ka/1cpu", server="nginx", profile="tuned", workload="7B",
-            keep_alive=True, cpus=1, config_text="", server_version="v1", seconds=2.5,
-            status="interrupted")).inserted_primary_key[0]
-        conn.execute(insert(old.tables["rounds"]).values(cell_id=cell_id, level=1, round=0,
-                                                         measurement=measurement(1, 0)))
+            **{"plan_name": "tiny", "plan_text": FakePlan.text, "host": {}, "versions": {}, "started": store._now(),
+               **run})).inserted_primary_key[0]
+        for key in keys:
+            cell_id = conn.execute(insert(old.tables["cells"]).values(
+                run_id=run_id, key=key, server="nginx", profile="tuned", workload="7B", keep_alive=True, cpus=1,
+                config_text="", server_version="v1", seconds=2.5, status="interrupted")).inserted_primary_key[0]
+            conn.execute(insert(old.tables["rounds"]).values(cell_id=cell_id, level=1, round=0,
+                                                             measurement=measurement(1, 0)))
     engine.dispose()
+
+
+def version_1_store(db: str) -> None:
+    """Before schema version 2: a run left "running" by a process that is gone (no owner then)."""
+    older_store(db, 1, status="running")
 
 
 def test_a_version_1_store_is_migrated_and_keeps_its_runs(db):
     version_1_store(db)
     store = Store(db)   # `run` migrates (a command that only reads does not)
-    assert schema_version(db) == 3
+    assert schema_version(db) == 4
     old = store.run(1)
     assert old["status"] == "running" and old["owner_pid"] is None   # whose process it was is unknown
     assert [len(c["rounds"]) for c in old["cells"]] == [1] and old["cells"][0]["sessions"] is None
@@ -252,6 +261,35 @@ def test_a_version_1_store_is_migrated_and_keeps_its_runs(db):
     assert store.run(1)["cells"][0]["seconds"] == 3.5
     assert store.run(fill(store))["owner_pid"] == os.getpid()
     Store(db, create=False)   # opened again: nothing left to migrate
+
+
+def test_a_version_3_store_gets_each_cells_budget_from_its_key(db):
+    # Schema version 3 kept a cell's own budget (its plan swept several) only in its key.
+    older_store(db, 3, keys=("nginx/tuned/7B/ka/1cpu/n100", "nginx/tuned/7B/ka/1cpu/0.5s", "nginx/tuned/7B/ka/1cpu"),
+                status="done", owner_host="h", owner_pid=1, owner_started=1.0, owner_boot="b", plan_text=TWO_BUDGETS)
+    from httpbench import results
+    # Read as it is (a command that only reads), then migrated (`run`): the same budgets.
+    for create, version in ((False, 3), (True, 4)):
+        store = Store(db, create=create)
+        assert schema_version(db) == version
+        stored = store.run(1)
+        assert [(c["budget_requests"], c["budget_seconds"]) for c in stored["cells"]] == [(100, None), (None, 0.5),
+                                                                                          (None, None)]
+        run = results.of_run(stored)
+        assert [(c.budget, c.requests_budget) for c in run.cells] == [("n100", 100), ("0.5s", None), ("", 100)]
+    # A cell stored now keeps its budget in those columns, whatever its key says.
+    cell_id = store.cell(1, FakeCell(key="nginx/tuned/7B/ka/1cpu/x", budget=Budget(requests=1000)), "", "v1")
+    assert [c["budget_requests"] for c in store.run(1)["cells"] if c["id"] == cell_id] == [1000]
+
+
+TWO_BUDGETS = """name = "tiny"
+[[workload]]
+size = 7
+[levels]
+list = [1]
+[budget]
+requests = [100, 1000]
+"""
 
 
 def schema_version(db: str) -> int:
@@ -376,7 +414,7 @@ store = Store(sys.argv[1])
 m = json.loads(sys.argv[2])
 run_id = store.start_run(NS(name="crash", text=""), {}, {})
 cell_id = store.cell(run_id, NS(key="nginx/tuned/7B/ka/1cpu", server="nginx", profile="tuned",
-                                workload=NS(label="7B"), keep_alive=True, cpus=1), "", "v1")
+                                workload=NS(label="7B"), keep_alive=True, cpus=1, budget=None), "", "v1")
 print(run_id, cell_id, flush=True)
 for index in range(10**6):
     store.add_round(cell_id, 1, index, m)

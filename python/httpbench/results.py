@@ -328,11 +328,6 @@ def _latency(measurements: Sequence[dict]) -> Latency:
                    median("max_us"), exact=False)
 
 
-def _budget(key: str) -> str:
-    parts = key.split("/")
-    return parts[5] if len(parts) > 5 else ""
-
-
 def of_run(run: dict) -> RunResults:
     """Results of a run as `Store.run` returns it."""
     from httpbench import plan as plans
@@ -349,11 +344,13 @@ def of_run(run: dict) -> RunResults:
         by_level: Dict[int, List[dict]] = defaultdict(list)
         for r in cell["rounds"]:
             by_level[r["level"]].append(r["measurement"])
-        cell_budget = _budget(cell["key"])
+        # A cell of a plan sweeping several budgets has its own; the others have the plan's one.
+        own = plans.Budget(cell["budget_requests"], cell["budget_seconds"]) \
+            if cell["budget_requests"] is not None or cell["budget_seconds"] is not None else None
         results.cells.append(CellResult(
             run_id=run["id"], key=cell["key"], server=cell["server"], profile=cell["profile"],
-            workload=cell["workload"], keep_alive=cell["keep_alive"], cpus=cell["cpus"], budget=cell_budget,
-            requests_budget=int(cell_budget[1:]) if cell_budget.startswith("n") else budget,
+            workload=cell["workload"], keep_alive=cell["keep_alive"], cpus=cell["cpus"],
+            budget=own.label if own else "", requests_budget=own.requests if own else budget,
             status=cell["status"], error=cell.get("error"), seconds=cell.get("seconds"),
             server_version=cell.get("server_version") or "", config_text=cell.get("config_text") or "",
             levels=[_level(n, ms) for n, ms in sorted(by_level.items())], sessions=cell.get("sessions") or 1))

@@ -31,7 +31,7 @@ from sqlalchemy.schema import CreateColumn
 from httpbench import procfs
 from httpbench.errors import Error
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
@@ -69,6 +69,9 @@ cells = Table(
     Column("status", String(20), nullable=False),
     Column("error", Text),
     Column("sessions", Integer),   # how many times the cell was started: more than 1 when resumed
+    # The cell's own budget, when its plan sweeps several (plan.Cell.budget); null: the plan's one.
+    Column("budget_requests", BigInteger),
+    Column("budget_seconds", Float),
     UniqueConstraint("run_id", "key"),
 )
 rounds = Table(
@@ -88,7 +91,8 @@ rounds = Table(
 )
 # The columns each schema version added; an older store gets them when this httpbench opens it.
 ADDED = {2: [runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, cells.c.sessions],
-         3: [runs.c.owner_boot]}
+         3: [runs.c.owner_boot],
+         4: [cells.c.budget_requests, cells.c.budget_seconds]}
 
 
 # Held while a `run` reads the schema version and migrates (PostgreSQL's advisory lock, this
@@ -178,10 +182,20 @@ def _as_seen(run: dict) -> dict:
     return run
 
 
+def _budget_of_key(cell: dict) -> dict:
+    """Version 4's budget columns, for a cell stored before: a cell's own budget was only in its
+    key's last part, as plan.Budget.label wrote it ("n100", "2s")."""
+    parts = cell["key"].split("/")
+    if len(parts) <= 5:
+        return {}
+    label = parts[5]
+    return {"budget_requests": int(label[1:])} if label.startswith("n") else {"budget_seconds": float(label[:-1])}
+
+
 # What the columns a version added hold for a row stored before, where that can be told from the
 # row: the table, and a function of the row giving their values. A migration stores them, and a
 # command reading an older store without migrating it reads them so.
-FILLED: dict = {}
+FILLED = {4: (cells, _budget_of_key)}
 
 
 def _added_since(version: int) -> list:
@@ -326,7 +340,8 @@ class Store:
             return conn.execute(insert(cells).values(
                 run_id=run_id, key=cell.key, server=cell.server, profile=cell.profile, workload=cell.workload.label,
                 keep_alive=cell.keep_alive, cpus=cell.cpus, config_text=config_text, server_version=server_version,
-                status="running", sessions=1)).inserted_primary_key[0]
+                status="running", sessions=1, budget_requests=cell.budget and cell.budget.requests,
+                budget_seconds=cell.budget and cell.budget.duration)).inserted_primary_key[0]
 
     @_one_line
     def add_round(self, cell_id: int, level: int, index: int, measurement: dict) -> None:
