@@ -151,7 +151,7 @@ def _kill_and_wait_gone(leader, pid: int) -> None:
 def test_a_restart_across_a_window_end_flags_the_window_it_completes_in(respawning):
     """The worker dies in one window and its replacement starts in the next: each window alone
     holds half of the restart, and only the second one can tell it."""
-    leader, children = respawning(delay=1.0)
+    leader, children = respawning(delay=0.3)   # a replacement within RESTART_GAP, as a master's
     old = next(children)
     with Monitor(leader.pid) as monitor:
         with monitor.window() as dying:
@@ -164,6 +164,22 @@ def test_a_restart_across_a_window_end_flags_the_window_it_completes_in(respawni
     flag = honesty.server_restarted({"server": asdict(replaced.window), "errors_total": 0})
     assert flag is not None, replaced.window
     assert f"worker pid {old} exited" in flag.reason and f"(pid {new})" in flag.reason
+
+
+def test_a_pool_shrinking_then_growing_across_windows_is_no_restart(respawning):
+    """apache2 ends a spare child once a level's load stops and starts one when the next level's
+    comes, a second or more later: across windows, an exit and a start that far apart are not
+    one worker restarted."""
+    leader, children = respawning(delay=1.2)
+    old = next(children)
+    with Monitor(leader.pid) as monitor:
+        with monitor.window() as shrinking:
+            _kill_and_wait_gone(leader, old)
+        with monitor.window() as growing:
+            next(children)
+            time.sleep(0.15)
+    for window in (shrinking.window, growing.window):
+        assert honesty.server_restarted({"server": asdict(window), "errors_total": 0}) is None, window
 
 
 def test_a_restart_between_windows_flags_the_next_window(respawning):

@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, List
 
-# A worker's replacement starts within this of its exit: nginx's master starts one at once,
-# apache2's looks at its children once a second. An exit and a start further apart are a pool
-# shrinking and growing again (apache2's at idle, then under load), not a restart.
-RESTART_GAP = 2.0
+# An exit and a start seen in different windows (or between them) are a restart only this close:
+# a master replaces a crashed worker as soon as it has reaped it (nginx's, lighttpd's), within a
+# sample or two. apache2 grows or shrinks its pool by one step a second at most, so its pool
+# shrinking once a level's load stops and growing at the next level's (an exit, then a start a
+# second or more later) is not taken for one.
+RESTART_GAP = 0.8
 
 
 @dataclass(frozen=True)
