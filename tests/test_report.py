@@ -434,6 +434,43 @@ def test_a_cell_that_failed_partway_is_shown_incomplete_and_never_ranked(stored,
     table = markdown.split("### " + group.name)[1].split("###")[0].split("\n>")[0]
     assert "`nginx/tuned`" in table and "`reference/tuned`" not in table
     assert "so it is not ranked" in page
+    # Listed once among the cautions, with its error.
+    assert [c for c in summary.cautions([run]) if "reference/tuned" in c] == \
+        [f"reference/tuned ({group.name}) failed: {error}."]
+
+
+def test_a_cell_done_but_holding_the_level_its_server_died_in_is_no_result_anywhere(stored, tmp_path):
+    """A cell stored "done" that still holds the round its server died in (an older httpbench
+    resumed it so): it did not finish, so the run is no whole result, compare counts it missing,
+    and the ratings neither take it as their 100 nor rate it."""
+    db, run_id, _ = stored
+
+    def died_at_20(key, level, index, m):
+        if key == KEEP_ALIVE and level == 20:
+            m["flags"] = [*m["flags"], {"kind": "crashed", "reason": "reference (pid 4242) died during the window"}]
+    stopped = copy_run(db, run_id, doctor=died_at_20)
+    run = results.load(Store(str(db)), stopped)
+    cell = next(c for c in run.cells if c.key == KEEP_ALIVE)
+    assert cell.status == "done" and not cell.finished and run.unfinished == [cell]
+    guarded = httpbench("compare", str(run_id), str(stopped), "--db", str(db), "--fail-on-regression", "50%")
+    assert guarded.returncode == 1, guarded.stdout + guarded.stderr
+    assert (f"regression: {KEEP_ALIVE}: did not finish in run {stopped} (its server died during level 20); "
+            "every level measured") in guarded.stderr, guarded.stderr
+    # Level 20 of the dead server is no figure to compare; level 1, measured before it died, is.
+    compared = compare.compare(results.load(Store(str(db)), run_id), run)
+    assert {c.level for c in compared.changes if c.cell == KEEP_ALIVE} == {1}
+    shown = httpbench("show", str(stopped), "--db", str(db))
+    assert f"try them again with: httpbench run --resume {stopped} --db {db}" in shown.stdout.replace("\n", "")
+    # Asked for as the baseline, it stands aside for the group's first finished cell, and is not rated.
+    measured = charts.Measured([run], Choices(baseline="reference"))
+    rows = charts.ratings(measured)
+    ka = next(g for g in measured.groups if cell in g.cells)
+    assert ka not in measured.rated_groups and {r["group"] for r in rows} == {g.name for g in measured.rated_groups}
+    assert all(r["baseline"] == "reference/tuned" for r in rows) and len(rows) == 2
+    drawn = {c.name: c for c in charts.all_charts([run], Choices(baseline="reference"))}
+    assert f"Left out, as their cells did not finish: reference/tuned ({ka.name})." in drawn["rating"].note
+    differences = drawn["differences"].spec.to_dict()["data"]["values"]
+    assert differences and all(r["group"] != ka.name for r in differences)
 
 
 def test_compare_counts_a_cell_missing_in_run_b_as_a_regression(stored):
@@ -563,8 +600,8 @@ def test_a_baseline_without_a_cell_in_a_group_falls_back_to_its_first_and_says_s
     drawn = {c.name: c for c in charts.all_charts(runs)}
     for group in results.groups([c for r in runs for c in r.measured]):
         for name in ("rating", "differences"):
-            assert (f"nginx has no measured cell in {group.name}, so that group's baseline is its first cell, "
-                    f"{stand_in}.") in drawn[name].note, drawn[name].note
+            assert (f"nginx has no measured cell in {group.name}, so that group's baseline is its first finished "
+                    f"cell, {stand_in}.") in drawn[name].note, drawn[name].note
     page = tmp_path / "fallback.html"
     made = httpbench("report", str(rated), str(faster), "--db", str(db), "-o", str(page))
     assert made.returncode == 0, made.stderr

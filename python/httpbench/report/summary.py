@@ -165,8 +165,9 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
     several = len(runs) > 1
     out = [f"{_name(c, several)} ({c.group}) failed: {c.error or c.status}." for r in runs for c in r.failed]
     for group in groups([c for r in runs for c in r.measured]):
+        # A failed cell is listed once, above, with its error.
         out += [f"{_name(c, several)} ({group.name}) is incomplete: {group.incomplete(c)}."
-                for c in group.cells if group.incomplete(c)]
+                for c in group.cells if c.status != "failed" and group.incomplete(c)]
     counts: Dict[str, int] = {}
     total = 0
     for run in runs:
