@@ -32,23 +32,6 @@ from httpbench import procfs
 from httpbench.procfs import Key
 
 
-def _schedstat(pid: int) -> Dict[Key, Tuple[int, int]]:
-    """(ns on a CPU, ns waiting for one) of each thread of `pid`."""
-    threads = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return threads    # exited since it was listed
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
-                running, waiting = f.read().split()[:2]
-        except (OSError, ValueError):
-            continue      # exited, or a kernel without CONFIG_SCHED_INFO
-        threads[(pid, int(tid))] = (int(running), int(waiting))
-    return threads
-
-
 @dataclass(frozen=True)
 class Snapshot:
     t: float                                    # time.monotonic()
@@ -66,7 +49,7 @@ class Snapshot:
                 continue
             if p.session in server_sessions:
                 if not p.zombie:
-                    server.update(_schedstat(pid))
+                    server.update(procfs.schedstat(pid))
                 continue
             # Reaped children's time too: a child reaped inside the window adds its time to its
             # parent's, so a busy `make -j` is seen though its compilers come and go.

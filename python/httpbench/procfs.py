@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -103,6 +103,22 @@ def _gone_or_unknown(pid: int) -> Optional[int]:
     """A figure that could not be read: 0 if the process has exited since its stat was read (a
     worker exiting mid-sample must not blank a whole window's PSS), None if it is unreadable."""
     return None if os.path.exists(f"/proc/{pid}") else 0
+
+
+def schedstat(pid: int) -> Dict[Key, Tuple[int, int]]:
+    """(ns on a CPU, ns on a run queue waiting for one) of each thread of `pid`, by (pid, tid)."""
+    threads = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return threads    # exited since it was listed
+    for tid in tids:
+        try:
+            running, waiting = read(f"/proc/{pid}/task/{tid}/schedstat").split()[:2]
+        except (OSError, ValueError):
+            continue      # exited, or a kernel without CONFIG_SCHED_INFO
+        threads[(pid, int(tid))] = (int(running), int(waiting))
+    return threads
 
 
 def machine_cpu() -> Tuple[int, int]:
