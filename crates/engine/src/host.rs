@@ -91,7 +91,8 @@ fn online_cpus() -> usize {
     n.max(1) as usize
 }
 
-pub(crate) fn cpus_allowed() -> Vec<usize> {
+/// The CPUs this process may run on (empty if the kernel would not say).
+pub fn cpus_allowed() -> Vec<usize> {
     // SAFETY: the set is plain data, zeroed is its empty value, and its size is passed along.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -148,6 +149,25 @@ fn io_uring_enabled() -> bool {
         Some("1") => unsafe { libc::geteuid() == 0 },
         Some(_) => false,
     }
+}
+
+/// Raise this process's open-file limit to its hard limit, as programs that hold a descriptor per
+/// connection must; returns the limit then in force.
+pub fn raise_open_files_limit() -> libc::rlimit {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit on an rlimit that we own.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        if limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        }
+    }
+    limit
 }
 
 fn nofile() -> (Option<u64>, Option<u64>) {

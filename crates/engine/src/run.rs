@@ -264,19 +264,7 @@ impl LoadSpec {
 const SPARE_FILES: u64 = 64;
 
 fn raise_open_files(spec: &Resolved) -> Result<(), Error> {
-    // SAFETY: getrlimit/setrlimit on a struct we own.
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    unsafe {
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
-        if lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
-        }
-    }
+    let lim = host::raise_open_files_limit();
     let spare = SPARE_FILES + 8 * spec.threads as u64;
     let need = spec.connections as u64 + spare;
     if need > lim.rlim_cur {

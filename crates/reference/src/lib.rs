@@ -24,6 +24,8 @@ use std::thread;
 
 use files::Files;
 use http::Parsed;
+use httpbench_engine::host::{cpus_allowed, raise_open_files_limit};
+use httpbench_engine::stats::cpu::pin_this_thread;
 
 /// How often a loop looks at the stop flag when idle (ms).
 const STOP_CHECK_MS: i32 = 100;
@@ -66,7 +68,8 @@ impl Server {
             .ok_or_else(|| format!("{host} has no address"))?;
         let cpus = allowed_cpus();
         let threads = if threads == 0 { cpus.len() } else { threads };
-        raise_fd_limit();
+        // Each connection is a descriptor: take the hard limit, as servers configured for load do.
+        raise_open_files_limit();
         let mut listeners = Vec::with_capacity(threads);
         for i in 0..threads {
             let fd = listen(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
@@ -271,7 +274,7 @@ fn event_loop(
     stop: &AtomicBool,
     failed: &AtomicBool,
 ) -> Result<(), String> {
-    pin(cpu).map_err(|e| format!("cannot pin an event loop to CPU {cpu}: {e}"))?;
+    pin_this_thread(cpu).map_err(|e| format!("cannot pin an event loop to CPU {cpu}: {e}"))?;
     // SAFETY: plain syscall; the descriptor is owned from here on.
     let epoll = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })
         .map_err(|e| format!("epoll_create1: {e}"))?;
@@ -561,47 +564,13 @@ fn bound_port(fd: &OwnedFd) -> io::Result<u16> {
 }
 
 /// The CPUs this process may run on (its affinity mask, as the suite pins it).
+/// The CPUs to put event loops on: the ones this process may use.
 fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data, filled by the kernel.
-    unsafe {
-        let mut set: libc::cpu_set_t = zeroed();
-        if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-            let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-                .filter(|&c| libc::CPU_ISSET(c, &set))
-                .collect();
-            if !cpus.is_empty() {
-                return cpus;
-            }
-        }
+    let cpus = cpus_allowed();
+    if cpus.is_empty() {
+        return (0..thread::available_parallelism().map_or(1, |n| n.get())).collect();
     }
-    (0..thread::available_parallelism().map_or(1, |n| n.get())).collect()
-}
-
-fn pin(cpu: usize) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; pid 0 is the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        cvt(libc::sched_setaffinity(
-            0,
-            size_of::<libc::cpu_set_t>(),
-            &set,
-        ))
-        .map(drop)
-    }
-}
-
-/// Each connection is a descriptor; take the hard limit, as servers configured for load do.
-fn raise_fd_limit() {
-    // SAFETY: plain syscalls on a local struct.
-    unsafe {
-        let mut limit: libc::rlimit = zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
+    cpus
 }
 
 #[cfg(test)]

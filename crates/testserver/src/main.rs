@@ -18,52 +18,57 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use serve::{Config, Freeze, Mode, ANSWERED};
 use slots::Slots;
 
-const USAGE: &str = "\
-usage: httpbench-testserver --listen 127.0.0.1:0 --mode MODE [options]
-
-Binds a loopback address only, prints `listening ADDR:PORT`, serves until
-killed or until --max-seconds.
-
-modes:
-  ok            200 with --body-bytes of `x`, keep-alive unless the request closes
-  slots         like ok, but each request holds one of --slots K global slots for
-                exactly --hold-ms D first (throughput K/D, latency D), or for D plus
-                a uniform amount in [-S, S] with --spread-ms S (mean latency D)
-  freeze        like ok, but no response is written during --freeze-ms F out of
-                every --every-ms E (first freeze at E after start)
-  reset         read a request, then close with RST
-  stall         read a request, never answer
-  short-body    Content-Length: 100 with only 50 bytes of body, then FIN
-  garbage       `this is not http\\r\\n\\r\\n`, then FIN
-  close-each    like ok with `Connection: close`, FIN after each response
-  ignore-close  like ok, but keep-alive even when the request says close
-  chunked       --body-bytes in 3-byte chunks with extension `;x=1` and trailer `X-T: 1`
-  status        every response has status --status CODE
-  deaf          like ok for the first connection, then never accepts again, with
-                a listen backlog of 0: later connects hang (connect timeouts)
-
-options:
-  --body-bytes N    response body size (default 7)
-  --slots K         slots mode: concurrent holders (required)
-  --hold-ms D       slots mode: hold per request in ms, fractions allowed (required)
-  --spread-ms S     slots mode: spread of the hold, 0 <= S <= D (default 0)
-  --freeze-ms F     freeze mode (default 1000)
-  --every-ms E      freeze mode (default 3000, must exceed F)
-  --status CODE     status mode, 200..=599 (204 and 304 are sent without body)
-  --count-file PATH keep PATH holding the number of requests answered
-                    (rewritten atomically every 20 ms)
-  --max-seconds S   exit by itself after S seconds (default 120)
-";
+/// A tiny HTTP/1.1 server for the engine's tests. Binds a loopback address
+/// only, prints `listening ADDR:PORT`, serves until killed or until
+/// --max-seconds.
+#[derive(Parser)]
+#[command(name = "httpbench-testserver", version)]
+struct Args {
+    /// The address to listen on: loopback only.
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// What every connection gets.
+    #[arg(long, value_enum)]
+    mode: Mode,
+    /// Response body size.
+    #[arg(long, value_name = "N", default_value_t = 7)]
+    body_bytes: usize,
+    /// Slots mode: concurrent holders (required).
+    #[arg(long, value_name = "K")]
+    slots: Option<usize>,
+    /// Slots mode: hold per request in ms, fractions allowed (required).
+    #[arg(long, value_name = "D")]
+    hold_ms: Option<f64>,
+    /// Slots mode: spread of the hold, 0 <= S <= D.
+    #[arg(long, value_name = "S", default_value_t = 0.0)]
+    spread_ms: f64,
+    /// Freeze mode: how long each freeze lasts.
+    #[arg(long, value_name = "F", default_value_t = 1000.0)]
+    freeze_ms: f64,
+    /// Freeze mode: one freeze every E ms (must exceed F).
+    #[arg(long, value_name = "E", default_value_t = 3000.0)]
+    every_ms: f64,
+    /// Status mode: every response's status (204 and 304 are sent without body).
+    #[arg(long, value_name = "CODE", default_value_t = 200,
+          value_parser = clap::value_parser!(u16).range(200..=599))]
+    status: u16,
+    /// Keep PATH holding the number of requests answered (rewritten atomically every 20 ms).
+    #[arg(long, value_name = "PATH")]
+    count_file: Option<PathBuf>,
+    /// Exit by itself after S seconds.
+    #[arg(long, value_name = "S", default_value_t = 120.0)]
+    max_seconds: f64,
+}
 
 /// Serialises count-file writes: the periodic writer and the exit path share one tmp file.
 static COUNT_FILE_LOCK: Mutex<()> = Mutex::new(());
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let opts = parse_args(&args).unwrap_or_else(|msg| fail(&msg));
+    let opts = options(Args::parse()).unwrap_or_else(|msg| fail(&msg));
 
     // The whole point of `slots` is precise sleeps; the default 50 us timer
     // slack would show up as latency. Threads inherit this setting.
@@ -76,7 +81,11 @@ fn main() {
     // just sets it (capped by net.core.somaxconn), so bursts of connects
     // from a load generator are not dropped; or, for `deaf`, so that the
     // kernel drops every SYN once one connection waits unaccepted.
-    let backlog = if opts.config.mode == Mode::Deaf { 0 } else { 4096 };
+    let backlog = if opts.config.mode == Mode::Deaf {
+        0
+    } else {
+        4096
+    };
     // SAFETY: valid listening fd.
     unsafe { libc::listen(listener.as_raw_fd(), backlog) };
     let local = listener
@@ -135,48 +144,21 @@ struct Options {
     config: Config,
 }
 
-fn parse_args(args: &[String]) -> Result<Options, String> {
-    let mut listen: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let (mut mode, mut body_bytes, mut status) = (None, 7usize, 200u16);
-    let (mut slots, mut hold_ms, mut spread_ms) = (None::<usize>, None::<f64>, 0.0f64);
-    let (mut freeze_ms, mut every_ms) = (1000.0f64, 3000.0f64);
-    let (mut count_file, mut max_seconds) = (None, 120.0f64);
-
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        if arg == "-h" || arg == "--help" {
-            print!("{USAGE}");
-            exit(0);
-        }
-        // Accept both `--flag value` and `--flag=value`.
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) => (f, Some(v.to_string())),
-            None => (arg.as_str(), None),
-        };
-        let value = match inline {
-            Some(v) => v,
-            None => it.next().cloned().ok_or(format!("{flag} needs a value"))?,
-        };
-        match flag {
-            "--listen" => {
-                listen = value
-                    .parse()
-                    .map_err(|_| format!("--listen: not an IP:PORT: {value}"))?
-            }
-            "--mode" => mode = Some(parse_mode(&value)?),
-            "--body-bytes" => body_bytes = num(flag, &value)?,
-            "--status" => status = num(flag, &value)?,
-            "--slots" => slots = Some(num(flag, &value)?),
-            "--hold-ms" => hold_ms = Some(num(flag, &value)?),
-            "--spread-ms" => spread_ms = num(flag, &value)?,
-            "--freeze-ms" => freeze_ms = num(flag, &value)?,
-            "--every-ms" => every_ms = num(flag, &value)?,
-            "--count-file" => count_file = Some(PathBuf::from(value)),
-            "--max-seconds" => max_seconds = num(flag, &value)?,
-            _ => return Err(format!("unknown option {flag} (see --help)")),
-        }
-    }
-
+/// The flags' meaning, checked beyond what clap checks alone.
+fn options(args: Args) -> Result<Options, String> {
+    let Args {
+        listen,
+        mode,
+        body_bytes,
+        slots,
+        hold_ms,
+        spread_ms,
+        freeze_ms,
+        every_ms,
+        status,
+        count_file,
+        max_seconds,
+    } = args;
     // This server exists to be hammered by load tests; never let a typo
     // expose it beyond the machine.
     if !listen.ip().is_loopback() {
@@ -185,12 +167,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             listen.ip()
         ));
     }
-    let mode = mode.ok_or("--mode is required (see --help)")?;
     if !(max_seconds > 0.0 && max_seconds.is_finite()) {
         return Err("--max-seconds must be positive".into());
-    }
-    if !(200..=599).contains(&status) {
-        return Err("--status must be in 200..=599".into());
     }
     let slots = match mode {
         Mode::Slots => {
@@ -233,30 +211,6 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             freeze,
         },
     })
-}
-
-fn parse_mode(s: &str) -> Result<Mode, String> {
-    Ok(match s {
-        "ok" => Mode::Ok,
-        "slots" => Mode::Slots,
-        "freeze" => Mode::Freeze,
-        "reset" => Mode::Reset,
-        "stall" => Mode::Stall,
-        "short-body" => Mode::ShortBody,
-        "garbage" => Mode::Garbage,
-        "close-each" => Mode::CloseEach,
-        "ignore-close" => Mode::IgnoreClose,
-        "chunked" => Mode::Chunked,
-        "status" => Mode::Status,
-        "deaf" => Mode::Deaf,
-        _ => return Err(format!("unknown mode {s} (see --help)")),
-    })
-}
-
-fn num<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{flag}: not a valid number: {value}"))
 }
 
 fn fail(msg: &str) -> ! {

@@ -18,19 +18,35 @@ const MAX_BATCH: usize = 64 * 1024;
 /// How long a closing connection waits for the client's FIN (see `close_gracefully`).
 const LINGER: Duration = Duration::from_secs(2);
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Mode {
+    /// 200 with --body-bytes of `x`, keep-alive unless the request closes.
     Ok,
+    /// Like ok, but each request holds one of --slots K global slots for exactly --hold-ms D first
+    /// (throughput K/D, latency D), or for D plus a uniform amount in [-S, S] with --spread-ms S
+    /// (mean latency D).
     Slots,
+    /// Like ok, but no response is written during --freeze-ms F out of every --every-ms E (first
+    /// freeze at E after start).
     Freeze,
+    /// Read a request, then close with RST.
     Reset,
+    /// Read a request, never answer.
     Stall,
+    /// Content-Length: 100 with only 50 bytes of body, then FIN.
     ShortBody,
+    /// `this is not http\r\n\r\n`, then FIN.
     Garbage,
+    /// Like ok with `Connection: close`, FIN after each response.
     CloseEach,
+    /// Like ok, but keep-alive even when the request says close.
     IgnoreClose,
+    /// --body-bytes in 3-byte chunks with extension `;x=1` and trailer `X-T: 1`.
     Chunked,
+    /// Every response has status --status CODE.
     Status,
+    /// Like ok for the first connection, then never accepts again, with a listen backlog of 0:
+    /// later connects hang (connect timeouts).
     Deaf,
 }
 
