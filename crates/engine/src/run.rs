@@ -157,10 +157,7 @@ fn run_thread(
 ) -> Outcome {
     if let Some(cpu) = a.cpu {
         if let Err(e) = pin_this_thread(cpu) {
-            abort(
-                shared,
-                format!("cannot pin an engine thread to CPU {cpu}: {e}"),
-            );
+            shared.abort(format!("cannot pin an engine thread to CPU {cpu}: {e}"));
         }
     }
     let worker = Worker::new(shared, a, tx);
@@ -169,16 +166,13 @@ fn run_thread(
         match UringReactor::new(a.connections, multishot) {
             Ok(mut r) => return worker.run(&mut r),
             // The run stops; this thread's worker still ends its own way, on epoll.
-            Err(e) => abort(
-                shared,
-                format!("cannot set up io_uring for an engine thread: {e}"),
-            ),
+            Err(e) => shared.abort(format!("cannot set up io_uring for an engine thread: {e}")),
         }
     }
     match EpollReactor::new() {
         Ok(mut r) => worker.run(&mut r),
         Err(e) => {
-            abort(shared, format!("cannot create an epoll instance: {e}"));
+            shared.abort(format!("cannot create an epoll instance: {e}"));
             Outcome::default()
         }
     }
@@ -194,15 +188,6 @@ impl Drop for StopOnPanic<'_> {
             self.0.stop.store(true, Ordering::Relaxed);
         }
     }
-}
-
-fn abort(shared: &Shared, why: String) {
-    shared
-        .abort_reason
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert(why);
-    shared.stop.store(true, Ordering::Relaxed);
 }
 
 /// Part `index` of `total` split into `parts` as evenly as whole numbers allow: the first parts

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::http::request::RequestSet;
 use crate::http::response::{EofOutcome, Response, ResponseParser, ResponseSink};
-use crate::io::{new_socket, Completion, Gather, Reactor, SockAddr, Token};
+use crate::io::{new_socket, slot_of, Completion, Gather, Reactor, SockAddr, Token};
 use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
 use crate::stats::series::{SecondRecorder, SecondSample};
@@ -38,6 +38,15 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// End the run early for every thread; the first reason given is the one reported.
+    pub fn abort(&self, why: String) {
+        self.abort_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(why);
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
     /// Take up to `k` requests from the run's budget.
     fn claim(&self, k: u64) -> u64 {
         if !matches!(self.spec.stop, Stop::Requests(_)) {
@@ -265,7 +274,7 @@ impl<'a> Worker<'a> {
     }
 
     fn token(&self, i: usize) -> Token {
-        i as u64 | (self.conns[i].generation as u64 & 0x00ff_ffff) << 32
+        crate::io::token(i, self.conns[i].generation)
     }
 
     fn measuring(&self, t: u64) -> bool {
@@ -313,7 +322,7 @@ impl<'a> Worker<'a> {
                 break;
             }
             if self.now.saturating_sub(self.last_progress) > give_up_after {
-                self.abort(format!(
+                self.shared.abort(format!(
                     "no connection and no response for {:.0} s: the server stopped answering",
                     give_up_after as f64 / 1e9
                 ));
@@ -326,7 +335,7 @@ impl<'a> Worker<'a> {
                 .refused_since
                 .is_some_and(|t| self.now - t > REFUSED_GIVE_UP)
             {
-                self.abort(format!(
+                self.shared.abort(format!(
                     "the server stopped answering: every connection to {} was refused for {:.0} s (nothing listens there any more)",
                     self.shared.spec.addr,
                     REFUSED_GIVE_UP as f64 / 1e9
@@ -367,7 +376,8 @@ impl<'a> Worker<'a> {
                 self.complete(r, token, completion);
             });
             if let Err(e) = result {
-                self.abort(format!("the {} reactor failed: {e}", R::NAME));
+                self.shared
+                    .abort(format!("the {} reactor failed: {e}", R::NAME));
                 break;
             }
             // Requests sent now are stamped now, not at the batch's first completion: handling
@@ -406,16 +416,6 @@ impl<'a> Worker<'a> {
             completions: completions as u32,
             hold,
         }
-    }
-
-    fn abort(&self, why: String) {
-        let mut reason = self
-            .shared
-            .abort_reason
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        reason.get_or_insert(why);
-        self.shared.stop.store(true, Ordering::Relaxed);
     }
 
     /// A connect or a response came through: the server is there.
@@ -672,7 +672,7 @@ impl<'a> Worker<'a> {
     }
 
     fn complete<R: Reactor>(&mut self, reactor: &mut R, token: Token, completion: Completion<'_>) {
-        let i = (token & 0xffff_ffff) as usize;
+        let i = slot_of(token);
         if i >= self.conns.len() || self.token(i) != token || self.conns[i].fd < 0 {
             return; // about a socket closed since
         }

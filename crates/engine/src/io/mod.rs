@@ -13,10 +13,25 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-/// Names a connection and its incarnation: the low 32 bits are the connection's slot, the high
-/// 32 bits a generation that changes on every reconnect, so that completions still on their
-/// way for a closed socket are recognised and dropped.
+/// Names a connection and its incarnation in 64 bits: the low 32 are the connection's slot, the
+/// next 24 a generation that changes on every reconnect, so that completions still on their way
+/// for a closed socket are recognised and dropped, and the top 8 (`REACTOR_BITS`) are the
+/// reactor's own (io_uring puts the kind of operation there, in each submission's user data).
 pub type Token = u64;
+
+/// The top byte of a token, which names no connection: the reactor's own.
+pub const REACTOR_BITS: u64 = 0xff << 56;
+
+/// The token of connection `slot` in its `generation`, of which the low 24 bits are kept: a
+/// completion would have to outlive 16 million reconnects of its slot to be taken for current.
+pub fn token(slot: usize, generation: u32) -> Token {
+    slot as u64 | (u64::from(generation) & 0x00ff_ffff) << 32
+}
+
+/// The connection slot `token` names.
+pub fn slot_of(token: Token) -> usize {
+    (token & 0xffff_ffff) as usize
+}
 
 #[derive(Debug)]
 pub enum Completion<'a> {

@@ -15,14 +15,14 @@ use std::time::Duration;
 use io_uring::types::{BufRingEntry, Fd, RecvMsgOut, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
 
-use super::{Completion, Gather, Reactor, SockAddr, Token};
+use super::{slot_of, Completion, Gather, Reactor, SockAddr, Token, REACTOR_BITS};
 
-/// The kind of operation, in the top byte of each submission's user data.
+/// The kind of operation, in the reactor's bits of the token in each submission's user data.
 const OP_CONNECT: u64 = 1 << 56;
 const OP_SEND: u64 = 3 << 56;
 const OP_RECV: u64 = 4 << 56;
 const OP_CANCEL: u64 = 5 << 56;
-const OP_MASK: u64 = 0xff << 56;
+const OP_MASK: u64 = REACTOR_BITS;
 
 const BUF_GROUP: u16 = 0;
 const BUF_SIZE: usize = 8 * 1024;
@@ -172,10 +172,6 @@ struct Slot {
 }
 
 const CLOSED: Slot = Slot { token: 0, fd: -1, connecting: false, receiving: false };
-
-fn slot_of(token: Token) -> usize {
-    (token & 0xffff_ffff) as usize
-}
 
 impl UringReactor {
     /// `connections`: how many this thread will hold at once (sizes the queues and buffers).
