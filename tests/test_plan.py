@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from httpbench import plan, servers, workload
+from httpbench import plan, planfile, servers, workload
 from httpbench.plan import PlanError
 
 GOOD = """\
@@ -81,9 +81,9 @@ def test_levels_expand_like_ab_c(levels, expected):
 
 
 def test_durations():
-    assert [plan.parse_duration(v) for v in ("2s", "500ms", "1m", "1.5", 3, 0.25, "1h")] == \
+    assert [planfile.parse_duration(v) for v in ("2s", "500ms", "1m", "1.5", 3, 0.25, "1h")] == \
         [2.0, 0.5, 60.0, 1.5, 3.0, 0.25, 3600.0]
-    assert plan.parse_duration("2 sec") is None and plan.parse_duration(True) is None
+    assert planfile.parse_duration("2 sec") is None and planfile.parse_duration(True) is None
 
 
 def sub(*pairs):
