@@ -15,6 +15,7 @@ from typing import List, Optional
 
 from httpbench import plan as plans
 from httpbench import results
+from httpbench.honesty import CELL_STOPPERS
 from httpbench.placement import Placement, PlacementError, parse_cpus, show_cpus
 from httpbench.store import Store, StoreError, owner_alive
 from httpbench.sweep import Progress, Stopped, Sweep
@@ -126,9 +127,11 @@ class Session:
 
     @property
     def rounds_stored(self) -> int:
-        """Of those, the ones stored by earlier sessions."""
+        """Of those, the ones stored by earlier sessions; not a round that stopped its cell (its
+        server died), which the sweep measures again."""
         keys = {cell.key for cell in self.sweep.cells}
-        return sum(min(len(c["rounds"]), self._per_cell) for c in self.stored["cells"] if c["key"] in keys)
+        return sum(min(len(self.store.rounds_done(c["id"], redo=CELL_STOPPERS)), self._per_cell)
+                   for c in self.stored["cells"] if c["key"] in keys)
 
     @property
     def _per_cell(self) -> int:
