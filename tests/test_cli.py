@@ -227,3 +227,18 @@ def test_stored_words_are_shown_as_written_and_a_run_with_failed_cells_says_how_
     assert f"has cells that did not finish; try them again with: {resume}" in shown.stdout.replace("\n", "")
     listed = httpbench("runs", "--db", str(db))
     assert listed.returncode == 0 and resume in listed.stdout.replace("\n", ""), listed.stdout
+
+
+def test_the_live_display_shows_notes_and_flags_as_written(monkeypatch):
+    # A failed cell's note carries the server's words; a round's flags are shown in brackets.
+    out = Console(file=io.StringIO(), width=200, color_system=None)
+    monkeypatch.setattr(console, "console", out)
+    bar, progress = console.live_progress(2)
+    cell = FakeCell(key="nginx/tuned/7B/ka/1cpu")
+    progress.on_cell(0, 1, cell)
+    progress.on_round(cell, 1, 0, {"requests": {"per_second": 5.0},
+                                   "flags": [{"kind": "client_saturated", "reason": "busiest thread 95% busy"}]})
+    progress.on_note("nginx/tuned/7B/ka/1cpu: nginx: [emerg] bind() failed [/x]")
+    out.print(bar.get_renderable())
+    shown = out.file.getvalue()
+    assert "nginx: [emerg] bind() failed [/x]" in shown and "level 1: 5 req/s [client_saturated]" in shown, shown

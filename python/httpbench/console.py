@@ -12,6 +12,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.padding import Padding
 from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
@@ -55,8 +56,10 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
     task = bar.add_task("starting", total=total_rounds, completed=stored_rounds)
     state = {"cell": ""}
 
+    # The description is rich markup: the cell's key and the flags' brackets are escaped, so
+    # "[client_saturated]" is shown, not taken for a style.
     def on_cell(index, total, cell):
-        state["cell"] = f"cell {index + 1}/{total} {cell.key}"
+        state["cell"] = escape(f"cell {index + 1}/{total} {cell.key}")
         bar.update(task, description=state["cell"])
 
     def on_round(cell, level, index, m):
@@ -65,10 +68,10 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
         rps = m["requests"]["per_second"] or 0
         flags = ", ".join(f["kind"] for f in m.get("flags", []))
         bar.update(task, advance=1, description=f"{state['cell']} level {level}: {rps:,.0f} req/s"
-                   + (f" [{flags}]" if flags else ""))
+                   + escape(f" [{flags}]" if flags else ""))
 
     def on_note(text):
-        bar.console.print(text)
+        bar.console.print(text, markup=False)   # a failed cell's note holds the server's own words
 
     return bar, Progress(on_cell=on_cell, on_round=on_round, on_note=on_note)
 
@@ -263,7 +266,7 @@ def write_report(measured: RunResults, db: str) -> None:
     try:
         path = report.write_html([measured], report_path(db, [measured.id]))
     except report.NothingToChart as e:
-        console.print(str(e))
+        console.print(str(e), markup=False)
         return
     except Exception as e:  # noqa: BLE001 - any failure of the report; the measurements are safe
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
