@@ -19,7 +19,7 @@ import math
 import os
 import socket
 from pathlib import Path
-from typing import List, Optional, Set, Tuple
+from typing import Collection, List, Optional, Set, Tuple
 
 from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String,
                         Table, Text, UniqueConstraint, create_engine, event, func, inspect, insert, select, text,
@@ -344,29 +344,37 @@ class Store:
                 budget_seconds=cell.budget and cell.budget.duration)).inserted_primary_key[0]
 
     @_one_line
-    def add_round(self, cell_id: int, level: int, index: int, measurement: dict) -> None:
+    def add_round(self, cell_id: int, level: int, index: int, measurement: dict, replace: bool = False) -> None:
         """Store one round, committed at once. Adding a round that is already stored is ignored:
-        the first one stays as it was, so a resumed run never duplicates one."""
+        the first one stays as it was, so a resumed run never duplicates one; with `replace`,
+        this one takes its place (the round was measured again, see rounds_done's `redo`)."""
+        values = dict(measurement=measurement, requests_per_second=_headline(measurement, "requests", "per_second"),
+                      completed=_headline(measurement, "requests", "completed"),
+                      errors_total=_headline(measurement, "errors_total"),
+                      p50_us=_headline(measurement, "latency", "total", "p50_us"),
+                      p99_us=_headline(measurement, "latency", "total", "p99_us"),
+                      client_busy_share=_headline(measurement, "client", "busy_share"))
         try:
             with self.engine.begin() as conn:
-                conn.execute(insert(rounds).values(
-                    cell_id=cell_id, level=level, round=index, measurement=measurement,
-                    requests_per_second=_headline(measurement, "requests", "per_second"),
-                    completed=_headline(measurement, "requests", "completed"),
-                    errors_total=_headline(measurement, "errors_total"),
-                    p50_us=_headline(measurement, "latency", "total", "p50_us"),
-                    p99_us=_headline(measurement, "latency", "total", "p99_us"),
-                    client_busy_share=_headline(measurement, "client", "busy_share")))
+                conn.execute(insert(rounds).values(cell_id=cell_id, level=level, round=index, **values))
         except IntegrityError:
             # Only the unique (cell, level, round) is forgiven; an unknown cell is a caller's bug.
             if (level, index) not in self.rounds_done(cell_id):
                 raise
+            if replace:
+                with self.engine.begin() as conn:
+                    conn.execute(update(rounds).where(rounds.c.cell_id == cell_id, rounds.c.level == level,
+                                                      rounds.c.round == index).values(**values))
 
     @_one_line
-    def rounds_done(self, cell_id: int) -> Set[Tuple[int, int]]:
+    def rounds_done(self, cell_id: int, redo: Collection[str] = ()) -> Set[Tuple[int, int]]:
+        """The (level, round) stored for `cell_id`, but those flagged with a kind in `redo`: a
+        round that stopped its cell (its server died) is no measurement to keep, so a resumed
+        cell measures it again."""
         with self.engine.connect() as conn:
             return {(r.level, r.round) for r in conn.execute(
-                select(rounds.c.level, rounds.c.round).where(rounds.c.cell_id == cell_id))}
+                select(rounds.c.level, rounds.c.round, rounds.c.measurement).where(rounds.c.cell_id == cell_id))
+                if not redo or not {f["kind"] for f in r.measurement.get("flags") or ()} & set(redo)}
 
     @_one_line
     def finish_cell(self, cell_id: int, status: str, seconds: float, error: Optional[str]) -> None:
