@@ -249,3 +249,31 @@ def test_one_saturated_client_host_flags_the_level_naming_that_host():
     assert flag.reason == "client host c1: busiest client thread 50.0% busy and 45.0% waiting for its CPU (> 90%)"
     level["hosts"][0] = client_host("c1", 0.5, 0.02)
     assert [f for f in cluster_flags(level, 100_000.0) if f] == []
+
+
+def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_file):
+    # rounds = "auto": level 1 has three stored rounds that agree, so it is done; a resume measures
+    # only the levels it lacks (three rounds each here, all alike), not more of level 1.
+    plan_file.write_text(PLAN.replace("rounds = 2", 'rounds = "auto"\nmax_rounds = 6').replace("warmup = \"0.2s\"",
+                                                                                               "warmup = 0"))
+    sweep = scripted_sweep(tmp_path, plan_file, [])
+    host = SimpleNamespace(start=lambda *args: SimpleNamespace(url="http://127.0.0.1:1/", config_text="", version="v1"),
+                           verify=lambda: None, watch=lambda: None, alive=lambda: True, stop=lambda: None)
+    sweep.cluster.server_host = lambda cpus: host
+    sweep._client_ceiling = lambda: None
+    measured = []
+    sweep._round = lambda cell, url, host, level: measured.append(level) or stored_round(1000.0)
+    sweep.cells = sweep.cells[:1]
+    run_id = sweep.start()
+    cell_id = sweep.store.cell(run_id, sweep.cells[0], "", "v1")
+    for index, rps in enumerate((1000.0, 1001.0, 999.0)):
+        sweep.store.add_round(cell_id, 1, index, stored_round(rps))
+    sweep.run(run_id)
+    assert measured == [10, 10, 10, 50, 50, 50]
+
+
+def stored_round(per_second: float) -> dict:
+    from test_store import measurement
+    m = measurement(1, 0)
+    m["requests"]["per_second"], m["flags"] = per_second, []
+    return m

@@ -68,8 +68,8 @@ class Rounds:
         return self.fixed or self.most
 
     def more(self, values: Sequence[float], done: int) -> bool:
-        """Whether a level that has `done` rounds, of which `values` are the throughputs at
-        hand, needs another."""
+        """Whether a level that has `done` rounds, whose requests/s are `values` (those stored
+        by an earlier session too), needs another."""
         from httpbench.honesty import needs_more_rounds
         return done < self.fixed if self.fixed else needs_more_rounds(values, done, self.most)
 

@@ -19,7 +19,7 @@ import math
 import os
 import socket
 from pathlib import Path
-from typing import Collection, List, Optional, Set, Tuple
+from typing import Collection, Dict, List, Optional, Set, Tuple
 
 from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String,
                         Table, Text, UniqueConstraint, create_engine, event, func, inspect, insert, select, text,
@@ -375,6 +375,13 @@ class Store:
             return {(r.level, r.round) for r in conn.execute(
                 select(rounds.c.level, rounds.c.round, rounds.c.measurement).where(rounds.c.cell_id == cell_id))
                 if not redo or not {f["kind"] for f in r.measurement.get("flags") or ()} & set(redo)}
+
+    @_one_line
+    def throughputs(self, cell_id: int) -> Dict[Tuple[int, int], float]:
+        """Each stored round of `cell_id`'s requests/s (0 if it has none), by (level, round)."""
+        with self.engine.connect() as conn:
+            return {(r.level, r.round): r.requests_per_second or 0.0 for r in conn.execute(
+                select(rounds.c.level, rounds.c.round, rounds.c.requests_per_second).where(rounds.c.cell_id == cell_id))}
 
     @_one_line
     def finish_cell(self, cell_id: int, status: str, seconds: float, error: Optional[str]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from httpbench import clients, engine, honesty, results, servers
 from httpbench.cluster import ClusterDown, ClusterError
@@ -210,8 +210,10 @@ class Sweep:
             host = self._server_host()
             started = host.start(adapter, profile, cell.workload, cell.cpus)
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version)
-            # A round that stopped the cell before (its server died) is measured again, on this server.
-            done = self.store.rounds_done(cell_id, redo=honesty.CELL_STOPPERS)
+            # The rounds stored, with their requests/s (rounds = "auto" judges a level on them all);
+            # a round that stopped the cell before (its server died) is measured again, on this server.
+            kept = self.store.rounds_done(cell_id, redo=honesty.CELL_STOPPERS)
+            done = {key: rate for key, rate in self.store.throughputs(cell_id).items() if key in kept}
             host.verify()
             if self.plan.warmup > 0:
                 self.load(self._spec(started.url, cell.workload, WARM_CONNECTIONS, {"duration": self.plan.warmup},
@@ -244,21 +246,24 @@ class Sweep:
             if host is not None:
                 host.stop()
 
-    def _level(self, cell: Cell, cell_id: int, url: str, host: ServerHost, level: int, done) -> None:
-        rounds: List[dict] = []
+    def _level(self, cell: Cell, cell_id: int, url: str, host: ServerHost, level: int,
+               done: Dict[Tuple[int, int], float]) -> None:
+        values: List[float] = []    # every round's requests/s, stored before or measured now
         index = 0
         while True:
-            if (level, index) not in done:
+            if (level, index) in done:
+                values.append(done[(level, index)])
+            else:
                 measurement = self._round(cell, url, host, level)
                 self.store.add_round(cell_id, level, index, measurement, replace=True)
                 self.progress.on_round(cell, level, index, measurement)
-                rounds.append(measurement)
+                values.append(measurement["requests"]["per_second"] or 0.0)
                 if measurement.get("lost_hosts") and self.on_client_loss == "stop":
                     raise Stopped(f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level}, "
                                   "stored as partial (--on-client-loss stop)")
                 self._server_whole(cell, level, measurement)
             index += 1
-            if not self.plan.rounds.more([m["requests"]["per_second"] for m in rounds], index):
+            if not self.plan.rounds.more(values, index):
                 break
 
     def _server_whole(self, cell: Cell, level: int, measurement: dict) -> None:
