@@ -15,10 +15,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
-from httpbench import results
 from httpbench.errors import Error
 from httpbench.report import summary as report_summary, tables
 from httpbench.plan import Rounds
@@ -51,8 +50,11 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
     done, naming the current cell and level and the last round's requests/s; returns (the rich
     context, the sweep's Progress hooks). `total_rounds` counts each level's fewest `rounds`: a
     level that takes more (rounds = "auto") adds them as they come."""
-    bar = Bar(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} rounds"),
-              TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
+    # The words (a level's flags make them long; never markup) are cut to fit the line, not the count.
+    words = TextColumn("{task.description}", markup=False, table_column=Column(
+        max_width=max(20, console.width - 50), no_wrap=True, overflow="ellipsis"))
+    bar = Bar(words, BarColumn(bar_width=15), TextColumn("{task.completed}/{task.total} rounds"), TimeElapsedColumn(),
+              TextColumn("ETA"), TimeRemainingColumn(), console=console)
     task = bar.add_task("starting", total=total_rounds, completed=stored_rounds)
     state = {"cell": ""}
 
