@@ -12,7 +12,6 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.padding import Padding
 from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Column, Table
@@ -50,7 +49,8 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
     done, naming the current cell and level and the last round's requests/s; returns (the rich
     context, the sweep's Progress hooks). `total_rounds` counts each level's fewest `rounds`: a
     level that takes more (rounds = "auto") adds them as they come."""
-    # The words (a level's flags make them long; never markup) are cut to fit the line, not the count.
+    # The words are shown as written ("[client_saturated]" is no style), and cut to fit the line
+    # (a level's flags make them long), never the count.
     words = TextColumn("{task.description}", markup=False, table_column=Column(
         max_width=max(20, console.width - 50), no_wrap=True, overflow="ellipsis"))
     bar = Bar(words, BarColumn(bar_width=15), TextColumn("{task.completed}/{task.total} rounds"), TimeElapsedColumn(),
@@ -58,10 +58,8 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
     task = bar.add_task("starting", total=total_rounds, completed=stored_rounds)
     state = {"cell": ""}
 
-    # The description is rich markup: the cell's key and the flags' brackets are escaped, so
-    # "[client_saturated]" is shown, not taken for a style.
     def on_cell(index, total, cell):
-        state["cell"] = escape(f"cell {index + 1}/{total} {cell.key}")
+        state["cell"] = f"cell {index + 1}/{total} {cell.key}"
         bar.update(task, description=state["cell"])
 
     def on_round(cell, level, index, m):
@@ -70,7 +68,7 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
         rps = m["requests"]["per_second"] or 0
         flags = ", ".join(f["kind"] for f in m.get("flags", []))
         bar.update(task, advance=1, description=f"{state['cell']} level {level}: {rps:,.0f} req/s"
-                   + escape(f" [{flags}]" if flags else ""))
+                   + (f" [{flags}]" if flags else ""))
 
     def on_note(text):
         bar.console.print(text, markup=False)   # a failed cell's note holds the server's own words
