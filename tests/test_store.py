@@ -206,6 +206,25 @@ def test_resume_sees_what_is_stored_and_never_duplicates(db):
         resumed.add_round(cell_id + 100, 1, 0, measurement(1, 0))
 
 
+def test_a_round_that_stopped_its_cell_is_measured_again_in_its_place(db):
+    store = Store(db)
+    run_id = store.start_run(FakePlan(), {}, {})
+    cell_id = store.cell(run_id, FakeCell(key="nginx/tuned/7B/ka/1cpu"), "conf", "v1")
+    store.add_round(cell_id, 1, 0, measurement(1, 0))
+    died = measurement(10, 0)
+    died["flags"] = [{"kind": "crashed", "reason": "nginx (pid 7) died during the window"}]
+    store.add_round(cell_id, 10, 0, died)
+    # A resume owes the round the server died in, and stores the new one in its place.
+    assert store.rounds_done(cell_id) == {(1, 0), (10, 0)}
+    assert store.rounds_done(cell_id, redo={"crashed", "ended_early"}) == {(1, 0)}
+    store.add_round(cell_id, 10, 0, {**measurement(10, 0), "errors_total": 5}, replace=True)
+    rounds = store.run(run_id)["cells"][0]["rounds"]
+    assert [(r["level"], r["round"]) for r in rounds] == [(1, 0), (10, 0)]
+    assert rounds[1]["measurement"]["errors_total"] == 5
+    assert "crashed" not in {f["kind"] for f in rounds[1]["measurement"]["flags"]}
+    assert store.rounds_done(cell_id, redo={"crashed"}) == {(1, 0), (10, 0)}
+
+
 def test_schema_version_mismatch_is_one_line(db):
     with Store(db).engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
