@@ -45,14 +45,36 @@ pub fn render(r: &Report) -> String {
         Stop::Requests(n) => format!("{n} requests"),
         Stop::Duration(d) => format!("{d}s"),
     };
-    let _ = writeln!(out, "Running {how} test @ {}{} ({})", s.urls[0], if s.urls.len() > 1 { format!(" and {} more URLs", s.urls.len() - 1) } else { String::new() }, r.engine.io);
-    let keep = if s.keep_alive { "keep-alive" } else { "a new connection per request" };
+    let _ = writeln!(
+        out,
+        "Running {how} test @ {}{} ({})",
+        s.urls[0],
+        if s.urls.len() > 1 {
+            format!(" and {} more URLs", s.urls.len() - 1)
+        } else {
+            String::new()
+        },
+        r.engine.io
+    );
+    let keep = if s.keep_alive {
+        "keep-alive"
+    } else {
+        "a new connection per request"
+    };
     let model = match s.rate {
         Some(rate) => format!("open loop at {rate} req/s"),
         None => "closed loop".into(),
     };
-    let _ = writeln!(out, "  {} threads and {} connections, {keep}, pipeline {}, {model}", s.threads, s.connections, s.pipeline);
-    let _ = writeln!(out, "  Latency      {:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}", "Avg", "Stdev", "p50", "p90", "p99", "p99.9", "Max");
+    let _ = writeln!(
+        out,
+        "  {} threads and {} connections, {keep}, pipeline {}, {model}",
+        s.threads, s.connections, s.pipeline
+    );
+    let _ = writeln!(
+        out,
+        "  Latency      {:>9}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}",
+        "Avg", "Stdev", "p50", "p90", "p99", "p99.9", "Max"
+    );
     latency_row(&mut out, "total", &r.latency.total);
     if s.rate.is_some() {
         latency_row(&mut out, "service", &r.latency.service);
@@ -60,9 +82,19 @@ pub fn render(r: &Report) -> String {
     latency_row(&mut out, "first byte", &r.latency.first_byte);
     latency_row(&mut out, "connect", &r.latency.connect);
     let q = &r.requests;
-    let _ = writeln!(out, "  {} requests in {:.2}s, {} read", q.completed, r.duration_s, bytes(r.bytes.read as f64));
+    let _ = writeln!(
+        out,
+        "  {} requests in {:.2}s, {} read",
+        q.completed,
+        r.duration_s,
+        bytes(r.bytes.read as f64)
+    );
     let waited = if q.in_flight > 0 {
-        format!(" (waiting for {} on average, {} at most)", us(q.in_flight_age_mean_us), us(q.in_flight_age_max_us))
+        format!(
+            " (waiting for {} on average, {} at most)",
+            us(q.in_flight_age_mean_us),
+            us(q.in_flight_age_max_us)
+        )
     } else {
         String::new()
     };
@@ -73,24 +105,61 @@ pub fn render(r: &Report) -> String {
     } else {
         " (validation skipped: nothing was checked before the load)"
     };
-    let _ = writeln!(out, "  sent {}{before}, completed {}, failed {}, in flight at the end {}{waited}", q.sent, q.completed, q.failed, q.in_flight);
+    let _ = writeln!(
+        out,
+        "  sent {}{before}, completed {}, failed {}, in flight at the end {}{waited}",
+        q.sent, q.completed, q.failed, q.in_flight
+    );
     let st = &r.status;
-    let _ = writeln!(out, "  status 2xx {}, 3xx {}, 4xx {}, 5xx {}, other {}", st.s2xx, st.s3xx, st.s4xx, st.s5xx, st.other + st.s1xx);
+    let _ = writeln!(
+        out,
+        "  status 2xx {}, 3xx {}, 4xx {}, 5xx {}, other {}",
+        st.s2xx,
+        st.s3xx,
+        st.s4xx,
+        st.s5xx,
+        st.other + st.s1xx
+    );
     if r.errors_total > 0 {
-        let errs: Vec<String> = r.errors.iter().filter(|(_, &n)| n > 0).map(|(k, n)| format!("{k} {n}")).collect();
+        let errs: Vec<String> = r
+            .errors
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
         let _ = writeln!(out, "  Errors: {}", errs.join(", "));
         if r.errors["source_ports_exhausted"] > 0 {
             let _ = writeln!(out, "    source ports ran out on this host: widen net.ipv4.ip_local_port_range or spread connections with --bind 127.0.0.2,127.0.0.3");
         }
     }
     let _ = writeln!(out, "Requests/sec: {:.2}", q.per_second);
-    let _ = writeln!(out, "Transfer/sec: {}", bytes(if r.duration_s > 0.0 { r.bytes.read as f64 / r.duration_s } else { 0.0 }));
+    let _ = writeln!(
+        out,
+        "Transfer/sec: {}",
+        bytes(if r.duration_s > 0.0 {
+            r.bytes.read as f64 / r.duration_s
+        } else {
+            0.0
+        })
+    );
     if let Some(o) = &r.open_loop {
-        let short = if o.fell_short { "  FELL SHORT of the target" } else { "" };
-        let _ = writeln!(out, "Rate: {:.2} req/s sent of {:.2} asked, {} behind schedule{short}", o.achieved_rate, o.target_rate, o.behind_schedule);
+        let short = if o.fell_short {
+            "  FELL SHORT of the target"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "Rate: {:.2} req/s sent of {:.2} asked, {} behind schedule{short}",
+            o.achieved_rate, o.target_rate, o.behind_schedule
+        );
     }
     let c = &r.client;
-    let bound = c.threads.iter().map(|t| t.busy_share + t.waiting_share).fold(0.0, f64::max);
+    let bound = c
+        .threads
+        .iter()
+        .map(|t| t.busy_share + t.waiting_share)
+        .fold(0.0, f64::max);
     let _ = writeln!(
         out,
         "Client: user {:.2}s, sys {:.2}s, {:.1} us CPU per request, busiest thread {:.0}% busy{}{}",
@@ -99,11 +168,18 @@ pub fn render(r: &Report) -> String {
         c.cpu_us_per_request,
         c.busy_share * 100.0,
         if c.waiting_share > 0.05 {
-            format!(", a thread {:.0}% waiting for its CPU (other processes had it)", c.waiting_share * 100.0)
+            format!(
+                ", a thread {:.0}% waiting for its CPU (other processes had it)",
+                c.waiting_share * 100.0
+            )
         } else {
             String::new()
         },
-        if bound > 0.9 { " (the client may be the bottleneck)" } else { "" }
+        if bound > 0.9 {
+            " (the client may be the bottleneck)"
+        } else {
+            ""
+        }
     );
     if let Some(p) = &r.validation.problem {
         let _ = writeln!(out, "Warning: {p}");

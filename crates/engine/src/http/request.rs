@@ -24,7 +24,11 @@ impl RequestSet {
             bytes.extend_from_slice(&one[i % one.len()]);
         }
         starts.push(bytes.len());
-        RequestSet { bytes, starts, cycle: one.len() }
+        RequestSet {
+            bytes,
+            starts,
+            cycle: one.len(),
+        }
     }
 
     /// How many distinct requests the round robin cycles through.
@@ -44,7 +48,11 @@ pub fn render(spec: &LoadSpec, target: &Target) -> Vec<u8> {
     let version = if spec.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
     let mut out = format!("{} {} {}\r\n", spec.method, target.path, version).into_bytes();
     let given = |name: &str| {
-        spec.headers.iter().any(|h| h.split(':').next().is_some_and(|n| n.trim().eq_ignore_ascii_case(name)))
+        spec.headers.iter().any(|h| {
+            h.split(':')
+                .next()
+                .is_some_and(|n| n.trim().eq_ignore_ascii_case(name))
+        })
     };
     let mut header = |name: &str, value: &str| {
         if !given(name) {
@@ -52,7 +60,10 @@ pub fn render(spec: &LoadSpec, target: &Target) -> Vec<u8> {
         }
     };
     header("Host", &target.authority);
-    header("User-Agent", concat!("httpbench/", env!("CARGO_PKG_VERSION")));
+    header(
+        "User-Agent",
+        concat!("httpbench/", env!("CARGO_PKG_VERSION")),
+    );
     header("Accept", "*/*");
     // Without keep-alive the client closes after each response anyway; saying so spares a
     // compliant server from waiting for a next request that never comes.
@@ -65,7 +76,9 @@ pub fn render(spec: &LoadSpec, target: &Target) -> Vec<u8> {
         header("Content-Length", &body.len().to_string());
     }
     for h in &spec.headers {
-        let (name, value) = h.split_once(':').expect("headers are checked by LoadSpec::resolve");
+        let (name, value) = h
+            .split_once(':')
+            .expect("headers are checked by LoadSpec::resolve");
         out.extend_from_slice(format!("{}: {}\r\n", name.trim(), value.trim()).as_bytes());
     }
     out.extend_from_slice(b"\r\n");
@@ -81,12 +94,31 @@ mod tests {
 
     #[test]
     fn windows_wrap_around_the_url_cycle() {
-        let spec = LoadSpec { urls: vec!["http://h/a".into(), "http://h/b".into(), "http://h/c".into()], ..Default::default() };
-        let targets: Vec<Target> = spec.urls.iter().map(|u| Target::parse(u).unwrap()).collect();
+        let spec = LoadSpec {
+            urls: vec![
+                "http://h/a".into(),
+                "http://h/b".into(),
+                "http://h/c".into(),
+            ],
+            ..Default::default()
+        };
+        let targets: Vec<Target> = spec
+            .urls
+            .iter()
+            .map(|u| Target::parse(u).unwrap())
+            .collect();
         let set = RequestSet::build(&spec, &targets, 4);
         let text = String::from_utf8(set.window(2, 4).to_vec()).unwrap();
         let paths: Vec<&str> = text.lines().filter(|l| l.starts_with("GET")).collect();
-        assert_eq!(paths, ["GET /c HTTP/1.1", "GET /a HTTP/1.1", "GET /b HTTP/1.1", "GET /c HTTP/1.1"]);
+        assert_eq!(
+            paths,
+            [
+                "GET /c HTTP/1.1",
+                "GET /a HTTP/1.1",
+                "GET /b HTTP/1.1",
+                "GET /c HTTP/1.1"
+            ]
+        );
     }
 
     #[test]
@@ -99,7 +131,8 @@ mod tests {
             method: "POST".into(),
             ..Default::default()
         };
-        let text = String::from_utf8(render(&spec, &Target::parse("http://h:81/").unwrap())).unwrap();
+        let text =
+            String::from_utf8(render(&spec, &Target::parse("http://h:81/").unwrap())).unwrap();
         assert!(!text.contains("Host: h:81"));
         assert!(text.contains("host: other\r\n") && text.contains("X-A: 1\r\n"));
         assert!(text.contains("Connection: close\r\n") && text.contains("Content-Length: 3\r\n"));

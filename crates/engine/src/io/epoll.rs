@@ -62,7 +62,9 @@ impl EpollReactor {
     }
 
     fn is_current(&self, fd: RawFd, token: Token) -> bool {
-        self.slots.get(fd as usize).is_some_and(|s| s.open && s.token == token)
+        self.slots
+            .get(fd as usize)
+            .is_some_and(|s| s.open && s.token == token)
     }
 
     fn try_send(fd: RawFd, data: *const u8, len: usize) -> Result<usize, i32> {
@@ -71,11 +73,18 @@ impl EpollReactor {
         if n >= 0 {
             Ok(n as usize)
         } else {
-            Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+            Err(io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO))
         }
     }
 
-    fn readable<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, fd: RawFd, token: Token, on: &mut F) {
+    fn readable<F: FnMut(&mut Self, Token, Completion<'_>)>(
+        &mut self,
+        fd: RawFd,
+        token: Token,
+        on: &mut F,
+    ) {
         let buf = std::mem::take(&mut self.buf);
         loop {
             // SAFETY: reads into the buffer we own.
@@ -90,7 +99,9 @@ impl EpollReactor {
                 on(self, token, Completion::Eof);
                 break;
             } else {
-                let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+                let errno = io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO);
                 if errno != libc::EAGAIN && errno != libc::EINTR {
                     on(self, token, Completion::RecvFailed(errno));
                 }
@@ -105,19 +116,33 @@ impl Reactor for EpollReactor {
     const NAME: &'static str = "epoll";
 
     fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr) {
-        *self.slot(fd) = Slot { token, open: true, connecting: false, pending_send: None };
+        *self.slot(fd) = Slot {
+            token,
+            open: true,
+            connecting: false,
+            pending_send: None,
+        };
         let registered = self.poll.registry().register(
             &mut SourceFd(&fd),
             mio::Token(fd as usize),
             Interest::READABLE | Interest::WRITABLE,
         );
         if let Err(e) = registered {
-            self.early.push_back((token, Early::ConnectFailed(e.raw_os_error().unwrap_or(libc::EIO))));
+            self.early.push_back((
+                token,
+                Early::ConnectFailed(e.raw_os_error().unwrap_or(libc::EIO)),
+            ));
             return;
         }
         // SAFETY: `addr` points at a valid sockaddr of `len` bytes.
         let ret = unsafe { libc::connect(fd, addr.as_ptr(), addr.len()) };
-        let errno = if ret == 0 { 0 } else { io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) };
+        let errno = if ret == 0 {
+            0
+        } else {
+            io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO)
+        };
         match errno {
             0 => self.early.push_back((token, Early::Connected)),
             libc::EINPROGRESS => self.slot(fd).connecting = true,
@@ -140,8 +165,17 @@ impl Reactor for EpollReactor {
         unsafe { libc::close(fd) };
     }
 
-    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, _: Gather, mut on: F) -> io::Result<()> {
-        let timeout = if self.early.is_empty() { timeout } else { Duration::ZERO };
+    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(
+        &mut self,
+        timeout: Duration,
+        _: Gather,
+        mut on: F,
+    ) -> io::Result<()> {
+        let timeout = if self.early.is_empty() {
+            timeout
+        } else {
+            Duration::ZERO
+        };
         match self.poll.poll(&mut self.events, Some(timeout)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -149,7 +183,9 @@ impl Reactor for EpollReactor {
         }
         // Only what was queued before this call: handlers queue more, delivered next time.
         for _ in 0..self.early.len() {
-            let Some((token, early)) = self.early.pop_front() else { break };
+            let Some((token, early)) = self.early.pop_front() else {
+                break;
+            };
             let completion = match early {
                 Early::Connected => Completion::Connected,
                 Early::ConnectFailed(e) => Completion::ConnectFailed(e),
@@ -161,7 +197,9 @@ impl Reactor for EpollReactor {
         let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
         for event in events.iter() {
             let fd = event.token().0 as RawFd;
-            let Some(&slot) = self.slots.get(fd as usize) else { continue };
+            let Some(&slot) = self.slots.get(fd as usize) else {
+                continue;
+            };
             if !slot.open {
                 continue;
             }
@@ -188,7 +226,9 @@ impl Reactor for EpollReactor {
                     }
                 }
             }
-            if (event.is_readable() || event.is_read_closed() || event.is_error()) && self.is_current(fd, token) {
+            if (event.is_readable() || event.is_read_closed() || event.is_error())
+                && self.is_current(fd, token)
+            {
                 self.readable(fd, token, &mut on);
             }
         }

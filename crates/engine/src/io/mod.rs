@@ -67,7 +67,12 @@ pub trait Reactor: Sized {
     /// Wait up to `timeout` for completions and hand each to `on`, which may start new
     /// operations on the reactor it is given. A reactor that can (io_uring) lets completions
     /// gather as `gather` allows before it wakes up; one that cannot returns at the first.
-    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, gather: Gather, on: F) -> io::Result<()>;
+    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(
+        &mut self,
+        timeout: Duration,
+        gather: Gather,
+        on: F,
+    ) -> io::Result<()>;
 }
 
 /// How many completions a wait may gather before the thread wakes up, and how long after the
@@ -82,7 +87,10 @@ pub struct Gather {
 
 impl Gather {
     /// Wake at the first completion.
-    pub const NONE: Gather = Gather { completions: 1, hold: Duration::ZERO };
+    pub const NONE: Gather = Gather {
+        completions: 1,
+        hold: Duration::ZERO,
+    };
 }
 
 /// A socket address in the form the kernel takes, kept at a stable place for the whole run
@@ -101,7 +109,9 @@ impl SockAddr {
                 let sin = libc::sockaddr_in {
                     sin_family: libc::AF_INET as _,
                     sin_port: a.port().to_be(),
-                    sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from_ne_bytes(a.ip().octets()),
+                    },
                     sin_zero: [0; 8],
                 };
                 unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
@@ -112,14 +122,19 @@ impl SockAddr {
                     sin6_family: libc::AF_INET6 as _,
                     sin6_port: a.port().to_be(),
                     sin6_flowinfo: a.flowinfo(),
-                    sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                    sin6_addr: libc::in6_addr {
+                        s6_addr: a.ip().octets(),
+                    },
                     sin6_scope_id: a.scope_id(),
                 };
                 unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
                 std::mem::size_of::<libc::sockaddr_in6>()
             }
         };
-        SockAddr { storage, len: len as libc::socklen_t }
+        SockAddr {
+            storage,
+            len: len as libc::socklen_t,
+        }
     }
 
     pub fn as_ptr(&self) -> *const libc::sockaddr {
@@ -150,11 +165,22 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 pub fn new_socket(family: libc::c_int, bind: Option<IpAddr>, nodelay: bool) -> io::Result<RawFd> {
     // SAFETY: plain syscalls on a descriptor we own; it is closed on every error path.
     unsafe {
-        let fd = check(libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0))?;
+        let fd = check(libc::socket(
+            family,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        ))?;
         let setup = || -> io::Result<()> {
             let one: libc::c_int = 1;
             let opt = |level, name| {
-                check(libc::setsockopt(fd, level, name, &one as *const _ as *const libc::c_void, 4)).map(drop)
+                check(libc::setsockopt(
+                    fd,
+                    level,
+                    name,
+                    &one as *const _ as *const libc::c_void,
+                    4,
+                ))
+                .map(drop)
             };
             if nodelay {
                 opt(libc::IPPROTO_TCP, libc::TCP_NODELAY)?;
@@ -181,9 +207,19 @@ pub fn socket_error(fd: RawFd) -> i32 {
     let mut err: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: writes an int into `err`.
-    let ret = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, &mut err as *mut _ as *mut libc::c_void, &mut len) };
+    let ret = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            &mut err as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
     if ret < 0 {
-        io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
     } else {
         err
     }

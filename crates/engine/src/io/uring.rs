@@ -39,12 +39,22 @@ impl Mapping {
     fn new(len: usize) -> io::Result<Mapping> {
         // SAFETY: a fresh private anonymous mapping; unmapped in Drop.
         let ptr = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
         };
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Mapping { ptr: ptr as *mut u8, len })
+        Ok(Mapping {
+            ptr: ptr as *mut u8,
+            len,
+        })
     }
 }
 
@@ -68,7 +78,12 @@ impl BufRing {
     fn new(entries: u16) -> io::Result<BufRing> {
         let ring = Mapping::new(entries as usize * std::mem::size_of::<BufRingEntry>())?;
         let buffers = Mapping::new(entries as usize * BUF_SIZE)?;
-        let mut br = BufRing { ring, buffers, entries, tail: 0 };
+        let mut br = BufRing {
+            ring,
+            buffers,
+            entries,
+            tail: 0,
+        };
         for bid in 0..entries {
             br.give_back(bid);
         }
@@ -114,14 +129,20 @@ fn arrival(control: &[u8]) -> Option<u64> {
     let mut at = 0;
     while control.len() >= at + header {
         // SAFETY: a whole header lies at `at`, read unaligned as the buffer may not be.
-        let h: libc::cmsghdr = unsafe { std::ptr::read_unaligned(control.as_ptr().add(at) as *const libc::cmsghdr) };
+        let h: libc::cmsghdr =
+            unsafe { std::ptr::read_unaligned(control.as_ptr().add(at) as *const libc::cmsghdr) };
         let len = h.cmsg_len;
         if len < header || at + len > control.len() {
             return None;
         }
-        if h.cmsg_level == libc::SOL_SOCKET && h.cmsg_type == libc::SCM_TIMESTAMPNS && len >= header + 16 {
+        if h.cmsg_level == libc::SOL_SOCKET
+            && h.cmsg_type == libc::SCM_TIMESTAMPNS
+            && len >= header + 16
+        {
             // SAFETY: the message holds a timespec right after its (aligned-size) header.
-            let ts: libc::timespec = unsafe { std::ptr::read_unaligned(control.as_ptr().add(at + header) as *const libc::timespec) };
+            let ts: libc::timespec = unsafe {
+                std::ptr::read_unaligned(control.as_ptr().add(at + header) as *const libc::timespec)
+            };
             return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
         }
         at += (len + 7) & !7;
@@ -171,7 +192,12 @@ struct Slot {
     receiving: bool,
 }
 
-const CLOSED: Slot = Slot { token: 0, fd: -1, connecting: false, receiving: false };
+const CLOSED: Slot = Slot {
+    token: 0,
+    fd: -1,
+    connecting: false,
+    receiving: false,
+};
 
 impl UringReactor {
     /// `connections`: how many this thread will hold at once (sizes the queues and buffers).
@@ -194,11 +220,28 @@ impl UringReactor {
         let bufs = BufRing::new(entries)?;
         // SAFETY: the ring mapping lives as long as the reactor, which unregisters nothing
         // before the ring itself is dropped.
-        unsafe { ring.submitter().register_buf_ring_with_flags(bufs.ring.ptr as u64, entries, BUF_GROUP, 0)? };
+        unsafe {
+            ring.submitter().register_buf_ring_with_flags(
+                bufs.ring.ptr as u64,
+                entries,
+                BUF_GROUP,
+                0,
+            )?
+        };
         // SAFETY: msghdr is plain data; all null and zero but the control length.
         let mut msghdr: Box<libc::msghdr> = Box::new(unsafe { std::mem::zeroed() });
         msghdr.msg_controllen = CONTROL_LEN;
-        Ok(UringReactor { ring, bufs, msghdr, singles: Vec::new(), batch: Vec::with_capacity(4096), multishot, slots: Vec::new(), min_timeout, sends: 0 })
+        Ok(UringReactor {
+            ring,
+            bufs,
+            msghdr,
+            singles: Vec::new(),
+            batch: Vec::with_capacity(4096),
+            multishot,
+            slots: Vec::new(),
+            min_timeout,
+            sends: 0,
+        })
     }
 
     fn push(&mut self, entry: &squeue::Entry) {
@@ -221,7 +264,10 @@ impl UringReactor {
             let single = &mut *self.singles[slot_of(token)];
             // Cleared, so that a receive whose kernel wrote no stamp leaves none behind.
             single.control = [0; CONTROL_LEN];
-            single.iov = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: BUF_SIZE };
+            single.iov = libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: BUF_SIZE,
+            };
             single.msghdr.msg_iov = &mut single.iov;
             single.msghdr.msg_iovlen = 1;
             single.msghdr.msg_control = single.control.as_mut_ptr() as *mut libc::c_void;
@@ -237,13 +283,18 @@ impl UringReactor {
 
     /// The slot of `token` if that connection is still open.
     fn current(&mut self, token: Token) -> Option<&mut Slot> {
-        self.slots.get_mut(slot_of(token)).filter(|s| s.token == token && s.fd >= 0)
+        self.slots
+            .get_mut(slot_of(token))
+            .filter(|s| s.token == token && s.fd >= 0)
     }
 
     /// Cancel the operation the kernel holds for `token`: it holds its own reference to the
     /// socket and would keep it open after the descriptor is closed.
     fn cancel(&mut self, op: u64, token: Token) {
-        let e = opcode::AsyncCancel::new(op | token).build().flags(squeue::Flags::SKIP_SUCCESS).user_data(OP_CANCEL);
+        let e = opcode::AsyncCancel::new(op | token)
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(OP_CANCEL);
         self.push(&e);
     }
 }
@@ -257,23 +308,42 @@ impl Reactor for UringReactor {
             self.slots.resize(slot + 1, CLOSED);
             if !self.multishot {
                 // SAFETY: plain data, all zero; set up by each `arm_recv`.
-                self.singles.resize_with(slot + 1, || Box::new(unsafe { std::mem::zeroed() }));
+                self.singles
+                    .resize_with(slot + 1, || Box::new(unsafe { std::mem::zeroed() }));
             }
         }
-        self.slots[slot] = Slot { token, fd, connecting: true, receiving: false };
+        self.slots[slot] = Slot {
+            token,
+            fd,
+            connecting: true,
+            receiving: false,
+        };
         // Responses are timed by when the kernel received them, not by when this thread got
         // round to them: a wait that gathers completions then changes no latency.
         let one: libc::c_int = 1;
         // SAFETY: sets an int option on our socket. Without it responses are simply timed on
         // arrival in user space.
-        unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &one as *const _ as *const libc::c_void, 4) };
-        let c = opcode::Connect::new(Fd(fd), addr.as_ptr(), addr.len()).build().user_data(OP_CONNECT | token);
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                &one as *const _ as *const libc::c_void,
+                4,
+            )
+        };
+        let c = opcode::Connect::new(Fd(fd), addr.as_ptr(), addr.len())
+            .build()
+            .user_data(OP_CONNECT | token);
         self.push(&c);
     }
 
     unsafe fn send(&mut self, token: Token, fd: RawFd, data: *const u8, len: usize) {
         self.sends += 1;
-        let e = opcode::Send::new(Fd(fd), data, len as u32).flags(libc::MSG_NOSIGNAL).build().user_data(OP_SEND | token);
+        let e = opcode::Send::new(Fd(fd), data, len as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(OP_SEND | token);
         self.push(&e);
     }
 
@@ -297,8 +367,15 @@ impl Reactor for UringReactor {
         unsafe { libc::close(fd) };
     }
 
-    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(&mut self, timeout: Duration, gather: Gather, mut on: F) -> io::Result<()> {
-        let ts = Timespec::new().sec(timeout.as_secs()).nsec(timeout.subsec_nanos());
+    fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(
+        &mut self,
+        timeout: Duration,
+        gather: Gather,
+        mut on: F,
+    ) -> io::Result<()> {
+        let ts = Timespec::new()
+            .sec(timeout.as_secs())
+            .nsec(timeout.subsec_nanos());
         let mut args = SubmitArgs::new().timespec(&ts);
         let hold_us = gather.hold.as_micros().min(u32::MAX as u128) as u32;
         let mut want = 1;
@@ -317,12 +394,18 @@ impl Reactor for UringReactor {
         }
         let mut batch = std::mem::take(&mut self.batch);
         batch.clear();
-        batch.extend(self.ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        batch.extend(
+            self.ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags())),
+        );
         for &(user_data, res, flags) in &batch {
             let token = user_data & !OP_MASK;
             match user_data & OP_MASK {
                 OP_CONNECT => {
-                    let Some(slot) = self.current(token) else { continue };
+                    let Some(slot) = self.current(token) else {
+                        continue;
+                    };
                     slot.connecting = false;
                     let fd = slot.fd;
                     if res == 0 {
@@ -354,12 +437,22 @@ impl Reactor for UringReactor {
                         // given back below, after the handler is done with it.
                         let data = unsafe { self.bufs.data(bid, res as usize) };
                         if !self.multishot {
-                            let arrived = self.singles.get(slot_of(token)).and_then(|s| arrival(&s.control));
+                            let arrived = self
+                                .singles
+                                .get(slot_of(token))
+                                .and_then(|s| arrival(&s.control));
                             on(self, token, Completion::Received(data, arrived));
                         } else if let Ok(msg) = RecvMsgOut::parse(data, &self.msghdr) {
                             got = msg.payload_data().len() as i32;
                             if got > 0 {
-                                on(self, token, Completion::Received(msg.payload_data(), arrival(msg.control_data())));
+                                on(
+                                    self,
+                                    token,
+                                    Completion::Received(
+                                        msg.payload_data(),
+                                        arrival(msg.control_data()),
+                                    ),
+                                );
                             }
                         } else {
                             // Shorter than the header the kernel always writes: nothing of
@@ -417,10 +510,17 @@ mod tests {
 
     #[test]
     fn the_arrival_stamp_is_found_among_control_messages() {
-        let stamp = cmsg(libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS, &timespec(1_700_000_000, 250));
+        let stamp = cmsg(
+            libc::SOL_SOCKET,
+            libc::SCM_TIMESTAMPNS,
+            &timespec(1_700_000_000, 250),
+        );
         assert_eq!(arrival(&stamp), Some(1_700_000_000_000_000_250));
         let other = cmsg(libc::IPPROTO_TCP, 1, &[1, 2, 3, 4]);
-        assert_eq!(arrival(&[other.clone(), stamp].concat()), Some(1_700_000_000_000_000_250));
+        assert_eq!(
+            arrival(&[other.clone(), stamp].concat()),
+            Some(1_700_000_000_000_000_250)
+        );
         assert_eq!(arrival(&other), None);
         assert_eq!(arrival(&[]), None);
     }

@@ -20,7 +20,11 @@ impl CpuTime {
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
         unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
         let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
-        CpuTime { user: tv(ru.ru_utime), sys: tv(ru.ru_stime), waiting: runqueue_wait().unwrap_or_default() }
+        CpuTime {
+            user: tv(ru.ru_utime),
+            sys: tv(ru.ru_stime),
+            waiting: runqueue_wait().unwrap_or_default(),
+        }
     }
 
     pub fn since(self, earlier: CpuTime) -> CpuTime {
@@ -39,7 +43,11 @@ impl CpuTime {
 /// The calling thread's time on a run queue: the second field of its schedstat (CONFIG_SCHED_INFO).
 fn runqueue_wait() -> Option<Duration> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    text.split_whitespace().nth(1)?.parse().ok().map(Duration::from_nanos)
+    text.split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+        .map(Duration::from_nanos)
 }
 
 /// Pin the calling thread to one CPU.

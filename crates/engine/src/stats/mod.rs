@@ -119,7 +119,11 @@ impl Counters {
 
     /// Requests that were sent and then failed (connect failures send nothing).
     pub fn failed_requests(&self) -> u64 {
-        ErrorClass::ALL.iter().filter(|c| !c.is_connect()).map(|&c| self.errors[c as usize]).sum()
+        ErrorClass::ALL
+            .iter()
+            .filter(|c| !c.is_connect())
+            .map(|&c| self.errors[c as usize])
+            .sum()
     }
 
     pub fn add(&mut self, o: &Counters) {
@@ -169,7 +173,12 @@ pub struct Latencies {
 
 impl Default for Latencies {
     fn default() -> Self {
-        Latencies { total: histogram(), first_byte: histogram(), connect: histogram(), service: histogram() }
+        Latencies {
+            total: histogram(),
+            first_byte: histogram(),
+            connect: histogram(),
+            service: histogram(),
+        }
     }
 }
 
