@@ -599,7 +599,8 @@ def test_the_server_host_has_its_own_cpus_servers_and_facts(tls_cluster, tmp_pat
     assert cell["status"] == "done", cell["error"]
     assert run["versions"] == {"fake": "fakeserver 1.0"}
     assert run["host"]["cpus_allowed"] == [1] and run["host"]["placement"]["server"] == [1]
-    assert run["host"]["cluster"] == {"scheduler": net.address, "server_host": "srv"}
+    assert run["host"]["cluster"] == {"scheduler": net.address, "server_host": "srv", "certs": str(net.certs),
+                                      "on_client_loss": "continue"}
     assert levels[1]["requests"]["completed"] == 50
 
 

@@ -170,15 +170,18 @@ def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path, mea
     measured(f"start spread of the two client hosts in network namespaces, per level: {spreads}")
     assert all(0 <= m["start_spread_s"] < 1.0 for m in measurements), f"start spreads {spreads}"
     # The servers' facts are the server host's, and Dask serves no HTTP beyond loopback.
-    assert run["host"]["cluster"] == {"scheduler": scheduler, "server_host": "srv"}
+    # What a resume needs, beside where the load came from.
+    assert run["host"]["cluster"] == {"scheduler": scheduler, "server_host": "srv", "certs": str(certs),
+                                      "on_client_loss": "continue"}
     assert net.listening("sched") == {f"{net.ip('sched')}:8786"}
     for host in ("srv", "c1", "c2"):
         (address,) = net.listening(host)
         assert address.startswith(f"{net.ip(host)}:"), net.listening(host)
 
 
-def sweep_killing(net, scheduler, certs, tmp_path, victim: subprocess.Popen) -> str:
-    """Run a one-level sweep and SIGKILL `victim` (a worker) once the load flows; its stderr."""
+def sweep_killing(net, scheduler, certs, tmp_path, victim: subprocess.Popen, exit_code: int = 0) -> str:
+    """Run a one-level sweep and SIGKILL `victim` (a worker) once the load flows; its stderr. The
+    run exits `exit_code`: 1 when the loss fails the cell."""
     plan, log = nginx_plan(tmp_path, "8", 'duration = "4s"')
     sweep = subprocess.Popen(["ip", "netns", "exec", net.ns["sched"], sys.executable, "-m", "httpbench", "run",
                               str(plan), "--cluster", scheduler, "--certs", str(certs), "--db",
@@ -193,7 +196,7 @@ def sweep_killing(net, scheduler, certs, tmp_path, victim: subprocess.Popen) -> 
     finally:
         if sweep.poll() is None:
             sweep.kill()
-    assert sweep.returncode == 0, err[-3000:]
+    assert sweep.returncode == exit_code, err[-3000:]
     return err
 
 
@@ -211,10 +214,11 @@ def test_a_client_host_killed_mid_level_leaves_a_partial_level(hosts, tmp_path):
 
 def test_losing_the_server_host_fails_the_cell_cleanly(hosts, tmp_path):
     net, scheduler, certs, workers = hosts
-    sweep_killing(net, scheduler, certs, tmp_path, workers["srv"])
+    err = sweep_killing(net, scheduler, certs, tmp_path, workers["srv"], exit_code=1)
+    assert "1 of 1 cells did not finish" in err and "httpbench run --resume 1" in err
     run = Store(str(tmp_path / "results.db")).run(1)
     (cell,) = run["cells"]
-    assert run["status"] == "done" and cell["status"] == "failed"
+    assert run["status"] == "cells failed" and cell["status"] == "failed"
     assert "server host srv was lost" in cell["error"]
     # The worker's watchdog stopped its nginx with it.
     deadline = time.monotonic() + 10
