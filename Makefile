@@ -14,15 +14,22 @@ ARGS ?=
 # binary the README tells users to run, is installed there too.
 BINDIR ?= $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 
-.PHONY: run test deps test-deps bench-deps build install-load fuzz bench
+.PHONY: run test lint deps test-deps bench-deps build install-load fuzz bench
 
 # The main job: install the servers, then sweep the quick plan (or ARGS="PLAN --servers ...").
 run: deps build
 	httpbench run $(ARGS)
 
-test: test-deps build
+test: test-deps build lint
 	cargo test --workspace --quiet
 	$(PY) -m pytest -q tests
+
+# rustfmt, clippy and ruff keep the format and catch what a reviewer should not have to.
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	$(PY) -m ruff check python tests bench
+	$(PY) -m ruff format --check python tests bench
 
 # apt-get only when a package is missing, so reruns are quick and offline.
 define apt_install

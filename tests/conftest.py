@@ -54,7 +54,7 @@ def stop_group(proc: subprocess.Popen) -> None:
     and everything left in its process group: politely, then by force. The leader is reaped last:
     until then its PID, which names the group, cannot be another process's."""
     if proc.returncode is not None:
-        return   # reaped already: its PID may be anyone's now
+        return  # reaped already: its PID may be anyone's now
     try:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -63,7 +63,7 @@ def stop_group(proc: subprocess.Popen) -> None:
     while time.monotonic() < deadline and os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
         time.sleep(0.05)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)   # whatever ignored SIGTERM or outlived its leader
+        os.killpg(proc.pid, signal.SIGKILL)  # whatever ignored SIGTERM or outlived its leader
     except ProcessLookupError:
         pass
     proc.wait(timeout=5)
@@ -100,9 +100,19 @@ def testserver():
 
     def start(mode: str, *options: str) -> str:
         proc = subprocess.Popen(
-            [str(binary("httpbench-testserver")), "--listen", "127.0.0.1:0", "--mode", mode,
-             "--max-seconds", "120", *options],
-            stdout=subprocess.PIPE, text=True)
+            [
+                str(binary("httpbench-testserver")),
+                "--listen",
+                "127.0.0.1:0",
+                "--mode",
+                mode,
+                "--max-seconds",
+                "120",
+                *options,
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         procs.append(proc)
         line = proc.stdout.readline().split()
         assert line and line[0] == "listening", f"testserver said {line!r}"
@@ -131,8 +141,9 @@ def nginx(tmp_path):
             (root / name).write_bytes(body)
         log = tmp_path / "access.log"
         port = free_port()
-        log_line = (f"log_format conn '$connection $request'; access_log {log} conn;"
-                    if access_log else "access_log off;")
+        log_line = (
+            f"log_format conn '$connection $request'; access_log {log} conn;" if access_log else "access_log off;"
+        )
         conf = tmp_path / "nginx.conf"
         conf.write_text(f"""
 worker_processes 1;
@@ -177,6 +188,7 @@ def make_site(base: Path, docroot: str = "www", run_dir: str = "run"):
     """A document root holding FILES and a run directory under `base`, the server on CPU 0."""
     from httpbench import servers
     from httpbench.servers import Site
+
     root = base / docroot
     root.mkdir()
     for name, body in FILES.items():
@@ -254,4 +266,6 @@ def short_plan(folder: Path, servers: str, levels: str, budget: str, extra: str 
 def nginx_plan(folder: Path, levels: str, budget: str) -> tuple[Path, Path]:
     """A short plan of nginx writing its access log into `folder`; the plan and the log."""
     log = folder / "access.log"
-    return short_plan(folder, '["nginx"]', levels, budget, tables=f'[server.nginx]\ndirectives = ["access_log {log};"]\n'), log
+    return short_plan(
+        folder, '["nginx"]', levels, budget, tables=f'[server.nginx]\ndirectives = ["access_log {log};"]\n'
+    ), log

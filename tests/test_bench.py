@@ -53,12 +53,36 @@ def test_a_bad_option_is_one_line_and_exit_2():
 
 
 def test_one_tiny_scenario():
-    done = _bench("--httpbench", str(binary("httpbench-load")), "--runs", "1", "--duration", "1", "--levels", "10",
-                  "--big", "0", "--scenarios", "ka", "--noisy", "0", "--server-cpu", str(SERVER_CPU),
-                  "--client-cpu", str(CLIENT_CPU), "--markdown")
+    done = _bench(
+        "--httpbench",
+        str(binary("httpbench-load")),
+        "--runs",
+        "1",
+        "--duration",
+        "1",
+        "--levels",
+        "10",
+        "--big",
+        "0",
+        "--scenarios",
+        "ka",
+        "--noisy",
+        "0",
+        "--server-cpu",
+        str(SERVER_CPU),
+        "--client-cpu",
+        str(CLIENT_CPU),
+        "--markdown",
+    )
     assert done.returncode == 0, done.stderr
-    rows = {cells[0]: cells for cells in (
-        [c.strip() for c in line.strip("|").split("|")] for line in done.stdout.splitlines() if line.startswith("| "))}
+    rows = {
+        cells[0]: cells
+        for cells in (
+            [c.strip() for c in line.strip("|").split("|")]
+            for line in done.stdout.splitlines()
+            if line.startswith("| ")
+        )
+    }
     for tool in TOOLS:
         req_s, errors, note = rows[tool][1], rows[tool][4], rows[tool][9]
         assert req_s not in ("n/a", "-") and errors == "0" and note == "", (tool, rows[tool], done.stderr)

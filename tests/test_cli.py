@@ -10,12 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from rich.console import Console
-
+from conftest import ROOT, binary, short_plan
 from httpbench import cli, console, results
 from httpbench.store import Store
-
-from conftest import ROOT, binary, short_plan
+from rich.console import Console
 from test_store import FakeCell, FakePlan, fill, measurement
 from test_sweep import PLAN, interrupted_after_a_round, rounds_of, until_stored
 
@@ -61,11 +59,18 @@ def damage(db: Path, table: str) -> None:
 def test_a_damaged_store_is_one_line_and_run_refuses_it_before_measuring(filled, tmp_path, table):
     damage(filled, table)
     plan = short_plan(tmp_path, '["reference"]', "1", 'duration = "0.2s"')
-    for args in (["runs"], ["show", "1"], ["report", "1", "-o", str(tmp_path / "r.html")], ["export", "1"],
-                 ["compare", "1", "2"], ["run", str(plan)], ["run", "--resume", "1"]):
+    for args in (
+        ["runs"],
+        ["show", "1"],
+        ["report", "1", "-o", str(tmp_path / "r.html")],
+        ["export", "1"],
+        ["compare", "1", "2"],
+        ["run", str(plan)],
+        ["run", "--resume", "1"],
+    ):
         done = httpbench(*args, "--db", str(filled))
         if args == ["runs"] and table == "rounds":
-            assert done.returncode == 0, done.stderr   # the list of runs does not read rounds
+            assert done.returncode == 0, done.stderr  # the list of runs does not read rounds
             continue
         assert one_line_error(done), (args, done.returncode, done.stderr[-3000:])
         assert "results database" in done.stderr and "sqlite3" in done.stderr, done.stderr
@@ -92,8 +97,12 @@ def long_run(db: Path) -> results.RunResults:
             for index in (0, 1):
                 m = measurement(level, index)
                 m["requests"]["per_second"] = 12_345_678.9 + index * 1_000_000
-                m["flags"].append({"kind": "client_saturated",
-                                   "reason": "busiest client thread 95.0% busy and 3.0% waiting for its CPU (> 90%)"})
+                m["flags"].append(
+                    {
+                        "kind": "client_saturated",
+                        "reason": "busiest client thread 95.0% busy and 3.0% waiting for its CPU (> 90%)",
+                    }
+                )
                 store.add_round(cell_id, level, index, m)
         store.finish_cell(cell_id, "done", 12345.6, None)
     store.finish_run(run_id, "done")
@@ -111,18 +120,24 @@ def test_show_fits_the_terminal_with_every_flag_and_reason_under_the_table(tmp_p
     # Nothing folded either: the longest heading word and figures stay whole on a line.
     for whole in ("interval", "12,345,679", "12,345.6 s", "trafficserver/default"):
         assert any(whole in line for line in lines), (whole, text)
-    assert any("trafficserver/default" in line and "done" in line for line in lines), text   # a row, unfolded
+    assert any("trafficserver/default" in line and "done" in line for line in lines), text  # a row, unfolded
     words = " ".join(text.split())
     assert "12,345,679" in words and "13,345,679" in words
-    assert "level 10000: client_saturated: busiest client thread 95.0% busy and 3.0% waiting for its CPU " \
-           "(> 90%)" in words, text
+    assert (
+        "level 10000: client_saturated: busiest client thread 95.0% busy and 3.0% waiting for its CPU (> 90%)" in words
+    ), text
     assert "littles_law: 1 connections, throughput x latency says 3.9" in words
 
 
 def test_show_piped_into_head_exits_quietly(filled):
-    done = subprocess.run(f"{sys.executable} -m httpbench show 1 --db {filled} | head -1; "
-                          "echo \"${PIPESTATUS[0]}\" >&2", shell=True, executable="/bin/bash",
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        f'{sys.executable} -m httpbench show 1 --db {filled} | head -1; echo "${{PIPESTATUS[0]}}" >&2',
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     # Like any Unix tool whose reader left: no message, the status of SIGPIPE (128 + 13).
     assert done.stderr == "141\n", done.stderr
 
@@ -146,7 +161,7 @@ def test_an_empty_servers_list_is_refused(reference_plan, tmp_path):
 def test_every_subcommand_help_shows_examples_and_every_db_is_explained():
     parser = cli._parser()
     commands = parser._subparsers._group_actions[0].choices
-    pending = [(name, sub) for name, sub in commands.items() if name != "load"]   # load's help is the engine's
+    pending = [(name, sub) for name, sub in commands.items() if name != "load"]  # load's help is the engine's
     assert len(pending) >= 12
     while pending:
         name, sub = pending.pop()
@@ -161,14 +176,19 @@ def test_every_subcommand_help_shows_examples_and_every_db_is_explained():
 
 def test_make_installs_httpbench_load_beside_httpbench(tmp_path):
     binary("httpbench-load")
-    done = subprocess.run(["make", "-s", "-C", str(ROOT), "install-load", f"BINDIR={tmp_path}"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "install-load", f"BINDIR={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     version = subprocess.run([str(tmp_path / "httpbench-load"), "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and "httpbench-load" in version.stdout
     # By default, into the folder pip put `httpbench` in: on PATH wherever `httpbench` is.
     shown = subprocess.run(["make", "-s", "-n", "-C", str(ROOT), "install-load"], capture_output=True, text=True)
     import sysconfig
+
     assert sysconfig.get_path("scripts") in shown.stdout, shown.stdout
 
 
@@ -192,8 +212,11 @@ def test_a_run_killed_with_sigkill_is_listed_as_interrupted_with_its_resume_comm
     db = tmp_path / "results.db"
     # Rounds long enough to be listed while it runs: it is killed after the first.
     reference_plan.write_text(reference_plan.read_text().replace('duration = "0.5s"', 'duration = "3s"'))
-    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", str(reference_plan), "--db", str(db)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "httpbench", "run", str(reference_plan), "--db", str(db)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         until_stored(db, 1)
         listed = httpbench("runs", "--db", str(db))
@@ -236,8 +259,12 @@ def test_the_live_display_shows_notes_and_flags_as_written(monkeypatch):
     bar, progress = console.live_progress(2)
     cell = FakeCell(key="nginx/tuned/7B/ka/1cpu")
     progress.on_cell(0, 1, cell)
-    progress.on_round(cell, 1, 0, {"requests": {"per_second": 5.0},
-                                   "flags": [{"kind": "client_saturated", "reason": "busiest thread 95% busy"}]})
+    progress.on_round(
+        cell,
+        1,
+        0,
+        {"requests": {"per_second": 5.0}, "flags": [{"kind": "client_saturated", "reason": "busiest thread 95% busy"}]},
+    )
     progress.on_note("nginx/tuned/7B/ka/1cpu: nginx: [emerg] bind() failed [/x]")
     out.print(bar.get_renderable())
     shown = out.file.getvalue()

@@ -6,7 +6,6 @@ second at most.
 """
 
 import pytest
-
 from conftest import CLIENT_CPU, FILES
 from httpbench import clients
 from httpbench.clients import ab, h2load, wrk
@@ -129,9 +128,10 @@ Transfer/sec:     33.79MB
 """
 
 # The socket-errors line as wrk prints it (src/wrk.c), into the captured run above.
-WRK_ERRORS = WRK.replace("  78613 requests in 1.00s, 18.07MB read\n",
-                         "  78613 requests in 1.00s, 18.07MB read\n"
-                         "  Socket errors: connect 0, read 3, write 1, timeout 12\n")
+WRK_ERRORS = WRK.replace(
+    "  78613 requests in 1.00s, 18.07MB read\n",
+    "  78613 requests in 1.00s, 18.07MB read\n  Socket errors: connect 0, read 3, write 1, timeout 12\n",
+)
 
 H2LOAD = """\
 starting benchmark...
@@ -149,7 +149,7 @@ time for request:       68us      1.90ms       132us        46us    98.19%
 time for connect:       11us        76us        48us        20us    70.00%
 time to 1st byte:      330us       399us       363us        24us    60.00%
 req/s           :    7535.51     7541.61     7538.51        1.77    70.00%
-"""
+"""  # noqa: E501 (h2load's output as it printed it)
 
 H2LOAD_REFUSED = """\
 starting benchmark...
@@ -199,6 +199,7 @@ req/s           :    7192.31     9435.40     8313.86     1586.11   100.00%
 
 # --------------------------------------------------------------------------- parsers
 
+
 def test_ab_parser():
     r = ab.parse(AB_KEEPALIVE, AB_CSV)
     assert r["schema"] == "httpbench-load/1" and r["client"]["tool"] == "ab"
@@ -207,9 +208,10 @@ def test_ab_parser():
     assert r["errors_total"] == 0 and r["errors"]["receive"] == 0 and r["status"]["non_2xx"] == 0
     assert r["bytes"] == {"head": 468000, "body": 14000, "read": 482000, "written": None}
     t = r["latency"]["total"]
-    assert (t["min_us"], t["p50_us"], t["p75_us"], t["p90_us"], t["p99_us"], t["max_us"]) == \
-        pytest.approx((52, 123, 130, 141, 191, 481))
-    assert t["mean_us"] is None and t["p99_9_us"] is None   # ab gives no usable mean
+    assert (t["min_us"], t["p50_us"], t["p75_us"], t["p90_us"], t["p99_us"], t["max_us"]) == pytest.approx(
+        (52, 123, 130, 141, 191, 481)
+    )
+    assert t["mean_us"] is None and t["p99_9_us"] is None  # ab gives no usable mean
 
 
 def test_ab_parser_without_csv_gives_no_percentiles():
@@ -245,7 +247,7 @@ def test_wrk_parser_pipelined_not_found():
     r = wrk.parse(WRK_PIPELINED_404)
     assert r["status"]["non_2xx_3xx"] == 126541 and r["duration_s"] == pytest.approx(1.1)
     t = r["latency"]["total"]
-    assert t["p50_us"] == pytest.approx(860) and t["p99_us"] is None   # wrk's "0.00us"
+    assert t["p50_us"] == pytest.approx(860) and t["p99_us"] is None  # wrk's "0.00us"
 
 
 def test_wrk_parser_socket_errors():
@@ -264,14 +266,14 @@ def test_h2load_parser():
     assert (t["min_us"], t["max_us"], t["mean_us"], t["stdev_us"]) == pytest.approx((68, 1900, 132, 46))
     assert t["p50_us"] is None
     assert r["latency"]["connect"]["mean_us"] == pytest.approx(48)
-    assert r["latency"]["first_byte"] is None   # h2load's is per connection, not per request
+    assert r["latency"]["first_byte"] is None  # h2load's is per connection, not per request
 
 
 def test_h2load_parser_refused():
     r = h2load.parse(H2LOAD_REFUSED)
     assert r["requests"]["completed"] == 0 and r["errors_total"] == 100
     assert r["duration_s"] == pytest.approx(352e-6)
-    assert r["latency"]["total"]["mean_us"] is None   # its zeros are not times
+    assert r["latency"]["total"]["mean_us"] is None  # its zeros are not times
 
 
 def test_h2load_parser_failing_status_is_not_an_error():
@@ -283,6 +285,7 @@ def test_h2load_parser_failing_status_is_not_an_error():
 
 
 # --------------------------------------------------------------------------- command lines
+
 
 def test_ab_command_lines():
     args = ab.argv("http://h:1", 10, None, 2.5, False, 1, "p.csv")
@@ -297,8 +300,17 @@ def test_ab_command_lines():
 
 
 def test_wrk_command_lines():
-    assert wrk.argv("http://h:1/", 2, None, 0.4, True, 4, None) == \
-        ["wrk", "-t", "2", "-c", "2", "-d", "1s", "--latency", "http://h:1/"]
+    assert wrk.argv("http://h:1/", 2, None, 0.4, True, 4, None) == [
+        "wrk",
+        "-t",
+        "2",
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--latency",
+        "http://h:1/",
+    ]
     with pytest.raises(clients.ClientError, match="keep-alive off"):
         wrk.argv("http://h:1/", 10, None, 1, False, 1, None)
     with pytest.raises(clients.ClientError, match="no request budget"):
@@ -325,6 +337,7 @@ def test_dispatcher_refuses_bad_input():
 
 # --------------------------------------------------------------------------- against nginx
 
+
 def _check(r: dict, tool: str) -> None:
     assert r["requests"]["completed"] > 0 and r["requests"]["per_second"] > 0, r
     assert r["errors_total"] == 0 and r["aborted"] is None
@@ -333,13 +346,16 @@ def _check(r: dict, tool: str) -> None:
     assert c["user_s"] + c["sys_s"] > 0 and c["wall_s"] > 0
 
 
-@pytest.mark.parametrize("client, budget_requests, budget_seconds, pipeline", [
-    ("ab", None, 1.0, 1),
-    ("wrk", None, 1.0, 1),
-    ("wrk", None, 1.0, 8),
-    ("h2load", None, 0.5, 1),
-    ("h2load", 2000, None, 4),
-])
+@pytest.mark.parametrize(
+    "client, budget_requests, budget_seconds, pipeline",
+    [
+        ("ab", None, 1.0, 1),
+        ("wrk", None, 1.0, 1),
+        ("wrk", None, 1.0, 8),
+        ("h2load", None, 0.5, 1),
+        ("h2load", 2000, None, 4),
+    ],
+)
 def test_client_against_nginx(nginx, client, budget_requests, budget_seconds, pipeline):
     url, _ = nginx(FILES, access_log=False)
     r = clients.run(client, url + "index.html", 10, budget_requests, budget_seconds, True, [CLIENT_CPU], pipeline)
@@ -355,6 +371,7 @@ def test_ab_request_budget_is_exact(nginx, keep_alive):
     _check(r, "ab")
     assert r["requests"]["completed"] == 1000 and r["status"]["non_2xx"] == 0
     from conftest import log_lines
+
     connections = {line.split()[0] for line in log_lines(log)}
     # Without -k, ab opens a connection per request; with it, a handful serve them all.
     assert len(connections) == 1000 if not keep_alive else len(connections) <= 10

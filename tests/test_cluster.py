@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import free_port, log_lines, nginx_plan, short_plan, stop_group
 from httpbench import cluster, engine
 from httpbench.cluster import client_host, daemons
@@ -46,10 +45,12 @@ def one_line_error(done: subprocess.CompletedProcess) -> str:
 
 def test_certificates_are_private_and_signed_by_their_ca(tmp_path):
     from cryptography import x509
+
     written = cluster.make_certs(tmp_path / "certs")
     assert stat.S_IMODE((tmp_path / "certs").stat().st_mode) == 0o700
-    assert {p.name for p in written} == {"ca.pem", "ca-key.pem"} | {f"{n}{s}" for n in cluster.CERT_NAMES
-                                                                    for s in (".pem", "-key.pem")}
+    assert {p.name for p in written} == {"ca.pem", "ca-key.pem"} | {
+        f"{n}{s}" for n in cluster.CERT_NAMES for s in (".pem", "-key.pem")
+    }
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in written)
     ca = x509.load_pem_x509_certificate((tmp_path / "certs" / "ca.pem").read_bytes())
     for name in cluster.CERT_NAMES:
@@ -82,12 +83,14 @@ def test_certificates_go_only_into_a_new_or_empty_directory(tmp_path):
 
 
 def test_plain_tcp_beyond_loopback_and_bad_addresses_are_refused(tmp_path):
-    assert "refusing plain TCP" in one_line_error(httpbench("worker", "--scheduler", "tcp://10.20.30.40:8786",
-                                                            "--role", "client"))
+    assert "refusing plain TCP" in one_line_error(
+        httpbench("worker", "--scheduler", "tcp://10.20.30.40:8786", "--role", "client")
+    )
     assert "--certs" in one_line_error(httpbench("worker", "--scheduler", "tls://10.20.30.40:8786", "--role", "client"))
     assert "refusing plain TCP" in one_line_error(httpbench("cluster", "scheduler", "--address", "tcp://0.0.0.0:8786"))
-    assert "refusing plain TCP" in one_line_error(httpbench("run", "--cluster", "tcp://10.20.30.40:8786",
-                                                            "--db", str(tmp_path / "r.db")))
+    assert "refusing plain TCP" in one_line_error(
+        httpbench("run", "--cluster", "tcp://10.20.30.40:8786", "--db", str(tmp_path / "r.db"))
+    )
     assert not (tmp_path / "r.db").exists() or Store(str(tmp_path / "r.db")).runs() == []
     listen = httpbench("worker", "--scheduler", "tcp://127.0.0.1:8786", "--role", "client", "--listen", "tcp://0.0.0.0")
     assert "refusing plain TCP for the worker's --listen address tcp://0.0.0.0" in one_line_error(listen)
@@ -95,8 +98,9 @@ def test_plain_tcp_beyond_loopback_and_bad_addresses_are_refused(tmp_path):
     cluster.make_certs(certs)
     tcp_with_certs = httpbench("cluster", "scheduler", "--address", "tcp://127.0.0.1:8786", "--certs", str(certs))
     assert "plain TCP but --certs is given" in one_line_error(tcp_with_certs)
-    assert "is not tls://HOST:PORT" in one_line_error(httpbench("worker", "--scheduler", "tls://host:port",
-                                                                "--role", "client", "--certs", str(certs)))
+    assert "is not tls://HOST:PORT" in one_line_error(
+        httpbench("worker", "--scheduler", "tls://host:port", "--role", "client", "--certs", str(certs))
+    )
     cluster.check_address("tcp://127.0.0.1:8786", None)
     cluster.check_address("tcp://[::1]:8786", None)
 
@@ -120,10 +124,13 @@ def test_a_level_is_split_as_evenly_as_whole_numbers_allow():
     assert sum(s["rate"] for s in rated) == pytest.approx(1000.0) and len(rated) == 4
     assert len(engine.split_spec({**spec, "connections": 2}, 5)) == 2
     # A budget smaller than the hosts: no host gets 0 requests (the engine refuses that).
-    assert [s["stop"] for s in engine.split_spec({**spec, "connections": 1, "stop": {"requests": 1}}, 3)] == \
-           [{"requests": 1}]
-    assert [s["stop"] for s in engine.split_spec({**spec, "connections": 2, "stop": {"requests": 2}}, 3)] == \
-           [{"requests": 1}, {"requests": 1}]
+    assert [s["stop"] for s in engine.split_spec({**spec, "connections": 1, "stop": {"requests": 1}}, 3)] == [
+        {"requests": 1}
+    ]
+    assert [s["stop"] for s in engine.split_spec({**spec, "connections": 2, "stop": {"requests": 2}}, 3)] == [
+        {"requests": 1},
+        {"requests": 1},
+    ]
 
 
 def test_merging_adds_counters_and_histograms_exactly(nginx):
@@ -162,8 +169,17 @@ def assert_is_the_engines_merge(level: dict) -> None:
     (its spec) or each host's (facts, load start, reason to abort, named after the host)."""
     hosts = [{**h["report"], "started_at": h["started_at"]} for h in level["hosts"]]
     direct = engine.merge_reports(hosts)
-    own = {"spec", "host", "started_at", "aborted", "hosts", "client_hosts", "lost_hosts", "absent_hosts",
-           "start_spread_s"}
+    own = {
+        "spec",
+        "host",
+        "started_at",
+        "aborted",
+        "hosts",
+        "client_hosts",
+        "lost_hosts",
+        "absent_hosts",
+        "start_spread_s",
+    }
     assert {k: v for k, v in level.items() if k not in own} == {k: v for k, v in direct.items() if k not in own}
 
 
@@ -184,8 +200,9 @@ def test_an_engine_process_that_prints_no_report_or_will_not_stop_is_dealt_with(
             client_host.report_of(garbled, StopEvent(False), "c1")
     # An engine that ignores its stop is killed, not waited for.
     monkeypatch.setattr(client_host, "ENGINE_STOP_TIMEOUT_S", 0.5)
-    with engine_process_running("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-                                 "time.sleep(60)") as stuck:
+    with engine_process_running(
+        "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(60)"
+    ) as stuck:
         started = time.monotonic()
         assert client_host.report_of(stuck, StopEvent(True), "c1") is None
         assert stuck.wait(timeout=5) == -signal.SIGKILL and time.monotonic() - started < 5
@@ -193,13 +210,16 @@ def test_an_engine_process_that_prints_no_report_or_will_not_stop_is_dealt_with(
 
 def failing_with(error: Exception):
     """A cluster's `answer` whose every call to the server host fails with `error`."""
+
     def answer(call, host):
         raise error
+
     return answer
 
 
 def test_stopping_a_lost_server_host_is_skipped_but_a_server_that_will_not_stop_is_not():
     from httpbench.servers import ServerFailed
+
     RemoteServerHost(None, "srv", failing_with(cluster.ServerHostLost("the server host srv was lost"))).stop()
     RemoteServerHost(None, "srv", failing_with(cluster.SchedulerLost("lost the scheduler"))).stop()
     with pytest.raises(ServerFailed, match="nginx would not stop"):
@@ -208,11 +228,13 @@ def test_stopping_a_lost_server_host_is_skipped_but_a_server_that_will_not_stop_
 
 def test_dask_is_not_imported_without_cluster(tmp_path):
     plan = short_plan(tmp_path, '["reference"]', "1", "requests = 200")
-    code = ("import sys\n"
-            "from httpbench import cli, sweep\n"
-            "sweep.CEILING_ROUNDS, sweep.CEILING_SECONDS = 1, 0.2   # shortened: only the imports matter\n"
-            f"code = cli.main(['run', {str(plan)!r}, '--db', {str(tmp_path / 'r.db')!r}])\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')), code)\n")
+    code = (
+        "import sys\n"
+        "from httpbench import cli, sweep\n"
+        "sweep.CEILING_ROUNDS, sweep.CEILING_SECONDS = 1, 0.2   # shortened: only the imports matter\n"
+        f"code = cli.main(['run', {str(plan)!r}, '--db', {str(tmp_path / 'r.db')!r}])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')), code)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "[] 0", done.stdout[-1000:] + done.stderr[-2000:]
 
@@ -248,14 +270,30 @@ class LoopbackCluster:
 
     def spawn(self, name: str, *args, **popen) -> subprocess.Popen:
         with open(self.base / f"{name}.log", "a") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "httpbench", *args, "--certs", str(self.certs)],
-                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **popen)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "httpbench", *args, "--certs", str(self.certs)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                **popen,
+            )
         self.procs[name] = proc
         return proc
 
     def worker(self, name: str, role: str = "client", **popen) -> subprocess.Popen:
-        return self.spawn(name, "worker", "--scheduler", self.address, "--role", role, "--name", name,
-                          "--listen", "tls://127.0.0.1", **popen)
+        return self.spawn(
+            name,
+            "worker",
+            "--scheduler",
+            self.address,
+            "--role",
+            role,
+            "--name",
+            name,
+            "--listen",
+            "tls://127.0.0.1",
+            **popen,
+        )
 
     def names(self, load: cluster.ClusterLoad) -> set:
         return {str(w.get("name")) for w in load.client.scheduler_info(n_workers=-1)["workers"].values()}
@@ -265,15 +303,19 @@ class LoopbackCluster:
         killed is back (all of them, after the scheduler)."""
         if self.procs["scheduler"].poll() is not None:
             for proc in self.procs.values():
-                stop_group(proc)   # the workers close on losing the scheduler; this reaps them
+                stop_group(proc)  # the workers close on losing the scheduler; this reaps them
             self.scheduler()
         for name in HOSTS:
             if name not in self.procs or self.procs[name].poll() is not None:
                 if name in self.procs:
                     stop_group(self.procs[name])
                 if name == "srv":
-                    self.worker(name, "server", env={**os.environ, "PATH": f"{self.bin}:{os.environ['PATH']}"},
-                                preexec_fn=lambda: os.sched_setaffinity(0, {1}))
+                    self.worker(
+                        name,
+                        "server",
+                        env={**os.environ, "PATH": f"{self.bin}:{os.environ['PATH']}"},
+                        preexec_fn=lambda: os.sched_setaffinity(0, {1}),
+                    )
                 else:
                     self.worker(name)
         deadline = time.monotonic() + 60
@@ -324,11 +366,13 @@ def tls_cluster(loopback_cluster):
 
 def kill_when(log: Path, victim: subprocess.Popen, size: int = 50_000) -> threading.Thread:
     """SIGKILL `victim`'s whole group once the access log shows the load flowing."""
+
     def watch():
         deadline = time.monotonic() + 60
         while not (log.exists() and log.stat().st_size > size) and time.monotonic() < deadline:
             time.sleep(0.02)
         os.killpg(victim.pid, signal.SIGKILL)
+
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
@@ -359,6 +403,7 @@ def test_a_level_over_two_tls_client_workers_counts_every_request(tls_cluster, n
 
 def test_a_plain_client_cannot_join_a_tls_scheduler(tls_cluster):
     from distributed import Client
+
     net, _ = tls_cluster
     # The TLS scheduler drops the plain handshake (or it times out): a connection error either way.
     with pytest.raises(OSError, match="Connection reset|Timed out"):
@@ -376,7 +421,7 @@ def scheduler_answer(address: str, ca: Path, cert: Path = None) -> str:
     host, port = address.removeprefix("tls://").rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as raw, context.wrap_socket(raw) as tls:
         try:
-            tls.recv(1)   # TLS 1.3: the server judges the client's certificate after the handshake
+            tls.recv(1)  # TLS 1.3: the server judges the client's certificate after the handshake
             return "answered"
         except ssl.SSLError as e:
             return e.reason
@@ -390,8 +435,10 @@ def test_the_scheduler_refuses_clients_without_a_certificate_of_its_ca(tls_clust
     assert scheduler_answer(net.address, net.certs / "ca.pem", net.certs / "client.pem") == "answered"
     # Every CA made here has the same name: the scheduler takes its own for the issuer, and the
     # signature does not verify (a CA of another name would be unknown).
-    assert scheduler_answer(net.address, net.certs / "ca.pem", other / "client.pem") in \
-           ("TLSV1_ALERT_DECRYPT_ERROR", "TLSV1_ALERT_UNKNOWN_CA")
+    assert scheduler_answer(net.address, net.certs / "ca.pem", other / "client.pem") in (
+        "TLSV1_ALERT_DECRYPT_ERROR",
+        "TLSV1_ALERT_UNKNOWN_CA",
+    )
     assert scheduler_answer(net.address, net.certs / "ca.pem") == "TLSV13_ALERT_CERTIFICATE_REQUIRED"
 
 
@@ -400,15 +447,35 @@ def test_a_scheduler_or_worker_that_cannot_start_says_why_in_one_line(tls_cluste
     taken = httpbench("cluster", "scheduler", "--address", net.address, "--certs", str(net.certs))
     assert f"the scheduler at {net.address} could not start: Address already in use" in one_line_error(taken)
     # 192.0.2.0/24 is for documentation: no interface here has it.
-    elsewhere = httpbench("worker", "--scheduler", net.address, "--role", "client", "--certs", str(net.certs),
-                          "--listen", "tls://192.0.2.1")
-    assert "the worker listening at tls://192.0.2.1 could not start: Cannot assign requested address" in \
-           one_line_error(elsewhere)
+    elsewhere = httpbench(
+        "worker",
+        "--scheduler",
+        net.address,
+        "--role",
+        "client",
+        "--certs",
+        str(net.certs),
+        "--listen",
+        "tls://192.0.2.1",
+    )
+    assert "the worker listening at tls://192.0.2.1 could not start: Cannot assign requested address" in one_line_error(
+        elsewhere
+    )
     # Certificates of another CA: the worker says so at once, rather than retry forever.
     other = tmp_path / "other"
     cluster.make_certs(other)
-    stranger = httpbench("worker", "--scheduler", net.address, "--role", "client", "--certs", str(other),
-                         "--listen", "tls://127.0.0.1", timeout=30)
+    stranger = httpbench(
+        "worker",
+        "--scheduler",
+        net.address,
+        "--role",
+        "client",
+        "--certs",
+        str(other),
+        "--listen",
+        "tls://127.0.0.1",
+        timeout=30,
+    )
     error = one_line_error(stranger)
     assert f"cannot join the scheduler {net.address}: " in error and "certificate verify failed" in error
     assert f"{other} holds certificates made with the scheduler's CA" in error
@@ -453,6 +520,7 @@ def test_a_client_worker_lost_mid_level_leaves_a_partial_level(tls_cluster, ngin
 
 def test_a_host_whose_engine_fails_stops_the_others(tls_cluster, nginx):
     import resource
+
     net, load = tls_cluster
     url, log = nginx({"index.html": SEVEN})
     # A third client host allowed 128 open files: 200 connections are too many for it alone.
@@ -539,9 +607,10 @@ def resume_command(stderr: str) -> list:
 def stored_levels(db: Path) -> list:
     """The levels run 1 of `db` has stored so far, while a sweep writes it."""
     from httpbench.store import StoreError
+
     try:
         return [r["level"] for c in Store(str(db)).run(1)["cells"] for r in c["rounds"]] if db.exists() else []
-    except StoreError:   # the run is not there yet
+    except StoreError:  # the run is not there yet
         return []
 
 
@@ -549,8 +618,23 @@ def test_losing_the_scheduler_stops_the_run_with_every_round_stored(tls_cluster,
     net, _ = tls_cluster
     plan, log = nginx_plan(tmp_path, "4, 8", 'duration = "3s"')
     db = tmp_path / "r.db"
-    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db), "--cluster",
-                              net.address, "--certs", str(net.certs)], stderr=subprocess.PIPE, text=True)
+    sweep = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "httpbench",
+            "run",
+            str(plan),
+            "--db",
+            str(db),
+            "--cluster",
+            net.address,
+            "--certs",
+            str(net.certs),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # Level 4 stored, level 8's load flowing: then the scheduler goes.
         deadline = time.monotonic() + 120
@@ -576,8 +660,10 @@ def test_losing_the_scheduler_stops_the_run_with_every_round_stored(tls_cluster,
     for name in HOSTS:
         assert net.procs[name].wait(timeout=60) == 1
         said = (net.base / f"{name}.log").read_text().splitlines()[-1]
-        assert said == f"httpbench: lost the scheduler {net.address}, so this worker stopped; start it again once " \
-                       "the scheduler is back", said
+        assert (
+            said == f"httpbench: lost the scheduler {net.address}, so this worker stopped; start it again once "
+            "the scheduler is back"
+        ), said
     # Started again, the cluster finishes the run with the command printed.
     net.ensure()
     resumed = subprocess.run(resume_command(err), capture_output=True, text=True, timeout=180)
@@ -588,9 +674,14 @@ def test_losing_the_scheduler_stops_the_run_with_every_round_stored(tls_cluster,
 
 def test_the_server_host_has_its_own_cpus_servers_and_facts(tls_cluster, tmp_path):
     net, _ = tls_cluster
-    assert shutil.which("fakeserver") is None   # only the server host has it
-    plan = short_plan(tmp_path, '["fake"]', "1", "requests = 50",
-                      tables='[server.fake]\ncommand = "fakeserver {port} {host} {docroot}"\n')
+    assert shutil.which("fakeserver") is None  # only the server host has it
+    plan = short_plan(
+        tmp_path,
+        '["fake"]',
+        "1",
+        "requests = 50",
+        tables='[server.fake]\ncommand = "fakeserver {port} {host} {docroot}"\n',
+    )
     refused = net.run(str(plan), "--db", str(tmp_path / "r.db"), "--server-cpus", "0")
     assert "CPU 0, which the server host srv does not let us use (available: 1)" in one_line_error(refused)
     done = net.run(str(plan), "--db", str(tmp_path / "r.db"))
@@ -599,8 +690,12 @@ def test_the_server_host_has_its_own_cpus_servers_and_facts(tls_cluster, tmp_pat
     assert cell["status"] == "done", cell["error"]
     assert run["versions"] == {"fake": "fakeserver 1.0"}
     assert run["host"]["cpus_allowed"] == [1] and run["host"]["placement"]["server"] == [1]
-    assert run["host"]["cluster"] == {"scheduler": net.address, "server_host": "srv", "certs": str(net.certs),
-                                      "on_client_loss": "continue"}
+    assert run["host"]["cluster"] == {
+        "scheduler": net.address,
+        "server_host": "srv",
+        "certs": str(net.certs),
+        "on_client_loss": "continue",
+    }
     assert levels[1]["requests"]["completed"] == 50
 
 

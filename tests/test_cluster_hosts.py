@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import nginx_plan, stop_group
 from httpbench import cluster, engine
 from httpbench.store import Store
@@ -77,17 +76,35 @@ class Network:
         sh("ip", "-n", sw, "link", "set", "br0", "up")
         for host in HOSTS:
             # Both ends are made inside namespaces: nothing appears in the machine's own network.
-            sh("ip", "-n", sw, "link", "add", f"p-{host}", "type", "veth", "peer", "name", "eth0",
-               "netns", self.ns[host])
+            sh(
+                "ip",
+                "-n",
+                sw,
+                "link",
+                "add",
+                f"p-{host}",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "eth0",
+                "netns",
+                self.ns[host],
+            )
             sh("ip", "-n", sw, "link", "set", f"p-{host}", "master", "br0", "up")
             sh("ip", "-n", self.ns[host], "addr", "add", f"{self.ip(host)}/24", "dev", "eth0")
             sh("ip", "-n", self.ns[host], "link", "set", "eth0", "up")
             sh("ip", "-n", self.ns[host], "link", "set", "lo", "up")
 
     def spawn(self, host: str, *args, log: Path) -> subprocess.Popen:
-        with open(log, "w") as out:   # the process has its own copy
-            proc = subprocess.Popen(["ip", "netns", "exec", self.ns[host], sys.executable, "-m", "httpbench", *args],
-                                    stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        with open(log, "w") as out:  # the process has its own copy
+            proc = subprocess.Popen(
+                ["ip", "netns", "exec", self.ns[host], sys.executable, "-m", "httpbench", *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
         self.procs.append(proc)
         return proc
 
@@ -95,8 +112,12 @@ class Network:
         return self.python(host, "-m", "httpbench", *args, timeout=timeout)
 
     def python(self, host: str, *args, timeout=300) -> subprocess.CompletedProcess:
-        return subprocess.run(["ip", "netns", "exec", self.ns[host], sys.executable, *args],
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            ["ip", "netns", "exec", self.ns[host], sys.executable, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def listening(self, host: str) -> set:
         """The TCP addresses listening in `host`'s namespace, beyond loopback."""
@@ -121,13 +142,45 @@ def hosts(tmp_path):
     try:
         net.up()
         scheduler = f"tls://{net.ip('sched')}:8786"
-        net.spawn("sched", "cluster", "scheduler", "--address", scheduler, "--certs", str(certs),
-                  log=tmp_path / "scheduler.log")
-        workers = {"srv": net.spawn("srv", "worker", "--scheduler", scheduler, "--role", "server", "--certs",
-                                    str(certs), "--name", "srv", log=tmp_path / "srv.log")}
+        net.spawn(
+            "sched",
+            "cluster",
+            "scheduler",
+            "--address",
+            scheduler,
+            "--certs",
+            str(certs),
+            log=tmp_path / "scheduler.log",
+        )
+        workers = {
+            "srv": net.spawn(
+                "srv",
+                "worker",
+                "--scheduler",
+                scheduler,
+                "--role",
+                "server",
+                "--certs",
+                str(certs),
+                "--name",
+                "srv",
+                log=tmp_path / "srv.log",
+            )
+        }
         for name in ("c1", "c2"):
-            workers[name] = net.spawn(name, "worker", "--scheduler", scheduler, "--role", "client", "--certs",
-                                      str(certs), "--name", name, log=tmp_path / f"{name}.log")
+            workers[name] = net.spawn(
+                name,
+                "worker",
+                "--scheduler",
+                scheduler,
+                "--role",
+                "client",
+                "--certs",
+                str(certs),
+                "--name",
+                name,
+                log=tmp_path / f"{name}.log",
+            )
         registered = net.python("sched", "-c", REGISTERED, scheduler, str(certs), *workers, timeout=120)
         logs = {name: (tmp_path / f"{name}.log").read_text()[-800:] for name in ["scheduler", *workers]}
         assert registered.stdout.split() == sorted(workers), (registered.stdout, registered.stderr[-1000:], logs)
@@ -141,8 +194,9 @@ def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path, mea
     net, scheduler, certs, _ = hosts
     db = tmp_path / "results.db"
     plan, log = nginx_plan(tmp_path, "4, 10", "requests = 4000")
-    done = net.run("sched", "run", str(plan), "--cluster", scheduler, "--certs", str(certs), "--db", str(db),
-                   "--server-cpus", "1")
+    done = net.run(
+        "sched", "run", str(plan), "--cluster", scheduler, "--certs", str(certs), "--db", str(db), "--server-cpus", "1"
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     run = Store(str(db)).run(1)
     (cell,) = run["cells"]
@@ -164,15 +218,20 @@ def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path, mea
     assert {line.split()[0] for line in lines} == {net.ip("c1"), net.ip("c2")}
     for m in measurements:
         added = engine.merge_latency([h["report"]["latency"]["total"] for h in m["hosts"]])
-        assert {k: m["latency"]["total"][k] for k in ("count", "p50_us", "p99_us", "p99_9_us", "max_us")} == \
-               {k: added[k] for k in ("count", "p50_us", "p99_us", "p99_9_us", "max_us")}
+        assert {k: m["latency"]["total"][k] for k in ("count", "p50_us", "p99_us", "p99_9_us", "max_us")} == {
+            k: added[k] for k in ("count", "p50_us", "p99_us", "p99_9_us", "max_us")
+        }
     spreads = ", ".join(f"{m['start_spread_s'] * 1000:.1f} ms" for m in measurements)
     measured(f"start spread of the two client hosts in network namespaces, per level: {spreads}")
     assert all(0 <= m["start_spread_s"] < 1.0 for m in measurements), f"start spreads {spreads}"
     # The servers' facts are the server host's, and Dask serves no HTTP beyond loopback.
     # What a resume needs, beside where the load came from.
-    assert run["host"]["cluster"] == {"scheduler": scheduler, "server_host": "srv", "certs": str(certs),
-                                      "on_client_loss": "continue"}
+    assert run["host"]["cluster"] == {
+        "scheduler": scheduler,
+        "server_host": "srv",
+        "certs": str(certs),
+        "on_client_loss": "continue",
+    }
     assert net.listening("sched") == {f"{net.ip('sched')}:8786"}
     for host in ("srv", "c1", "c2"):
         (address,) = net.listening(host)
@@ -183,9 +242,28 @@ def sweep_killing(net, scheduler, certs, tmp_path, victim: subprocess.Popen, exi
     """Run a one-level sweep and SIGKILL `victim` (a worker) once the load flows; its stderr. The
     run exits `exit_code`: 1 when the loss fails the cell."""
     plan, log = nginx_plan(tmp_path, "8", 'duration = "4s"')
-    sweep = subprocess.Popen(["ip", "netns", "exec", net.ns["sched"], sys.executable, "-m", "httpbench", "run",
-                              str(plan), "--cluster", scheduler, "--certs", str(certs), "--db",
-                              str(tmp_path / "results.db")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sweep = subprocess.Popen(
+        [
+            "ip",
+            "netns",
+            "exec",
+            net.ns["sched"],
+            sys.executable,
+            "-m",
+            "httpbench",
+            "run",
+            str(plan),
+            "--cluster",
+            scheduler,
+            "--certs",
+            str(certs),
+            "--db",
+            str(tmp_path / "results.db"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while not (log.exists() and log.stat().st_size > 100_000):

@@ -13,13 +13,13 @@ import time
 from contextlib import contextmanager
 
 from conftest import short_plan
-from test_monitor import CLIENT_CPU, SERVER_CPU, nginx  # noqa: F401 (nginx: the fixture)
 from httpbench import contention, engine, honesty, servers
 from httpbench.monitor import Monitor
 from httpbench.report import summary
 from httpbench.results import load as load_run
 from httpbench.servers import ServerProfile
 from httpbench.store import Store
+from test_monitor import CLIENT_CPU, SERVER_CPU, nginx  # noqa: F401 (nginx: the fixture)
 
 SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
 
@@ -27,8 +27,10 @@ SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() 
 @contextmanager
 def spinning(*cpus: int, seconds: float = 120):
     """One CPU-bound process pinned to each of `cpus`: another job using the machine."""
-    procs = [subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", SPIN.format(seconds=seconds)])
-             for cpu in cpus]
+    procs = [
+        subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", SPIN.format(seconds=seconds)])
+        for cpu in cpus
+    ]
     try:
         yield procs
     finally:
@@ -39,17 +41,27 @@ def spinning(*cpus: int, seconds: float = 120):
 
 # --------------------------------------------------------------------------- the monitor's window
 
+
 def test_a_server_sharing_its_cpu_with_another_process_is_seen_waiting(nginx, measured):
     """nginx's one worker and a spinning process on one CPU: the scheduler gives each about half,
     so the worker waits for its CPU about as long as it runs, and the spinning process, though a
     child of this one, is another process (this one, the engine's, is not)."""
     with Monitor(nginx) as monitor, spinning(SERVER_CPU):
         with monitor.window() as window:
-            engine.run({"urls": [nginx.site.url + "index.html"], "connections": 8, "stop": {"duration": 1.0},
-                        "cpus": [CLIENT_CPU], "allow_errors": True})
+            engine.run(
+                {
+                    "urls": [nginx.site.url + "index.html"],
+                    "connections": 8,
+                    "stop": {"duration": 1.0},
+                    "cpus": [CLIENT_CPU],
+                    "allow_errors": True,
+                }
+            )
     w = window.window
-    measured(f"nginx beside a spinning process on its CPU: waited {w.server_waiting_share:.0%} of its time "
-             f"for a CPU, other processes {w.others_cpu_cores:.2f} of {w.machine_cpus} CPUs")
+    measured(
+        f"nginx beside a spinning process on its CPU: waited {w.server_waiting_share:.0%} of its time "
+        f"for a CPU, other processes {w.others_cpu_cores:.2f} of {w.machine_cpus} CPUs"
+    )
     assert w.machine_cpus == os.cpu_count()
     assert w.server_waiting_share > 0.2, w
     # The spinning process alone had a good share of a CPU; more may run here.
@@ -90,6 +102,7 @@ def test_a_snapshot_of_a_server_tree_is_cheap(nginx):
 
 # --------------------------------------------------------------------------- the check
 
+
 def window(waiting: float = 0.3, others: float = 1.6, cpus: int = 2) -> dict:
     return {"server_waiting_share": waiting, "others_cpu_cores": others, "machine_cpus": cpus}
 
@@ -97,8 +110,9 @@ def window(waiting: float = 0.3, others: float = 1.6, cpus: int = 2) -> dict:
 def test_a_starved_server_on_a_busy_machine_is_contended():
     flag = honesty.contended("nginx", window(0.41, 1.6), None)
     assert flag.kind == "contended"
-    assert flag.reason == ("nginx waited for a CPU 41% of the time it was ready to run; "
-                           "other processes used 1.6 of 2 CPUs")
+    assert flag.reason == (
+        "nginx waited for a CPU 41% of the time it was ready to run; other processes used 1.6 of 2 CPUs"
+    )
 
 
 def test_a_starved_client_on_a_busy_machine_is_contended():
@@ -119,14 +133,19 @@ def test_a_quiet_machine_or_a_server_waiting_on_itself_is_not_contended():
 
 # --------------------------------------------------------------------------- quiet against busy
 
+
 def verdict(given: summary.Verdict) -> str:
     """What a comparison concluded: "tie", or the winner's name."""
     return "tie" if " tie, " in given.headline else given.headline.split(" is fastest")[0]
 
 
 def run_plan(plan, db):
-    done = subprocess.run([sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
@@ -145,14 +164,16 @@ def test_a_busy_machine_gives_the_quiet_machines_winner_or_says_it_was_busy(tmp_
     (quiet_verdict,), (busy_verdict,) = summary.winners([quiet]), summary.winners([busy])
     levels = [lv for cell in busy.measured for lv in cell.levels]
     flagged = [lv for lv in levels if "contended" in lv.flags]
-    measured(f"quiet run: {quiet_verdict.headline}; busy run: {busy_verdict.headline} "
-             f"({len(flagged)} of {len(levels)} levels contended: {[lv.flags.get('contended') for lv in flagged]})")
+    measured(
+        f"quiet run: {quiet_verdict.headline}; busy run: {busy_verdict.headline} "
+        f"({len(flagged)} of {len(levels)} levels contended: {[lv.flags.get('contended') for lv in flagged]})"
+    )
     said = f"{len(levels)} of {len(levels)} levels were measured on a busy machine"
     # The issue's check: the busy run gives the quiet run's verdict (a winner, or a tie), or its
     # summary says, after that verdict, that it was measured on a busy machine.
     busy_words = " ".join(busy_out.split())
     after_verdict = busy_words.split(" ".join(busy_verdict.headline.split()), 1)
-    assert len(after_verdict) == 2, busy_out   # the verdict is printed
+    assert len(after_verdict) == 2, busy_out  # the verdict is printed
     assert verdict(quiet_verdict) == verdict(busy_verdict) or said in after_verdict[1], busy_out
     # And it says so whatever the verdict: the spinning processes take half of every CPU all along.
     assert len(levels) == 4 and flagged == levels, [lv.flags for lv in levels]

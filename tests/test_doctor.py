@@ -6,8 +6,7 @@ import sys
 
 
 def httpbench(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "httpbench", *args],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_doctor_reports_and_warns_about_tw_recycle():

@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-
 from conftest import free_port, log_lines, stop
 
 SEVEN = b"hello!\n"
@@ -18,8 +17,9 @@ def accounted(r: dict) -> None:
     """Every request sent is completed, failed, or in flight at the end; nothing else."""
     q = r["requests"]
     assert q["sent"] == q["completed"] + q["failed"] + q["in_flight"], q
-    connect_errors = sum(r["errors"][k] for k in
-                         ("connect_refused", "connect_timeout", "source_ports_exhausted", "connect_other"))
+    connect_errors = sum(
+        r["errors"][k] for k in ("connect_refused", "connect_timeout", "source_ports_exhausted", "connect_other")
+    )
     assert q["failed"] == r["errors_total"] - connect_errors
 
 
@@ -144,12 +144,15 @@ def test_open_loop_reports_falling_short(testserver, load):
     assert r["open_loop"]["fell_short"] and r["open_loop"]["behind_schedule"] > 100
 
 
-@pytest.mark.parametrize("mode,errors", [
-    ("reset", {"reset"}),
-    ("garbage", {"protocol"}),
-    ("short-body", {"length_mismatch"}),
-    ("stall", {"timeout"}),
-])
+@pytest.mark.parametrize(
+    "mode,errors",
+    [
+        ("reset", {"reset"}),
+        ("garbage", {"protocol"}),
+        ("short-body", {"length_mismatch"}),
+        ("stall", {"timeout"}),
+    ],
+)
 def test_faults_land_in_their_error_class(testserver, load, mode, errors):
     url = testserver(mode)
     rc, r, err = load("-c", "4", "-d", "2s", "--timeout", "0.5s", "--allow-errors", url, timeout=15)
@@ -184,8 +187,21 @@ def test_connects_that_hang_are_connect_timeouts(testserver, load, io):
     # full, so the kernel drops every SYN: each connect hangs until --connect-timeout.
     url = testserver("deaf")
     started = time.monotonic()
-    rc, r, err = load("-c", "8", "-d", "1.5s", "--connect-timeout", "0.3s", "--timeout", "0.5s",
-                      "--allow-errors", "--io", io, url, timeout=20)
+    rc, r, err = load(
+        "-c",
+        "8",
+        "-d",
+        "1.5s",
+        "--connect-timeout",
+        "0.3s",
+        "--timeout",
+        "0.5s",
+        "--allow-errors",
+        "--io",
+        io,
+        url,
+        timeout=20,
+    )
     assert rc == 0, err
     assert time.monotonic() - started < 10
     # 8 connections over 1.5 s, each attempt 0.3 s: about 40 attempts, all but the one the
@@ -260,12 +276,15 @@ def test_status_classes_are_counted(testserver, load):
     assert r["status"]["5xx"] == 100 and r["requests"]["completed"] == 100
 
 
-@pytest.mark.parametrize("budget", [
-    ("-n", "100000000", "--connect-timeout", "0.5s", "--timeout", "0.5s"),
-    # Shorter than the default timeouts' silence (16 s): such a run used to end on time, exit 0,
-    # with a requests/s averaged over the seconds nothing listened any more.
-    ("-d", "6s"),
-])
+@pytest.mark.parametrize(
+    "budget",
+    [
+        ("-n", "100000000", "--connect-timeout", "0.5s", "--timeout", "0.5s"),
+        # Shorter than the default timeouts' silence (16 s): such a run used to end on time, exit 0,
+        # with a requests/s averaged over the seconds nothing listened any more.
+        ("-d", "6s"),
+    ],
+)
 def test_server_gone_mid_run_ends_the_run_with_partial_results(nginx, load, budget):
     url, _ = nginx({"index.html": SEVEN})
     # Stop nginx one second into a run that would take longer.
@@ -295,21 +314,24 @@ def test_per_second_series_and_client_self_knowledge(nginx, load):
     assert client["cpu_us_per_request"] > 0
 
 
-@pytest.mark.parametrize("args,says", [
-    (["not-a-url"], "no scheme"),
-    (["https://127.0.0.1/"], "https is not supported"),
-    (["http://127.0.0.1:99999/"], "port"),
-    (["-c", "0", "http://127.0.0.1:1/"], "at least 1"),
-    (["-c", "-5", "http://127.0.0.1:1/"], ""),
-    (["-n", "5", "-c", "10", "-d", "1s", "http://127.0.0.1:1/"], "cannot be used with"),
-    (["-n", "5", "-c", "10", "http://127.0.0.1:1/"], "smaller than -c"),
-    (["-d", "-1s", "http://127.0.0.1:1/"], ""),
-    (["-R", "0", "http://127.0.0.1:1/"], "rate"),
-    (["-c", "30000", "http://127.0.0.1:1/"], "open files"),
-    (["http://127.0.0.1:1/"], "cannot connect"),
-    (["http://no-such-host.invalid/"], "cannot resolve"),
-    ([], "no URL"),
-])
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (["not-a-url"], "no scheme"),
+        (["https://127.0.0.1/"], "https is not supported"),
+        (["http://127.0.0.1:99999/"], "port"),
+        (["-c", "0", "http://127.0.0.1:1/"], "at least 1"),
+        (["-c", "-5", "http://127.0.0.1:1/"], ""),
+        (["-n", "5", "-c", "10", "-d", "1s", "http://127.0.0.1:1/"], "cannot be used with"),
+        (["-n", "5", "-c", "10", "http://127.0.0.1:1/"], "smaller than -c"),
+        (["-d", "-1s", "http://127.0.0.1:1/"], ""),
+        (["-R", "0", "http://127.0.0.1:1/"], "rate"),
+        (["-c", "30000", "http://127.0.0.1:1/"], "open files"),
+        (["http://127.0.0.1:1/"], "cannot connect"),
+        (["http://no-such-host.invalid/"], "cannot resolve"),
+        ([], "no URL"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(load, args, says):
     rc, r, err = load(*args)
     assert rc == 2 and r is None
@@ -319,6 +341,7 @@ def test_bad_input_is_one_line_and_exit_2(load, args, says):
 
 def test_python_api_runs_the_engine(nginx):
     from httpbench import engine
+
     url, log = nginx({"index.html": SEVEN})
     r = engine.run({"urls": [url + "index.html"], "connections": 3, "stop": {"requests": 999}})
     assert r["schema"] == "httpbench-load/1" and r["requests"]["completed"] == 999
@@ -338,25 +361,55 @@ def test_source_port_exhaustion_is_named_and_bind_spreads_it(load):
     import json
     import os
     import subprocess
+
     from conftest import binary
+
     ns = f"hb-ports-{os.getpid()}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
+
         def inside(*cmd, **kw):
             return subprocess.run(["ip", "netns", "exec", ns, *cmd], **kw)
+
         inside("ip", "link", "set", "lo", "up", check=True)
         inside("sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=40000 40009", check=True)
-        server = subprocess.Popen(["ip", "netns", "exec", ns, str(binary("httpbench-testserver")),
-                                   "--listen", "127.0.0.1:8080", "--mode", "ok", "--max-seconds", "30"],
-                                  stdout=subprocess.PIPE, text=True)
+        server = subprocess.Popen(
+            [
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                str(binary("httpbench-testserver")),
+                "--listen",
+                "127.0.0.1:8080",
+                "--mode",
+                "ok",
+                "--max-seconds",
+                "30",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             assert server.stdout.readline().startswith("listening")
 
             def run(*args):
-                done = inside(str(load.path), "--json", "-c", "20", "-d", "1s", *args, "http://127.0.0.1:8080/",
-                              capture_output=True, text=True, timeout=30)
+                done = inside(
+                    str(load.path),
+                    "--json",
+                    "-c",
+                    "20",
+                    "-d",
+                    "1s",
+                    *args,
+                    "http://127.0.0.1:8080/",
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                )
                 assert done.returncode == 0, done.stderr
                 return json.loads(done.stdout)
+
             crowded = run()
             assert crowded["errors"]["source_ports_exhausted"] > 0
             assert crowded["errors_total"] == crowded["errors"]["source_ports_exhausted"]
@@ -371,12 +424,15 @@ def test_source_port_exhaustion_is_named_and_bind_spreads_it(load):
 def test_ctrl_c_stops_a_python_run_promptly(testserver):
     import subprocess
     import sys
+
     url = testserver("ok")
-    code = ("from httpbench import engine\n"
-            "try:\n"
-            f"    engine.run({{'urls': ['{url}'], 'connections': 2, 'stop': {{'duration': 60}}}})\n"
-            "except KeyboardInterrupt:\n"
-            "    print('interrupted')\n")
+    code = (
+        "from httpbench import engine\n"
+        "try:\n"
+        f"    engine.run({{'urls': ['{url}'], 'connections': 2, 'stop': {{'duration': 60}}}})\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted')\n"
+    )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     time.sleep(1.5)
     proc.send_signal(2)
@@ -387,6 +443,7 @@ def test_ctrl_c_stops_a_python_run_promptly(testserver):
 def test_ctrl_c_stops_the_cli_with_what_it_measured(testserver, load):
     import json
     import subprocess
+
     url = testserver("ok")
     proc = subprocess.Popen([str(load.path), "--json", "-c", "2", "-d", "60s", url], stdout=subprocess.PIPE, text=True)
     time.sleep(1.5)
@@ -402,7 +459,9 @@ def test_runs_leave_no_descriptor_behind(testserver, io):
     # The sweep runs hundreds of rounds in one process: a leaked socket per connection per round
     # would exhaust the open-file limit halfway through a plan.
     import os
+
     from httpbench import engine
+
     url = testserver("ok")
     before = len(os.listdir("/proc/self/fd"))
     for keep_alive in (True, False):

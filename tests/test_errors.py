@@ -10,11 +10,11 @@ import re
 import subprocess
 import sys
 
-import pytest
-
 import httpbench
+import pytest
 from conftest import short_plan
-from httpbench import engine, plan as plans
+from httpbench import engine
+from httpbench import plan as plans
 from httpbench.placement import Placement
 from httpbench.store import Store
 from httpbench.sweep import Progress, Sweep
@@ -48,35 +48,39 @@ def test_engine_errors_carry_their_kind_and_fields(testserver):
     assert (e.kind, e.fields["field"]) == ("invalid_spec", "connections")
     # An exception that survives pickling (Dask hands them between processes) keeps its kind.
     import pickle
+
     again = pickle.loads(pickle.dumps(e))
     assert (str(again), again.kind, again.fields) == (str(e), e.kind, e.fields)
 
 
-@pytest.mark.parametrize("spec", [
-    {"connections": 0},
-    {"threads": 0},
-    {"threads": 11},
-    {"pipeline": 0},
-    {"pipeline": 2000},
-    {"stop": {"requests": 0}},
-    {"stop": {"requests": 5}},
-    {"stop": {"duration": -1}},
-    {"rate": 0},
-    {"requests_per_connection": 0},
-    {"keep_alive": False, "pipeline": 4},
-    {"method": "G T"},
-    {"headers": ["nocolon"]},
-    {"warmup": -1},
-    {"connect_timeout": 0},
-    {"request_timeout": 0},
-    {"bind": ["::1"]},
-    {"bind": ["10.99.99.99"]},
-    {"cpus": [4096]},
-    {"urls": ["http://u:p@127.0.0.1:1/"]},
-    {"conections": 3},
-    {"urls": []},
-    {"connections": 10**6},
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"connections": 0},
+        {"threads": 0},
+        {"threads": 11},
+        {"pipeline": 0},
+        {"pipeline": 2000},
+        {"stop": {"requests": 0}},
+        {"stop": {"requests": 5}},
+        {"stop": {"duration": -1}},
+        {"rate": 0},
+        {"requests_per_connection": 0},
+        {"keep_alive": False, "pipeline": 4},
+        {"method": "G T"},
+        {"headers": ["nocolon"]},
+        {"warmup": -1},
+        {"connect_timeout": 0},
+        {"request_timeout": 0},
+        {"bind": ["::1"]},
+        {"bind": ["10.99.99.99"]},
+        {"cpus": [4096]},
+        {"urls": ["http://u:p@127.0.0.1:1/"]},
+        {"conections": 3},
+        {"urls": []},
+        {"connections": 10**6},
+    ],
+)
 def test_no_engine_message_names_a_flag(spec):
     e = refusal({"urls": ["http://127.0.0.1:1/"], "stop": {"requests": 100}, **spec})
     assert not names_a_flag(str(e)), str(e)
@@ -101,10 +105,14 @@ def test_a_panic_in_the_engine_is_an_exception_and_the_interpreter_goes_on(tests
 
 def sweep_of(tmp_path, extra: str = "") -> tuple:
     tmp_path.mkdir(exist_ok=True)
-    plan = short_plan(tmp_path, '["reference", "nginx"]', "1", 'requests = 50', extra=extra)
+    plan = short_plan(tmp_path, '["reference", "nginx"]', "1", "requests = 50", extra=extra)
     notes: list = []
-    sweep = Sweep(plans.load(str(plan)), Store(str(tmp_path / "r.db")), Placement.choose("0", "1"),
-                  progress=Progress(on_note=notes.append))
+    sweep = Sweep(
+        plans.load(str(plan)),
+        Store(str(tmp_path / "r.db")),
+        Placement.choose("0", "1"),
+        progress=Progress(on_note=notes.append),
+    )
     sweep._client_ceiling = lambda: None
     return sweep, notes
 
@@ -122,6 +130,7 @@ def with_spec(sweep: Sweep, first: dict) -> None:
     def load(spec: dict) -> dict:
         calls.append(spec)
         return real({**spec, **first} if len(calls) == 1 else spec)
+
     sweep.load = load
 
 
@@ -140,7 +149,9 @@ def test_a_plan_user_is_told_plan_keys_not_flags(tmp_path):
     with_spec(sweep, {"expect_length": 1})
     cells = cells_of(sweep)
     error = cells["reference"]["error"]
-    assert cells["reference"]["status"] == "failed" and "allow_errors = true" in error and not names_a_flag(error), error
+    assert cells["reference"]["status"] == "failed" and "allow_errors = true" in error and not names_a_flag(error), (
+        error
+    )
     # The plan key does what the message says.
     sweep, _ = sweep_of(tmp_path / "allowed", extra="allow_errors = true")
     with_spec(sweep, {"expect_length": 1})
@@ -153,8 +164,11 @@ def test_a_plan_user_is_told_plan_keys_not_flags(tmp_path):
 def test_plan_wording_of_the_engine_refusals_a_plan_can_cause():
     said = engine.in_plan_terms(engine.EngineError("x", "too_few_requests", {"requests": 5, "connections": 10}))
     assert "budget.requests = 5" in said and "levels above 5" in said and not names_a_flag(said)
-    said = engine.in_plan_terms(engine.EngineError("x", "open_files", {
-        "connections": 30000, "need": 30080, "limit": 1024, "hard_limit": 1024, "most": 944}))
+    said = engine.in_plan_terms(
+        engine.EngineError(
+            "x", "open_files", {"connections": 30000, "need": 30080, "limit": 1024, "hard_limit": 1024, "most": 944}
+        )
+    )
     assert "levels above 944" in said and not names_a_flag(said)
     said = engine.in_plan_terms(engine.EngineError("x", "pipeline_without_keep_alive", {"pipeline": 4}))
     assert "pipeline = 4" in said and "keep_alive" in said and not names_a_flag(said)
@@ -165,9 +179,20 @@ def test_every_domain_error_is_an_httpbench_error():
     from httpbench.clients import ClientError
     from httpbench.report import NothingToChart
     from httpbench.servers import ServerFailed, UnknownServer, VerificationFailed
-    for error in (plans.PlanError, ServerFailed, VerificationFailed, UnknownServer, engine.EngineError,
-                  cluster.ClusterError, store.StoreError, ClientError, placement.PlacementError,
-                  workload.WorkloadError, NothingToChart):
+
+    for error in (
+        plans.PlanError,
+        ServerFailed,
+        VerificationFailed,
+        UnknownServer,
+        engine.EngineError,
+        cluster.ClusterError,
+        store.StoreError,
+        ClientError,
+        placement.PlacementError,
+        workload.WorkloadError,
+        NothingToChart,
+    ):
         assert issubclass(error, httpbench.Error), error
         assert not issubclass(error, ValueError), error
 
@@ -186,5 +211,7 @@ def test_a_user_error_is_one_line_and_exit_2(tmp_path):
 
 @pytest.mark.parametrize("bug", ["ValueError('a bug')", "__import__('json').JSONDecodeError('a bug', '', 0)"])
 def test_a_bug_is_a_traceback_and_exit_1(tmp_path, bug):
-    done = httpbench_with(f"def _runs(args):\n    raise {bug}\ncli._runs = _runs", "runs", "--db", str(tmp_path / "r.db"))
+    done = httpbench_with(
+        f"def _runs(args):\n    raise {bug}\ncli._runs = _runs", "runs", "--db", str(tmp_path / "r.db")
+    )
     assert done.returncode == 1 and "Traceback" in done.stderr and "a bug" in done.stderr, done.stderr

@@ -5,14 +5,21 @@ import sys
 from typing import Optional
 
 import pytest
-
 from conftest import CLIENT_CPU, FILES
 from httpbench import engine, honesty
 from httpbench.load_report import tool_report
 
 
-def measurement(rps: float = 10_000, mean_us: Optional[float] = 1_000, busy: Optional[float] = 0.5,
-                user: float = 0.2, system: float = 0.2, duration: float = 1.0, open_loop=None, **client) -> dict:
+def measurement(
+    rps: float = 10_000,
+    mean_us: Optional[float] = 1_000,
+    busy: Optional[float] = 0.5,
+    user: float = 0.2,
+    system: float = 0.2,
+    duration: float = 1.0,
+    open_loop=None,
+    **client,
+) -> dict:
     """A report (httpbench-load/1) with the fields the checks read set, the rest unknown."""
     report = tool_report("engine")
     report.update(duration_s=duration, open_loop=open_loop)
@@ -24,19 +31,24 @@ def measurement(rps: float = 10_000, mean_us: Optional[float] = 1_000, busy: Opt
 
 # --------------------------------------------------------------------------- client saturated
 
+
 def test_busy_engine_thread_is_saturation():
     flag = honesty.client_saturated([measurement(), measurement(busy=0.95)], None, 1)
     assert flag.kind == "client_saturated" and "round 2" in flag.reason and "95.0% busy" in flag.reason
 
 
 def test_an_engine_thread_starved_of_its_cpu_is_saturation():
-    starved = measurement(busy=None, threads=[{"busy_share": 0.2, "waiting_share": 0.1},
-                                              {"busy_share": 0.5, "waiting_share": 0.45}])
+    starved = measurement(
+        busy=None, threads=[{"busy_share": 0.2, "waiting_share": 0.1}, {"busy_share": 0.5, "waiting_share": 0.45}]
+    )
     flag = honesty.client_saturated([starved], None, 2)
     assert "busiest client thread 50.0% busy and 45.0% waiting for its CPU" in flag.reason
     # A little waiting that tips a thread over the limit is named too.
     tipped = measurement(busy=None, threads=[{"busy_share": 0.89, "waiting_share": 0.02}])
-    assert "busiest client thread 89.0% busy and 2.0% waiting for its CPU" in honesty.client_saturated([tipped], None, 1).reason
+    assert (
+        "busiest client thread 89.0% busy and 2.0% waiting for its CPU"
+        in honesty.client_saturated([tipped], None, 1).reason
+    )
     calm = measurement(busy=None, threads=[{"busy_share": 0.5, "waiting_share": 0.3}])
     assert honesty.client_saturated([calm], None, 1) is None
 
@@ -64,6 +76,7 @@ def test_an_idle_client_is_not_saturated():
 
 
 # --------------------------------------------------------------------------- Little's law
+
 
 def test_littles_law_holds():
     # 10,000 req/s x 1 ms = 10 requests in flight; 10.9 is within 10%
@@ -100,28 +113,30 @@ def test_requests_unanswered_at_the_end_count_for_the_time_they_waited():
 
 def test_littles_law_does_not_apply():
     assert honesty.littles_law([measurement(mean_us=500, open_loop={"target_rate": 1000})], 10) is None
-    assert honesty.littles_law([measurement(mean_us=None)], 10) is None   # a tool without a mean
+    assert honesty.littles_law([measurement(mean_us=None)], 10) is None  # a tool without a mean
 
 
 # --------------------------------------------------------------------------- noise and rounds
 
+
 def test_noisy():
     assert honesty.noisy([100, 101, 99]) is None
     assert honesty.noisy([100]) is None
-    flag = honesty.noisy([100, 120, 80])   # stdev 20, cv 20%
+    flag = honesty.noisy([100, 120, 80])  # stdev 20, cv 20%
     assert flag.kind == "noisy" and "cv 20.0% across 3 rounds" in flag.reason
 
 
 def test_auto_rounds():
-    assert honesty.needs_more_rounds([100], 1, 10)                    # at least 3 rounds
+    assert honesty.needs_more_rounds([100], 1, 10)  # at least 3 rounds
     assert honesty.needs_more_rounds([100, 100], 2, 10)
-    assert not honesty.needs_more_rounds([100, 101, 99], 3, 10)      # cv 1% < 2.5%
-    assert honesty.needs_more_rounds([100, 104, 96], 3, 10)          # cv 4%
-    assert not honesty.needs_more_rounds([100, 120, 80], 10, 10)     # the cap wins
+    assert not honesty.needs_more_rounds([100, 101, 99], 3, 10)  # cv 1% < 2.5%
+    assert honesty.needs_more_rounds([100, 104, 96], 3, 10)  # cv 4%
+    assert not honesty.needs_more_rounds([100, 120, 80], 10, 10)  # the cap wins
     assert not honesty.needs_more_rounds([100], 2, 2)
 
 
 # --------------------------------------------------------------------------- a real client-bound level
+
 
 def test_a_client_bound_level_is_flagged(nginx):
     """The engine on one CPU, one thread, 100 connections without keep-alive, against nginx:
@@ -133,8 +148,14 @@ def test_a_client_bound_level_is_flagged(nginx):
     Other work on the client CPU of a shared machine turns busy time into time waiting for the
     CPU, which counts too; a miss is retried all the same, up to three 1-second levels."""
     url, _ = nginx(FILES, access_log=False)
-    spec = {"urls": [url + "index.html"], "connections": 100, "threads": 1, "cpus": [CLIENT_CPU],
-            "keep_alive": False, "stop": {"duration": 1.0}}
+    spec = {
+        "urls": [url + "index.html"],
+        "connections": 100,
+        "threads": 1,
+        "cpus": [CLIENT_CPU],
+        "keep_alive": False,
+        "stop": {"duration": 1.0},
+    }
     seen = []
     for _ in range(3):
         report = engine.run(spec)
@@ -151,11 +172,27 @@ def test_a_client_starved_by_another_process_is_flagged(nginx):
     then busy about half the time and waiting for its CPU most of the rest, and the level is
     client-bound even though the engine's own CPU time says 50%."""
     url, _ = nginx(FILES, access_log=False)
-    hog = subprocess.Popen(["taskset", "-c", str(CLIENT_CPU), sys.executable, "-c",
-                            "import time\nend = time.time() + 20\nwhile time.time() < end: pass"])
+    hog = subprocess.Popen(
+        [
+            "taskset",
+            "-c",
+            str(CLIENT_CPU),
+            sys.executable,
+            "-c",
+            "import time\nend = time.time() + 20\nwhile time.time() < end: pass",
+        ]
+    )
     try:
-        report = engine.run({"urls": [url + "index.html"], "connections": 100, "threads": 1,
-                             "cpus": [CLIENT_CPU], "keep_alive": False, "stop": {"duration": 1.5}})
+        report = engine.run(
+            {
+                "urls": [url + "index.html"],
+                "connections": 100,
+                "threads": 1,
+                "cpus": [CLIENT_CPU],
+                "keep_alive": False,
+                "stop": {"duration": 1.5},
+            }
+        )
     finally:
         hog.kill()
         hog.wait()

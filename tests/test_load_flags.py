@@ -8,16 +8,18 @@ import re
 import subprocess
 
 import pytest
-
 from conftest import binary, stop
 
-BODY = b"x" * 7   # what the test server's `ok` mode answers
+BODY = b"x" * 7  # what the test server's `ok` mode answers
 
 
 @pytest.fixture(scope="module")
 def url():
-    proc = subprocess.Popen([str(binary("httpbench-testserver")), "--listen", "127.0.0.1:0", "--mode", "ok",
-                             "--max-seconds", "300"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(binary("httpbench-testserver")), "--listen", "127.0.0.1:0", "--mode", "ok", "--max-seconds", "300"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = proc.stdout.readline().split()
         assert line and line[0] == "listening", f"testserver said {line!r}"
@@ -30,16 +32,20 @@ def url():
 def front(request, capfd):
     """Runs one front end with the given arguments; returns (exit code, stdout, stderr)."""
     if request.param == "httpbench-load":
+
         def run(*args):
             done = subprocess.run([str(binary("httpbench-load")), *args], capture_output=True, text=True, timeout=60)
             return done.returncode, done.stdout, done.stderr
     else:
+
         def run(*args):
             from httpbench import cli
+
             capfd.readouterr()
             code = cli.main(["load", *args])
             out, err = capfd.readouterr()
             return code, out, err
+
     run.name = request.param
     return run
 
@@ -57,19 +63,32 @@ def n(count, *args):
 
 # Each documented flag: the arguments that exercise it, and what its report must then show.
 FLAGS = {
-    "--connections": (("-n", "30", "-c", "3"), lambda r: r["spec"]["connections"] == 3 and r["connections"]["opened"] >= 3),
+    "--connections": (
+        ("-n", "30", "-c", "3"),
+        lambda r: r["spec"]["connections"] == 3 and r["connections"]["opened"] >= 3,
+    ),
     "--threads": (n(30, "-t", "2"), lambda r: len(r["client"]["threads"]) == 2),
-    "--requests": (("--requests", "25", "-c", "2"), lambda r: r["requests"]["sent"] == r["requests"]["completed"] == 25),
-    "--duration": (("-c", "1", "-d", "200ms"), lambda r: r["spec"]["stop"] == {"duration": 0.2} and 0.15 < r["duration_s"] < 1),
+    "--requests": (
+        ("--requests", "25", "-c", "2"),
+        lambda r: r["requests"]["sent"] == r["requests"]["completed"] == 25,
+    ),
+    "--duration": (
+        ("-c", "1", "-d", "200ms"),
+        lambda r: r["spec"]["stop"] == {"duration": 0.2} and 0.15 < r["duration_s"] < 1,
+    ),
     "--rate": (("-c", "2", "-R", "100", "-d", "300ms"), lambda r: r["open_loop"]["target_rate"] == 100),
     "--pipeline": (n(40, "--pipeline", "4"), lambda r: r["spec"]["pipeline"] == 4 and r["requests"]["completed"] == 40),
     "--no-keepalive": (n(20, "--no-keepalive"), lambda r: r["connections"]["opened"] >= 20),
-    "--requests-per-connection": (("-n", "20", "-c", "1", "--requests-per-connection", "5"),
-                                  lambda r: r["connections"]["opened"] == 4),
+    "--requests-per-connection": (
+        ("-n", "20", "-c", "1", "--requests-per-connection", "5"),
+        lambda r: r["connections"]["opened"] == 4,
+    ),
     "--http1.0": (n(20, "--http1.0"), lambda r: r["spec"]["http10"] and r["requests"]["completed"] == 20),
     "--method": (n(20, "-m", "HEAD"), lambda r: r["spec"]["method"] == "HEAD" and r["bytes"]["body"] == 0),
-    "--header": (n(20, "-H", "X-Test: 1", "--header", "Accept: */*"),
-                 lambda r: r["spec"]["headers"] == ["X-Test: 1", "Accept: */*"]),
+    "--header": (
+        n(20, "-H", "X-Test: 1", "--header", "Accept: */*"),
+        lambda r: r["spec"]["headers"] == ["X-Test: 1", "Accept: */*"],
+    ),
     "--body": (n(20, "-m", "POST", "--body", "a=1"), lambda r: r["spec"]["body"] == "a=1"),
     "--body-file": (n(20, "-m", "POST", "--body-file", "{body}"), lambda r: r["spec"]["body"] == "b=2"),
     "--urls-from-file": (n(20, "--urls-from-file", "{urls}"), lambda r: len(r["spec"]["urls"]) == 3),
@@ -77,16 +96,26 @@ FLAGS = {
     "--connect-timeout": (n(20, "--connect-timeout", "2s"), lambda r: r["spec"]["connect_timeout"] == 2),
     "--timeout": (n(20, "--timeout", "3s"), lambda r: r["spec"]["request_timeout"] == 3),
     "--cpus": (n(20, "-t", "2", "--cpus", "0-1"), lambda r: [t["cpu"] for t in r["client"]["threads"]] == [0, 1]),
-    "--bind": (n(20, "--bind", "127.0.0.2,127.0.0.3"),
-               lambda r: r["spec"]["bind"] == ["127.0.0.2", "127.0.0.3"] and r["requests"]["completed"] == 20),
+    "--bind": (
+        n(20, "--bind", "127.0.0.2,127.0.0.3"),
+        lambda r: r["spec"]["bind"] == ["127.0.0.2", "127.0.0.3"] and r["requests"]["completed"] == 20,
+    ),
     "--io": (n(20, "--io", "epoll"), lambda r: r["engine"]["io"] == "epoll"),
     "--expect-body": (n(20, "--expect-body", "{expected}"), lambda r: r["validation"]["ok"]),
     "--expect-length": (n(20, "--expect-length", "7"), lambda r: r["errors_total"] == 0),
-    "--allow-errors": (n(20, "--expect-length", "8", "--allow-errors"),
-                       lambda r: not r["validation"]["ok"] and r["errors"]["length_mismatch"] == 20),
-    "--no-validate": (n(20, "--no-validate", "--expect-length", "7"),
-                      lambda r: not r["validation"]["sent"] and r["spec"]["validate"] is False
-                      and r["requests"]["completed"] == 20 and r["errors_total"] == 0),
+    "--allow-errors": (
+        n(20, "--expect-length", "8", "--allow-errors"),
+        lambda r: not r["validation"]["ok"] and r["errors"]["length_mismatch"] == 20,
+    ),
+    "--no-validate": (
+        n(20, "--no-validate", "--expect-length", "7"),
+        lambda r: (
+            not r["validation"]["sent"]
+            and r["spec"]["validate"] is False
+            and r["requests"]["completed"] == 20
+            and r["errors_total"] == 0
+        ),
+    ),
 }
 
 
@@ -96,8 +125,11 @@ def test_each_flag_does_what_its_help_says(front, url, flag, tmp_path):
     (tmp_path / "urls").write_text(f"# two more\n{url}a\n\n{url}b\n")
     (tmp_path / "expected").write_bytes(BODY)
     args, check = FLAGS[flag]
-    r = measured(front, *[a.format(body=tmp_path / "body", urls=tmp_path / "urls", expected=tmp_path / "expected")
-                          for a in args], url)
+    r = measured(
+        front,
+        *[a.format(body=tmp_path / "body", urls=tmp_path / "urls", expected=tmp_path / "expected") for a in args],
+        url,
+    )
     assert check(r), (flag, r["spec"])
 
 
@@ -132,26 +164,32 @@ def test_every_flag_in_the_help_is_tested_here():
     assert documented == tested
 
 
-@pytest.mark.parametrize("args,says", [
-    (("--cpus", "0,x"), "CPU list"),
-    (("--cpus", "4096"), "CPU 4096"),
-    (("--bind", "10.99.99.99"), "10.99.99.99"),
-])
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (("--cpus", "0,x"), "CPU list"),
+        (("--cpus", "4096"), "CPU 4096"),
+        (("--bind", "10.99.99.99"), "10.99.99.99"),
+    ],
+)
 def test_unusable_cpus_and_source_addresses_are_one_line_and_exit_2(front, url, args, says):
     code, out, err = front("--json", *n(10, *args), url)
     assert code == 2 and out == "", out
     assert len(err.strip().splitlines()) == 1 and says in err, err
 
 
-@pytest.mark.parametrize("args,says", [
-    (("-c", "0"), "-c: connections must be at least 1"),
-    (("-n", "5", "-c", "10"), "-n 5 is smaller than -c 10"),
-    (n(10, "-t", "3"), "use -t 2 or fewer"),
-    (n(10, "--no-keepalive", "--pipeline", "2"), "drop --pipeline or --no-keepalive"),
-    (n(10, "--timeout", "0s"), "--timeout: request_timeout must be more than 0 seconds"),
-    (n(10, "--expect-length", "8"), "pass --allow-errors to load it anyway"),
-    (n(10, "--no-validate", "--expect-body", "/dev/null"), "--expect-body needs the validation request"),
-])
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (("-c", "0"), "-c: connections must be at least 1"),
+        (("-n", "5", "-c", "10"), "-n 5 is smaller than -c 10"),
+        (n(10, "-t", "3"), "use -t 2 or fewer"),
+        (n(10, "--no-keepalive", "--pipeline", "2"), "drop --pipeline or --no-keepalive"),
+        (n(10, "--timeout", "0s"), "--timeout: request_timeout must be more than 0 seconds"),
+        (n(10, "--expect-length", "8"), "pass --allow-errors to load it anyway"),
+        (n(10, "--no-validate", "--expect-body", "/dev/null"), "--expect-body needs the validation request"),
+    ],
+)
 def test_engine_refusals_are_worded_in_the_front_ends_flags_and_name(front, url, args, says):
     # The engine names no flag: each front end words the kind of its refusal in its own flags,
     # under its own name (`httpbench load:`, as the command is typed).

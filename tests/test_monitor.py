@@ -14,7 +14,6 @@ import time
 from dataclasses import asdict
 
 import pytest
-
 from httpbench import engine, honesty, servers
 from httpbench.monitor import Monitor, ProcessTree, sample_tree
 from httpbench.servers import ServerProfile, Site
@@ -38,8 +37,15 @@ def nginx(tmp_path):
 
 
 def load(running, seconds: float) -> dict:
-    return engine.run({"urls": [running.site.url + "index.html"], "connections": 8,
-                       "stop": {"duration": seconds}, "cpus": [CLIENT_CPU], "allow_errors": True})
+    return engine.run(
+        {
+            "urls": [running.site.url + "index.html"],
+            "connections": 8,
+            "stop": {"duration": seconds},
+            "cpus": [CLIENT_CPU],
+            "allow_errors": True,
+        }
+    )
 
 
 def workers(running):
@@ -129,8 +135,9 @@ while time.monotonic() < end:
     started = []
 
     def start(delay: float):
-        leader = subprocess.Popen([sys.executable, "-c", code, str(delay)], stdout=subprocess.PIPE, text=True,
-                                  start_new_session=True)
+        leader = subprocess.Popen(
+            [sys.executable, "-c", code, str(delay)], stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
         started.append(leader)
         return leader, (int(line) for line in leader.stdout)
 
@@ -151,7 +158,7 @@ def _kill_and_wait_gone(leader, pid: int) -> None:
 def test_a_restart_across_a_window_end_flags_the_window_it_completes_in(respawning):
     """The worker dies in one window and its replacement starts in the next: each window alone
     holds half of the restart, and only the second one can tell it."""
-    leader, children = respawning(delay=0.3)   # a replacement within RESTART_GAP, as a master's
+    leader, children = respawning(delay=0.3)  # a replacement within RESTART_GAP, as a master's
     old = next(children)
     with Monitor(leader.pid) as monitor:
         with monitor.window() as dying:
@@ -218,8 +225,7 @@ for _ in range(100):
 print(children, flush=True)
 time.sleep(60)
 """
-    leader = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                              start_new_session=True)
+    leader = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert leader.stdout.readline().strip() == "100"
         yield leader
@@ -256,9 +262,11 @@ def test_a_prefork_sized_tree_is_cheap_to_sample(prefork_tree, nginx):
     # The children share the interpreter's pages: PSS far below RSS summed.
     assert tree.pss_bytes < tree.rss_bytes / 3
     small, large = _cost(nginx.pid), _cost(prefork_tree.pid)
-    print(f"\none sample, all PSS fresh / as the monitor samples: nginx (2 processes) "
-          f"{small[0] * 1e3:.2f} / {small[1] * 1e3:.2f} ms, 101 processes "
-          f"{large[0] * 1e3:.2f} / {large[1] * 1e3:.2f} ms")
+    print(
+        f"\none sample, all PSS fresh / as the monitor samples: nginx (2 processes) "
+        f"{small[0] * 1e3:.2f} / {small[1] * 1e3:.2f} ms, 101 processes "
+        f"{large[0] * 1e3:.2f} / {large[1] * 1e3:.2f} ms"
+    )
     # About 1 ms and 3.5 ms on a quiet machine; 10 ms at 10 samples a second would be 10% of a
     # core. The margin is for a machine busy with other work, which slows /proc reads too.
     assert small[1] < 0.010 and large[1] < 0.010

@@ -1,7 +1,6 @@
 """CPU placement of server and client."""
 
 import pytest
-
 from httpbench.placement import Placement, PlacementError, parse_cpus
 
 FOUR = (0, 1, 2, 3)

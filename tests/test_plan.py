@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 from httpbench import plan, planfile, servers, workload
 from httpbench.plan import PlanError
 
@@ -61,88 +60,180 @@ def test_a_good_plan_parses_with_its_defaults():
     assert p.levels == (1,) + tuple(range(10, 101, 10))
     assert p.budget == plan.Budget(duration=2.0) and p.budgets == (p.budget,)
     assert p.warmup == 1.0 and p.text == GOOD and p.source == "myplan.toml"
-    bare = plan.parse('[[workload]]\nsize = 7\n[levels]\nlist = [1]\n[budget]\nrequests = 10\n', "bare.toml")
+    bare = plan.parse("[[workload]]\nsize = 7\n[levels]\nlist = [1]\n[budget]\nrequests = 10\n", "bare.toml")
     assert bare.name == "bare" and bare.servers is None and bare.profiles == ("tuned",)
     assert bare.keep_alive == (True,) and bare.server_cpus == (1,) and bare.client == "engine"
     assert bare.model == "closed" and bare.pipeline == 1 and bare.rounds == plan.Rounds(1, 10)
 
 
-@pytest.mark.parametrize("levels, expected", [
-    ("from = 0\nto = 1000\nstep = 10", (1,) + tuple(range(10, 1001, 10))),   # ab.c's 0 means 1
-    ("from = 5\nto = 20\nstep = 10", (5, 15)),
-    ("from = 0\nto = 3\nstep = 1", (1, 2, 3)),                                 # 0 and 1 are one level
-    ("to = 20\nstep = 10", (1, 10, 20)),
-    ("list = [1, 10, 50, 100, 250, 500, 1000]", (1, 10, 50, 100, 250, 500, 1000)),
-    ("list = [0, 5]", (1, 5)),
-])
+@pytest.mark.parametrize(
+    "levels, expected",
+    [
+        ("from = 0\nto = 1000\nstep = 10", (1,) + tuple(range(10, 1001, 10))),  # ab.c's 0 means 1
+        ("from = 5\nto = 20\nstep = 10", (5, 15)),
+        ("from = 0\nto = 3\nstep = 1", (1, 2, 3)),  # 0 and 1 are one level
+        ("to = 20\nstep = 10", (1, 10, 20)),
+        ("list = [1, 10, 50, 100, 250, 500, 1000]", (1, 10, 50, 100, 250, 500, 1000)),
+        ("list = [0, 5]", (1, 5)),
+    ],
+)
 def test_levels_expand_like_ab_c(levels, expected):
     text = GOOD.replace("from = 0\nto = 100\nstep = 10", levels)
     assert plan.parse(text, "x.toml").levels == expected
 
 
 def test_durations():
-    assert [planfile.parse_duration(v) for v in ("2s", "500ms", "1m", "1.5", 3, 0.25, "1h")] == \
-        [2.0, 0.5, 60.0, 1.5, 3.0, 0.25, 3600.0]
+    assert [planfile.parse_duration(v) for v in ("2s", "500ms", "1m", "1.5", 3, 0.25, "1h")] == [
+        2.0,
+        0.5,
+        60.0,
+        1.5,
+        3.0,
+        0.25,
+        3600.0,
+    ]
     assert planfile.parse_duration("2 sec") is None and planfile.parse_duration(True) is None
 
 
 def sub(*pairs):
     """A change to GOOD: each (old, new) replaced once; every old must be there."""
+
     def change(text):
         for old, new in pairs:
             assert old in text, old
             text = text.replace(old, new, 1)
         return text
+
     return change
 
 
 OPEN = ('model = "closed"', 'model = "open"')
-RATES = ("from = 0", "from = 10")      # open loop: levels are rates, none may be 0
+RATES = ("from = 0", "from = 10")  # open loop: levels are rates, none may be 0
 FIFTY = ('duration = "2s"', "requests = 50")
 
 # (what is wrong, the change to GOOD, a fragment of the line to point at, what the message must say)
 BAD = [
     ("typo in a key", sub(("rounds = 2", "rouns = 2")), "rouns = 2", ["unknown key 'rouns'", "did you mean 'rounds'?"]),
-    ("typo in a table key", sub(('duration = "2s"', 'duraton = "2s"')), "duraton",
-     ["'budget.duraton'", "did you mean 'budget.duration'?"]),
+    (
+        "typo in a table key",
+        sub(('duration = "2s"', 'duraton = "2s"')),
+        "duraton",
+        ["'budget.duraton'", "did you mean 'budget.duration'?"],
+    ),
     ("typo in a table", sub(("[levels]", "[levles]")), "[levles]", ["'levles'", "did you mean 'levels'?"]),
     ("negative step", sub(("step = 10", "step = -10")), "step = -10", ["levels.step must be more than 0, got -10"]),
-    ("unknown server", sub(('"nginx", "reference"', '"ngnix", "reference"')), "servers =",
-     ["unknown server 'ngnix'", "did you mean 'nginx'?", "known servers:", "reference"]),
-    ("bad duration", sub(('duration = "2s"', 'duration = "2 sec"')), "duration =",
-     ['budget.duration must be a duration like "2s"', '"2 sec"']),
-    ("zero duration", sub(('duration = "2s"', 'duration = "0s"')), "duration =", ["budget.duration must be more than 0"]),
-    ("ab with pipeline", sub(('client = "engine"', 'client = "ab"'), ("pipeline = 1", "pipeline = 16")),
-     "pipeline = 16", ['pipeline = 16 cannot be used with client = "ab"']),
-    ("ab in open loop", sub(('client = "engine"', 'client = "ab"'), OPEN, RATES),
-     'model = "open"', ['model = "open" needs client = "engine"']),
-    ("wrk without keep-alive", sub(("keep_alive = [true]", "keep_alive = [false]"), ('client = "engine"', 'client = "wrk"')),
-     "keep_alive =", ['keep_alive = false cannot be used with client = "wrk"']),
-    ("open loop, requests below the rate", sub(OPEN, RATES, FIFTY), "requests = 50",
-     ["budget.requests = 50 is less than the rate of 100 req/s"]),
+    (
+        "unknown server",
+        sub(('"nginx", "reference"', '"ngnix", "reference"')),
+        "servers =",
+        ["unknown server 'ngnix'", "did you mean 'nginx'?", "known servers:", "reference"],
+    ),
+    (
+        "bad duration",
+        sub(('duration = "2s"', 'duration = "2 sec"')),
+        "duration =",
+        ['budget.duration must be a duration like "2s"', '"2 sec"'],
+    ),
+    (
+        "zero duration",
+        sub(('duration = "2s"', 'duration = "0s"')),
+        "duration =",
+        ["budget.duration must be more than 0"],
+    ),
+    (
+        "ab with pipeline",
+        sub(('client = "engine"', 'client = "ab"'), ("pipeline = 1", "pipeline = 16")),
+        "pipeline = 16",
+        ['pipeline = 16 cannot be used with client = "ab"'],
+    ),
+    (
+        "ab in open loop",
+        sub(('client = "engine"', 'client = "ab"'), OPEN, RATES),
+        'model = "open"',
+        ['model = "open" needs client = "engine"'],
+    ),
+    (
+        "wrk without keep-alive",
+        sub(("keep_alive = [true]", "keep_alive = [false]"), ('client = "engine"', 'client = "wrk"')),
+        "keep_alive =",
+        ['keep_alive = false cannot be used with client = "wrk"'],
+    ),
+    (
+        "open loop, requests below the rate",
+        sub(OPEN, RATES, FIFTY),
+        "requests = 50",
+        ["budget.requests = 50 is less than the rate of 100 req/s"],
+    ),
     ("open loop with a rate of 0", sub(OPEN), "from = 0", ["levels.from includes 0", "0 is not a rate"]),
-    ("closed loop, requests below the connections", sub(FIFTY), "requests = 50",
-     ["budget.requests = 50 is less than the level of 100 connections"]),
+    (
+        "closed loop, requests below the connections",
+        sub(FIFTY),
+        "requests = 50",
+        ["budget.requests = 50 is less than the level of 100 connections"],
+    ),
     ("rounds of zero", sub(("rounds = 2", "rounds = 0")), "rounds = 0", ["rounds must be more than 0, got 0"]),
-    ("rounds not a number", sub(("rounds = 2", 'rounds = "sometimes"')), "rounds =",
-     ['rounds must be a whole number or "auto"']),
-    ("auto rounds capped at one", sub(("rounds = 2", 'rounds = "auto"\nmax_rounds = 1')), "max_rounds",
-     ["max_rounds must be at least 2"]),
+    (
+        "rounds not a number",
+        sub(("rounds = 2", 'rounds = "sometimes"')),
+        "rounds =",
+        ['rounds must be a whole number or "auto"'],
+    ),
+    (
+        "auto rounds capped at one",
+        sub(("rounds = 2", 'rounds = "auto"\nmax_rounds = 1')),
+        "max_rounds",
+        ["max_rounds must be at least 2"],
+    ),
     ("a profile typo", sub(('profiles = ["tuned"]', 'profiles = ["tunde"]')), "profiles =", ["did you mean 'tuned'?"]),
-    ("server_cpus of 0", sub(("server_cpus = [1]", "server_cpus = [0]")), "server_cpus", ["server_cpus must be more than 0"]),
-    ("keep_alive not a bool", sub(("keep_alive = [true]", 'keep_alive = ["yes"]')), "keep_alive",
-     ['keep_alive must be true or false, got "yes"']),
-    ("both kinds of levels", sub(("step = 10", "step = 10\nlist = [1]")), "from = 0", ["either levels.list or from/to/step"]),
-    ("both kinds of budget", sub(('duration = "2s"', 'duration = "2s"\nrequests = 5')), "requests = 5", ["exactly one of"]),
-    ("a workload key of another kind", sub(("size = 7", 'size = 7\nurls = ["/"]')), "urls =",
-     ["workload.urls does not apply to kind = 'generated'"]),
-    ("a name outside the docroot", sub(('name = "index.html"', 'name = "../x.html"')), "../x.html",
-     ["workload.name: name must be a relative file name"]),
+    (
+        "server_cpus of 0",
+        sub(("server_cpus = [1]", "server_cpus = [0]")),
+        "server_cpus",
+        ["server_cpus must be more than 0"],
+    ),
+    (
+        "keep_alive not a bool",
+        sub(("keep_alive = [true]", 'keep_alive = ["yes"]')),
+        "keep_alive",
+        ['keep_alive must be true or false, got "yes"'],
+    ),
+    (
+        "both kinds of levels",
+        sub(("step = 10", "step = 10\nlist = [1]")),
+        "from = 0",
+        ["either levels.list or from/to/step"],
+    ),
+    (
+        "both kinds of budget",
+        sub(('duration = "2s"', 'duration = "2s"\nrequests = 5')),
+        "requests = 5",
+        ["exactly one of"],
+    ),
+    (
+        "a workload key of another kind",
+        sub(("size = 7", 'size = 7\nurls = ["/"]')),
+        "urls =",
+        ["workload.urls does not apply to kind = 'generated'"],
+    ),
+    (
+        "a name outside the docroot",
+        sub(('name = "index.html"', 'name = "../x.html"')),
+        "../x.html",
+        ["workload.name: name must be a relative file name"],
+    ),
     ("not TOML", sub(("rounds = 2", "rounds = = 2")), "rounds = = 2", ["not valid TOML"]),
-    ("a directive for an unknown server", sub(('duration = "2s"', 'duration = "2s"\n[server.ngnix]\ndirectives = []')),
-     "[server.ngnix]", ["server.ngnix: unknown server 'ngnix'"]),
-    ("a baseline the plan does not run", sub(('client = "engine"', 'client = "engine"\nbaseline = "lighttpd"')),
-     "baseline =", ["baseline 'lighttpd' is not one of the plan's servers"]),
+    (
+        "a directive for an unknown server",
+        sub(('duration = "2s"', 'duration = "2s"\n[server.ngnix]\ndirectives = []')),
+        "[server.ngnix]",
+        ["server.ngnix: unknown server 'ngnix'"],
+    ),
+    (
+        "a baseline the plan does not run",
+        sub(('client = "engine"', 'client = "engine"\nbaseline = "lighttpd"')),
+        "baseline =",
+        ["baseline 'lighttpd' is not one of the plan's servers"],
+    ),
 ]
 
 
@@ -156,10 +247,11 @@ def test_each_bad_input_is_one_line_naming_key_and_line(change, key_line, says):
 
 
 def test_missing_sections_are_one_line_each():
-    for section, header, says in [("workload", "[[workload]]\nkind = \"generated\"\nsize = 7\nname = \"index.html\"\n",
-                                   "workload is missing"),
-                                  ("levels", "[levels]\nfrom = 0\nto = 100\nstep = 10\n", "levels is missing"),
-                                  ("budget", '[budget]\nduration = "2s"\n', "budget is missing")]:
+    for section, header, says in [
+        ("workload", '[[workload]]\nkind = "generated"\nsize = 7\nname = "index.html"\n', "workload is missing"),
+        ("levels", "[levels]\nfrom = 0\nto = 100\nstep = 10\n", "levels is missing"),
+        ("budget", '[budget]\nduration = "2s"\n', "budget is missing"),
+    ]:
         assert header in GOOD, section
         assert says in error(GOOD.replace(header, ""))
 
@@ -184,9 +276,11 @@ def test_file_and_docroot_workloads_resolve_beside_the_plan(tmp_path):
     (tmp_path / "site" / "index.html").write_bytes(b"<p>home</p>\n")
     (tmp_path / "site" / "img" / "a.jpg").write_bytes(b"\xff\xd8 jpg \xff\xd9")
     (tmp_path / "photo.jpg").write_bytes(b"x" * 2048)
-    body = GOOD.replace('kind = "generated"\nsize = 7\nname = "index.html"\n',
-                        'kind = "docroot"\npath = "site"\nurls = ["/", "/img/a.jpg"]\n'
-                        '[[workload]]\nkind = "file"\npath = "photo.jpg"\n')
+    body = GOOD.replace(
+        'kind = "generated"\nsize = 7\nname = "index.html"\n',
+        'kind = "docroot"\npath = "site"\nurls = ["/", "/img/a.jpg"]\n'
+        '[[workload]]\nkind = "file"\npath = "photo.jpg"\n',
+    )
     (tmp_path / "p.toml").write_text(body)
     p = plan.load(str(tmp_path / "p.toml"))
     site, photo = p.workloads
@@ -212,24 +306,32 @@ def test_generated_content_is_deterministic_and_sized(tmp_path):
 
 
 def test_command_servers_are_declared_by_their_table():
-    text = GOOD.replace('"nginx", "reference"', '"nginx", "gwan"') + '[server.gwan]\ncommand = "/opt/gwan/gwan -p {port}"\n'
+    text = (
+        GOOD.replace('"nginx", "reference"', '"nginx", "gwan"')
+        + '[server.gwan]\ncommand = "/opt/gwan/gwan -p {port}"\n'
+    )
     p = plan.parse(text, "myplan.toml")
     assert p.commands == {"gwan": "/opt/gwan/gwan -p {port}"}
     assert [c.server for c in p.cells(["nginx"])] == ["nginx", "gwan"]
     assert p.adapter("gwan").name == "gwan"
-    with pytest.raises(PlanError, match=rf"myplan.toml line {line_of(text, 'servers =')}: servers names gwan, "
-                                        "which is not installed here; its command's program '/opt/gwan/gwan'"):
+    with pytest.raises(
+        PlanError,
+        match=rf"myplan.toml line {line_of(text, 'servers =')}: servers names gwan, "
+        "which is not installed here; its command's program '/opt/gwan/gwan'",
+    ):
         p.check_installed(["nginx"])
 
 
 def test_cells_follow_installed_and_check_installed_is_one_line():
     p = plan.parse(GOOD, "myplan.toml")
     assert [c.key for c in p.cells(["nginx", "reference"])] == ["nginx/tuned/7B/ka/1cpu", "reference/tuned/7B/ka/1cpu"]
-    assert [c.server for c in p.cells(["reference"])] == ["reference"]   # narrowed, as --servers does
+    assert [c.server for c in p.cells(["reference"])] == ["reference"]  # narrowed, as --servers does
     with pytest.raises(PlanError) as caught:
         p.check_installed(["reference"])
-    assert str(caught.value).startswith(f"myplan.toml line {line_of(GOOD, 'servers =')}: servers names nginx, "
-                                        "which is not installed here; install it with 'httpbench servers install nginx'")
+    assert str(caught.value).startswith(
+        f"myplan.toml line {line_of(GOOD, 'servers =')}: servers names nginx, "
+        "which is not installed here; install it with 'httpbench servers install nginx'"
+    )
     everything = plan.parse(GOOD.replace('servers = ["nginx", "reference"]\n', ""), "x.toml")
     assert [c.server for c in everything.cells(["nginx", "lighttpd"])] == ["nginx", "lighttpd", "reference"]
 
@@ -242,7 +344,7 @@ def test_every_builtin_plan_validates_and_explains_itself():
     assert set(plans) == EXPECTED and next(iter(plans)) == "quick"
     for name, p in plans.items():
         assert p.name == name and p.description and len(p.notes) > 100, name
-        assert plan.parse(p.text, f"{name}.toml") == p        # the stored text reproduces the plan
+        assert plan.parse(p.text, f"{name}.toml") == p  # the stored text reproduces the plan
         assert plan.load(name) is plans[name]
 
 
@@ -262,7 +364,7 @@ def test_builtin_plans_reproduce_the_write_ups():
     s2016 = b["seed-2016"]
     assert s2016.server_cpus == (1, 2, 4, 8) and s2016.rounds.fixed == 3 and s2016.budget.requests == 100000
     assert len(s2016.levels) == 101 and s2016.levels[:3] == (1, 10, 20)
-    assert len(s2016.levels) * 3 * 100000 == 30_300_000          # 000's "about 30,000,000" per test
+    assert len(s2016.levels) * 3 * 100000 == 30_300_000  # 000's "about 30,000,000" per test
     assert b["seed-2011"].client == "ab" and b["seed-2011"].profiles == ("default",)
     s2010 = b["seed-2010-rounds"]
     assert s2010.baseline == "apache2-prefork" and s2010.keep_alive == (False, True)
@@ -271,9 +373,11 @@ def test_builtin_plans_reproduce_the_write_ups():
     combinations = {(b.requests, c) for b in image.budgets for c in image.levels}
     assert combinations == {(n, c) for n in (100, 1000, 10000) for c in (5, 50, 100)}
     keys = [c.key for c in image.cells(["apache2-prefork", "lighttpd"])]
-    assert keys[:3] == ["apache2-prefork/default/25KB jpg/close/1cpu/n100",
-                        "apache2-prefork/default/25KB jpg/close/1cpu/n1000",
-                        "apache2-prefork/default/25KB jpg/close/1cpu/n10000"]
+    assert keys[:3] == [
+        "apache2-prefork/default/25KB jpg/close/1cpu/n100",
+        "apache2-prefork/default/25KB jpg/close/1cpu/n1000",
+        "apache2-prefork/default/25KB jpg/close/1cpu/n10000",
+    ]
     tfb = b["tfb-plaintext"]
     assert tfb.pipeline == 16 and tfb.levels[:3] == (256, 1024, 4096)
     # client and server each hold one descriptor per connection under a 20,000 limit
@@ -282,7 +386,7 @@ def test_builtin_plans_reproduce_the_write_ups():
 
 def test_quick_finishes_in_under_three_minutes_with_twelve_servers():
     quick = plan.builtin()["quick"]
-    seconds = quick.estimate_seconds(12 + 1)   # 12 installed + reference
+    seconds = quick.estimate_seconds(12 + 1)  # 12 installed + reference
     assert seconds < 180, seconds
     assert f"{seconds:.0f} s" in quick.notes or "about 158 s" in quick.notes
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-
 from httpbench import compare, engine, honesty, report, results
 from httpbench.report import Choices, charts, summary
 from httpbench.store import Store
@@ -38,16 +37,26 @@ list = [1, 20]
 [budget]
 duration = "0.4s"
 """
-SINGLE_LEVEL = PLAN.replace('name = "report-test"', 'name = "single-level"').replace(
-    "keep_alive = [true, false]", "keep_alive = [true]").replace("rounds = 4", "rounds = 3").replace(
-    "list = [1, 20]", "list = [8]")
+SINGLE_LEVEL = (
+    PLAN.replace('name = "report-test"', 'name = "single-level"')
+    .replace("keep_alive = [true, false]", "keep_alive = [true]")
+    .replace("rounds = 4", "rounds = 3")
+    .replace("list = [1, 20]", "list = [8]")
+)
 # The same plan counting requests: a copy of a run under it is a run under another budget.
 COUNTED = PLAN.replace('duration = "0.4s"', "requests = 20000")
 KEEP_ALIVE, CLOSE = "reference/tuned/7B/ka/1cpu", "nginx/tuned/7B/close/1cpu"
 CHROMIUM = "/usr/bin/chromium"
 # As the machine's probe starts it: no sandbox as root, nothing phoning home.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def httpbench(*args, timeout=300):
@@ -66,8 +75,16 @@ def stored(tmp_path_factory):
     return db, 1, done.stderr
 
 
-def copy_run(db: Path, run_id: int, throughput_scale: float = 1.0, failed_cell: bool = False,
-             keep=lambda key, level, index: True, failure=None, doctor=None, plan_text=None) -> int:
+def copy_run(
+    db: Path,
+    run_id: int,
+    throughput_scale: float = 1.0,
+    failed_cell: bool = False,
+    keep=lambda key, level, index: True,
+    failure=None,
+    doctor=None,
+    plan_text=None,
+) -> int:
     """Store a copy of a run (a doctored run): every round's requests/s scaled, only the rounds
     `keep(cell key, level, round)` picks (a cell left with none is not copied), the cell
     `failure` = (key, error) marked failed, each copied measurement passed to `doctor(cell key,
@@ -81,9 +98,19 @@ def copy_run(db: Path, run_id: int, throughput_scale: float = 1.0, failed_cell: 
         rounds = [r for r in cell["rounds"] if keep(cell["key"], r["level"], r["round"])]
         if not rounds:
             continue
-        shape = type("Cell", (), {"key": cell["key"], "server": cell["server"], "profile": cell["profile"],
-                                  "workload": type("W", (), {"label": cell["workload"]}), "keep_alive": cell["keep_alive"],
-                                  "cpus": cell["cpus"], "budget": None})
+        shape = type(
+            "Cell",
+            (),
+            {
+                "key": cell["key"],
+                "server": cell["server"],
+                "profile": cell["profile"],
+                "workload": type("W", (), {"label": cell["workload"]}),
+                "keep_alive": cell["keep_alive"],
+                "cpus": cell["cpus"],
+                "budget": None,
+            },
+        )
         cell_id = store.cell(new_id, shape, cell["config_text"], cell["server_version"])
         for r in rounds:
             m = copy.deepcopy(r["measurement"])
@@ -92,8 +119,9 @@ def copy_run(db: Path, run_id: int, throughput_scale: float = 1.0, failed_cell: 
                 doctor(cell["key"], r["level"], r["round"], m)
             store.add_round(cell_id, r["level"], r["round"], m)
         failed = failure and failure[0] == cell["key"]
-        store.finish_cell(cell_id, "failed" if failed else cell["status"], cell["seconds"],
-                          failure[1] if failed else cell["error"])
+        store.finish_cell(
+            cell_id, "failed" if failed else cell["status"], cell["seconds"], failure[1] if failed else cell["error"]
+        )
     if failed_cell:
         shape.key, shape.server = "lighttpd/tuned/7B/ka/1cpu", "lighttpd"
         cell_id = store.cell(new_id, shape, "", "lighttpd/1.4")
@@ -106,7 +134,7 @@ def test_a_run_ends_with_its_report(stored):
     db, run_id, stderr = stored
     path = db.parent / f"report-run-{run_id}.html"
     assert f"report: {path}" in stderr
-    assert path.stat().st_size > 500_000   # the Vega bundle is inlined: no CDN
+    assert path.stat().st_size > 500_000  # the Vega bundle is inlined: no CDN
 
 
 # Whether every mark of a chart (its series read from the label Vega gives it) and every legend
@@ -129,39 +157,59 @@ def _expect_hidden(page, chart: str, hidden: dict) -> None:
     """Wait, 10 s at most, until the chart shows `hidden`: every mark of a hidden series
     invisible, every other one visible, and the legend agreeing."""
     from playwright.sync_api import TimeoutError as Timeout
+
     try:
         page.wait_for_function(SHOWS, arg={"chart": chart, "hidden": hidden}, timeout=10_000)
     except Timeout:
-        pytest.fail(f"{chart} never showed {hidden}: marks {page.evaluate(MARKS, chart)}, "
-                    f"legend {page.evaluate(LEGEND, chart)}")
+        pytest.fail(
+            f"{chart} never showed {hidden}: marks {page.evaluate(MARKS, chart)}, legend {page.evaluate(LEGEND, chart)}"
+        )
 
 
 def test_the_page_draws_every_chart_offline_in_chromium(stored, tmp_path):
-    from playwright import sync_api   # in the test extras: missing, this test fails rather than skips
+    from playwright import sync_api  # in the test extras: missing, this test fails rather than skips
+
     assert Path(CHROMIUM).exists(), "Chromium is missing: apt-get install -y chromium (make test-deps does)"
     db, run_id, _ = stored
     page_file = tmp_path / "report.html"
     made = httpbench("report", str(run_id), "--db", str(db), "-o", str(page_file))
     assert made.returncode == 0, made.stderr
     names = [c.name for c in charts.all_charts([results.load(Store(str(db)), run_id)])]
-    assert {"throughput", "latency", "server_cpu", "server_memory", "rps_bars", "total_time", "end_memory",
-            "rating", "differences", "spectrum", "timeline"} <= set(names)
+    assert {
+        "throughput",
+        "latency",
+        "server_cpu",
+        "server_memory",
+        "rps_bars",
+        "total_time",
+        "end_memory",
+        "rating",
+        "differences",
+        "spectrum",
+        "timeline",
+    } <= set(names)
     problems = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(offline=True, viewport={"width": 1400, "height": 900})
             # Anything but the file itself is a dependency the page must not have.
-            context.route(lambda url: not url.startswith(("file:", "data:", "blob:")),
-                          lambda route: (problems.append(f"request to {route.request.url}"), route.abort()))
+            context.route(
+                lambda url: not url.startswith(("file:", "data:", "blob:")),
+                lambda route: (problems.append(f"request to {route.request.url}"), route.abort()),
+            )
             page = context.new_page()
-            page.on("console", lambda m: m.type in ("error", "warning") and problems.append(f"console {m.type}: {m.text}"))
+            page.on(
+                "console", lambda m: m.type in ("error", "warning") and problems.append(f"console {m.type}: {m.text}")
+            )
             page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
             page.goto(page_file.as_uri())
             page.wait_for_function(
-                "[...document.querySelectorAll('.chart')].every(c => c.querySelector('svg.marks'))", timeout=60_000)
+                "[...document.querySelectorAll('.chart')].every(c => c.querySelector('svg.marks'))", timeout=60_000
+            )
             drawn = page.eval_on_selector_all(
-                ".chart", "els => els.map(e => [e.id, e.querySelectorAll('svg.marks path, svg.marks line').length])")
+                ".chart", "els => els.map(e => [e.id, e.querySelectorAll('svg.marks path, svg.marks line').length])"
+            )
             shot = tmp_path / "report.png"
             page.screenshot(path=str(shot), full_page=True)
             failed = page.eval_on_selector_all("tr.failed", "rows => rows.length")
@@ -170,6 +218,7 @@ def test_the_page_draws_every_chart_offline_in_chromium(stored, tmp_path):
 
             def entry(name):
                 return page.locator(f"{chart} .role-legend-label text", has_text=name).first
+
             _expect_hidden(page, chart, {"nginx/tuned": False, "reference/tuned": False})
             entry("nginx/tuned").click()
             _expect_hidden(page, chart, {"nginx/tuned": True, "reference/tuned": False})
@@ -209,8 +258,8 @@ def test_every_quantity_axis_starts_at_zero(stored):
         for where, enc in _quantity_encodings(chart.spec.to_dict()):
             scale = enc.get("scale") or {}
             if scale.get("type") == "log":
-                continue   # the spectrum's percentile axis: a position, not a quantity
-            if "title" in enc:   # a drawn axis (layers that only reuse a field inherit it)
+                continue  # the spectrum's percentile axis: a position, not a quantity
+            if "title" in enc:  # a drawn axis (layers that only reuse a field inherit it)
                 assert scale.get("zero") is True, (chart.name, where, enc)
                 assert "domain" not in scale or min(scale["domain"]) <= 0, (chart.name, where, enc)
                 checked += 1
@@ -219,6 +268,7 @@ def test_every_quantity_axis_starts_at_zero(stored):
 
 def test_png_and_svg_charts_are_written_and_not_blank(stored, tmp_path):
     from PIL import Image
+
     db, run_id, _ = stored
     made = httpbench("plot", str(run_id), "--db", str(db), "--format", "png", "-o", str(tmp_path / "png"))
     assert made.returncode == 0, made.stderr
@@ -248,7 +298,7 @@ def test_exports(stored):
     assert document["schema"] == "httpbench-export/1" and len(document["levels"]) == levels
     out = httpbench("export", str(run_id), "--db", str(db), "--format", "markdown")
     assert "| `reference/tuned`" in out.stdout and " | req/s relative to " in out.stdout
-    assert "times more" in out.stdout or " tie, " in out.stdout   # a real run's gap may be within its noise
+    assert "times more" in out.stdout or " tie, " in out.stdout  # a real run's gap may be within its noise
 
 
 def test_compare_finds_no_regression_against_itself_and_one_against_a_slower_copy(stored):
@@ -320,7 +370,7 @@ def test_the_legend_selection_holds_the_hidden_series(stored):
         assert selection["select"] == {"type": "point", "fields": ["series"]} and selection["bind"] == "legend"
         opacities = [n["encoding"]["opacity"] for n in _nodes(spec) if "opacity" in (n.get("encoding") or {})]
         marks = [n for n in _nodes(spec) if "mark" in n and n.get("encoding", {}).get("y") != {"datum": 100}]
-        assert len(opacities) == len(marks), chart.name   # every mark but the rating's line at 100
+        assert len(opacities) == len(marks), chart.name  # every mark but the rating's line at 100
         for opacity in opacities:
             assert opacity["condition"] == {"param": charts.HIDDEN, "empty": False, "value": 0.0}, (chart.name, opacity)
             assert opacity["value"] > 0, (chart.name, opacity)
@@ -340,6 +390,7 @@ def test_a_flagged_level_is_marked_on_every_chart(stored):
     def flag(key, level, index, m):
         if (key, level) == (KEEP_ALIVE, 20):
             m["flags"] = [*m.get("flags", []), {"kind": "doctored", "reason": "the client set the pace"}]
+
     doctored = copy_run(db, run_id, doctor=flag)
     run = results.load(Store(str(db)), doctored)
     marked = set()
@@ -350,11 +401,22 @@ def test_a_flagged_level_is_marked_on_every_chart(stored):
         if any("doctored: " in r["flags"] and "the client set the pace" in r["flags"] for r in flagged):
             marked.add(chart.name)
         text = json.dumps(spec)
-        assert f'"test": "datum.flagged", "value": "{charts.FLAG_OUTLINE}"' in text, chart.name   # outlined
-        assert '"field": "flags"' in text, chart.name                              # and said on hover
+        assert f'"test": "datum.flagged", "value": "{charts.FLAG_OUTLINE}"' in text, chart.name  # outlined
+        assert '"field": "flags"' in text, chart.name  # and said on hover
     assert any("flagged doctored" in c and "(outlined in black on the charts" in c for c in summary.cautions([run]))
-    assert marked == {"throughput", "latency", "server_cpu", "server_memory", "rps_bars", "total_time",
-                      "end_memory", "rating", "differences", "spectrum", "timeline"}
+    assert marked == {
+        "throughput",
+        "latency",
+        "server_cpu",
+        "server_memory",
+        "rps_bars",
+        "total_time",
+        "end_memory",
+        "rating",
+        "differences",
+        "spectrum",
+        "timeline",
+    }
 
 
 def test_a_cells_mean_is_the_mean_of_its_level_means(stored):
@@ -368,7 +430,7 @@ def test_a_cells_mean_is_the_mean_of_its_level_means(stored):
             level_means = [lv.rps.mean for lv in cell.levels]
             assert figures.mean_rps == pytest.approx(statistics.fmean(level_means))
             assert figures.mean_rps != pytest.approx(statistics.fmean(v for lv in cell.levels for v in lv.rps_values))
-            assert figures.noise == pytest.approx(cell.levels[0].rps.cv)   # the one level with rounds to compare
+            assert figures.noise == pytest.approx(cell.levels[0].rps.cv)  # the one level with rounds to compare
     markdown = httpbench("export", str(uneven), "--db", str(db), "--format", "markdown").stdout
     assert "| round-to-round CV |" in markdown and "σ" not in markdown
 
@@ -405,7 +467,8 @@ def test_a_cell_short_of_levels_is_compared_on_the_levels_all_measured(stored, t
     # Its total time is not the shorter for having fewer levels: both are taken at level 1.
     for cell in group.cells:
         assert group.figures(cell).time_for_same_requests == pytest.approx(
-            results.SAME_REQUESTS / cell.levels[0].rps.mean)
+            results.SAME_REQUESTS / cell.levels[0].rps.mean
+        )
     shown, markdown, page = shown_every_way(db, run_id, short, tmp_path / "short.html")
     assert "incomplete" in shown and "on average over level 1, the levels every cell measured" in shown
     assert "`reference/tuned` ⚑" in markdown and "incomplete (measured level 1 of levels 1, 20" in markdown
@@ -416,27 +479,30 @@ def test_a_cell_short_of_levels_is_compared_on_the_levels_all_measured(stored, t
 def test_a_cell_that_failed_partway_is_shown_incomplete_and_never_ranked(stored, tmp_path):
     db, run_id, _ = stored
     error = "reference died during level 20: server (pid 4242) died during the window"
-    partial = copy_run(db, run_id, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1,
-                       failure=(KEEP_ALIVE, error))
+    partial = copy_run(
+        db, run_id, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1, failure=(KEEP_ALIVE, error)
+    )
     run, group = keep_alive_group(db, partial)
     # The finished cells set the levels compared on; the failed one is shown, not ranked.
     assert group.levels == group.every_level == (1, 20)
     cells = {c.key: c for c in group.cells}
     assert [c.key for c in group.ranked()] == ["nginx/tuned/7B/ka/1cpu"]
-    assert group.incomplete(cells[KEEP_ALIVE]) == ("its cell failed (measured level 1 of levels 1, 20), "
-                                                   "so it is not ranked")
+    assert group.incomplete(cells[KEEP_ALIVE]) == (
+        "its cell failed (measured level 1 of levels 1, 20), so it is not ranked"
+    )
     assert "incomplete" in group.flags(cells[KEEP_ALIVE])
     assert group.name not in {v.group for v in summary.winners([run])}
     shown, markdown, page = shown_every_way(db, run_id, partial, tmp_path / "partial.html")
     assert error in shown and "so it is not ranked" in shown
-    assert "reference/tuned (incomplete)" not in shown   # no sentence ranks it
+    assert "reference/tuned (incomplete)" not in shown  # no sentence ranks it
     # Its group's table ranks the finished cell only; the cautions under it name the failed one.
     table = markdown.split("### " + group.name)[1].split("###")[0].split("\n>")[0]
     assert "`nginx/tuned`" in table and "`reference/tuned`" not in table
     assert "so it is not ranked" in page
     # Listed once among the cautions, with its error.
-    assert [c for c in summary.cautions([run]) if "reference/tuned" in c] == \
-        [f"reference/tuned ({group.name}) failed: {error}."]
+    assert [c for c in summary.cautions([run]) if "reference/tuned" in c] == [
+        f"reference/tuned ({group.name}) failed: {error}."
+    ]
 
 
 def test_a_cell_done_but_holding_the_level_its_server_died_in_is_no_result_anywhere(stored, tmp_path):
@@ -448,14 +514,17 @@ def test_a_cell_done_but_holding_the_level_its_server_died_in_is_no_result_anywh
     def died_at_20(key, level, index, m):
         if key == KEEP_ALIVE and level == 20:
             m["flags"] = [*m["flags"], {"kind": "crashed", "reason": "reference (pid 4242) died during the window"}]
+
     stopped = copy_run(db, run_id, doctor=died_at_20)
     run = results.load(Store(str(db)), stopped)
     cell = next(c for c in run.cells if c.key == KEEP_ALIVE)
     assert cell.status == "done" and not cell.finished and run.unfinished == [cell]
     guarded = httpbench("compare", str(run_id), str(stopped), "--db", str(db), "--fail-on-regression", "50%")
     assert guarded.returncode == 1, guarded.stdout + guarded.stderr
-    assert (f"regression: {KEEP_ALIVE}: did not finish in run {stopped} (its server died during level 20); "
-            "every level measured") in guarded.stderr, guarded.stderr
+    assert (
+        f"regression: {KEEP_ALIVE}: did not finish in run {stopped} (its server died during level 20); "
+        "every level measured"
+    ) in guarded.stderr, guarded.stderr
     # Level 20 of the dead server is no figure to compare; level 1, measured before it died, is.
     compared = compare.compare(results.load(Store(str(db)), run_id), run)
     assert {c.level for c in compared.changes if c.cell == KEEP_ALIVE} == {1}
@@ -491,8 +560,9 @@ def test_a_baseline_or_level_the_run_lacks_is_refused(stored, tmp_path):
         out = tmp_path / command
         wrong = httpbench(command, str(run_id), "--db", str(db), "-o", str(out), "--baseline", "lighttpd")
         assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
-        assert ("--baseline lighttpd is not a server of run 1: choose one of nginx, nginx/tuned, reference"
-                in wrong.stderr)
+        assert (
+            "--baseline lighttpd is not a server of run 1: choose one of nginx, nginx/tuned, reference" in wrong.stderr
+        )
         wrong = httpbench(command, str(run_id), "--db", str(db), "-o", str(out), "--level", "5")
         assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
         assert "--level 5 was not measured in run 1: choose one of 1, 20" in wrong.stderr
@@ -501,11 +571,20 @@ def test_a_baseline_or_level_the_run_lacks_is_refused(stored, tmp_path):
 
 def test_reading_commands_refuse_a_database_that_does_not_exist(tmp_path):
     db = tmp_path / "nowhere" / "results.db"
-    for args in (["report", "1"], ["plot", "1", "-o", str(tmp_path / "png")], ["export", "1"],
-                 ["compare", "1", "2"], ["show", "1"], ["runs"]):
+    for args in (
+        ["report", "1"],
+        ["plot", "1", "-o", str(tmp_path / "png")],
+        ["export", "1"],
+        ["compare", "1", "2"],
+        ["show", "1"],
+        ["runs"],
+    ):
         done = httpbench(*args, "--db", str(db))
-        assert done.returncode == 2 and done.stderr == f"httpbench: no database at {db}: 'httpbench run' makes one; " \
-                                                       "give --db the file or URL it wrote\n", (args, done.stderr)
+        assert (
+            done.returncode == 2
+            and done.stderr
+            == f"httpbench: no database at {db}: 'httpbench run' makes one; give --db the file or URL it wrote\n"
+        ), (args, done.stderr)
     assert not db.parent.exists()
 
 
@@ -525,14 +604,19 @@ def test_several_runs_under_different_plans_compare_their_times_at_the_rates(sto
         assert len(group.cells) == 4 and group.requests_budget is None
         for cell in group.cells:
             assert group.figures(cell).time_for_same_requests == pytest.approx(
-                sum(results.SAME_REQUESTS / lv.rps.mean for lv in cell.levels))
+                sum(results.SAME_REQUESTS / lv.rps.mean for lv in cell.levels)
+            )
     for verdict, group in zip(summary.winners(runs), results.groups([c for r in runs for c in r.measured])):
         fastest = group.ranked()[0].series
         original, copy_ = f"{fastest} (run {run_id})", f"{fastest} (run {counted})"
         # A clause may follow: the client set the pace of both, as it would any run's copy.
-        assert any(d.startswith(f"{original} serves as many requests per second on average as {copy_}; {copy_} needs "
-                                f"as much time as {original} to serve the same requests") for d in verdict.details), \
-            verdict.details
+        assert any(
+            d.startswith(
+                f"{original} serves as many requests per second on average as {copy_}; {copy_} needs "
+                f"as much time as {original} to serve the same requests"
+            )
+            for d in verdict.details
+        ), verdict.details
     (total,) = [c for c in charts.all_charts(runs) if c.name == "total_time"]
     assert total.note.startswith("The cells did not all serve one requests budget")
     page = tmp_path / "two-plans.html"
@@ -558,7 +642,7 @@ def test_a_loser_that_needs_less_time_is_explained(stored):
 
     def doctor(key, level, index, m):
         m["requests"]["per_second"] = rates[key.split("/")[0], level]
-        m["flags"] = []   # a client-saturated level of the real run would make the ratios bounds ("at least")
+        m["flags"] = []  # a client-saturated level of the real run would make the ratios bounds ("at least")
 
     db, run_id, _ = stored
     crossed = copy_run(db, run_id, doctor=doctor)
@@ -566,7 +650,8 @@ def test_a_loser_that_needs_less_time_is_explained(stored):
     assert verdict.details[0] == (
         "reference/tuned serves 1.40 times more requests per second on average than nginx/tuned; nginx/tuned "
         "needs 0.71 times the time of reference/tuned to serve the same requests (nginx/tuned is faster at "
-        "level 1: the time is a sum over the levels, so the slowest weigh most).")
+        "level 1: the time is a sum over the levels, so the slowest weigh most)."
+    )
 
 
 def test_a_measured_total_time_is_a_rounds_so_fewer_rounds_are_not_faster(stored):
@@ -574,8 +659,12 @@ def test_a_measured_total_time_is_a_rounds_so_fewer_rounds_are_not_faster(stored
     store = Store(str(db))
     every = results.load(store, copy_run(db, run_id, plan_text=COUNTED))
     # Level 20 of one cell keeps one of its four rounds, as a level cut short or rounds = "auto" would.
-    uneven = results.load(store, copy_run(db, run_id, plan_text=COUNTED,
-                                          keep=lambda key, level, index: key != KEEP_ALIVE or level == 1 or index == 0))
+    uneven = results.load(
+        store,
+        copy_run(
+            db, run_id, plan_text=COUNTED, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1 or index == 0
+        ),
+    )
     (short,) = [g for g in results.groups(uneven.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
     (whole,) = [g for g in results.groups(every.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
     assert [lv.rps.n for c in short.cells if c.key == KEEP_ALIVE for lv in c.levels] == [4, 1]
@@ -585,8 +674,10 @@ def test_a_measured_total_time_is_a_rounds_so_fewer_rounds_are_not_faster(stored
 
 def test_a_baseline_without_a_cell_in_a_group_falls_back_to_its_first_and_says_so(stored, tmp_path):
     db, run_id, _ = stored
-    reference_only = lambda key, level, index: key.startswith("reference/")   # noqa: E731
-    rated = copy_run(db, run_id, keep=reference_only, plan_text=PLAN.replace("rounds = 4", 'rounds = 4\nbaseline = "nginx"'))
+    reference_only = lambda key, level, index: key.startswith("reference/")  # noqa: E731
+    rated = copy_run(
+        db, run_id, keep=reference_only, plan_text=PLAN.replace("rounds = 4", 'rounds = 4\nbaseline = "nginx"')
+    )
     faster = copy_run(db, run_id, 1.1, keep=reference_only)
     store = Store(str(db))
     runs = [results.load(store, rated), results.load(store, faster)]
@@ -600,12 +691,14 @@ def test_a_baseline_without_a_cell_in_a_group_falls_back_to_its_first_and_says_s
     drawn = {c.name: c for c in charts.all_charts(runs)}
     for group in results.groups([c for r in runs for c in r.measured]):
         for name in ("rating", "differences"):
-            assert (f"nginx has no measured cell in {group.name}, so that group's baseline is its first finished "
-                    f"cell, {stand_in}.") in drawn[name].note, drawn[name].note
+            assert (
+                f"nginx has no measured cell in {group.name}, so that group's baseline is its first finished "
+                f"cell, {stand_in}."
+            ) in drawn[name].note, drawn[name].note
     page = tmp_path / "fallback.html"
     made = httpbench("report", str(rated), str(faster), "--db", str(db), "-o", str(page))
     assert made.returncode == 0, made.stderr
-    assert page.read_text().count("nginx has no measured cell in") == 3 * 2   # both charts' notes and the table's
+    assert page.read_text().count("nginx has no measured cell in") == 3 * 2  # both charts' notes and the table's
 
 
 def test_vega_refuses_a_compiled_spec_whose_legend_toggle_it_cannot_patch(stored, monkeypatch):
@@ -626,12 +719,15 @@ def test_vega_refuses_a_compiled_spec_whose_legend_toggle_it_cannot_patch(stored
         for legend in compiled["legends"]:
             legend.pop("encode", None)
         return compiled
+
     monkeypatch.setattr(charts.vl_convert, "vegalite_to_vega", signal_renamed)
     with pytest.raises(charts.LegendToggleLost, match="without the signal hidden_series_legend: charts.vega must"):
         charts.vega(spec)
     monkeypatch.setattr(charts.vl_convert, "vegalite_to_vega", legend_plain)
-    with pytest.raises(charts.LegendToggleLost, match="without the opacity rule of the legend's symbols or the "
-                                                       "opacity rule of the legend's labels"):
+    with pytest.raises(
+        charts.LegendToggleLost,
+        match="without the opacity rule of the legend's symbols or the opacity rule of the legend's labels",
+    ):
         charts.vega(spec)
 
 
@@ -639,7 +735,7 @@ def test_compare_with_one_round_per_level_calls_a_change_within_5_percent_noise(
     """The quick plan's default, one round per level, gives no interval: a change within
     honesty.NOISY_CV is noise, a larger one is not."""
     db, run_id, _ = stored
-    first = lambda key, level, index: index == 0   # noqa: E731
+    first = lambda key, level, index: index == 0  # noqa: E731
     before = copy_run(db, run_id, keep=first)
     store = Store(str(db))
     assert honesty.NOISY_CV == 0.05
@@ -649,7 +745,7 @@ def test_compare_with_one_round_per_level_calls_a_change_within_5_percent_noise(
         assert len(changes) == 8 and all(c.interval is None for c in changes)
         assert {c.verdict for c in changes} == verdicts
         guarded = httpbench("compare", str(before), str(after), "--db", str(db), "--fail-on-regression", "2%")
-        if scale == 0.97:   # 3% lower, beyond 2%, but within the noise of one round
+        if scale == 0.97:  # 3% lower, beyond 2%, but within the noise of one round
             assert guarded.returncode == 0 and "8 within the noise" in guarded.stdout, guarded.stdout + guarded.stderr
         else:
             assert guarded.returncode == 1 and guarded.stderr.count("-20.0% requests/s") == 8, guarded.stderr
@@ -662,7 +758,8 @@ def test_a_level_where_every_request_failed_has_no_latency(stored, tmp_path):
         if (key, level) == (KEEP_ALIVE, 20):
             m["requests"].update(completed=0, per_second=0.0)
             m["errors"], m["errors_total"] = {"timeout": 20}, 20
-            m["latency"]["total"] = engine.merge_latency([])   # an empty histogram, as the engine stores it
+            m["latency"]["total"] = engine.merge_latency([])  # an empty histogram, as the engine stores it
+
     failing = copy_run(db, run_id, doctor=every_request_failed)
     run = results.load(Store(str(db)), failing)
     level = next(c for c in run.measured if c.key == KEEP_ALIVE).levels[-1]
@@ -684,6 +781,7 @@ def test_noisy_levels_are_explained_with_the_threshold_that_flags_them(stored):
     def spread(key, level, index, m):
         if (key, level) == (KEEP_ALIVE, 20):
             m["requests"]["per_second"] *= (0.8, 1.2)[index % 2]
+
     run = results.load(Store(str(db)), copy_run(db, run_id, doctor=spread))
     (caution,) = [c for c in summary.cautions([run]) if "flagged noisy" in c]
     assert f"flagged noisy: the rounds disagree by more than {honesty.NOISY_CV:.0%} (" in caution
@@ -726,10 +824,12 @@ def _rates(nginx: float, spread: float = 0.0, flag: Optional[dict] = None, flag_
     """A doctor for copy_run: reference's rounds at 10,000 requests/s and nginx's at `nginx` times
     that at every level, the rounds `spread` above and below in turn (an even count averages to
     it); the stored flags dropped, `flag` raised on nginx's `flag_level`."""
+
     def doctor(key, level, index, m):
         rate = 10_000 * (nginx if key.startswith("nginx/") else 1)
         m["requests"]["per_second"] = rate * (1 + spread * (-1) ** index)
         m["flags"] = [flag] if flag and key.startswith("nginx/") and level == flag_level else []
+
     return doctor
 
 
@@ -743,19 +843,25 @@ def test_a_gap_within_the_noise_of_single_rounds_is_a_tie(stored):
     store = Store(str(db))
     close = results.load(store, copy_run(db, run_id, keep=first_round, doctor=_rates(1.01)))
     for verdict in summary.winners([close]):
-        assert verdict.headline == ("nginx/tuned and reference/tuned tie, about 10,100 requests/s on average over "
-                                    "every level: nginx/tuned serves as many requests per second on average as "
-                                    "reference/tuned.")
+        assert verdict.headline == (
+            "nginx/tuned and reference/tuned tie, about 10,100 requests/s on average over "
+            "every level: nginx/tuned serves as many requests per second on average as "
+            "reference/tuned."
+        )
         noise = "(1.01 times: within 5%, which single rounds cannot tell from noise)"
-        assert verdict.details == [f"nginx/tuned serves as many requests per second on average as reference/tuned "
-                                   f"{noise}; reference/tuned needs as much time as nginx/tuned to serve the same "
-                                   f"requests {noise}."]
+        assert verdict.details == [
+            f"nginx/tuned serves as many requests per second on average as reference/tuned "
+            f"{noise}; reference/tuned needs as much time as nginx/tuned to serve the same "
+            f"requests {noise}."
+        ]
     apart = results.load(store, copy_run(db, run_id, keep=first_round, doctor=_rates(1.06)))
     for verdict in summary.winners([apart]):
         assert verdict.headline == "nginx/tuned is fastest, 10,600 requests/s on average over every level."
-        assert verdict.details == ["nginx/tuned serves 1.06 times more requests per second on average than "
-                                   "reference/tuned; reference/tuned needs 1.06 times the time of nginx/tuned to "
-                                   "serve the same requests."]
+        assert verdict.details == [
+            "nginx/tuned serves 1.06 times more requests per second on average than "
+            "reference/tuned; reference/tuned needs 1.06 times the time of nginx/tuned to "
+            "serve the same requests."
+        ]
 
 
 def test_a_gap_whose_95_percent_interval_contains_1_is_a_tie_as_compare_says(stored):
@@ -772,8 +878,10 @@ def test_a_gap_whose_95_percent_interval_contains_1_is_a_tie_as_compare_says(sto
             assert ratio == pytest.approx(1.03) and compare.within_noise(ratio, interval) is tie
             if tie:
                 assert verdict.headline.startswith("nginx/tuned and reference/tuned tie, about 10,300 requests/s")
-                assert (f"(1.03 times: within the noise, its 95% interval {interval[0]:.2f} to {interval[1]:.2f})"
-                        in verdict.details[0])
+                assert (
+                    f"(1.03 times: within the noise, its 95% interval {interval[0]:.2f} to {interval[1]:.2f})"
+                    in verdict.details[0]
+                )
             else:
                 assert verdict.headline == "nginx/tuned is fastest, 10,300 requests/s on average over every level."
 
@@ -784,24 +892,34 @@ def test_a_winner_the_client_held_back_wins_by_at_least(stored):
     held = {"kind": "client_saturated", "reason": "the busiest client thread was 97% busy (> 90%)"}
     ahead = results.load(store, copy_run(db, run_id, keep=first_round, doctor=_rates(1.10, flag=held)))
     for verdict in summary.winners([ahead]):
-        assert verdict.headline == ("nginx/tuned is fastest, at least 11,000 requests/s on average over every level; "
-                                    "the client, not the server, set nginx/tuned's pace at level 20, so it may be "
-                                    "faster still.")
-        assert verdict.details == ["nginx/tuned serves at least 1.10 times more requests per second on average than "
-                                   "reference/tuned; reference/tuned needs at least 1.10 times the time of "
-                                   "nginx/tuned to serve the same requests."]
+        assert verdict.headline == (
+            "nginx/tuned is fastest, at least 11,000 requests/s on average over every level; "
+            "the client, not the server, set nginx/tuned's pace at level 20, so it may be "
+            "faster still."
+        )
+        assert verdict.details == [
+            "nginx/tuned serves at least 1.10 times more requests per second on average than "
+            "reference/tuned; reference/tuned needs at least 1.10 times the time of "
+            "nginx/tuned to serve the same requests."
+        ]
     even = results.load(store, copy_run(db, run_id, keep=first_round, doctor=_rates(1.01, flag=held)))
     for verdict in summary.winners([even]):
-        assert verdict.headline.startswith("nginx/tuned and reference/tuned tie, at least 10,100 requests/s on average "
-                                           "over every level: nginx/tuned serves at least as many requests per second")
+        assert verdict.headline.startswith(
+            "nginx/tuned and reference/tuned tie, at least 10,100 requests/s on average "
+            "over every level: nginx/tuned serves at least as many requests per second"
+        )
 
 
 def test_the_markdown_ratio_says_what_it_divides_and_the_fastest_is_1(stored):
     db, run_id, _ = stored
     apart = copy_run(db, run_id, keep=first_round, doctor=_rates(1.10))
     markdown = httpbench("export", str(apart), "--db", str(db), "--format", "markdown").stdout
-    assert markdown.count("| server/profile | mean req/s | round-to-round CV | min | max | req/s relative to "
-                          "nginx/tuned |") == 2
+    assert (
+        markdown.count(
+            "| server/profile | mean req/s | round-to-round CV | min | max | req/s relative to nginx/tuned |"
+        )
+        == 2
+    )
     assert markdown.count("| `nginx/tuned` | 11,000 | - | 11,000 | 11,000 | 1.00 |") == 2
     assert markdown.count("| `reference/tuned` | 10,000 | - | 10,000 | 10,000 | 0.91 |") == 2
 
@@ -818,8 +936,10 @@ def test_rating_and_differences_name_their_baseline_and_what_was_measured(stored
     assert "rating (nginx/tuned = 100)" in json.dumps(drawn["rating"].spec.to_dict())
     assert "difference to nginx/tuned (%)" in json.dumps(drawn["differences"].spec.to_dict())
     page = report.html([keep_alive])
-    assert "relative to nginx/tuned in the same workload and CPU count, as the 2010 LiteSpeed write-up rated " \
-           "servers." in page
+    assert (
+        "relative to nginx/tuned in the same workload and CPU count, as the 2010 LiteSpeed write-up rated "
+        "servers." in page
+    )
     assert "side by side" not in page
 
 
@@ -831,12 +951,16 @@ def test_a_timeline_of_too_few_seconds_is_left_out_and_says_why(stored):
     assert "timeline" not in {c.name for c in charts.all_charts([single])}
     (timeline,) = [c for c in charts.every_chart(charts.Measured([single], Choices())) if c.name == "timeline"]
     assert timeline.missing.startswith("Not drawn for nginx/tuned (7B, keep-alive, 1 CPU, 20 connections); ")
-    assert timeline.missing.endswith(": fewer than 3 seconds of the level were recorded, all rounds together, "
-                                     "which draw a dot, not a line; longer levels or more rounds give one.")
+    assert timeline.missing.endswith(
+        ": fewer than 3 seconds of the level were recorded, all rounds together, "
+        "which draw a dot, not a line; longer levels or more rounds give one."
+    )
     page = report.html([single])
     assert f'<p class="note">{timeline.missing}</p>' in page and 'href="#timeline"' in page
     # Cells with enough seconds are drawn; the others are named under the chart.
-    nginx_rounds = results.load(store, copy_run(db, run_id, keep=lambda key, level, index: "nginx" in key or index == 0))
+    nginx_rounds = results.load(
+        store, copy_run(db, run_id, keep=lambda key, level, index: "nginx" in key or index == 0)
+    )
     (drawn,) = [c for c in charts.all_charts([nginx_rounds]) if c.name == "timeline"]
     assert {r["series"] for r in drawn.spec.to_dict()["data"]["values"]} == {"nginx/tuned"}
     assert "Not drawn for reference/tuned (7B, keep-alive, 1 CPU, 20 connections); reference/tuned" in drawn.note
@@ -846,6 +970,7 @@ def test_every_level_table_fits_the_page_with_its_flags_in_chromium(stored, tmp_
     """The per-level tables of a page 1,024 pixels wide: no sideways scrolling, and each flag's
     kind and reason in view (a last column of them was pushed out of sight)."""
     from playwright import sync_api
+
     db, run_id, _ = stored
     reason = "the busiest client thread was 97% busy (> 90%): the client, not the server, may have set the pace"
     flagged = copy_run(db, run_id, doctor=_rates(1.1, flag={"kind": "client_saturated", "reason": reason}))
@@ -859,7 +984,9 @@ def test_every_level_table_fits_the_page_with_its_flags_in_chromium(stored, tmp_
             page.eval_on_selector_all("details", "all => all.forEach(d => d.open = true)")
             # Per cell's table: where it ends, where its card ends, and where each text showing
             # the flag's kind or reason ends (a tooltip is not shown).
-            tables = page.eval_on_selector_all("details:has(table)", """(all, reason) => all.map(d => {
+            tables = page.eval_on_selector_all(
+                "details:has(table)",
+                """(all, reason) => all.map(d => {
                 const card = d.closest('section').getBoundingClientRect().right;
                 const walker = document.createTreeWalker(d, NodeFilter.SHOW_TEXT);
                 const shown = {kind: [], reason: []};
@@ -871,7 +998,9 @@ def test_every_level_table_fits_the_page_with_its_flags_in_chromium(stored, tmp_
                         if (text.includes(value)) shown[part].push(range.getBoundingClientRect().right <= card);
                 }
                 return {table: d.querySelector('table').getBoundingClientRect().right, card, ...shown};
-            })""", reason)
+            })""",
+                reason,
+            )
         finally:
             browser.close()
     assert len(tables) == 4

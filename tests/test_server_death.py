@@ -10,15 +10,15 @@ import signal
 import sys
 import threading
 
-from httpbench import plan as plans, results
+from conftest import short_plan
+from httpbench import plan as plans
+from httpbench import results
 from httpbench.placement import Placement
 from httpbench.report import summary
 from httpbench.servers.process import session_pids
 from httpbench.session import Session
 from httpbench.store import Store
 from httpbench.sweep import Progress, Sweep
-
-from conftest import short_plan
 
 KILL_AFTER_S = 0.3
 
@@ -42,8 +42,10 @@ def kill_in_first_window(sweep: Sweep, server: str, victim) -> dict:
                 timer = threading.Timer(KILL_AFTER_S, os.kill, (pid, signal.SIGKILL))
                 timer.start()
                 killed["timer"] = timer
+
         host.start_window = first_window_kills
         return host
+
     sweep._server_host = host_watched
     return killed
 
@@ -52,8 +54,12 @@ def sweep_of(tmp_path, notes: list) -> Sweep:
     # Levels long enough that a kill KILL_AFTER_S into the first one lands inside it, even on a
     # busy machine.
     plan = short_plan(tmp_path, '["nginx", "reference"]', "1, 5, 10", 'duration = "1s"')
-    sweep = Sweep(plans.load(str(plan)), Store(str(tmp_path / "r.db")), Placement.choose("0", "1"),
-                  progress=Progress(on_note=notes.append))
+    sweep = Sweep(
+        plans.load(str(plan)),
+        Store(str(tmp_path / "r.db")),
+        Placement.choose("0", "1"),
+        progress=Progress(on_note=notes.append),
+    )
     # The client ceiling is not what these tests are about: 3 s saved each.
     sweep._client_ceiling = lambda: None
     return sweep
@@ -129,6 +135,7 @@ def test_a_worker_that_dies_flags_the_level_server_restarted(tmp_path):
 
 def test_a_worker_leaving_without_a_replacement_is_a_pool_shrinking_not_a_restart():
     from httpbench import honesty
+
     # apache2's event MPM ends the children it has more of than it keeps spare (one went at level 2
     # of a 1, 2, 100, 200 sweep here), in a level that may have failed requests of its own.
     window = {"crashed": False, "workers_exited": 1, "workers_started": 0, "events": ["worker pid 7 exited"]}
@@ -178,11 +185,20 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
     script.write_text(DEAF_AFTER)
     # Level 1 is served whole (the verification's request and 200), level 2 loses its server
     # halfway: the engine gives up after its connects were refused for 1 s.
-    plan = short_plan(tmp_path, '["deaf"]', "1, 2, 4", "requests = 200",
-                      tables=f'[server.deaf]\ncommand = "{sys.executable} {script} {{host}} {{port}} {{docroot}} 300"\n')
+    plan = short_plan(
+        tmp_path,
+        '["deaf"]',
+        "1, 2, 4",
+        "requests = 200",
+        tables=f'[server.deaf]\ncommand = "{sys.executable} {script} {{host}} {{port}} {{docroot}} 300"\n',
+    )
     notes: list = []
-    sweep = Sweep(plans.load(str(plan)), Store(str(tmp_path / "r.db")), Placement.choose("0", "1"),
-                  progress=Progress(on_note=notes.append))
+    sweep = Sweep(
+        plans.load(str(plan)),
+        Store(str(tmp_path / "r.db")),
+        Placement.choose("0", "1"),
+        progress=Progress(on_note=notes.append),
+    )
     sweep._client_ceiling = lambda: None
     run_id = run_of(sweep)
     run = sweep.store.run(run_id)
@@ -225,6 +241,7 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
 
 def test_a_load_that_ended_early_because_the_server_died_is_flagged_crashed_only():
     from httpbench import honesty
+
     # The engine gives up on a server that is gone; when its process died, that death is the
     # cause, said once (the engine's reason stays in the stored `aborted`).
     aborted = {"aborted": "the server stopped answering: every connection to 127.0.0.1:1 was refused for 1 s"}

@@ -7,12 +7,11 @@ import socket
 import subprocess
 
 import pytest
-
+from conftest import CLIENT_CPU, FILES, SERVER_CPU
 from httpbench import engine, servers
 from httpbench.servers import ServerFailed, ServerProfile, Site, start, verify
 from httpbench.servers.process import port_is_free, session_pids
 
-from conftest import CLIENT_CPU, FILES, SERVER_CPU
 
 def _require(adapter):
     if not adapter.installed():
@@ -30,8 +29,15 @@ def test_adapter_serves_verified_pinned_load_and_stops_clean(site, name, profile
         for pid in pids:
             assert os.sched_getaffinity(pid) == {SERVER_CPU}, f"pid {pid} is not pinned"
         verify(site, FILES, name)
-        report = engine.run({"urls": [site.url + "index.html"], "connections": 8, "stop": {"duration": 1.0},
-                             "cpus": [CLIENT_CPU], "expect_length": len(FILES["index.html"])})
+        report = engine.run(
+            {
+                "urls": [site.url + "index.html"],
+                "connections": 8,
+                "stop": {"duration": 1.0},
+                "cpus": [CLIENT_CPU],
+                "expect_length": len(FILES["index.html"]),
+            }
+        )
         assert report["requests"]["completed"] > 100, report["requests"]
         assert report["errors_total"] == 0, report["errors"]
         if profile == "tuned":
@@ -95,6 +101,7 @@ def test_server_that_compresses_fails_verification(site):
 def _httpbench(*args):
     import subprocess
     import sys
+
     return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True, text=True, timeout=120)
 
 
@@ -106,11 +113,14 @@ def test_servers_command_lists_adapters_with_state_and_version():
     assert "installed" in rows["nginx"] and "nginx/" in rows["nginx"]
 
 
-@pytest.mark.parametrize("args,says", [
-    (["servers", "install", "ngnix"], "known servers"),
-    (["servers", "install"], "name the servers"),
-    (["servers", "frob"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (["servers", "install", "ngnix"], "known servers"),
+        (["servers", "install"], "name the servers"),
+        (["servers", "frob"], "invalid choice"),
+    ],
+)
 def test_servers_command_bad_input_is_one_line(args, says):
     done = _httpbench(*args)
     assert done.returncode == 2 and says in done.stderr
@@ -123,14 +133,17 @@ def test_servers_die_with_a_killed_suite(site):
     import subprocess
     import sys
     import time
-    code = ("import sys, pathlib\n"
-            "from httpbench import servers\n"
-            "from httpbench.servers import Site, ServerProfile\n"
-            f"site = Site(docroot=pathlib.Path({str(site.docroot)!r}), run_dir=pathlib.Path({str(site.run_dir)!r}),"
-            f" port={site.port}, cpus=(0,))\n"
-            "running = servers.start(servers.get('nginx'), site, ServerProfile('default'))\n"
-            "print(running.pid, flush=True)\n"
-            "import time; time.sleep(60)\n")
+
+    code = (
+        "import sys, pathlib\n"
+        "from httpbench import servers\n"
+        "from httpbench.servers import Site, ServerProfile\n"
+        f"site = Site(docroot=pathlib.Path({str(site.docroot)!r}), run_dir=pathlib.Path({str(site.run_dir)!r}),"
+        f" port={site.port}, cpus=(0,))\n"
+        "running = servers.start(servers.get('nginx'), site, ServerProfile('default'))\n"
+        "print(running.pid, flush=True)\n"
+        "import time; time.sleep(60)\n"
+    )
     suite = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     sid = int(suite.stdout.readline())
     assert len(session_pids(sid)) >= 2  # master and workers

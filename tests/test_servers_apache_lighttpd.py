@@ -6,7 +6,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from httpbench import servers
 from httpbench.servers import ServerProfile, Site
 from httpbench.servers.adapters import apache2
@@ -33,11 +32,17 @@ def _lines(text):
 def test_apache_default_is_debians(tmp_path, name):
     mpm = name.split("-")[1]
     lines = _lines(_conf(name, _site(tmp_path)))
-    assert {"KeepAlive On", "MaxKeepAliveRequests 100", "KeepAliveTimeout 5", "Timeout 300",
-            "MaxRequestWorkers 150", "Include /etc/apache2/mods-available/deflate.conf",
-            "Include /etc/apache2/mods-available/status.conf",
-            f"LoadModule mpm_{mpm}_module /usr/lib/apache2/modules/mod_mpm_{mpm}.so",
-            f'CustomLog "{tmp_path}/run/access.log" combined'} <= lines
+    assert {
+        "KeepAlive On",
+        "MaxKeepAliveRequests 100",
+        "KeepAliveTimeout 5",
+        "Timeout 300",
+        "MaxRequestWorkers 150",
+        "Include /etc/apache2/mods-available/deflate.conf",
+        "Include /etc/apache2/mods-available/status.conf",
+        f"LoadModule mpm_{mpm}_module /usr/lib/apache2/modules/mod_mpm_{mpm}.so",
+        f'CustomLog "{tmp_path}/run/access.log" combined',
+    } <= lines
     assert ("StartServers 5" if mpm == "prefork" else "ThreadsPerChild 25") in lines
 
 
@@ -46,10 +51,16 @@ def test_apache_default_is_debians(tmp_path, name):
 def test_apache_tuned_keeps_connections_and_logs_nothing(tmp_path, name, cpus):
     lines = _lines(_conf(name, _site(tmp_path, cpus), "tuned"))
     assert {"KeepAlive On", "KeepAliveTimeout 60", "MaxKeepAliveRequests 1024", "EnableSendfile Off"} <= lines
-    assert not [l for l in lines if l.startswith(("CustomLog", "Include"))]
-    assert {l.split()[1].split("_")[0] for l in lines if l.startswith("LoadModule")} == {
-        "mpm", "authz", "dir", "mime"}
-    value = {l.split()[0]: int(l.split()[1]) for l in lines if len(l.split()) == 2 and l.split()[1].isdigit()}
+    assert not [line for line in lines if line.startswith(("CustomLog", "Include"))]
+    assert {line.split()[1].split("_")[0] for line in lines if line.startswith("LoadModule")} == {
+        "mpm",
+        "authz",
+        "dir",
+        "mime",
+    }
+    value = {
+        line.split()[0]: int(line.split()[1]) for line in lines if len(line.split()) == 2 and line.split()[1].isdigit()
+    }
     # every open connection has its own process or thread, and none is forked or reaped under load
     assert value["MaxRequestWorkers"] >= apache2.TUNED_CONNECTIONS
     if name == "apache2-prefork":
@@ -66,18 +77,28 @@ def test_lighttpd_default_is_debians(tmp_path):
     assert f'server.errorlog = "{tmp_path}/run/error.log"' in lines
     # no keep-alive, worker, access-log or user settings: lighttpd's and Debian's defaults stand
     keys = {line.split("=")[0].strip() for line in lines}
-    assert not keys & {"server.max-keep-alive-idle", "server.max-keep-alive-requests", "server.max-worker",
-                       "accesslog.filename", "server.username"}
+    assert not keys & {
+        "server.max-keep-alive-idle",
+        "server.max-keep-alive-requests",
+        "server.max-worker",
+        "accesslog.filename",
+        "server.username",
+    }
 
 
 @pytest.mark.parametrize("cpus", [(0,), (0, 1)])
 def test_lighttpd_tuned(tmp_path, cpus):
     lines = _lines(_conf("lighttpd", _site(tmp_path, cpus), "tuned"))
-    assert {"server.max-keep-alive-idle = 60", "server.max-keep-alive-requests = 1024",
-            "server.max-fds = 20000", "server.max-connections = 10000"} <= lines
+    assert {
+        "server.max-keep-alive-idle = 60",
+        "server.max-keep-alive-requests = 1024",
+        "server.max-fds = 20000",
+        "server.max-connections = 10000",
+    } <= lines
     # server.max-worker is discouraged by lighttpd's docs: only when there are CPUs to spread over
-    assert [l for l in lines if l.startswith("server.max-worker")] == (
-        ["server.max-worker = 2"] if len(cpus) == 2 else [])
+    assert [line for line in lines if line.startswith("server.max-worker")] == (
+        ["server.max-worker = 2"] if len(cpus) == 2 else []
+    )
 
 
 @pytest.mark.parametrize("name", APACHES + ("lighttpd",))
@@ -95,17 +116,23 @@ def test_server_accepts_rendered_config(tmp_path, name, profile):
     conf = adapter.render(site, ServerProfile(profile))
     (site.run_dir / conf.main).write_text(conf.text)
     check = ["-t"] if name.startswith("apache2") else ["-tt"]
-    done = subprocess.run([adapter.executable(), *check, "-f", str(site.run_dir / conf.main)],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [adapter.executable(), *check, "-f", str(site.run_dir / conf.main)], capture_output=True, text=True, timeout=30
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_apache_stock_files_exist():
     """The default profile loads Debian's stock module files; a missing one fails loudly at start,
     and this says which."""
-    missing = [p for p in ([f"{apache2.MODULES}/mod_{m}.so" for m in apache2.DEBIAN_MODULES]
-                           + [f"{apache2.STOCK}/{m}.conf" for m in apache2.DEBIAN_MODULE_CONFS])
-               if not Path(p).is_file()]
+    missing = [
+        p
+        for p in (
+            [f"{apache2.MODULES}/mod_{m}.so" for m in apache2.DEBIAN_MODULES]
+            + [f"{apache2.STOCK}/{m}.conf" for m in apache2.DEBIAN_MODULE_CONFS]
+        )
+        if not Path(p).is_file()
+    ]
     assert not missing
 
 
@@ -126,6 +153,7 @@ def test_apache_runs_as_www_data_with_one_capability(tmp_path):
 def test_apache_rejected_directive_names_the_rendered_line(tmp_path):
     from httpbench import servers
     from httpbench.servers import ServerFailed, ServerProfile, Site
+
     docroot = tmp_path / "www"
     docroot.mkdir()
     site = Site(docroot=docroot, run_dir=tmp_path / "run", port=servers.free_port(), cpus=(0,))

@@ -2,11 +2,9 @@
 really answer from cache, nobody compresses even when asked, and profile directives land."""
 
 import pytest
-
+from conftest import CLIENT_CPU, FILES
 from httpbench import engine, servers
 from httpbench.servers import ServerProfile, Site, start, verify
-
-from conftest import CLIENT_CPU, FILES
 
 OURS = ("varnish", "trafficserver", "h2o", "caddy")
 
@@ -22,8 +20,15 @@ def test_cache_answers_without_asking_the_backend(site, name):
         verify(site, FILES, name)  # warm-up: every file fetched once
         log = running.backend.site.run_dir / "access.log"
         before = _lines(log)
-        report = engine.run({"urls": [site.url + "index.html"], "connections": 4, "stop": {"duration": 0.5},
-                             "cpus": [CLIENT_CPU], "expect_length": len(FILES["index.html"])})
+        report = engine.run(
+            {
+                "urls": [site.url + "index.html"],
+                "connections": 4,
+                "stop": {"duration": 0.5},
+                "cpus": [CLIENT_CPU],
+                "expect_length": len(FILES["index.html"]),
+            }
+        )
         assert report["requests"]["completed"] > 100
         assert _lines(log) == before, "the backend served requests the cache should have"
 
@@ -40,10 +45,10 @@ def test_plain_with_length_on_miss_and_hit(site, name, profile):
             verify(site, FILES, name, headers=headers)
 
 
-@pytest.mark.parametrize("name, directive", [("h2o", 'header.add: "X-Bench: yes"'),
-                                             ("caddy", "header X-Bench yes")])
+@pytest.mark.parametrize("name, directive", [("h2o", 'header.add: "X-Bench: yes"'), ("caddy", "header X-Bench yes")])
 def test_directives_reach_the_server(site, name, directive):
     import http.client
+
     with start(servers.get(name), site, ServerProfile("tuned", directives=(directive,))):
         conn = http.client.HTTPConnection(site.host, site.port, timeout=5)
         conn.request("GET", "/index.html")
@@ -51,8 +56,10 @@ def test_directives_reach_the_server(site, name, directive):
         conn.close()
 
 
-@pytest.mark.parametrize("name, directive", [("varnish", "-p default_ttl=3600"),
-                                             ("trafficserver", "CONFIG proxy.config.http.cache.http INT 1")])
+@pytest.mark.parametrize(
+    "name, directive",
+    [("varnish", "-p default_ttl=3600"), ("trafficserver", "CONFIG proxy.config.http.cache.http INT 1")],
+)
 def test_directives_of_caches_are_rendered(site, name, directive):
     # Rendered only: started, the directive would also reach the nginx backend (same profile).
     site = Site(docroot=site.docroot, run_dir=site.run_dir, port=site.port, upstream="127.0.0.1:1")

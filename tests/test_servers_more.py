@@ -9,14 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
+from conftest import FILES, make_site
 from httpbench import engine, servers
 from httpbench.servers import ServerFailed, ServerProfile, Site, start, verify
 from httpbench.servers.adapters.command import CommandServer
 from httpbench.servers.adapters.node import SCRIPT as NODE_STATIC
 from httpbench.servers.process import port_is_free, session_pids
-
-from conftest import FILES, make_site
 
 
 @pytest.fixture
@@ -36,8 +34,15 @@ def get(site, path, method="GET", headers=None):
 
 
 def _load_and_stop(running, site):
-    report = engine.run({"urls": [site.url + "index.html"], "connections": 8, "stop": {"duration": 1.0},
-                         "cpus": [1], "expect_length": len(FILES["index.html"])})
+    report = engine.run(
+        {
+            "urls": [site.url + "index.html"],
+            "connections": 8,
+            "stop": {"duration": 1.0},
+            "cpus": [1],
+            "expect_length": len(FILES["index.html"]),
+        }
+    )
     assert report["requests"]["completed"] > 100, report["requests"]
     assert report["errors_total"] == 0, report["errors"]
     running.stop()
@@ -60,8 +65,20 @@ def test_command_renders_the_filled_command_line(site):
     config = server.render(site, ServerProfile("tuned", directives=("--fast", "--cache 10")))
     assert list(config.files) == ["command.txt"]
     words = server.command(site, _written(config, site.run_dir))
-    assert words == [os.path.abspath("bin/my-server"), "-p", str(site.port), "-r", str(site.docroot),
-                     "-w", "1", "-l", f"{site.run_dir}/log", "--fast", "--cache", "10"]
+    assert words == [
+        os.path.abspath("bin/my-server"),
+        "-p",
+        str(site.port),
+        "-r",
+        str(site.docroot),
+        "-w",
+        "1",
+        "-l",
+        f"{site.run_dir}/log",
+        "--fast",
+        "--cache",
+        "10",
+    ]
     assert server.name == "mine" and not server.installed()
     assert "my-server" in server.install_command()
 
@@ -114,16 +131,22 @@ def _cmdline_has(pid, text):
 
 # ---- node_static.js, run by hand with its flags
 
+
 def test_node_static_by_its_command_line_flags(site):
     (site.docroot / "sub").mkdir()
     (site.docroot / "sub" / "a.css").write_bytes(b"a{}\n")
     server = CommandServer(f"node {NODE_STATIC} --host {{host}} --port {{port}} --root {{docroot}}", name="node-flags")
     with start(server, site, ServerProfile()):
         verify(site, FILES, server.name, headers={"Accept-Encoding": "gzip"})
-        types = {path: get(site, path)[0].getheader("Content-Type")
-                 for path in ("/", "/100.html", "/test.jpg", "/sub/a.css")}
-        assert types == {"/": "text/html", "/100.html": "text/html", "/test.jpg": "image/jpeg",
-                         "/sub/a.css": "text/css"}
+        types = {
+            path: get(site, path)[0].getheader("Content-Type") for path in ("/", "/100.html", "/test.jpg", "/sub/a.css")
+        }
+        assert types == {
+            "/": "text/html",
+            "/100.html": "text/html",
+            "/test.jpg": "image/jpeg",
+            "/sub/a.css": "text/css",
+        }
         assert get(site, "/index.html?x=1")[1] == FILES["index.html"]
         head, body = get(site, "/test.jpg", method="HEAD")
         assert head.status == 200 and body == b"" and head.getheader("Content-Length") == str(len(FILES["test.jpg"]))
@@ -132,6 +155,7 @@ def test_node_static_by_its_command_line_flags(site):
 
 
 # ---- the adapters on two cores, asked for compression, asked for what is not there
+
 
 @pytest.fixture
 def plain_site(site):
@@ -184,7 +208,7 @@ def test_jetty9_profiles_and_directives_last(site):
     ini = tuned.files["base/start.ini"].splitlines()
     assert "jetty.threadPool.minThreads=32" in ini and ini[-1] == "jetty.threadPool.maxThreads=99"
     assert "-XX:ActiveProcessorCount=4" in tuned.files["jvm.args"]
-    assert f"<Set name=\"war\">{site.docroot}</Set>" in tuned.files["base/webapps/root.xml"]
+    assert f'<Set name="war">{site.docroot}</Set>' in tuned.files["base/webapps/root.xml"]
     assert jetty.version().startswith("jetty 9.4.")
 
 

@@ -11,14 +11,31 @@ def test_the_resume_command_is_built_from_the_runs_stored_facts():
     assert resume_command(3, "my results.db", {}) == "httpbench run --resume 3 --db 'my results.db'"
     assert resume_command(3, "r.db", {}, ["nginx", "h2o"]) == "httpbench run --resume 3 --db r.db --servers nginx,h2o"
     # A cluster's run goes on from its client hosts, not this one: `runs` and `show` say so too.
-    stored = {"cluster": {"scheduler": "tls://sched:8786", "server_host": "s1",
-                          **Setup(cluster="tls://sched:8786", certs="my certs", on_client_loss="stop").facts()}}
+    stored = {
+        "cluster": {
+            "scheduler": "tls://sched:8786",
+            "server_host": "s1",
+            **Setup(cluster="tls://sched:8786", certs="my certs", on_client_loss="stop").facts(),
+        }
+    }
     assert shlex.split(resume_command(3, "r.db", stored)) == [
-        "httpbench", "run", "--resume", "3", "--db", "r.db", "--cluster", "tls://sched:8786", "--certs", "my certs",
-        "--on-client-loss", "stop"]
+        "httpbench",
+        "run",
+        "--resume",
+        "3",
+        "--db",
+        "r.db",
+        "--cluster",
+        "tls://sched:8786",
+        "--certs",
+        "my certs",
+        "--on-client-loss",
+        "stop",
+    ]
     # A run stored before its certificates were: the scheduler at least.
     assert resume_command(3, "r.db", {"cluster": {"scheduler": "tls://sched:8786"}}).endswith(
-        "--cluster tls://sched:8786")
+        "--cluster tls://sched:8786"
+    )
 
 
 def test_auto_rounds_add_to_the_bar_beyond_each_levels_fewest():
@@ -37,4 +54,4 @@ def test_fixed_rounds_are_decided_by_their_count_and_auto_by_their_agreement():
     assert plan.Rounds(2, 10).more([], 1) and not plan.Rounds(2, 10).more([], 2)
     auto = plan.Rounds(None, 4)
     assert auto.more([100.0, 100.0], 2) and not auto.more([100.0, 101.0, 99.0], 3)
-    assert not auto.more([100.0, 150.0, 50.0, 120.0], 4)   # the cap wins
+    assert not auto.more([100.0, 150.0, 50.0, 120.0], 4)  # the cap wins

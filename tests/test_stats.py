@@ -3,7 +3,6 @@
 import math
 
 import pytest
-
 from httpbench.stats import LevelStats, t95
 
 
@@ -12,7 +11,7 @@ def test_five_values():
     s = LevelStats.of([18, 10, 14, 12, 16])
     assert (s.n, s.min, s.mean, s.max, s.median) == (5, 10, 14, 18, 14)
     assert s.stdev == pytest.approx(math.sqrt(10))
-    assert s.ci95 == pytest.approx(2.776 * math.sqrt(10) / math.sqrt(5))   # t(4) = 2.776
+    assert s.ci95 == pytest.approx(2.776 * math.sqrt(10) / math.sqrt(5))  # t(4) = 2.776
     assert s.cv == pytest.approx(math.sqrt(10) / 14)
 
 
@@ -20,7 +19,7 @@ def test_even_count_median_and_small_sample_t():
     # mean 2.5; squared deviations 2.25+0.25+0.25+2.25 = 5; variance 5/3
     s = LevelStats.of([1, 2, 3, 4])
     assert s.median == 2.5 and s.stdev == pytest.approx(math.sqrt(5 / 3))
-    assert s.ci95 == pytest.approx(3.182 * math.sqrt(5 / 3) / 2)              # t(3) = 3.182
+    assert s.ci95 == pytest.approx(3.182 * math.sqrt(5 / 3) / 2)  # t(3) = 3.182
 
 
 def test_one_value_has_no_spread_and_no_interval():

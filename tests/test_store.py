@@ -2,8 +2,8 @@
 
 import json
 import os
-import signal
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -16,11 +16,9 @@ from typing import Optional
 
 import psycopg
 import pytest
-
+from conftest import free_port
 from httpbench.plan import Budget
 from httpbench.store import Store, StoreError
-
-from conftest import free_port
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -34,7 +32,8 @@ HDR_TOTAL = (
     "MjDkCELa2NalFYIRAgMPEY/9pOjBQZIM5QWn4EPwtqgoYEfCIKFQB3sSpqhOjvRbgmFU8VJL0kcSeUnBEXsO5uALi4qUApZbcKhw"
     "HpOIsBYi4SHGVQSo0X6OemztkxZ5a+i7RoofahHxLfcsv9DSLFPxF00zMlyGPAxClGv80bqbl5jnEOpNogaPjmBMwIoMD7OPKygK"
     "tSN1j5PSk0cldHI6nNfHLLLyJwu3psmTVeK6KAby4qrFCUKEZaMzKPIyZLqiSFjwDS37faatU+ko0qYlCndwFvfDkSgQV/IK8Ne1"
-    "ew+NyFl2wZvWJXYB37FbRQ==")
+    "ew+NyFl2wZvWJXYB37FbRQ=="
+)
 HDR_CONNECT = "HISTFAAAACF4nJNpmSzMwMDAzAABMJoRzJnczmD/ASKwl5EDAFNGBGA="
 
 
@@ -61,9 +60,20 @@ class FakeCell:
 
 
 def summary(p50: int, hdr: str) -> dict:
-    return {"count": 176049, "min_us": 15, "mean_us": 44.92793483632398, "stdev_us": 154.59999970366633,
-            "max_us": 20127, "p50_us": p50, "p75_us": 44, "p90_us": 52, "p99_us": 74, "p99_9_us": 931,
-            "p99_99_us": 5739, "hdr": hdr}
+    return {
+        "count": 176049,
+        "min_us": 15,
+        "mean_us": 44.92793483632398,
+        "stdev_us": 154.59999970366633,
+        "max_us": 20127,
+        "p50_us": p50,
+        "p75_us": 44,
+        "p90_us": 52,
+        "p99_us": 74,
+        "p99_9_us": 931,
+        "p99_99_us": 5739,
+        "hdr": hdr,
+    }
 
 
 def measurement(level: int, index: int) -> dict:
@@ -71,7 +81,8 @@ def measurement(level: int, index: int) -> dict:
     monitor window and the flags."""
     rps = 88024.5 + level * 10 + index
     return {
-        "schema": "httpbench-load/1", "engine": {"version": "0.1.0", "io": "io_uring"},
+        "schema": "httpbench-load/1",
+        "engine": {"version": "0.1.0", "io": "io_uring"},
         "spec": {"urls": ["http://127.0.0.1:18089/index.html"], "connections": level, "stop": {"duration": 2.0}},
         "validation": {"status": 200, "body_bytes": 7, "ok": True, "problem": None},
         "duration_s": 2.0,
@@ -82,15 +93,29 @@ def measurement(level: int, index: int) -> dict:
         "errors_total": index,
         "bytes": {"head": 15492312, "body": 1232343, "read": 16724655, "written": 16372650},
         "connections": {"opened": level, "server_closes": 0},
-        "latency": {"total": summary(39, HDR_TOTAL), "service": summary(39, HDR_TOTAL),
-                    "first_byte": summary(38, HDR_TOTAL), "connect": summary(95, HDR_CONNECT)},
+        "latency": {
+            "total": summary(39, HDR_TOTAL),
+            "service": summary(39, HDR_TOTAL),
+            "first_byte": summary(38, HDR_TOTAL),
+            "connect": summary(95, HDR_CONNECT),
+        },
         "timeseries": [{"second": s, "requests": 88000 + s, "errors": 0, "p50_us": 39, "p99_us": 74} for s in range(2)],
-        "client": {"threads": [{"cpu": 1, "user_s": 0.138627, "sys_s": 0.798828, "wall_s": 2.0,
-                                "busy_share": 0.4687275}],
-                   "user_s": 0.138627, "sys_s": 0.798828, "busy_share": 0.4687275, "cpu_us_per_request": 5.32},
+        "client": {
+            "threads": [{"cpu": 1, "user_s": 0.138627, "sys_s": 0.798828, "wall_s": 2.0, "busy_share": 0.4687275}],
+            "user_s": 0.138627,
+            "sys_s": 0.798828,
+            "busy_share": 0.4687275,
+            "cpu_us_per_request": 5.32,
+        },
         "aborted": None,
-        "server": {"duration_s": 2.01, "samples": 20, "rss_peak_bytes": 1 << 22, "pss_mean_bytes": None,
-                   "cpu_user_cores": 0.31, "idle_share": float("nan")},  # NaN: JSON has none, stored as null
+        "server": {
+            "duration_s": 2.01,
+            "samples": 20,
+            "rss_peak_bytes": 1 << 22,
+            "pss_mean_bytes": None,
+            "cpu_user_cores": 0.31,
+            "idle_share": float("nan"),
+        },  # NaN: JSON has none, stored as null
         "flags": [{"kind": "littles_law", "reason": "1 connections, throughput x latency says 3.9"}],
     }
 
@@ -115,8 +140,9 @@ class Postgres:
 
     def database(self) -> str:
         self.made += 1
-        with psycopg.connect(host="127.0.0.1", port=self.port, user="bench", dbname="postgres",
-                             autocommit=True) as conn:
+        with psycopg.connect(
+            host="127.0.0.1", port=self.port, user="bench", dbname="postgres", autocommit=True
+        ) as conn:
             conn.execute(f"CREATE DATABASE t{self.made}")
         return f"postgresql://bench@127.0.0.1:{self.port}/t{self.made}"
 
@@ -134,17 +160,35 @@ def postgres():
     shutil.chown(base, "postgres", "postgres")
     server = None
     try:
-        subprocess.run([PG_BIN / "initdb", "-D", base / "data", "-A", "trust", "-U", "bench", "-E", "UTF8",
-                        "--no-locale", "--no-sync"], check=True, capture_output=True, **as_postgres)
+        subprocess.run(
+            [
+                PG_BIN / "initdb",
+                "-D",
+                base / "data",
+                "-A",
+                "trust",
+                "-U",
+                "bench",
+                "-E",
+                "UTF8",
+                "--no-locale",
+                "--no-sync",
+            ],
+            check=True,
+            capture_output=True,
+            **as_postgres,
+        )
         port = free_port()
-        server = subprocess.Popen([PG_BIN / "postgres", "-D", base / "data", "-k", base, "-p", str(port),
-                                   "-c", "listen_addresses=127.0.0.1"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **as_postgres)
+        server = subprocess.Popen(
+            [PG_BIN / "postgres", "-D", base / "data", "-k", base, "-p", str(port), "-c", "listen_addresses=127.0.0.1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            **as_postgres,
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
-                psycopg.connect(host="127.0.0.1", port=port, user="bench", dbname="postgres",
-                                connect_timeout=1).close()
+                psycopg.connect(host="127.0.0.1", port=port, user="bench", dbname="postgres", connect_timeout=1).close()
                 break
             except psycopg.OperationalError:
                 if time.monotonic() > deadline or server.poll() is not None:
@@ -182,7 +226,10 @@ def test_sqlite_and_postgresql_read_back_identically(tmp_path, postgres):
     assert [len(c["rounds"]) for c in a["cells"]] == [4, 4]
     stored = a["cells"][0]["rounds"][3]
     assert (stored["level"], stored["round"]) == (10, 1)
-    assert stored["measurement"] == {**measurement(10, 1), "server": {**measurement(10, 1)["server"], "idle_share": None}}
+    assert stored["measurement"] == {
+        **measurement(10, 1),
+        "server": {**measurement(10, 1)["server"], "idle_share": None},
+    }
     assert stored["measurement"]["latency"]["total"]["hdr"] == HDR_TOTAL
 
 
@@ -228,8 +275,9 @@ def test_a_round_that_stopped_its_cell_is_measured_again_in_its_place(db):
 def test_schema_version_mismatch_is_one_line(db):
     with Store(db).engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
-    with pytest.raises(StoreError, match=r"schema version 99, this httpbench writes version 4; use another --db") \
-            as failed:
+    with pytest.raises(
+        StoreError, match=r"schema version 99, this httpbench writes version 4; use another --db"
+    ) as failed:
         Store(db)
     assert "\n" not in str(failed.value)
 
@@ -237,10 +285,12 @@ def test_schema_version_mismatch_is_one_line(db):
 def older_store(db: str, version: int, keys=("nginx/tuned/7B/ka/1cpu",), **run) -> None:
     """A store as httpbench wrote it in schema `version`: today's tables without the columns
     added since, holding a run (with `run`'s columns) whose cells have `keys`, each a round."""
-    from sqlalchemy import MetaData, Table, create_engine, insert
     from httpbench import store
-    added = {(c.table.name, c.name) for since in range(version + 1, store.SCHEMA_VERSION + 1)
-             for c in store.ADDED[since]}
+    from sqlalchemy import MetaData, Table, create_engine, insert
+
+    added = {
+        (c.table.name, c.name) for since in range(version + 1, store.SCHEMA_VERSION + 1) for c in store.ADDED[since]
+    }
     old = MetaData()
     for table in store.metadata.sorted_tables:
         Table(table.name, old, *[c._copy() for c in table.columns if (table.name, c.name) not in added])
@@ -248,15 +298,37 @@ def older_store(db: str, version: int, keys=("nginx/tuned/7B/ka/1cpu",), **run) 
     with engine.begin() as conn:
         old.create_all(conn)
         conn.execute(insert(old.tables["meta"]).values(schema_version=version))
-        run_id = conn.execute(insert(old.tables["runs"]).values(
-            **{"plan_name": "tiny", "plan_text": FakePlan.text, "host": {}, "versions": {}, "started": store._now(),
-               **run})).inserted_primary_key[0]
+        run_id = conn.execute(
+            insert(old.tables["runs"]).values(
+                **{
+                    "plan_name": "tiny",
+                    "plan_text": FakePlan.text,
+                    "host": {},
+                    "versions": {},
+                    "started": store._now(),
+                    **run,
+                }
+            )
+        ).inserted_primary_key[0]
         for key in keys:
-            cell_id = conn.execute(insert(old.tables["cells"]).values(
-                run_id=run_id, key=key, server="nginx", profile="tuned", workload="7B", keep_alive=True, cpus=1,
-                config_text="", server_version="v1", seconds=2.5, status="interrupted")).inserted_primary_key[0]
-            conn.execute(insert(old.tables["rounds"]).values(cell_id=cell_id, level=1, round=0,
-                                                             measurement=measurement(1, 0)))
+            cell_id = conn.execute(
+                insert(old.tables["cells"]).values(
+                    run_id=run_id,
+                    key=key,
+                    server="nginx",
+                    profile="tuned",
+                    workload="7B",
+                    keep_alive=True,
+                    cpus=1,
+                    config_text="",
+                    server_version="v1",
+                    seconds=2.5,
+                    status="interrupted",
+                )
+            ).inserted_primary_key[0]
+            conn.execute(
+                insert(old.tables["rounds"]).values(cell_id=cell_id, level=1, round=0, measurement=measurement(1, 0))
+            )
     engine.dispose()
 
 
@@ -267,33 +339,46 @@ def version_1_store(db: str) -> None:
 
 def test_a_version_1_store_is_migrated_and_keeps_its_runs(db):
     version_1_store(db)
-    store = Store(db)   # `run` migrates (a command that only reads does not)
+    store = Store(db)  # `run` migrates (a command that only reads does not)
     assert schema_version(db) == 4
     old = store.run(1)
-    assert old["status"] == "running" and old["owner_pid"] is None   # whose process it was is unknown
+    assert old["status"] == "running" and old["owner_pid"] is None  # whose process it was is unknown
     assert [len(c["rounds"]) for c in old["cells"]] == [1] and old["cells"][0]["sessions"] is None
-    store.claim(1)   # resumed
+    store.claim(1)  # resumed
     assert store.run(1)["owner_pid"] == os.getpid() and store.run(1)["status"] == "running"
     cell = FakeCell(key="nginx/tuned/7B/ka/1cpu")
     assert store.cell(1, cell, "", "v1") == 1 and store.run(1)["cells"][0]["sessions"] == 2
     store.finish_cell(1, "done", 1.0, None)
     assert store.run(1)["cells"][0]["seconds"] == 3.5
     assert store.run(fill(store))["owner_pid"] == os.getpid()
-    Store(db, create=False)   # opened again: nothing left to migrate
+    Store(db, create=False)  # opened again: nothing left to migrate
 
 
 def test_a_version_3_store_gets_each_cells_budget_from_its_key(db):
     # Schema version 3 kept a cell's own budget (its plan swept several) only in its key.
-    older_store(db, 3, keys=("nginx/tuned/7B/ka/1cpu/n100", "nginx/tuned/7B/ka/1cpu/0.5s", "nginx/tuned/7B/ka/1cpu"),
-                status="done", owner_host="h", owner_pid=1, owner_started=1.0, owner_boot="b", plan_text=TWO_BUDGETS)
+    older_store(
+        db,
+        3,
+        keys=("nginx/tuned/7B/ka/1cpu/n100", "nginx/tuned/7B/ka/1cpu/0.5s", "nginx/tuned/7B/ka/1cpu"),
+        status="done",
+        owner_host="h",
+        owner_pid=1,
+        owner_started=1.0,
+        owner_boot="b",
+        plan_text=TWO_BUDGETS,
+    )
     from httpbench import results
+
     # Read as it is (a command that only reads), then migrated (`run`): the same budgets.
     for create, version in ((False, 3), (True, 4)):
         store = Store(db, create=create)
         assert schema_version(db) == version
         stored = store.run(1)
-        assert [(c["budget_requests"], c["budget_seconds"]) for c in stored["cells"]] == [(100, None), (None, 0.5),
-                                                                                          (None, None)]
+        assert [(c["budget_requests"], c["budget_seconds"]) for c in stored["cells"]] == [
+            (100, None),
+            (None, 0.5),
+            (None, None),
+        ]
         run = results.of_run(stored)
         assert [(c.budget, c.requests_budget) for c in run.cells] == [("n100", 100), ("0.5s", None), ("", 100)]
     # A cell stored now keeps its budget in those columns, whatever its key says.
@@ -313,8 +398,9 @@ requests = [100, 1000]
 
 def schema_version(db: str) -> int:
     """The version `db` says it is in, read past Store."""
-    from sqlalchemy import create_engine
     from httpbench import store
+    from sqlalchemy import create_engine
+
     engine = create_engine(store.url_of(db))
     with engine.connect() as conn:
         version = conn.exec_driver_sql("SELECT schema_version FROM meta").scalar()
@@ -352,12 +438,12 @@ def test_runs_opening_an_older_store_at_once_migrate_it_once(db):
     test holds the table the migration alters while they start, so that all of them are at the
     migration when it lets go."""
     from httpbench import store
+
     version_1_store(db)
     code = "import sys\nfrom httpbench.store import Store\nStore(sys.argv[1])"
     with holding_runs(db):
-        runs = [subprocess.Popen([sys.executable, "-c", code, db], stderr=subprocess.PIPE, text=True)
-                for _ in range(3)]
-        time.sleep(2.5)   # under SQLite's 5 s wait for a lock
+        runs = [subprocess.Popen([sys.executable, "-c", code, db], stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        time.sleep(2.5)  # under SQLite's 5 s wait for a lock
     errors = [run.communicate(timeout=60)[1] for run in runs]
     assert [run.returncode for run in runs] == [0] * 3, errors
     assert schema_version(db) == store.SCHEMA_VERSION
@@ -386,12 +472,14 @@ def test_a_runs_owner_is_its_start_in_ticks_of_this_boot(tmp_path):
     """A start time in seconds since the epoch moves when the wall clock is stepped (the kernel's
     btime moves with it), which would show a live run as interrupted and let a second --resume
     in: the owner's start is kept in clock ticks after the boot, with the boot's id."""
-    from httpbench import procfs, store as stores
+    from httpbench import procfs
+    from httpbench import store as stores
+
     store = Store(str(tmp_path / "r.db"))
     run = store.run(store.start_run(FakePlan(), {}, {}))
     assert (run["owner_started"], run["owner_boot"]) == (procfs.stat(os.getpid()).started, procfs.boot_id())
     assert stores.owner_alive(run) is True and stores._as_seen(run)["status"] == "running"
-    rebooted = {**run, "owner_boot": "an earlier boot"}   # the same pid and ticks name another process
+    rebooted = {**run, "owner_boot": "an earlier boot"}  # the same pid and ticks name another process
     assert stores.owner_alive(rebooted) is False and stores._as_seen(rebooted)["status"] == "interrupted"
 
 
@@ -406,8 +494,9 @@ def test_unreachable_database_is_one_fast_line():
 def test_a_writer_killed_mid_run_loses_nothing_it_committed(db):
     """kill -9 a process writing rounds as fast as it can: every round it reported committed is
     there, whole, and the database opens as before (SQLite rolls back its hot journal)."""
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, db, json.dumps(measurement(1, 0))],
-                              stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, db, json.dumps(measurement(1, 0))], stdout=subprocess.PIPE, text=True
+    )
     try:
         run_id, cell_id = map(int, writer.stdout.readline().split())
         committed = [int(writer.stdout.readline()) for _ in range(30)]

@@ -11,7 +11,6 @@ import time
 from types import SimpleNamespace
 
 import pytest
-
 from httpbench.store import Store
 
 PLAN = """
@@ -64,8 +63,12 @@ def test_a_short_sweep_is_stored_and_shown(plan_file, tmp_path):
             assert m["requests"]["completed"] > 0 and m["errors_total"] == 0
             assert m["server"]["rss_peak_bytes"] > 0 and m["server"]["cpu_user_cores"] >= 0
     # The verdict: a winner, or (two rounds give a wide interval) a tie.
-    assert ("is fastest" in done.stdout and "times more requests per second" in done.stdout
-            or " tie, " in done.stdout and "as many requests per second" in done.stdout), done.stdout
+    assert (
+        "is fastest" in done.stdout
+        and "times more requests per second" in done.stdout
+        or " tie, " in done.stdout
+        and "as many requests per second" in done.stdout
+    ), done.stdout
     shown = httpbench("show", "1", "--db", str(db))
     assert shown.returncode == 0 and "nginx/tuned" in shown.stdout
     listed = httpbench("runs", "--db", str(db))
@@ -80,14 +83,17 @@ def until_stored(db, rounds: int) -> None:
         try:
             if len(rounds_of(db, 1)[1]) >= rounds:
                 return
-        except Exception:   # the run or its tables not made yet
+        except Exception:  # the run or its tables not made yet
             continue
 
 
 def test_resume_after_sigkill_loses_and_duplicates_nothing(plan_file, tmp_path):
     db = tmp_path / "results.db"
-    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", str(plan_file), "--db", str(db)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "httpbench", "run", str(plan_file), "--db", str(db)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     until_stored(db, 3)
     sweep.send_signal(signal.SIGKILL)
     sweep.wait()
@@ -117,8 +123,12 @@ def test_unknown_run_and_bad_plan_are_one_line(tmp_path, plan_file):
 def interrupted_after_a_round(db, *args, sig=signal.SIGINT, code=130) -> str:
     """`httpbench run *args --db db`, given Ctrl-C (or `sig`) once a round is stored; its stderr.
     It must exit with `code`."""
-    sweep = subprocess.Popen([sys.executable, "-m", "httpbench", "run", *args, "--db", str(db)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "httpbench", "run", *args, "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     until_stored(db, 1)
     sweep.send_signal(sig)
     _, err = sweep.communicate(timeout=60)
@@ -152,23 +162,34 @@ def test_a_resumed_run_keeps_its_cpus_and_servers(plan_file, tmp_path):
     assert {tuple(r["measurement"]["spec"]["cpus"]) for c in run["cells"] for r in c["rounds"]} == {(0,)}
 
 
-@pytest.mark.parametrize("name", ["quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image",
-                                  "tfb-plaintext"])
+@pytest.mark.parametrize(
+    "name", ["quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image", "tfb-plaintext"]
+)
 def test_a_shortened_version_of_each_built_in_plan_runs(name, tmp_path):
     # The plan as shipped, cut down: two servers it names (or reference), its first two levels kept
     # small, one round, short budgets. Everything else (workloads, keep-alive, model, client,
     # directives) stays as the plan says.
     import dataclasses
-    from httpbench import plan as plans, servers
+
+    from httpbench import plan as plans
+    from httpbench import servers
     from httpbench.placement import Placement
     from httpbench.sweep import Sweep
+
     p = plans.load(name)
     wanted = [s for s in (p.servers or servers.names()) if s in servers.names()][:2] or ["reference"]
     short = dataclasses.replace(
-        p, servers=tuple(wanted), profiles=p.profiles[:1], server_cpus=(1,), keep_alive=p.keep_alive[:2],
-        levels=tuple(min(level, 20) for level in p.levels[:2]), rounds=plans.Rounds(1, 1), warmup=0.0,
+        p,
+        servers=tuple(wanted),
+        profiles=p.profiles[:1],
+        server_cpus=(1,),
+        keep_alive=p.keep_alive[:2],
+        levels=tuple(min(level, 20) for level in p.levels[:2]),
+        rounds=plans.Rounds(1, 1),
+        warmup=0.0,
         budget=plans.Budget(requests=200) if p.budget.requests else plans.Budget(duration=0.3),
-        budgets=tuple(plans.Budget(requests=min(b.requests, 200)) for b in p.budgets[:2] if b.requests))
+        budgets=tuple(plans.Budget(requests=min(b.requests, 200)) for b in p.budgets[:2] if b.requests),
+    )
     store = Store(str(tmp_path / "r.db"))
     sweep = Sweep(short, store, Placement.choose("0", "1"), only=wanted)
     run_id = sweep.start()
@@ -181,6 +202,7 @@ def test_a_shortened_version_of_each_built_in_plan_runs(name, tmp_path):
 
 
 # ---------------------------------------------------------------- the sweep's cluster logic
+
 
 class ScriptedCluster:
     """A cluster whose server host is this one and whose levels answer from `loads`, merged
@@ -208,9 +230,15 @@ def scripted_sweep(tmp_path, plan_file, loads: list, on_client_loss: str = "cont
     from httpbench import plan as plans
     from httpbench.placement import Placement
     from httpbench.sweep import Progress, Sweep
-    return Sweep(plans.load(str(plan_file)), Store(str(tmp_path / "r.db")), Placement((1,), (), False),
-                 cluster=ScriptedCluster(loads), on_client_loss=on_client_loss,
-                 progress=Progress(on_note=(notes if notes is not None else []).append))
+
+    return Sweep(
+        plans.load(str(plan_file)),
+        Store(str(tmp_path / "r.db")),
+        Placement((1,), (), False),
+        cluster=ScriptedCluster(loads),
+        on_client_loss=on_client_loss,
+        progress=Progress(on_note=(notes if notes is not None else []).append),
+    )
 
 
 def merged(per_second: float, lost=()) -> dict:
@@ -219,6 +247,7 @@ def merged(per_second: float, lost=()) -> dict:
 
 def test_a_client_host_lost_while_measuring_the_ceiling_has_it_measured_again(tmp_path, plan_file):
     from httpbench.sweep import Stopped
+
     # Two hosts measure 1000 req/s; c2 is lost part-way through the next round; c1 alone does 650
     # at best. The hosts that load the rest of the run are c1's: its ceiling is theirs.
     loads = [merged(1000), merged(400, ["c2"]), merged(600), merged(650), merged(640)]
@@ -232,18 +261,34 @@ def test_a_client_host_lost_while_measuring_the_ceiling_has_it_measured_again(tm
 
 def client_host(name: str, busy: float, waiting: float) -> dict:
     """A client host's part of a cluster level: its engine's report, two threads on two CPUs."""
-    return {"host": name, "started_at": 0.0, "report": {
-        "duration_s": 1.0, "requests": {"per_second": 5000.0}, "host": {"cpus_allowed": [0, 1]},
-        "client": {"busy_share": busy, "waiting_share": waiting, "user_s": 0.6, "sys_s": 0.3,
-                   "threads": [{"busy_share": busy, "waiting_share": waiting},
-                               {"busy_share": 0.2, "waiting_share": 0.0}]}}}
+    return {
+        "host": name,
+        "started_at": 0.0,
+        "report": {
+            "duration_s": 1.0,
+            "requests": {"per_second": 5000.0},
+            "host": {"cpus_allowed": [0, 1]},
+            "client": {
+                "busy_share": busy,
+                "waiting_share": waiting,
+                "user_s": 0.6,
+                "sys_s": 0.3,
+                "threads": [{"busy_share": busy, "waiting_share": waiting}, {"busy_share": 0.2, "waiting_share": 0.0}],
+            },
+        },
+    }
 
 
 def test_one_saturated_client_host_flags_the_level_naming_that_host():
     from httpbench.sweep import cluster_flags
+
     # c1's busiest thread is half busy and waits for its CPU most of the rest; c2 is at ease.
-    level = {"requests": {"per_second": 10_000.0}, "hosts": [client_host("c1", 0.5, 0.45), client_host("c2", 0.3, 0.02)],
-             "lost_hosts": [], "absent_hosts": []}
+    level = {
+        "requests": {"per_second": 10_000.0},
+        "hosts": [client_host("c1", 0.5, 0.45), client_host("c2", 0.3, 0.02)],
+        "lost_hosts": [],
+        "absent_hosts": [],
+    }
     (flag,) = [f for f in cluster_flags(level, 100_000.0) if f]
     assert flag.kind == "client_saturated"
     assert flag.reason == "client host c1: busiest client thread 50.0% busy and 45.0% waiting for its CPU (> 90%)"
@@ -254,11 +299,17 @@ def test_one_saturated_client_host_flags_the_level_naming_that_host():
 def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_file):
     # rounds = "auto": level 1 has three stored rounds that agree, so it is done; a resume measures
     # only the levels it lacks (three rounds each here, all alike), not more of level 1.
-    plan_file.write_text(PLAN.replace("rounds = 2", 'rounds = "auto"\nmax_rounds = 6').replace("warmup = \"0.2s\"",
-                                                                                               "warmup = 0"))
+    plan_file.write_text(
+        PLAN.replace("rounds = 2", 'rounds = "auto"\nmax_rounds = 6').replace('warmup = "0.2s"', "warmup = 0")
+    )
     sweep = scripted_sweep(tmp_path, plan_file, [])
-    host = SimpleNamespace(start=lambda *args: SimpleNamespace(url="http://127.0.0.1:1/", config_text="", version="v1"),
-                           verify=lambda: None, watch=lambda: None, alive=lambda: True, stop=lambda: None)
+    host = SimpleNamespace(
+        start=lambda *args: SimpleNamespace(url="http://127.0.0.1:1/", config_text="", version="v1"),
+        verify=lambda: None,
+        watch=lambda: None,
+        alive=lambda: True,
+        stop=lambda: None,
+    )
     sweep.cluster.server_host = lambda cpus: host
     sweep._client_ceiling = lambda: None
     measured = []
@@ -274,6 +325,7 @@ def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_fi
 
 def stored_round(per_second: float) -> dict:
     from test_store import measurement
+
     m = measurement(1, 0)
     m["requests"]["per_second"], m["flags"] = per_second, []
     return m

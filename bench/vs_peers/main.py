@@ -43,26 +43,44 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="bench/engine_vs_peers",
         description="Benchmark httpbench-load side by side with wrk, h2load and ab against nginx, h2o and "
-                    "the reference server on 127.0.0.1 (see bench/README.md).")
-    ap.add_argument("--httpbench", default="target/release/httpbench-load", metavar="PATH",
-                    help="httpbench-load binary (default: %(default)s)")
+        "the reference server on 127.0.0.1 (see bench/README.md).",
+    )
+    ap.add_argument(
+        "--httpbench",
+        default="target/release/httpbench-load",
+        metavar="PATH",
+        help="httpbench-load binary (default: %(default)s)",
+    )
     ap.add_argument("--runs", type=int, default=3, help="runs per tool and scenario (default 3)")
     ap.add_argument("--duration", type=int, default=5, help="seconds per run (default 5)")
-    ap.add_argument("--levels", default="10,100,1000",
-                    help="keep-alive connection levels against nginx, all tools (default %(default)s)")
-    ap.add_argument("--big", type=int, default=10000,
-                    help="large keep-alive level, wrk and httpbench only; 0 to skip (default %(default)s)")
+    ap.add_argument(
+        "--levels",
+        default="10,100,1000",
+        help="keep-alive connection levels against nginx, all tools (default %(default)s)",
+    )
+    ap.add_argument(
+        "--big",
+        type=int,
+        default=10000,
+        help="large keep-alive level, wrk and httpbench only; 0 to skip (default %(default)s)",
+    )
     ap.add_argument("--quick", action="store_true", help="1 run of 2 s each")
     ap.add_argument("--tools", default=",".join(TOOLS), help="subset of %(default)s")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="subset of %(default)s")
     ap.add_argument("--server-cpu", default="0", help="CPU list for servers, e.g. 0 or 0-1 (default 0)")
     ap.add_argument("--client-cpu", default="1", help="CPU list for clients (default 1)")
-    ap.add_argument("--noisy", type=float, default=50, metavar="PCT",
-                    help="repeat a run once if other processes used more than PCT%% of a CPU "
-                         "meanwhile (at most a third of the runs are repeated); 0: never "
-                         "(default %(default)s)")
-    ap.add_argument("--markdown", action="store_true",
-                    help="print the report as Markdown (for bench/RESULTS.md) instead of text")
+    ap.add_argument(
+        "--noisy",
+        type=float,
+        default=50,
+        metavar="PCT",
+        help="repeat a run once if other processes used more than PCT%% of a CPU "
+        "meanwhile (at most a third of the runs are repeated); 0: never "
+        "(default %(default)s)",
+    )
+    ap.add_argument(
+        "--markdown", action="store_true", help="print the report as Markdown (for bench/RESULTS.md) instead of text"
+    )
     a = ap.parse_args(argv)
     if a.quick:
         a.runs, a.duration = 1, 2
@@ -87,6 +105,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 # --------------------------------------------------------------------------- facts
+
 
 def httpbench_status(path: str) -> Tuple[Optional[str], Optional[str]]:
     """(its version line, None), or (None, why it cannot run)."""
@@ -113,8 +132,9 @@ def host_line() -> str:
         with open("/proc/cpuinfo") as f:
             model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
         with open("/etc/os-release") as f:
-            distro = next((line.split("=", 1)[1].strip().strip('"') for line in f
-                           if line.startswith("PRETTY_NAME=")), distro)
+            distro = next(
+                (line.split("=", 1)[1].strip().strip('"') for line in f if line.startswith("PRETTY_NAME=")), distro
+            )
     except OSError:
         pass
     return f"{model}, {os.cpu_count() or 0} CPUs; Linux {platform.release()}; {distro}"
@@ -132,10 +152,11 @@ def raise_file_limit(options: argparse.Namespace) -> None:
 
 # --------------------------------------------------------------------------- the loop
 
+
 @dataclass
 class Progress:
     total: int
-    retries_left: int   # a third of the runs at most are repeated for noise
+    retries_left: int  # a third of the runs at most are repeated for noise
     done: int = 0
 
 
@@ -147,10 +168,12 @@ def skip_unavailable(scenario: Scenario, hb_why: Optional[str]) -> None:
             scenario.skipped[tool] = f"missing ({APT_HINT})"
 
 
-def run_once(tool: str, scenario: Scenario, url: str, host: ServerHost, options, workdir: str,
-             progress: Progress) -> Run:
+def run_once(
+    tool: str, scenario: Scenario, url: str, host: ServerHost, options, workdir: str, progress: Progress
+) -> Run:
     """One run of `tool`, repeated once if other processes took more than --noisy meanwhile (a
     shared machine), within the global budget of repeats; flagged if still noisy."""
+
     def noisy(run: Run) -> bool:
         return bool(options.noisy) and (run.others_pct or 0) > options.noisy
 
@@ -180,9 +203,11 @@ def run_scenario(scenario: Scenario, url: str, host: ServerHost, options, workdi
             run = run_once(tool, scenario, url, host, options, workdir, progress)
             scenario.runs[tool].append(run)
             progress.done += 1
-            log(f"   [{progress.done}/{progress.total} {scenario.key} run {repetition}] {tool:<9} "
+            log(
+                f"   [{progress.done}/{progress.total} {scenario.key} run {repetition}] {tool:<9} "
                 f"{report.fmt(run.rps)} req/s  {report.fmt(run.us_per_req, 2)} us/req  errors "
-                f"{report.fmt(run.errors)}" + (f"  ({run.problem})" if run.problem else ""))
+                f"{report.fmt(run.errors)}" + (f"  ({run.problem})" if run.problem else "")
+            )
             time.sleep(PAUSE_S)
 
 
@@ -215,8 +240,10 @@ def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str]) -> int
         skip_unavailable(s, hb_why)
     runs = sum(len(s.tools) - len(s.skipped) for s in scenarios) * options.runs
     progress = Progress(runs, runs // 3)
-    log(f"matrix: {len(scenarios)} scenarios, {runs} client runs of {options.duration} s "
-        f"(~{int(runs * (options.duration + 1.5) + 30) // 60 + 1} min with start-up)")
+    log(
+        f"matrix: {len(scenarios)} scenarios, {runs} client runs of {options.duration} s "
+        f"(~{int(runs * (options.duration + 1.5) + 30) // 60 + 1} min with start-up)"
+    )
     by_server: Dict[str, List[Scenario]] = {name: [s for s in scenarios if s.server == name] for name in SERVERS}
     workdir = tempfile.mkdtemp(prefix="httpbench-evp-")
     started = True
@@ -236,7 +263,7 @@ def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str]) -> int
 
 
 def _on_signal(signum, frame):
-    raise SystemExit(128 + signum)   # unwinds, so the servers are stopped
+    raise SystemExit(128 + signum)  # unwinds, so the servers are stopped
 
 
 def main(argv: Sequence[str]) -> int:
@@ -264,8 +291,10 @@ def main(argv: Sequence[str]) -> int:
     io = next((run.engine_io for s in scenarios for run in s.runs.get("httpbench", []) if run.engine_io), None)
     if io:
         found = [(name, f"{version} (io: {io})" if name == "httpbench" else version) for name, version in found]
-    method = (f"{options.runs} run(s) x {options.duration} s per tool, medians; server pinned to CPU "
-              f"{options.server_cpu}, client to CPU {options.client_cpu}, one client thread")
+    method = (
+        f"{options.runs} run(s) x {options.duration} s per tool, medians; server pinned to CPU "
+        f"{options.server_cpu}, client to CPU {options.client_cpu}, one client thread"
+    )
     facts = (host, shlex.join([sys.argv[0], *argv]), method, found)
     checked = targets.targets(options.levels, options.big, scenarios)
     print((report.markdown if options.markdown else report.text)(facts, scenarios, checked))

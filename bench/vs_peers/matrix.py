@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Sequence
 
 TOOLS = ("wrk", "h2load", "ab", "httpbench")
 SCENARIOS = ("ka", "pipeline", "close", "big", "h2o", "reference")
-SERVERS = ("nginx", "h2o", "reference")   # in the order they run
+SERVERS = ("nginx", "h2o", "reference")  # in the order they run
 PIPELINE = 16
 BASE_CONNS = 100
 
@@ -20,25 +20,25 @@ class Run:
 
     tool: str
     rps: Optional[float] = None
-    errors: Optional[int] = None          # transport errors plus failing statuses
-    us_per_req: Optional[float] = None    # the client's own user+sys CPU / completed requests
-    server_pct: Optional[float] = None    # the server's CPU over the run, 100 = one core
-    others_pct: Optional[float] = None    # every other process's CPU meanwhile
+    errors: Optional[int] = None  # transport errors plus failing statuses
+    us_per_req: Optional[float] = None  # the client's own user+sys CPU / completed requests
+    server_pct: Optional[float] = None  # the server's CPU over the run, 100 = one core
+    others_pct: Optional[float] = None  # every other process's CPU meanwhile
     problem: Optional[str] = None
     noisy: bool = False
-    engine_io: Optional[str] = None       # httpbench-load's I/O interface, from its report
+    engine_io: Optional[str] = None  # httpbench-load's I/O interface, from its report
 
 
 @dataclass
 class Scenario:
-    key: str                  # "nginx-ka-100": what the targets name
+    key: str  # "nginx-ka-100": what the targets name
     server: str
-    mode: str                 # "ka" keep-alive, "pipe" PIPELINE requests deep, "close" keep-alive off
+    mode: str  # "ka" keep-alive, "pipe" PIPELINE requests deep, "close" keep-alive off
     conns: int
     tools: List[str]
     title: str
     runs: Dict[str, List[Run]] = field(default_factory=dict)
-    skipped: Dict[str, str] = field(default_factory=dict)   # tool -> why it did not run
+    skipped: Dict[str, str] = field(default_factory=dict)  # tool -> why it did not run
 
     def __post_init__(self) -> None:
         self.runs = {tool: [] for tool in self.tools}
@@ -77,18 +77,38 @@ def build(levels: Sequence[int], big: int, scenarios: Sequence[str], tools: Sequ
         for conns in levels:
             add(f"nginx-ka-{conns}", "nginx", "ka", conns, TOOLS, f"nginx, keep-alive, {conns} connections")
     if "pipeline" in scenarios:
-        add(f"nginx-pipe-{BASE_CONNS}", "nginx", "pipe", BASE_CONNS, ("wrk", "h2load", "httpbench"),
-            f"nginx, pipelining {PIPELINE}, {BASE_CONNS} connections")
+        add(
+            f"nginx-pipe-{BASE_CONNS}",
+            "nginx",
+            "pipe",
+            BASE_CONNS,
+            ("wrk", "h2load", "httpbench"),
+            f"nginx, pipelining {PIPELINE}, {BASE_CONNS} connections",
+        )
     if "close" in scenarios:
-        add(f"nginx-close-{BASE_CONNS}", "nginx", "close", BASE_CONNS, ("ab", "wrk", "httpbench"),
-            f"nginx, keep-alive off, {BASE_CONNS} connections (wrk: -H 'Connection: close', not the same thing)")
+        add(
+            f"nginx-close-{BASE_CONNS}",
+            "nginx",
+            "close",
+            BASE_CONNS,
+            ("ab", "wrk", "httpbench"),
+            f"nginx, keep-alive off, {BASE_CONNS} connections (wrk: -H 'Connection: close', not the same thing)",
+        )
     if "big" in scenarios and big:
         add(f"nginx-ka-{big}", "nginx", "ka", big, ("wrk", "httpbench"), f"nginx, keep-alive, {big} connections")
-    for server, title in (("h2o", "h2o, keep-alive, {} connections"),
-                          ("reference", "reference server, keep-alive, {} connections (the client is the limit)")):
+    for server, title in (
+        ("h2o", "h2o, keep-alive, {} connections"),
+        ("reference", "reference server, keep-alive, {} connections (the client is the limit)"),
+    ):
         if server in scenarios:
-            add(f"{server}-ka-{BASE_CONNS}", server, "ka", BASE_CONNS, ("wrk", "h2load", "httpbench"),
-                title.format(BASE_CONNS))
+            add(
+                f"{server}-ka-{BASE_CONNS}",
+                server,
+                "ka",
+                BASE_CONNS,
+                ("wrk", "h2load", "httpbench"),
+                title.format(BASE_CONNS),
+            )
     return out
 
 

@@ -8,12 +8,24 @@ from typing import List, Sequence, Tuple
 from vs_peers.matrix import Scenario
 from vs_peers.targets import Target
 
-HEAD = ["tool", "req/s", "client us/req", "req/s min-max", "errors", "server cpu%", "others cpu%",
-        "req/s / wrk", "us/req / wrk", "note"]
-LEGEND = ("req/s and client us/req are medians over runs; client us/req = the client's own "
-          "user+sys CPU / completed requests; errors = max over runs; server cpu% = the server's "
-          "CPU over the run (100 = its core saturated); others cpu% = CPU of every other "
-          "process on the host meanwhile (noise: high values make the run suspect).")
+HEAD = [
+    "tool",
+    "req/s",
+    "client us/req",
+    "req/s min-max",
+    "errors",
+    "server cpu%",
+    "others cpu%",
+    "req/s / wrk",
+    "us/req / wrk",
+    "note",
+]
+LEGEND = (
+    "req/s and client us/req are medians over runs; client us/req = the client's own "
+    "user+sys CPU / completed requests; errors = max over runs; server cpu% = the server's "
+    "CPU over the run (100 = its core saturated); others cpu% = CPU of every other "
+    "process on the host meanwhile (noise: high values make the run suspect)."
+)
 
 
 def fmt(value, decimals: int = 0) -> str:
@@ -44,13 +56,24 @@ def rows(s: Scenario) -> List[List[str]]:
             continue
         rps, us, spread = s.med(tool, "rps"), s.med(tool, "us_per_req"), s.spread(tool, "rps")
         errors = max((run.errors or 0 for run in s.ok(tool)), default=None)
-        out.append([tool, fmt(rps), fmt(us, 2), f"{fmt(spread[0])}-{fmt(spread[1])}" if spread else "-",
-                    fmt(errors), fmt(s.med(tool, "server_pct")), fmt(s.med(tool, "others_pct")),
-                    quotient(rps, wrk_rps), quotient(us, wrk_us), note(s, tool)])
+        out.append(
+            [
+                tool,
+                fmt(rps),
+                fmt(us, 2),
+                f"{fmt(spread[0])}-{fmt(spread[1])}" if spread else "-",
+                fmt(errors),
+                fmt(s.med(tool, "server_pct")),
+                fmt(s.med(tool, "others_pct")),
+                quotient(rps, wrk_rps),
+                quotient(us, wrk_us),
+                note(s, tool),
+            ]
+        )
     return out
 
 
-Facts = Tuple[str, str, str, Sequence[Tuple[str, str]]]   # (host, command, method, versions)
+Facts = Tuple[str, str, str, Sequence[Tuple[str, str]]]  # (host, command, method, versions)
 
 
 def text(facts: Facts, scenarios: Sequence[Scenario], targets: Sequence[Target]) -> str:
@@ -72,11 +95,21 @@ def text(facts: Facts, scenarios: Sequence[Scenario], targets: Sequence[Target])
 
 def markdown(facts: Facts, scenarios: Sequence[Scenario], targets: Sequence[Target]) -> str:
     host, command, method, versions = facts
-    out = [f"Host: {host}  ", f"Command: `{command}`  ", f"Method: {method}.  ", LEGEND + "  ",
-           "Versions: " + "; ".join(f"{name}: {version}" for name, version in versions)]
+    out = [
+        f"Host: {host}  ",
+        f"Command: `{command}`  ",
+        f"Method: {method}.  ",
+        LEGEND + "  ",
+        "Versions: " + "; ".join(f"{name}: {version}" for name, version in versions),
+    ]
     for s in scenarios:
-        out += ["", f"### {s.title}", "", "| " + " | ".join(HEAD) + " |",
-                "|" + "|".join(["---"] + ["---:"] * (len(HEAD) - 2) + ["---"]) + "|"]
+        out += [
+            "",
+            f"### {s.title}",
+            "",
+            "| " + " | ".join(HEAD) + " |",
+            "|" + "|".join(["---"] + ["---:"] * (len(HEAD) - 2) + ["---"]) + "|",
+        ]
         out += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows(s)]
     out += ["", "### Targets (httpbench-load)", "", "| target | ratio | verdict |", "|---|---:|---|"]
     out += [f"| {label} | {detail.replace('|', chr(92) + '|')} | {verdict} |" for label, verdict, detail in targets]

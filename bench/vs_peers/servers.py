@@ -11,7 +11,7 @@ from httpbench import servers, workload
 from httpbench.servers import ServerProfile
 from httpbench.servers.host import ServerHost
 
-WORKLOAD = workload.generated(7)          # a 7-byte index.html
+WORKLOAD = workload.generated(7)  # a 7-byte index.html
 NGINX_CONF = Path(__file__).with_name("nginx.conf")
 
 

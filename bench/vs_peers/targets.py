@@ -8,7 +8,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from vs_peers.matrix import BASE_CONNS, Scenario, find
 
-Target = Tuple[str, str, str]   # (label, verdict: PASS, FAIL or n/a, ratio or why not)
+Target = Tuple[str, str, str]  # (label, verdict: PASS, FAIL or n/a, ratio or why not)
 
 
 def ratio(s: Optional[Scenario], tool_a: str, tool_b: str, figure: str) -> Tuple[Optional[float], str]:
@@ -41,25 +41,37 @@ def targets(levels: Sequence[int], big: int, scenarios: Sequence[Scenario]) -> L
     against_wrk = [find(scenarios, f"nginx-ka-{c}") for c in [*levels, *([big] if big else [])]]
     against_wrk = [s for s in against_wrk + [find(scenarios, f"nginx-pipe-{BASE_CONNS}")] if s is not None]
     for s in against_wrk:
-        out.append(verdict(f"{s.key}: req/s httpbench/wrk >= 1.00", *ratio(s, "httpbench", "wrk", "rps"),
-                           at_least(1.0)))
+        out.append(
+            verdict(f"{s.key}: req/s httpbench/wrk >= 1.00", *ratio(s, "httpbench", "wrk", "rps"), at_least(1.0))
+        )
     for s in against_wrk:
-        out.append(verdict(f"{s.key}: us/req httpbench/wrk <= 0.75", *ratio(s, "httpbench", "wrk", "us_per_req"),
-                           at_most(0.75)))
+        out.append(
+            verdict(
+                f"{s.key}: us/req httpbench/wrk <= 0.75", *ratio(s, "httpbench", "wrk", "us_per_req"), at_most(0.75)
+            )
+        )
     # Where a server outruns one client core, the client sets the pace: the h2o target,
     # and the same against the reference server, which outruns wrk on hosts where h2o does not.
     for key in (f"h2o-ka-{BASE_CONNS}", f"reference-ka-{BASE_CONNS}"):
         s = find(scenarios, key)
-        out.append(verdict(f"{key}: req/s httpbench/wrk >= 1.25", *ratio(s, "httpbench", "wrk", "rps"),
-                           at_least(1.25)))
-        out.append(verdict(f"{key}: us/req httpbench/wrk <= 0.75", *ratio(s, "httpbench", "wrk", "us_per_req"),
-                           at_most(0.75)))
+        out.append(verdict(f"{key}: req/s httpbench/wrk >= 1.25", *ratio(s, "httpbench", "wrk", "rps"), at_least(1.25)))
+        out.append(
+            verdict(f"{key}: us/req httpbench/wrk <= 0.75", *ratio(s, "httpbench", "wrk", "us_per_req"), at_most(0.75))
+        )
     key = f"nginx-close-{BASE_CONNS}"
-    out.append(verdict(f"{key}: req/s httpbench/ab >= 1.25", *ratio(find(scenarios, key), "httpbench", "ab", "rps"),
-                       at_least(1.25)))
+    out.append(
+        verdict(
+            f"{key}: req/s httpbench/ab >= 1.25", *ratio(find(scenarios, key), "httpbench", "ab", "rps"), at_least(1.25)
+        )
+    )
     if big:
-        out.append(verdict(f"httpbench req/s {big} conns / {BASE_CONNS} conns >= 0.85",
-                           *level_ratio(scenarios, big), at_least(0.85)))
+        out.append(
+            verdict(
+                f"httpbench req/s {big} conns / {BASE_CONNS} conns >= 0.85",
+                *level_ratio(scenarios, big),
+                at_least(0.85),
+            )
+        )
     return out
 
 

@@ -57,7 +57,7 @@ def measure(tool: str, url: str, scenario: Scenario, host: ServerHost, options, 
     duration = options.duration
     argv = command(tool, url, scenario, duration, options.httpbench, workdir)
     if tool == "ab" and os.path.exists(_ab_csv(workdir)):
-        os.remove(_ab_csv(workdir))   # a run that writes none must not read the last one's
+        os.remove(_ab_csv(workdir))  # a run that writes none must not read the last one's
     host.start_window()
     try:
         done = clients.execute(argv, options.client_cpus, duration + clients.GRACE_S + scenario.conns / 500)
@@ -84,8 +84,11 @@ def parse(tool: str, done: clients.Finished, workdir: str) -> Optional[dict]:
 def judge(tool: str, done: clients.Finished, report: Optional[dict], window: dict) -> Run:
     """The run's figures, and what was wrong with it if anything."""
     others = window["others_cpu_cores"]
-    run = Run(tool, server_pct=100 * (window["cpu_user_cores"] + window["cpu_sys_cores"]),
-              others_pct=None if others is None else 100 * others)
+    run = Run(
+        tool,
+        server_pct=100 * (window["cpu_user_cores"] + window["cpu_sys_cores"]),
+        others_pct=None if others is None else 100 * others,
+    )
     if report is None or not (report["requests"]["per_second"] or 0) > 0:
         tail = (done.stderr.strip() or done.stdout.strip())[-400:]
         run.problem = f"exit {done.returncode}, no req/s parsed: " + tail.replace("\n", " | ")

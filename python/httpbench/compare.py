@@ -25,7 +25,7 @@ class Change:
     level: int
     before: LevelStats
     after: LevelStats
-    ratio: float                          # after / before mean requests/s
+    ratio: float  # after / before mean requests/s
     interval: Optional[Tuple[float, float]]  # 95% interval of the ratio; None with one round on a side
 
     @property
@@ -101,8 +101,8 @@ class Comparison:
     before: RunResults
     after: RunResults
     changes: List[Change]
-    missing: List[Missing]   # measured in A, missing or failed in B
-    only_after: List[str]    # cells measured in B only
+    missing: List[Missing]  # measured in A, missing or failed in B
+    only_after: List[str]  # cells measured in B only
 
     def regressions(self, threshold: float) -> List[Change]:
         return [c for c in self.changes if c.regressed(threshold)]
@@ -149,7 +149,7 @@ def compare(before: RunResults, after: RunResults) -> Comparison:
 
 
 def parse_threshold(text: str) -> float:
-    """"5%" or "5" (percent) -> 0.05."""
+    """ "5%" or "5" (percent) -> 0.05."""
     try:
         value = float(text.strip().rstrip("%"))
     except ValueError:

@@ -13,13 +13,15 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from rich import box
 from rich.console import Console
 from rich.padding import Padding
-from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import Progress as Bar
 from rich.table import Column, Table
 from rich.text import Text
 
 from httpbench.errors import Error
-from httpbench.report import summary as report_summary, tables
 from httpbench.plan import Rounds
+from httpbench.report import summary as report_summary
+from httpbench.report import tables
 from httpbench.results import RunResults
 from httpbench.session import Session, resume_command
 from httpbench.sweep import Progress
@@ -51,10 +53,20 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
     level that takes more (rounds = "auto") adds them as they come."""
     # The words are shown as written ("[client_saturated]" is no style), and cut to fit the line
     # (a level's flags make them long), never the count.
-    words = TextColumn("{task.description}", markup=False, table_column=Column(
-        max_width=max(20, console.width - 50), no_wrap=True, overflow="ellipsis"))
-    bar = Bar(words, BarColumn(bar_width=15), TextColumn("{task.completed}/{task.total} rounds"), TimeElapsedColumn(),
-              TextColumn("ETA"), TimeRemainingColumn(), console=console)
+    words = TextColumn(
+        "{task.description}",
+        markup=False,
+        table_column=Column(max_width=max(20, console.width - 50), no_wrap=True, overflow="ellipsis"),
+    )
+    bar = Bar(
+        words,
+        BarColumn(bar_width=15),
+        TextColumn("{task.completed}/{task.total} rounds"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+    )
     task = bar.add_task("starting", total=total_rounds, completed=stored_rounds)
     state = {"cell": ""}
 
@@ -67,11 +79,14 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
             bar.update(task, total=bar.tasks[task].total + 1)
         rps = m["requests"]["per_second"] or 0
         flags = ", ".join(f["kind"] for f in m.get("flags", []))
-        bar.update(task, advance=1, description=f"{state['cell']} level {level}: {rps:,.0f} req/s"
-                   + (f" [{flags}]" if flags else ""))
+        bar.update(
+            task,
+            advance=1,
+            description=f"{state['cell']} level {level}: {rps:,.0f} req/s" + (f" [{flags}]" if flags else ""),
+        )
 
     def on_note(text):
-        bar.console.print(text, markup=False)   # a failed cell's note holds the server's own words
+        bar.console.print(text, markup=False)  # a failed cell's note holds the server's own words
 
     return bar, Progress(on_cell=on_cell, on_round=on_round, on_note=on_note)
 
@@ -81,8 +96,14 @@ def _rich(title: str, headings: List[str], rows: Iterable[List[str]]) -> Table:
     cut to "..."."""
     # Text, not str: stored words (a server's version, an error) are shown as written, never read
     # as rich markup ("[emerg]" would vanish, "[/x]" would raise).
-    out = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False,
-                show_edge=False)
+    out = Table(
+        title=Text(title),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+        show_edge=False,
+    )
     for n, heading in enumerate(headings):
         words = (n == 0 and heading != "level") or heading == "status"
         out.add_column(Text(heading), justify="left" if words else "right", overflow="fold")
@@ -132,7 +153,7 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
     out = out or _stdout()
     table = tables.cells([run])
     headings, rows = _columns(table, CELL_COLUMNS)
-    headings[CELL_COLUMNS.index("rps_mean")] = "mean req/s"   # "mean" alone, without the min beside it
+    headings[CELL_COLUMNS.index("rps_mean")] = "mean req/s"  # "mean" alone, without the min beside it
     grouped: Dict[str, list] = {}
     for cell, row, flags in zip(run.cells, rows, table.flags):
         # The status says when a cell's time adds up several sessions.
@@ -167,18 +188,33 @@ def comparison(cmp, threshold: Optional[float]) -> int:
     beyond it or run B lacks a cell or level of run A (missing or failed), else 0."""
     out = _stdout()
     table = Table(title=f"run {cmp.after.id} against run {cmp.before.id}", title_justify="left")
-    for column in ("cell", "level", f"run {cmp.before.id} req/s", f"run {cmp.after.id} req/s", "ratio",
-                   "95% interval", "verdict"):
+    for column in (
+        "cell",
+        "level",
+        f"run {cmp.before.id} req/s",
+        f"run {cmp.after.id} req/s",
+        "ratio",
+        "95% interval",
+        "verdict",
+    ):
         table.add_column(column, justify="left" if column in ("cell", "verdict") else "right")
     for c in cmp.changes:
         style = {"faster": "green", "slower": "red"}.get(c.verdict, "")
-        table.add_row(Text(c.cell), str(c.level), f"{c.before.mean:,.0f}", f"{c.after.mean:,.0f}", f"{c.ratio:.3f}",
-                      "-" if c.interval is None else f"{c.interval[0]:.3f} to {c.interval[1]:.3f}",
-                      Text(c.verdict, style=style))
+        table.add_row(
+            Text(c.cell),
+            str(c.level),
+            f"{c.before.mean:,.0f}",
+            f"{c.after.mean:,.0f}",
+            f"{c.ratio:.3f}",
+            "-" if c.interval is None else f"{c.interval[0]:.3f} to {c.interval[1]:.3f}",
+            Text(c.verdict, style=style),
+        )
     out.print(table)
     counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
-    out.print(f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "
-              f"{counts['within the noise']} within the noise.")
+    out.print(
+        f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "
+        f"{counts['within the noise']} within the noise."
+    )
     for gap in cmp.missing:
         out.print(f"missing: {gap}", style="red", markup=False)
     for key in cmp.only_after:
@@ -189,23 +225,43 @@ def comparison(cmp, threshold: Optional[float]) -> int:
         return 0
     regressed = cmp.regressions(threshold)
     for c in regressed:
-        print(f"regression: {c.cell} at {c.level} connections: {c.ratio - 1:+.1%} requests/s "
-              f"({c.before.mean:,.0f} -> {c.after.mean:,.0f}), beyond the noise", file=sys.stderr)
+        print(
+            f"regression: {c.cell} at {c.level} connections: {c.ratio - 1:+.1%} requests/s "
+            f"({c.before.mean:,.0f} -> {c.after.mean:,.0f}), beyond the noise",
+            file=sys.stderr,
+        )
     for gap in cmp.missing:
         print(f"regression: {gap}", file=sys.stderr)
     if regressed or cmp.missing:
         return 1
-    print(f"no level fell by more than {threshold:.0%} beyond the noise, and run {cmp.after.id} has every cell "
-          f"and level of run {cmp.before.id}", file=sys.stderr)
+    print(
+        f"no level fell by more than {threshold:.0%} beyond the noise, and run {cmp.after.id} has every cell "
+        f"and level of run {cmp.before.id}",
+        file=sys.stderr,
+    )
     return 0
 
 
 def runs_table(runs: List[dict], db: str) -> None:
     """The stored runs, and how to resume each one that did not finish."""
     out = _stdout()
-    out.print(_rich("stored runs", ["run", "plan", "status", "started", "ended", "cells"], (
-        [str(r["id"]), r["plan_name"], r["status"], str(r["started"])[:19], str(r["ended"] or "")[:19],
-         str(r.get("cells", ""))] for r in runs)))
+    out.print(
+        _rich(
+            "stored runs",
+            ["run", "plan", "status", "started", "ended", "cells"],
+            (
+                [
+                    str(r["id"]),
+                    r["plan_name"],
+                    r["status"],
+                    str(r["started"])[:19],
+                    str(r["ended"] or "")[:19],
+                    str(r.get("cells", "")),
+                ]
+                for r in runs
+            ),
+        )
+    )
     for r in runs:
         hint = _resume_hint(r["id"], r["status"], db, r["host"])
         if hint:
@@ -218,8 +274,11 @@ def run(session: Session) -> int:
     lost client host or failed once stored (the client ceiling not measured, the disk full), 130
     interrupted by Ctrl-C and 143 by SIGTERM (all resumable)."""
     if session.finished:
-        print(f"run {session.run_id} is finished: every round is stored; 'httpbench show {session.run_id}' prints "
-              f"it, 'httpbench report {session.run_id}' writes its report", file=sys.stderr)
+        print(
+            f"run {session.run_id} is finished: every round is stored; 'httpbench show {session.run_id}' prints "
+            f"it, 'httpbench report {session.run_id}' writes its report",
+            file=sys.stderr,
+        )
         return 0
     with session:
         bar, progress = live_progress(session.rounds_total, session.rounds_stored, session.plan.rounds)
@@ -234,8 +293,11 @@ def run(session: Session) -> int:
         except (Error, OSError) as e:
             # Once the run is stored, this is a run that failed (stored so), not bad input.
             reason = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else str(e)
-            print(f"httpbench: run {session.run_id} failed: {reason}; every finished round is stored. "
-                  f"Resume with: {command}", file=sys.stderr)
+            print(
+                f"httpbench: run {session.run_id} failed: {reason}; every finished round is stored. "
+                f"Resume with: {command}",
+                file=sys.stderr,
+            )
             return 1
     if stopped:
         print(f"stopped: {stopped}; every finished round is stored. Resume with: {command}", file=sys.stderr)
@@ -244,8 +306,11 @@ def run(session: Session) -> int:
     write_report(measured, session.db)
     if measured.unfinished and not stopped:
         # After everything is stored and shown: a run with cells that did not finish is no success.
-        print(f"{len(measured.unfinished)} of {len(measured.cells)} cells did not finish (listed above); every "
-              f"finished round is stored. Try them again with: {command}", file=sys.stderr)
+        print(
+            f"{len(measured.unfinished)} of {len(measured.cells)} cells did not finish (listed above); every "
+            f"finished round is stored. Try them again with: {command}",
+            file=sys.stderr,
+        )
     return 1 if stopped or measured.unfinished else 0
 
 
@@ -253,6 +318,7 @@ def report_path(db: str, run_ids: List[int]) -> Path:
     """Where a run's report goes by default: next to an SQLite database (a path or an sqlite:///
     URL), else (PostgreSQL) in httpbench-results/ of the current directory."""
     from sqlalchemy.engine import make_url
+
     url = make_url(db) if "://" in db else None
     sqlite_file = db if url is None else url.database if url.drivername.startswith("sqlite") else None
     folder = Path(sqlite_file).parent if sqlite_file not in (None, "", ":memory:") else Path("httpbench-results")
@@ -263,6 +329,7 @@ def write_report(measured: RunResults, db: str) -> None:
     """The report at the end of `httpbench run`. The run is stored whatever happens here, so a
     report that cannot be written is a warning, never the run's exit status."""
     from httpbench import report
+
     try:
         path = report.write_html([measured], report_path(db, [measured.id]))
     except report.NothingToChart as e:
@@ -270,7 +337,10 @@ def write_report(measured: RunResults, db: str) -> None:
         return
     except Exception as e:  # noqa: BLE001 - any failure of the report; the measurements are safe
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"httpbench: warning: run {measured.id} is stored but its report failed ({reason}); retry with: "
-              f"httpbench report {measured.id} --db {db}", file=sys.stderr)
+        print(
+            f"httpbench: warning: run {measured.id} is stored but its report failed ({reason}); retry with: "
+            f"httpbench report {measured.id} --db {db}",
+            file=sys.stderr,
+        )
         return
     print(f"report: {path}", file=sys.stderr)

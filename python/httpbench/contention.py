@@ -34,9 +34,9 @@ from httpbench.procfs import Key
 
 @dataclass(frozen=True)
 class Snapshot:
-    t: float                                    # time.monotonic()
+    t: float  # time.monotonic()
     server_threads: Dict[Key, Tuple[int, int]]  # (pid, tid) -> (ns on a CPU, ns waiting for one)
-    others: Dict[Key, Tuple[int, int]]          # process -> (CPU ticks with reaped children's, ppid)
+    others: Dict[Key, Tuple[int, int]]  # process -> (CPU ticks with reaped children's, ppid)
 
     @classmethod
     def take(cls, server_sessions: Collection[int]) -> "Snapshot":
@@ -63,15 +63,18 @@ class Snapshot:
         / the window's duration) and `machine_cpus`."""
         running = waiting = 0
         for thread, (ran, waited) in self.server_threads.items():
-            ran_before, waited_before = start.server_threads.get(thread, (0, 0))   # or born since
+            ran_before, waited_before = start.server_threads.get(thread, (0, 0))  # or born since
             running += ran - ran_before
             waiting += waited - waited_before
         seen = bool(self.server_threads or start.server_threads)
         ticks = sum(total - start.others.get(key, (0, 0))[0] for key, (total, _) in self.others.items())
         alive = {pid for pid, _ in self.others}
         parents = {pid: parent for (pid, _), (_, parent) in start.others.items()}
-        ticks -= sum(total for key, (total, _) in start.others.items()
-                     if key not in self.others and _reaped_by(key[0], parents, alive))
+        ticks -= sum(
+            total
+            for key, (total, _) in start.others.items()
+            if key not in self.others and _reaped_by(key[0], parents, alive)
+        )
         duration = self.t - start.t
         return {
             "server_waiting_share": (waiting / (running + waiting) if running + waiting > 0 else 0.0) if seen else None,

@@ -53,9 +53,14 @@ def _at_least(facts: dict, name: str, minimum: int, suggest: int, why: str) -> C
 
 
 def check_somaxconn(facts: dict) -> Check:
-    return _at_least(facts, "net.core.somaxconn", MIN_SOMAXCONN, MIN_SOMAXCONN,
-                     "the kernel silently truncates every listen() backlog to this, so at high "
-                     "concurrency the accept queue overflows and connections are dropped")
+    return _at_least(
+        facts,
+        "net.core.somaxconn",
+        MIN_SOMAXCONN,
+        MIN_SOMAXCONN,
+        "the kernel silently truncates every listen() backlog to this, so at high "
+        "concurrency the accept queue overflows and connections are dropped",
+    )
 
 
 def check_port_range(facts: dict) -> Check:
@@ -66,9 +71,12 @@ def check_port_range(facts: dict) -> Check:
     low, high = (int(v) for v in value.split())
     ports = high - low + 1
     if ports < MIN_LOCAL_PORTS:
-        return _warn(name, f"{value} ({ports} ports): run `sysctl -w {name}=\"1024 65535\"`; "
-                           "with keep-alive off every request takes a new source port that "
-                           "then waits 60 s in TIME_WAIT, so a fast run exhausts the range")
+        return _warn(
+            name,
+            f'{value} ({ports} ports): run `sysctl -w {name}="1024 65535"`; '
+            "with keep-alive off every request takes a new source port that "
+            "then waits 60 s in TIME_WAIT, so a fast run exhausts the range",
+        )
     return _ok(name, f"{value} ({ports} ports)")
 
 
@@ -78,19 +86,30 @@ def check_tw_reuse(facts: dict) -> Check:
     if value is None:
         return _unreadable(name)
     if value == 2:
-        return _ok(name, "2 (loopback only, the kernel default): fine with client and server on "
-                         f"this host; for a remote server run `sysctl -w {name}=1`")
+        return _ok(
+            name,
+            "2 (loopback only, the kernel default): fine with client and server on "
+            f"this host; for a remote server run `sysctl -w {name}=1`",
+        )
     if value == 1:
         return _ok(name, "1")
-    return _warn(name, f"{value}: run `sysctl -w {name}=1`; it lets new outgoing connections "
-                       "reuse source ports still in TIME_WAIT, without which keep-alive-off runs "
-                       "run out of ports")
+    return _warn(
+        name,
+        f"{value}: run `sysctl -w {name}=1`; it lets new outgoing connections "
+        "reuse source ports still in TIME_WAIT, without which keep-alive-off runs "
+        "run out of ports",
+    )
 
 
 def check_syn_backlog(facts: dict) -> Check:
-    return _at_least(facts, "net.ipv4.tcp_max_syn_backlog", MIN_SYN_BACKLOG, 2 * MIN_SYN_BACKLOG,
-                     "it caps half-open connections, and a connect burst beyond it is answered "
-                     "with SYN cookies or dropped, which skews connect latency")
+    return _at_least(
+        facts,
+        "net.ipv4.tcp_max_syn_backlog",
+        MIN_SYN_BACKLOG,
+        2 * MIN_SYN_BACKLOG,
+        "it caps half-open connections, and a connect burst beyond it is answered "
+        "with SYN cookies or dropped, which skews connect latency",
+    )
 
 
 def _limit(value: Optional[int]) -> str:
@@ -104,30 +123,42 @@ def check_nofile(facts: dict) -> Check:
         return _ok(name, f"soft {_limit(soft)}, hard {_limit(hard)}")
     why = "each connection is a descriptor in the client and another in the server"
     if hard is None or hard >= MIN_NOFILE:
-        return _warn(name, f"soft limit {soft}: run `ulimit -n {MIN_NOFILE}` in the shell that "
-                           f"starts the benchmark (the hard limit allows it); {why}")
-    return _warn(name, f"soft {soft}, hard {hard}: the hard limit can only be raised with "
-                       "CAP_SYS_RESOURCE (/etc/security/limits.conf, systemd LimitNOFILE=, "
-                       f"docker --ulimit nofile=); {why}, so with both on this host about "
-                       f"{hard // 2} connections fit")
+        return _warn(
+            name,
+            f"soft limit {soft}: run `ulimit -n {MIN_NOFILE}` in the shell that "
+            f"starts the benchmark (the hard limit allows it); {why}",
+        )
+    return _warn(
+        name,
+        f"soft {soft}, hard {hard}: the hard limit can only be raised with "
+        "CAP_SYS_RESOURCE (/etc/security/limits.conf, systemd LimitNOFILE=, "
+        f"docker --ulimit nofile=); {why}, so with both on this host about "
+        f"{hard // 2} connections fit",
+    )
 
 
 def check_io_uring(facts: dict) -> Check:
     name = "io_uring"
     if facts["io_uring_enabled"]:
         return _ok(name, "enabled")
-    return _warn(name, "disabled for this process: the engine falls back to epoll, which costs "
-                       "more CPU per request; run `sysctl -w kernel.io_uring_disabled=0` to "
-                       "enable it")
+    return _warn(
+        name,
+        "disabled for this process: the engine falls back to epoll, which costs "
+        "more CPU per request; run `sysctl -w kernel.io_uring_disabled=0` to "
+        "enable it",
+    )
 
 
 def check_cpus(facts: dict) -> Check:
     name = "cpus"
     allowed = len(facts["cpus_allowed"])
     if allowed < 2:
-        return _warn(name, f"{allowed} usable of {facts['cpus']}: client and server cannot be "
-                           "pinned apart, so they compete for the CPU and the client's cost "
-                           "shows up in the server's numbers; use a host with 2 or more CPUs")
+        return _warn(
+            name,
+            f"{allowed} usable of {facts['cpus']}: client and server cannot be "
+            "pinned apart, so they compete for the CPU and the client's cost "
+            "shows up in the server's numbers; use a host with 2 or more CPUs",
+        )
     return _ok(name, f"{allowed} usable of {facts['cpus']}")
 
 
@@ -154,9 +185,11 @@ CHECKS: List[Callable[[dict], Check]] = [
 
 def _host_line(facts: dict) -> str:
     gib = facts["memory_bytes"] / 2**30
-    return (f"host  {facts['hostname']}: {facts['cpu_model'] or 'unknown CPU'}, "
-            f"{facts['cpus']} CPUs, {gib:.1f} GiB, {facts['distro'] or 'unknown distribution'}, "
-            f"Linux {facts['kernel']}")
+    return (
+        f"host  {facts['hostname']}: {facts['cpu_model'] or 'unknown CPU'}, "
+        f"{facts['cpus']} CPUs, {gib:.1f} GiB, {facts['distro'] or 'unknown distribution'}, "
+        f"Linux {facts['kernel']}"
+    )
 
 
 def main(as_json: bool = False) -> int:

@@ -8,6 +8,7 @@ import json
 import os
 
 from httpbench import _engine
+
 # Here for the engine's callers to catch: engine.EngineError, engine.EnginePanicked.
 from httpbench.errors import EngineError, EnginePanicked  # noqa: F401
 from httpbench.load_report import LoadReport, Summary
@@ -30,16 +31,22 @@ def in_plan_terms(error: EngineError) -> str:
     if error.kind == "validation_failed":
         return f"{f['problem']}; set allow_errors = true in the plan to load it anyway"
     if error.kind == "too_few_requests":
-        return (f"budget.requests = {f['requests']} is less than the {f['connections']} connections of level "
-                f"{f['connections']}: some would send nothing; raise budget.requests in the plan or drop the levels "
-                f"above {f['requests']}")
+        return (
+            f"budget.requests = {f['requests']} is less than the {f['connections']} connections of level "
+            f"{f['connections']}: some would send nothing; raise budget.requests in the plan or drop the levels "
+            f"above {f['requests']}"
+        )
     if error.kind == "open_files":
-        return (f"level {f['connections']} needs about {f['need']} open files but the client may have "
-                f"{f['limit']} (hard limit {f['hard_limit']}); drop the levels above {f['most']} from the plan, or "
-                "raise the hard limit (ulimit -Hn, LimitNOFILE=)")
+        return (
+            f"level {f['connections']} needs about {f['need']} open files but the client may have "
+            f"{f['limit']} (hard limit {f['hard_limit']}); drop the levels above {f['most']} from the plan, or "
+            "raise the hard limit (ulimit -Hn, LimitNOFILE=)"
+        )
     if error.kind == "pipeline_without_keep_alive":
-        return (f"pipeline = {f['pipeline']} needs keep_alive = true: connections that close after each request "
-                "carry one request at a time; set pipeline = 1 in the plan, or drop false from keep_alive")
+        return (
+            f"pipeline = {f['pipeline']} needs keep_alive = true: connections that close after each request "
+            "carry one request at a time; set pipeline = 1 in the plan, or drop false from keep_alive"
+        )
     return str(error)
 
 

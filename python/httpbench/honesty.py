@@ -14,9 +14,9 @@ from typing import List, Optional, Sequence
 from httpbench.load_report import ClientUse, LoadReport
 from httpbench.stats import LevelStats
 
-BUSY_SHARE_LIMIT = 0.9      # an engine thread's CPU time (and time waiting for its CPU) / wall time
-CPU_SHARE_LIMIT = 0.95      # client CPU time / wall time, as a share of the cores it was given
-CEILING_MARGIN = 0.10       # throughput within this of the client ceiling
+BUSY_SHARE_LIMIT = 0.9  # an engine thread's CPU time (and time waiting for its CPU) / wall time
+CPU_SHARE_LIMIT = 0.95  # client CPU time / wall time, as a share of the cores it was given
+CEILING_MARGIN = 0.10  # throughput within this of the client ceiling
 LITTLE_MARGIN = 0.10
 NOISY_CV = 0.05
 # A level measured on a machine busy with other work (`contended`): the server's threads waited
@@ -35,27 +35,32 @@ OTHERS_CPU_LIMIT = 0.25
 # Flags that stop their cell (the sweep fails it at that level), with what each says of the
 # level: a cell holding one is never ranked, even once --resume has measured the levels it lacked.
 CELL_STOPPERS = {"crashed": "its server died during", "ended_early": "the load ended early at"}
-AUTO_CV = 0.025             # rounds = "auto" stops once cv drops below this
+AUTO_CV = 0.025  # rounds = "auto" stops once cv drops below this
 AUTO_MIN_ROUNDS = 3
 
 
 @dataclass(frozen=True)
 class Flag:
-    kind: str     # client_saturated, littles_law, noisy, crashed, server_restarted, ended_early
-                  # (the sweep adds others, e.g. shared_cpus)
-    reason: str   # one sentence with the numbers, shown next to the figure
+    kind: str  # client_saturated, littles_law, noisy, crashed, server_restarted, ended_early
+    # (the sweep adds others, e.g. shared_cpus)
+    reason: str  # one sentence with the numbers, shown next to the figure
 
 
 def _rps(m: LoadReport) -> Optional[float]:
     return m["requests"]["per_second"]
 
 
-def client_saturated(measurements: Sequence[LoadReport], ceiling_rps: Optional[float], client_cores: int) -> Optional[Flag]:
+def client_saturated(
+    measurements: Sequence[LoadReport], ceiling_rps: Optional[float], client_cores: int
+) -> Optional[Flag]:
     """The client, not the server, set the pace in some round (see `_client_bound`), or the
     level's mean throughput is within 10% of the client ceiling (its throughput against
     `reference`, measured at the start of the run)."""
-    reasons = [f"round {index}: {reason}" for index, m in enumerate(measurements, 1)
-               for reason in _client_bound(m, client_cores)]
+    reasons = [
+        f"round {index}: {reason}"
+        for index, m in enumerate(measurements, 1)
+        for reason in _client_bound(m, client_cores)
+    ]
     return _saturated(reasons + _near_ceiling(measurements, ceiling_rps))
 
 
@@ -74,8 +79,9 @@ def _client_bound(m: LoadReport, client_cores: int) -> List[str]:
     reasons: List[str] = []
     client = m["client"]
     threads = client["threads"] or [client]
-    busy, waiting = max(((t["busy_share"], t["waiting_share"] or 0.0) for t in threads),
-                        key=lambda bw: (bw[0] or 0.0) + bw[1])
+    busy, waiting = max(
+        ((t["busy_share"], t["waiting_share"] or 0.0) for t in threads), key=lambda bw: (bw[0] or 0.0) + bw[1]
+    )
     if busy is not None and busy + waiting > BUSY_SHARE_LIMIT:
         # Named when it is large, or when the busy share alone would not have crossed the limit;
         # tenths, or "90.4%" would read "90% (> 90%)".
@@ -93,8 +99,9 @@ def _client_bound(m: LoadReport, client_cores: int) -> List[str]:
     if user is not None and system is not None and wall and usable > 0:
         cores = (user + system) / wall
         if cores >= usable * CPU_SHARE_LIMIT:
-            reasons.append(f"client CPU {user + system:.2f} s in {wall:.2f} s = {cores:.2f} of the {usable} "
-                           "core(s) it could use")
+            reasons.append(
+                f"client CPU {user + system:.2f} s in {wall:.2f} s = {cores:.2f} of the {usable} core(s) it could use"
+            )
     return reasons
 
 
@@ -113,8 +120,10 @@ def _near_ceiling(measurements: Sequence[LoadReport], ceiling_rps: Optional[floa
     if ceiling_rps and values:
         mean = sum(values) / len(values)
         if mean >= ceiling_rps * (1 - CEILING_MARGIN):
-            return [f"{mean:,.0f} req/s is within {CEILING_MARGIN:.0%} of the client ceiling "
-                    f"({ceiling_rps:,.0f} req/s against reference)"]
+            return [
+                f"{mean:,.0f} req/s is within {CEILING_MARGIN:.0%} of the client ceiling "
+                f"({ceiling_rps:,.0f} req/s against reference)"
+            ]
     return []
 
 
@@ -135,8 +144,9 @@ def contended(server: str, window: dict, client: Optional[ClientUse]) -> Optiona
         reasons.append(f"busiest client thread waited for its CPU {waiting:.0%} of the time")
     if not reasons:
         return None
-    return Flag("contended", "; ".join(reasons) + f"; other processes used {others:.1f} of "
-                                                  f"{window.get('machine_cpus')} CPUs")
+    return Flag(
+        "contended", "; ".join(reasons) + f"; other processes used {others:.1f} of {window.get('machine_cpus')} CPUs"
+    )
 
 
 def littles_law(measurements: Sequence[LoadReport], connections: int) -> Optional[Flag]:
@@ -156,11 +166,11 @@ def littles_law(measurements: Sequence[LoadReport], connections: int) -> Optiona
     worst = None
     for index, m in enumerate(measurements, 1):
         if m["open_loop"]:
-            return None   # open loop: the rate, not the connections, sets the load
+            return None  # open loop: the rate, not the connections, sets the load
         rps = _rps(m)
         mean_us = m["latency"]["total"]["mean_us"]
         if not rps or mean_us is None or connections <= 0:
-            continue      # a client that does not report a mean latency cannot be checked
+            continue  # a client that does not report a mean latency cannot be checked
         # The engine times responses by their arrival in the kernel and reports, apart, how
         # long it took to handle them: both are part of a connection's cycle.
         mean_us += m["client"]["handling_delay_us"] or 0
@@ -177,8 +187,11 @@ def littles_law(measurements: Sequence[LoadReport], connections: int) -> Optiona
         return None
     off, index, rps, mean_us, unanswered, in_flight = worst
     waiting = f" + {unanswered:,.1f} unanswered at the end" if unanswered >= 0.05 else ""
-    return Flag("littles_law", f"round {index}: {connections} requests in flight, but throughput x mean cycle = "
-                               f"{rps:,.0f} req/s x {mean_us:,.0f} us{waiting} = {in_flight:,.1f} (off by {off:.1%})")
+    return Flag(
+        "littles_law",
+        f"round {index}: {connections} requests in flight, but throughput x mean cycle = "
+        f"{rps:,.0f} req/s x {mean_us:,.0f} us{waiting} = {in_flight:,.1f} (off by {off:.1%})",
+    )
 
 
 def crashed(m: dict) -> Optional[Flag]:
@@ -221,8 +234,7 @@ def noisy(values: Sequence[float]) -> Optional[Flag]:
     s = LevelStats.of(values)
     if s.cv <= NOISY_CV:
         return None
-    return Flag("noisy", f"cv {s.cv:.1%} across {s.n} rounds (> {NOISY_CV:.0%}): "
-                         f"{s.min:,.0f} to {s.max:,.0f} req/s")
+    return Flag("noisy", f"cv {s.cv:.1%} across {s.n} rounds (> {NOISY_CV:.0%}): {s.min:,.0f} to {s.max:,.0f} req/s")
 
 
 def needs_more_rounds(values: Sequence[float], rounds_done: int, max_rounds: int) -> bool:

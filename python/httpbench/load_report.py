@@ -14,17 +14,39 @@ from typing import Dict, List, NotRequired, Optional, TypedDict
 SCHEMA = "httpbench-load/1"
 
 # A latency distribution in microseconds; `hdr` is the whole HdrHistogram (None from a tool).
-Summary = TypedDict("Summary", {
-    "count": Optional[int], "min_us": Optional[float], "mean_us": Optional[float], "stdev_us": Optional[float],
-    "max_us": Optional[float], "p50_us": Optional[float], "p75_us": Optional[float], "p90_us": Optional[float],
-    "p99_us": Optional[float], "p99_9_us": Optional[float], "p99_99_us": Optional[float], "hdr": Optional[str]})
+Summary = TypedDict(
+    "Summary",
+    {
+        "count": Optional[int],
+        "min_us": Optional[float],
+        "mean_us": Optional[float],
+        "stdev_us": Optional[float],
+        "max_us": Optional[float],
+        "p50_us": Optional[float],
+        "p75_us": Optional[float],
+        "p90_us": Optional[float],
+        "p99_us": Optional[float],
+        "p99_9_us": Optional[float],
+        "p99_99_us": Optional[float],
+        "hdr": Optional[str],
+    },
+)
 
 SUMMARY_FIELDS = tuple(Summary.__annotations__)
 
 # Responses by status class; a tool that groups them its own way adds its groups (ab's
 # `non_2xx`, wrk's `non_2xx_3xx`).
-Status = TypedDict("Status", {"1xx": Optional[int], "2xx": Optional[int], "3xx": Optional[int],
-                              "4xx": Optional[int], "5xx": Optional[int], "other": Optional[int]})
+Status = TypedDict(
+    "Status",
+    {
+        "1xx": Optional[int],
+        "2xx": Optional[int],
+        "3xx": Optional[int],
+        "4xx": Optional[int],
+        "5xx": Optional[int],
+        "other": Optional[int],
+    },
+)
 
 
 class Requests(TypedDict):
@@ -100,6 +122,7 @@ class ClientUse(TypedDict):
 
 class HostPart(TypedDict):
     """One client host's part of a cluster's level: its own report, without `started_at`."""
+
     host: str
     started_at: float
     report: dict
@@ -129,6 +152,7 @@ class LoadReport(TypedDict):
 class LevelReport(LoadReport):
     """A cluster's level: its hosts' reports merged, with the level's spec; `host` and
     `started_at` are each host's, under `hosts`."""
+
     hosts: List[HostPart]
     start_spread_s: float
     client_hosts: List[str]
@@ -147,17 +171,43 @@ def tool_report(tool: str) -> LoadReport:
     """A client tool's report with every field present and unknown (None), for its parser to fill
     in."""
     return LoadReport(
-        schema=SCHEMA, engine=None, spec=None, validation=None, started_at=None, duration_s=None,
-        requests=Requests(sent=None, completed=None, failed=None, in_flight=None, in_flight_age_mean_us=None,
-                          in_flight_age_max_us=None, per_second=None),
+        schema=SCHEMA,
+        engine=None,
+        spec=None,
+        validation=None,
+        started_at=None,
+        duration_s=None,
+        requests=Requests(
+            sent=None,
+            completed=None,
+            failed=None,
+            in_flight=None,
+            in_flight_age_mean_us=None,
+            in_flight_age_max_us=None,
+            per_second=None,
+        ),
         open_loop=None,
         status=Status(**{"1xx": None, "2xx": None, "3xx": None, "4xx": None, "5xx": None, "other": None}),
-        errors={}, errors_total=None,
+        errors={},
+        errors_total=None,
         bytes=Bytes(head=None, body=None, read=None, written=None),
         connections=Connections(opened=None, server_closes=None),
         latency=Latency(total=summary(), service=None, first_byte=None, connect=None),
         timeseries=None,
-        client=ClientUse(tool=tool, version=None, argv=None, user_s=None, sys_s=None, wall_s=None, thread_count=None,
-                         threads=None, busy_share=None, waiting_share=None, cpu_us_per_request=None,
-                         handling_delay_us=None),
-        aborted=None, host=None)
+        client=ClientUse(
+            tool=tool,
+            version=None,
+            argv=None,
+            user_s=None,
+            sys_s=None,
+            wall_s=None,
+            thread_count=None,
+            threads=None,
+            busy_share=None,
+            waiting_share=None,
+            cpu_us_per_request=None,
+            handling_delay_us=None,
+        ),
+        aborted=None,
+        host=None,
+    )

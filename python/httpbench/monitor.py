@@ -25,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from httpbench import contention, procfs
-from httpbench.restarts import WorkerChanges
 from httpbench.procfs import Key
+from httpbench.restarts import WorkerChanges
 
 
 @dataclass(frozen=True)
@@ -34,16 +34,16 @@ class Sample:
     """The server's process tree at one instant. CPU figures are cumulative seconds, counters
     from /proc/stat are cumulative jiffies: only differences between two samples mean something."""
 
-    t: float                      # time.monotonic()
+    t: float  # time.monotonic()
     pids: Tuple[int, ...]
     rss_bytes: int
-    pss_bytes: Optional[int]      # None when any process's smaps_rollup could not be read
+    pss_bytes: Optional[int]  # None when any process's smaps_rollup could not be read
     cpu_user_s: float
     cpu_sys_s: float
     threads: int
-    fds: Optional[int]            # None when any process's fd directory could not be read
-    machine_idle: int             # idle + iowait jiffies, all CPUs
-    machine_total: int            # all jiffies, all CPUs
+    fds: Optional[int]  # None when any process's fd directory could not be read
+    machine_idle: int  # idle + iowait jiffies, all CPUs
+    machine_total: int  # all jiffies, all CPUs
 
     @property
     def processes(self) -> int:
@@ -88,14 +88,18 @@ class ProcessTree:
         fds = [procfs.fd_count(p.pid) for p in processes]
         self._last_t = t
         return Sample(
-            t=t, pids=tuple(p.pid for p in processes),
+            t=t,
+            pids=tuple(p.pid for p in processes),
             rss_bytes=sum(p.rss for p in processes),
             # A partial sum would look like a smaller server: all or nothing.
             pss_bytes=None if None in pss else sum(pss),
-            cpu_user_s=user / procfs.TICKS, cpu_sys_s=system / procfs.TICKS,
+            cpu_user_s=user / procfs.TICKS,
+            cpu_sys_s=system / procfs.TICKS,
             threads=sum(p.threads for p in processes),
             fds=None if None in fds else sum(fds),
-            machine_idle=idle, machine_total=total)
+            machine_idle=idle,
+            machine_total=total,
+        )
 
     def _members(self) -> List[procfs.Stat]:
         listed = set(procfs.pids())
@@ -120,8 +124,7 @@ class ProcessTree:
             self._gone_sys += system
             self._pss.pop(key, None)
         self._cpu.update(live)
-        return (self._gone_user + sum(u for u, _ in live.values()),
-                self._gone_sys + sum(s for _, s in live.values()))
+        return (self._gone_user + sum(u for u, _ in live.values()), self._gone_sys + sum(s for _, s in live.values()))
 
     def _refresh_pss(self, processes: List[procfs.Stat], t: float) -> List[Optional[int]]:
         due = [p for p in processes if p.key not in self._pss]
@@ -153,21 +156,21 @@ class Window:
     rss_peak_bytes: int
     pss_mean_bytes: Optional[int]
     pss_peak_bytes: Optional[int]
-    cpu_user_cores: float         # CPU seconds over the window / its duration
+    cpu_user_cores: float  # CPU seconds over the window / its duration
     cpu_sys_cores: float
     threads_peak: int
     fds_peak: Optional[int]
-    machine_idle_share: float     # 0..1, all CPUs, suite and server included
+    machine_idle_share: float  # 0..1, all CPUs, suite and server included
     processes_min: int
     processes_max: int
     # Was the machine busy with other work (httpbench.contention)? None: not measured.
-    server_waiting_share: Optional[float] = None   # the server's threads' wait for a CPU / running + waiting
-    others_cpu_cores: Optional[float] = None       # CPUs' worth used by other processes
+    server_waiting_share: Optional[float] = None  # the server's threads' wait for a CPU / running + waiting
+    others_cpu_cores: Optional[float] = None  # CPUs' worth used by other processes
     machine_cpus: Optional[int] = None
     events: List[str] = field(default_factory=list)
-    crashed: bool = False         # the session leader (the server's main process) died
-    workers_exited: int = 0       # processes other than the leader that left the tree
-    workers_started: int = 0      # processes that joined it (a restarted worker is one of each)
+    crashed: bool = False  # the session leader (the server's main process) died
+    workers_exited: int = 0  # processes other than the leader that left the tree
+    workers_started: int = 0  # processes that joined it (a restarted worker is one of each)
 
     @property
     def cpu_cores(self) -> float:
@@ -220,8 +223,9 @@ class _Aggregate:
         now = set(s.pids)
         if self.leader not in now and not self.crashed:
             self.crashed = True
-            self.events.append(f"server (pid {self.leader}) "
-                               + ("died during the window" if previous else "was not running"))
+            self.events.append(
+                f"server (pid {self.leader}) " + ("died during the window" if previous else "was not running")
+            )
         if not now and not self.exited:
             self.exited = True
             self.events.append("server exited during the window")
@@ -233,16 +237,22 @@ class _Aggregate:
         n = max(1, self.alive_samples)
         jiffies = last.machine_total - first.machine_total
         return Window(
-            duration_s=duration, samples=self.samples,
-            rss_mean_bytes=self.rss_sum // n, rss_peak_bytes=self.rss_peak,
+            duration_s=duration,
+            samples=self.samples,
+            rss_mean_bytes=self.rss_sum // n,
+            rss_peak_bytes=self.rss_peak,
             pss_mean_bytes=None if self.pss_sum is None else self.pss_sum // n,
             pss_peak_bytes=self.pss_peak,
             cpu_user_cores=per_second(last.cpu_user_s - first.cpu_user_s),
             cpu_sys_cores=per_second(last.cpu_sys_s - first.cpu_sys_s),
-            threads_peak=self.threads_peak, fds_peak=self.fds_peak,
+            threads_peak=self.threads_peak,
+            fds_peak=self.fds_peak,
             machine_idle_share=(last.machine_idle - first.machine_idle) / jiffies if jiffies > 0 else 1.0,
-            processes_min=self.processes_min, processes_max=self.processes_max,
-            events=list(self.events), crashed=self.crashed)
+            processes_min=self.processes_min,
+            processes_max=self.processes_max,
+            events=list(self.events),
+            crashed=self.crashed,
+        )
 
 
 @dataclass

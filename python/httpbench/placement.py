@@ -40,29 +40,41 @@ class Placement:
     shared: bool
 
     @classmethod
-    def choose(cls, server_cpus: Optional[str], client_cpus: Optional[str] = None,
-               allow_shared: bool = False, available: Optional[Tuple[int, ...]] = None,
-               where: str = "this machine") -> "Placement":
+    def choose(
+        cls,
+        server_cpus: Optional[str],
+        client_cpus: Optional[str] = None,
+        allow_shared: bool = False,
+        available: Optional[Tuple[int, ...]] = None,
+        where: str = "this machine",
+    ) -> "Placement":
         """By default the server gets the first CPU and the client all the others. `available`:
         the CPUs of the host `where` both run (default: this process's)."""
         available = tuple(sorted(available if available is not None else os.sched_getaffinity(0)))
         server = parse_cpus(server_cpus) if server_cpus else available[:1]
-        client = (parse_cpus(client_cpus, "--client-cpus") if client_cpus
-                  else tuple(c for c in available if c not in server))
+        client = (
+            parse_cpus(client_cpus, "--client-cpus") if client_cpus else tuple(c for c in available if c not in server)
+        )
         for flag, cpus in (("--server-cpus", server), ("--client-cpus", client)):
             missing = [c for c in cpus if c not in available]
             if missing:
-                raise PlacementError(f"{flag} names CPU {missing[0]}, which {where} does not let us use "
-                                     f"(available: {show_cpus(available)})")
+                raise PlacementError(
+                    f"{flag} names CPU {missing[0]}, which {where} does not let us use "
+                    f"(available: {show_cpus(available)})"
+                )
         if not client:
             if not allow_shared:
-                raise PlacementError(f"the server takes every CPU ({show_cpus(server)}), leaving none for the client; "
-                                     "give the server fewer with --server-cpus, or pass --allow-shared-cpus")
+                raise PlacementError(
+                    f"the server takes every CPU ({show_cpus(server)}), leaving none for the client; "
+                    "give the server fewer with --server-cpus, or pass --allow-shared-cpus"
+                )
             client = server
         overlap = set(server) & set(client)
         if overlap and not allow_shared:
-            raise PlacementError(f"server and client would share CPU {min(overlap)}; pick separate sets, "
-                                 "or pass --allow-shared-cpus (the results will say they shared)")
+            raise PlacementError(
+                f"server and client would share CPU {min(overlap)}; pick separate sets, "
+                "or pass --allow-shared-cpus (the results will say they shared)"
+            )
         return cls(server, client, bool(overlap))
 
 

@@ -32,8 +32,8 @@ class PlanError(Error):
 
 @dataclass(frozen=True)
 class Budget:
-    requests: Optional[int] = None          # like ab's and weighttp's -n
-    duration: Optional[float] = None        # seconds
+    requests: Optional[int] = None  # like ab's and weighttp's -n
+    duration: Optional[float] = None  # seconds
 
     def __post_init__(self) -> None:
         if (self.requests is None) == (self.duration is None):
@@ -60,6 +60,7 @@ class Rounds:
     def fewest(self) -> int:
         """The rounds a level takes at least: what a progress display counts on."""
         from httpbench.honesty import AUTO_MIN_ROUNDS
+
         return self.fixed or min(AUTO_MIN_ROUNDS, self.most)
 
     @property
@@ -71,6 +72,7 @@ class Rounds:
         """Whether a level that has `done` rounds, whose requests/s are `values` (those stored
         by an earlier session too), needs another."""
         from httpbench.honesty import needs_more_rounds
+
         return done < self.fixed if self.fixed else needs_more_rounds(values, done, self.most)
 
     def __str__(self) -> str:
@@ -91,7 +93,9 @@ class Cell:
     @property
     def key(self) -> str:
         """Stable and readable, used to resume: "nginx/tuned/7B/ka/1cpu" (+ "/n100")."""
-        key = f"{self.server}/{self.profile}/{self.workload.label}/{'ka' if self.keep_alive else 'close'}/{self.cpus}cpu"
+        key = (
+            f"{self.server}/{self.profile}/{self.workload.label}/{'ka' if self.keep_alive else 'close'}/{self.cpus}cpu"
+        )
         return key + (f"/{self.budget.label}" if self.budget is not None else "")
 
 
@@ -99,15 +103,15 @@ class Cell:
 class Plan:
     name: str
     description: str
-    notes: str                                  # what an ambiguous write-up made us choose, and why
-    servers: Optional[Tuple[str, ...]]          # None: every installed adapter, plus "reference"
+    notes: str  # what an ambiguous write-up made us choose, and why
+    servers: Optional[Tuple[str, ...]]  # None: every installed adapter, plus "reference"
     profiles: Tuple[str, ...]
     workloads: Tuple[Workload, ...]
     keep_alive: Tuple[bool, ...]
     server_cpus: Tuple[int, ...]
-    levels: Tuple[int, ...]                     # connections (0 already made 1); open loop: req/s
+    levels: Tuple[int, ...]  # connections (0 already made 1); open loop: req/s
     rounds: Rounds
-    budget: Budget                              # the first of `budgets`; the only one for most plans
+    budget: Budget  # the first of `budgets`; the only one for most plans
     model: str
     pipeline: int
     warmup: float
@@ -116,11 +120,11 @@ class Plan:
     config_files: Dict[str, str]
     text: str
     # Additions to the design's fields:
-    budgets: Tuple[Budget, ...] = ()            # several: one cell per budget (004)
-    baseline: Optional[str] = None              # the server reports rate others against (003: = 100)
-    commands: Dict[str, str] = field(default_factory=dict)   # name -> command line (command adapter)
-    source: str = ""                            # where the text came from, for messages
-    allow_errors: bool = False                  # the engine loads a server whose first answer is wrong
+    budgets: Tuple[Budget, ...] = ()  # several: one cell per budget (004)
+    baseline: Optional[str] = None  # the server reports rate others against (003: = 100)
+    commands: Dict[str, str] = field(default_factory=dict)  # name -> command line (command adapter)
+    source: str = ""  # where the text came from, for messages
+    allow_errors: bool = False  # the engine loads a server whose first answer is wrong
 
     def cells(self, installed: Sequence[str]) -> List[Cell]:
         """Every cell, server-major. `installed` is what may run here: servers the plan names
@@ -131,14 +135,21 @@ class Plan:
         else:
             chosen = [s for s in self.servers if s in installed or s in self.commands]
         several = len(self.budgets) > 1
-        return [Cell(server, profile, work, ka, cpus, budget if several else None)
-                for server in chosen for profile in self.profiles for work in self.workloads
-                for ka in self.keep_alive for cpus in self.server_cpus for budget in (self.budgets or (self.budget,))]
+        return [
+            Cell(server, profile, work, ka, cpus, budget if several else None)
+            for server in chosen
+            for profile in self.profiles
+            for work in self.workloads
+            for ka in self.keep_alive
+            for cpus in self.server_cpus
+            for budget in (self.budgets or (self.budget,))
+        ]
 
     def check_installed(self, installed: Sequence[str], where: str = "here") -> None:
         """PlanError naming the first server the plan names that cannot run where the servers
         run; `installed` names the servers, command servers too, that can run `where`."""
         from httpbench import servers
+
         for name in self.servers or ():
             if name in installed:
                 continue
@@ -147,9 +158,12 @@ class Plan:
             else:
                 hint = f"install it with 'httpbench servers install {name}' ({servers.get(name).install_command()})"
             from httpbench.planfile import line_of
+
             line = line_of(self.text, ("servers",))
-            raise PlanError(f"{self.source or self.name} line {line}: servers names {name}, which is not installed "
-                            f"{where}; {hint}, or leave it out with --servers")
+            raise PlanError(
+                f"{self.source or self.name} line {line}: servers names {name}, which is not installed "
+                f"{where}; {hint}, or leave it out with --servers"
+            )
 
     def budget_for(self, cell: Cell) -> Budget:
         return cell.budget or self.budget
@@ -157,8 +171,10 @@ class Plan:
     def adapter(self, name: str):
         """The server adapter for `name`: the plan's own command server, or a built-in one."""
         from httpbench import servers
+
         if name in self.commands:
             from httpbench.servers.adapters.command import CommandServer
+
             return CommandServer(self.commands[name], name=name)
         return servers.get(name)
 
@@ -226,4 +242,5 @@ def parse(text: str, source: str, base_dir: Optional[Path] = None) -> Plan:
     """A plan from its TOML `text`; `source` names it in messages; relative paths in it (files,
     docroots, config files) are relative to `base_dir` (default: the current directory)."""
     from httpbench.planfile import read
+
     return read(text, source, base_dir)

@@ -30,14 +30,32 @@ CLIENTS = ("engine", "ab", "wrk", "h2load")
 MODELS = ("closed", "open")
 KINDS = ("generated", "file", "docroot")
 
-TOP_KEYS = ("name", "description", "notes", "servers", "profiles", "keep_alive", "server_cpus", "rounds",
-            "max_rounds", "client", "model", "pipeline", "warmup", "baseline", "workload", "levels", "budget",
-            "server", "allow_errors")
+TOP_KEYS = (
+    "name",
+    "description",
+    "notes",
+    "servers",
+    "profiles",
+    "keep_alive",
+    "server_cpus",
+    "rounds",
+    "max_rounds",
+    "client",
+    "model",
+    "pipeline",
+    "warmup",
+    "baseline",
+    "workload",
+    "levels",
+    "budget",
+    "server",
+    "allow_errors",
+)
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
-WORKLOAD_KEYS = {"generated": ("kind", "size", "name"), "file": ("kind", "path"),
-                 "docroot": ("kind", "path", "urls")}
+WORKLOAD_KEYS = {"generated": ("kind", "size", "name"), "file": ("kind", "path"), "docroot": ("kind", "path", "urls")}
 SERVER_KEYS = ("directives", "config_file", "command")
+
 
 def read(text: str, source: str, base_dir: Optional[Path] = None) -> Plan:
     """plan.parse: a plan from its TOML `text`, every mistake a PlanError naming its line."""
@@ -47,7 +65,7 @@ def read(text: str, source: str, base_dir: Optional[Path] = None) -> Plan:
         message = str(e)
         at = re.search(r"\s*\(at line (\d+), column \d+\)$", message)
         line = at.group(1) if at else str(max(1, text.count("\n")))
-        raise PlanError(f"{source} line {line}: not valid TOML: {message[:at.start()] if at else message}") from None
+        raise PlanError(f"{source} line {line}: not valid TOML: {message[: at.start()] if at else message}") from None
     return _Parser(source, text, Path(base_dir) if base_dir else Path(".")).plan(data)
 
 
@@ -56,7 +74,7 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 def parse_duration(value: Any) -> Optional[float]:
-    """"2s", "500ms", "1m", "1h", "1.5" or a number: seconds; None if it is none of those."""
+    """ "2s", "500ms", "1m", "1h", "1.5" or a number: seconds; None if it is none of those."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -100,8 +118,11 @@ class _Parser:
         for key in table:
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-                hint = (f"did you mean {_name(path + (close[0],))!r}?" if close
-                        else f"known keys here: {', '.join(allowed) or 'none'}")
+                hint = (
+                    f"did you mean {_name(path + (close[0],))!r}?"
+                    if close
+                    else f"known keys here: {', '.join(allowed) or 'none'}"
+                )
                 self.fail(path + (key,), f"unknown key {_name(path + (key,))!r}; {hint}")
         return table
 
@@ -125,8 +146,10 @@ class _Parser:
     def duration(self, value: Any, path: Tuple, zero_ok: bool) -> float:
         seconds = parse_duration(value)
         if seconds is None:
-            self.fail(path, f'{_name(path)} must be a duration like "2s", "500ms", "1m" or a number of seconds, '
-                            f"got {_show(value)}")
+            self.fail(
+                path,
+                f'{_name(path)} must be a duration like "2s", "500ms", "1m" or a number of seconds, got {_show(value)}',
+            )
         if seconds < 0 or seconds == 0 and not zero_ok:
             self.fail(path, f"{_name(path)} must be more than 0 s, got {_show(value)}")
         return seconds
@@ -158,6 +181,7 @@ class _Parser:
 
     def plan(self, data: Dict[str, Any]) -> Plan:
         from httpbench import servers as adapters
+
         self.keys(data, TOP_KEYS, ())
         default_name = Path(self.source).stem if self.source.endswith(".toml") else "plan"
         name = self.string(data.get("name", default_name), ("name",))
@@ -180,8 +204,11 @@ class _Parser:
             self.keys(table, SERVER_KEYS, path)
             if "command" in table:
                 if server in known:
-                    self.fail(path + ("command",), f"server.{server}.command: {server} is a built-in adapter; "
-                                                   "give your command server another name")
+                    self.fail(
+                        path + ("command",),
+                        f"server.{server}.command: {server} is a built-in adapter; "
+                        "give your command server another name",
+                    )
                 commands[server] = self.string(table["command"], path + ("command",))
                 if not commands[server].strip():
                     self.fail(path + ("command",), f"server.{server}.command is empty")
@@ -191,8 +218,10 @@ class _Parser:
             if server not in known:
                 self.unknown_server(server, path, known)
             if "directives" in table:
-                directives[server] = tuple(self.string(v, path + ("directives",))
-                                           for v in self.list_of(table["directives"], path + ("directives",)))
+                directives[server] = tuple(
+                    self.string(v, path + ("directives",))
+                    for v in self.list_of(table["directives"], path + ("directives",))
+                )
             if "config_file" in table:
                 config_files[server] = str(self.file_path(table["config_file"], path + ("config_file",)))
 
@@ -206,11 +235,12 @@ class _Parser:
         if "baseline" in data:
             baseline = self.string(data["baseline"], ("baseline",))
             if baseline not in (servers or known):
-                self.fail(("baseline",), f"baseline {baseline!r} is not one of the plan's servers "
-                                         f"({', '.join(servers or sorted(known))})")
+                self.fail(
+                    ("baseline",),
+                    f"baseline {baseline!r} is not one of the plan's servers ({', '.join(servers or sorted(known))})",
+                )
 
-        profiles = self.array(data.get("profiles", ["tuned"]), ("profiles",),
-                              lambda v, p: self.string(v, p, PROFILES))
+        profiles = self.array(data.get("profiles", ["tuned"]), ("profiles",), lambda v, p: self.string(v, p, PROFILES))
         keep_alive = self.array(data.get("keep_alive", [True]), ("keep_alive",), self.boolean)
         server_cpus = self.array(data.get("server_cpus", [1]), ("server_cpus",), lambda v, p: self.integer(v, p, 1))
         client = self.string(data.get("client", "engine"), ("client",), CLIENTS)
@@ -243,13 +273,31 @@ class _Parser:
         budgets = self.budgets(data["budget"])
 
         self.combinations(client, model, pipeline, keep_alive, loads, levels, budgets)
-        return Plan(name=name, description=description, notes=notes, servers=servers, profiles=profiles,
-                    workloads=loads, keep_alive=keep_alive, server_cpus=server_cpus, levels=levels,
-                    rounds=Rounds(None if rounds == "auto" else rounds, most), budget=budgets[0], model=model,
-                    pipeline=pipeline, warmup=warmup,
-                    client=client, directives=directives, config_files=config_files, text=self.text,
-                    budgets=budgets, baseline=baseline, commands=commands, source=self.source,
-                    allow_errors=allow_errors)
+        return Plan(
+            name=name,
+            description=description,
+            notes=notes,
+            servers=servers,
+            profiles=profiles,
+            workloads=loads,
+            keep_alive=keep_alive,
+            server_cpus=server_cpus,
+            levels=levels,
+            rounds=Rounds(None if rounds == "auto" else rounds, most),
+            budget=budgets[0],
+            model=model,
+            pipeline=pipeline,
+            warmup=warmup,
+            client=client,
+            directives=directives,
+            config_files=config_files,
+            text=self.text,
+            budgets=budgets,
+            baseline=baseline,
+            commands=commands,
+            source=self.source,
+            allow_errors=allow_errors,
+        )
 
     def list_of(self, value: Any, path: Tuple) -> list:
         if not isinstance(value, list):
@@ -259,8 +307,11 @@ class _Parser:
     def unknown_server(self, server: str, path: Tuple, known: set) -> NoReturn:
         close = difflib.get_close_matches(server, sorted(known), n=1, cutoff=0.6)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        self.fail(path, f"{_name(path)}: unknown server {server!r}; {hint}known servers: {', '.join(sorted(known))} "
-                        "(or declare a command server with [server.NAME] command = \"...\")")
+        self.fail(
+            path,
+            f"{_name(path)}: unknown server {server!r}; {hint}known servers: {', '.join(sorted(known))} "
+            '(or declare a command server with [server.NAME] command = "...")',
+        )
 
     def workload(self, table: Any, path: Tuple) -> Workload:
         if not isinstance(table, dict):
@@ -268,8 +319,11 @@ class _Parser:
         kind = self.string(table.get("kind", "generated"), path + ("kind",), KINDS)
         for key in table:
             if key not in WORKLOAD_KEYS[kind] and any(key in keys for keys in WORKLOAD_KEYS.values()):
-                self.fail(path + (key,), f"workload.{key} does not apply to kind = {kind!r}, which takes "
-                                         f"{', '.join(WORKLOAD_KEYS[kind][1:])}")
+                self.fail(
+                    path + (key,),
+                    f"workload.{key} does not apply to kind = {kind!r}, which takes "
+                    f"{', '.join(WORKLOAD_KEYS[kind][1:])}",
+                )
         self.keys(table, WORKLOAD_KEYS[kind], path)
         try:
             if kind == "generated":
@@ -309,8 +363,10 @@ class _Parser:
             values = tuple(range(start, stop + 1, step))
             key = "from"
         if model == "open" and 0 in values:
-            self.fail(path + (key,), f"levels.{key} includes 0, but in the open model levels are rates in req/s "
-                                     "and 0 is not a rate")
+            self.fail(
+                path + (key,),
+                f"levels.{key} includes 0, but in the open model levels are rates in req/s and 0 is not a rate",
+            )
         # ab.c's convention: 0 means 1 (a first level of one connection), so 0, 10, 20 -> 1, 10, 20.
         levels = tuple(dict.fromkeys(max(1, v) for v in values))
         if key == "list" and len(levels) < len(values):
@@ -330,40 +386,68 @@ class _Parser:
         if key == "requests":
             values = self.array(table[key], path + (key,), lambda v, p: self.integer(v, p, 1), allow_scalar=True)
             return tuple(Budget(requests=v) for v in values)
-        values = self.array(table[key], path + (key,), lambda v, p: self.duration(v, p, zero_ok=False),
-                            allow_scalar=True)
+        values = self.array(
+            table[key], path + (key,), lambda v, p: self.duration(v, p, zero_ok=False), allow_scalar=True
+        )
         return tuple(Budget(duration=v) for v in values)
 
-    def combinations(self, client: str, model: str, pipeline: int, keep_alive: Tuple[bool, ...],
-                     loads: Tuple[Workload, ...], levels: Tuple[int, ...], budgets: Tuple[Budget, ...]) -> None:
+    def combinations(
+        self,
+        client: str,
+        model: str,
+        pipeline: int,
+        keep_alive: Tuple[bool, ...],
+        loads: Tuple[Workload, ...],
+        levels: Tuple[int, ...],
+        budgets: Tuple[Budget, ...],
+    ) -> None:
         """What each part allows alone but not together."""
         if client != "engine":
             if model == "open":
                 self.fail(("model",), f'model = "open" needs client = "engine": {client} runs a closed loop only')
             if pipeline > 1 and client == "ab":
-                self.fail(("pipeline",), f"pipeline = {pipeline} cannot be used with client = \"ab\": ab sends one "
-                                         "request at a time per connection (use wrk, h2load or the engine)")
+                self.fail(
+                    ("pipeline",),
+                    f'pipeline = {pipeline} cannot be used with client = "ab": ab sends one '
+                    "request at a time per connection (use wrk, h2load or the engine)",
+                )
             if False in keep_alive and client in ("wrk", "h2load"):
-                self.fail(("keep_alive",), f"keep_alive = false cannot be used with client = \"{client}\": it keeps "
-                                           "connections open (use ab or the engine)")
+                self.fail(
+                    ("keep_alive",),
+                    f'keep_alive = false cannot be used with client = "{client}": it keeps '
+                    "connections open (use ab or the engine)",
+                )
             if client == "wrk" and budgets[0].requests is not None:
-                self.fail(("budget", "requests"), 'budget.requests cannot be used with client = "wrk": wrk has no '
-                                                  'request count (-n); give budget.duration')
+                self.fail(
+                    ("budget", "requests"),
+                    'budget.requests cannot be used with client = "wrk": wrk has no '
+                    "request count (-n); give budget.duration",
+                )
             for i, work in enumerate(loads):
                 if len(work.paths) > 1:
-                    self.fail(("workload", i), f"workload {work.label!r} has {len(work.paths)} URLs but {client} "
-                                               "requests one: use the engine, or one URL")
+                    self.fail(
+                        ("workload", i),
+                        f"workload {work.label!r} has {len(work.paths)} URLs but {client} "
+                        "requests one: use the engine, or one URL",
+                    )
         fewest = min((b.requests for b in budgets if b.requests is not None), default=None)
         if fewest is not None:
             if model == "closed" and fewest < max(levels):
-                self.fail(("budget", "requests"), f"budget.requests = {fewest} is less than the level of {max(levels)} "
-                                                  "connections: each connection needs at least one request")
+                self.fail(
+                    ("budget", "requests"),
+                    f"budget.requests = {fewest} is less than the level of {max(levels)} "
+                    "connections: each connection needs at least one request",
+                )
             if model == "open" and fewest < max(levels):
-                self.fail(("budget", "requests"), f"budget.requests = {fewest} is less than the rate of {max(levels)} "
-                                                  "req/s: each level needs at least one second of load")
+                self.fail(
+                    ("budget", "requests"),
+                    f"budget.requests = {fewest} is less than the rate of {max(levels)} "
+                    "req/s: each level needs at least one second of load",
+                )
 
 
 # ---- where a key is ---------------------------------------------------------------------------
+
 
 class _Lines:
     """Line numbers of a TOML text's tables and keys, found by scanning it: `[levels]` is
@@ -372,7 +456,9 @@ class _Lines:
     looks like `key = value` is not taken for a key."""
 
     _HEADER = re.compile(r"^\s*(\[\[?)\s*(.+?)\s*\]\]?\s*(?:#.*)?$")
-    _KEY = re.compile(r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*=")
+    _KEY = re.compile(
+        r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*="
+    )
 
     def __init__(self, text: str) -> None:
         self.where: Dict[Tuple, int] = {}
@@ -386,7 +472,7 @@ class _Lines:
                 end = line.find(self.open_string)
                 if end < 0:
                     continue
-                rest, self.open_string = line[end + 3:], None
+                rest, self.open_string = line[end + 3 :], None
             elif self.depth == 0:
                 header = self._HEADER.match(line)
                 key = self._KEY.match(line)
@@ -401,7 +487,7 @@ class _Lines:
                     continue
                 if key:
                     self.where.setdefault(table + tuple(_split_key(key.group(1))), number)
-                    rest = line[key.end():]
+                    rest = line[key.end() :]
             self._scan(rest)
 
     def _scan(self, fragment: str) -> None:
@@ -412,7 +498,7 @@ class _Lines:
             if c == "#":
                 return
             if fragment.startswith(('"""', "'''"), i):
-                delimiter = fragment[i:i + 3]
+                delimiter = fragment[i : i + 3]
                 end = fragment.find(delimiter, i + 3)
                 if end < 0:
                     self.open_string = delimiter

@@ -14,9 +14,9 @@ from typing import Dict, List, Optional, Tuple
 
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
-PF_KTHREAD = 0x00200000   # include/linux/sched.h: the task is a kernel thread
+PF_KTHREAD = 0x00200000  # include/linux/sched.h: the task is a kernel thread
 
-Key = Tuple[int, int]     # (pid, start time): one process, even after its pid is reused
+Key = Tuple[int, int]  # (pid, start time): one process, even after its pid is reused
 
 
 def read(path: str, size: int = 65536) -> bytes:
@@ -34,17 +34,17 @@ class Stat:
     """The fields of /proc/PID/stat the suite uses (proc(5) numbers them from 1)."""
 
     pid: int
-    zombie: bool                  # 3, state Z: exited, not yet reaped
-    ppid: int                     # 4
-    session: int                  # 6
-    kernel_thread: bool           # 9, flags & PF_KTHREAD
-    utime: int                    # 14-17: clock ticks; cutime and cstime are the reaped children's
+    zombie: bool  # 3, state Z: exited, not yet reaped
+    ppid: int  # 4
+    session: int  # 6
+    kernel_thread: bool  # 9, flags & PF_KTHREAD
+    utime: int  # 14-17: clock ticks; cutime and cstime are the reaped children's
     stime: int
     cutime: int
     cstime: int
-    threads: int                  # 20
-    started: int                  # 22, starttime: clock ticks after the boot, never moved by a clock step
-    rss: int                      # 24, in bytes
+    threads: int  # 20
+    started: int  # 22, starttime: clock ticks after the boot, never moved by a clock step
+    rss: int  # 24, in bytes
 
     @property
     def key(self) -> Key:
@@ -59,11 +59,21 @@ def stat(pid: int) -> Optional[Stat]:
         return None
     # The fields after the command name, which may itself hold spaces and parentheses: field 3,
     # the state, is index 0 here.
-    f = raw[raw.rindex(b")") + 2:].split()
-    return Stat(pid=pid, zombie=f[0] == b"Z", ppid=int(f[1]), session=int(f[3]),
-                kernel_thread=bool(int(f[6]) & PF_KTHREAD), utime=int(f[11]), stime=int(f[12]),
-                cutime=int(f[13]), cstime=int(f[14]), threads=int(f[17]), started=int(f[19]),
-                rss=int(f[21]) * PAGE)
+    f = raw[raw.rindex(b")") + 2 :].split()
+    return Stat(
+        pid=pid,
+        zombie=f[0] == b"Z",
+        ppid=int(f[1]),
+        session=int(f[3]),
+        kernel_thread=bool(int(f[6]) & PF_KTHREAD),
+        utime=int(f[11]),
+        stime=int(f[12]),
+        cutime=int(f[13]),
+        cstime=int(f[14]),
+        threads=int(f[17]),
+        started=int(f[19]),
+        rss=int(f[21]) * PAGE,
+    )
 
 
 def pids() -> List[int]:
@@ -86,7 +96,7 @@ def pss(pid: int) -> Optional[int]:
     start = rollup.find(b"\nPss:")
     if start < 0:
         return 0  # no memory left to describe: the process is exiting
-    return int(rollup[start + len(b"\nPss:"):rollup.index(b"kB", start)]) * 1024
+    return int(rollup[start + len(b"\nPss:") : rollup.index(b"kB", start)]) * 1024
 
 
 def fd_count(pid: int) -> Optional[int]:
@@ -111,12 +121,12 @@ def schedstat(pid: int) -> Dict[Key, Tuple[int, int]]:
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return threads    # exited since it was listed
+        return threads  # exited since it was listed
     for tid in tids:
         try:
             running, waiting = read(f"/proc/{pid}/task/{tid}/schedstat").split()[:2]
         except (OSError, ValueError):
-            continue      # exited, or a kernel without CONFIG_SCHED_INFO
+            continue  # exited, or a kernel without CONFIG_SCHED_INFO
         threads[(pid, int(tid))] = (int(running), int(waiting))
     return threads
 

@@ -16,8 +16,8 @@ RESTART_GAP = 0.8
 
 @dataclass(frozen=True)
 class _Change:
-    t: float                      # the sample that saw it
-    exited: bool                  # a worker left the tree, or `count` joined it
+    t: float  # the sample that saw it
+    exited: bool  # a worker left the tree, or `count` joined it
     count: int
     event: str
 
@@ -35,26 +35,33 @@ class WorkerChanges:
 
     def __init__(self, leader: int) -> None:
         self.leader = leader
-        self.noted: List[_Change] = []      # since the last window ended
-        self.carried: List[_Change] = []    # the last window's unmatched ones, near its end
+        self.noted: List[_Change] = []  # since the last window ended
+        self.carried: List[_Change] = []  # the last window's unmatched ones, near its end
 
     def note(self, before_pids: Iterable[int], pids: Iterable[int], t: float) -> None:
         """Two successive samples of the server's tree: its pids, and the later one's time."""
         before, now = set(before_pids), set(pids)
-        self.noted += [_Change(t, True, 1, f"worker pid {pid} exited")
-                       for pid in sorted(before - now - {self.leader})]
+        self.noted += [_Change(t, True, 1, f"worker pid {pid} exited") for pid in sorted(before - now - {self.leader})]
         new = sorted(now - before)
         if new:
-            self.noted.append(_Change(t, False, len(new), f"{len(new)} new worker{'s' if len(new) > 1 else ''} "
-                                                        f"appeared (pid {', '.join(map(str, new))})"))
+            self.noted.append(
+                _Change(
+                    t,
+                    False,
+                    len(new),
+                    f"{len(new)} new worker{'s' if len(new) > 1 else ''} appeared (pid {', '.join(map(str, new))})",
+                )
+            )
 
     def close(self, start: float, end: float) -> dict:
         """The worker figures of the window from sample time `start` to `end`."""
-        earlier = [replace(c, event=c.event + " at the end of the previous window") for c in self.carried] + \
-                  [replace(c, event=c.event + " before the window") for c in self.noted if c.t <= start]
+        earlier = [replace(c, event=c.event + " at the end of the previous window") for c in self.carried] + [
+            replace(c, event=c.event + " before the window") for c in self.noted if c.t <= start
+        ]
         during = [c for c in self.noted if c.t > start]
-        halves = [c for c in earlier if any(o.exited != c.exited and abs(o.t - c.t) <= RESTART_GAP
-                                            for o in earlier + during)]
+        halves = [
+            c for c in earlier if any(o.exited != c.exited and abs(o.t - c.t) <= RESTART_GAP for o in earlier + during)
+        ]
         changes = halves + during
         exited = sum(c.count for c in changes if c.exited)
         started = sum(c.count for c in changes if not c.exited)

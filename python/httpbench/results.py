@@ -37,26 +37,26 @@ class Latency:
     mean_us: Optional[float]
     max_us: Optional[float]
     exact: bool
-    summaries: tuple = ()   # the rounds' summaries with histograms, for the percentile spectrum
+    summaries: tuple = ()  # the rounds' summaries with histograms, for the percentile spectrum
 
 
 @dataclass(frozen=True)
 class LevelResult:
     level: int
-    rps_values: tuple                   # requests/s of each round
-    rps: LevelStats                     # their statistics
+    rps_values: tuple  # requests/s of each round
+    rps: LevelStats  # their statistics
     latency: Latency
     completed: int
     errors: int
     errors_by_class: Dict[str, int]
     non_2xx: int
-    duration_s: float                   # measured seconds, all rounds
-    server_cpu_user: Optional[float]    # cores, mean over the rounds
+    duration_s: float  # measured seconds, all rounds
+    server_cpu_user: Optional[float]  # cores, mean over the rounds
     server_cpu_sys: Optional[float]
     server_memory_bytes: Optional[int]  # PSS peak (RSS where PSS is unreadable), highest round
-    client_busy: Optional[float]        # busiest client thread, highest round
-    flags: Dict[str, str]               # kind -> reason, any round's, plus noisy across rounds
-    timeseries: List[dict]              # per second, rounds one after another: second, round, requests/s, errors/s
+    client_busy: Optional[float]  # busiest client thread, highest round
+    flags: Dict[str, str]  # kind -> reason, any round's, plus noisy across rounds
+    timeseries: List[dict]  # per second, rounds one after another: second, round, requests/s, errors/s
 
 
 @dataclass(frozen=True)
@@ -68,15 +68,15 @@ class CellResult:
     workload: str
     keep_alive: bool
     cpus: int
-    budget: str                 # "" for the plan's one budget, "n100" when the plan sweeps several
+    budget: str  # "" for the plan's one budget, "n100" when the plan sweeps several
     requests_budget: Optional[int]
     status: str
     error: Optional[str]
-    seconds: Optional[float]    # wall time of the whole cell: start, verify, warm-up, levels, stop
+    seconds: Optional[float]  # wall time of the whole cell: start, verify, warm-up, levels, stop
     server_version: str
     config_text: str
     levels: List[LevelResult]
-    sessions: int = 1           # how many times it was started: more than 1 when resumed
+    sessions: int = 1  # how many times it was started: more than 1 when resumed
 
     @property
     def series(self) -> str:
@@ -114,7 +114,7 @@ class Figures:
     measured, so that cells are compared on the same levels."""
 
     levels: Tuple[LevelResult, ...]
-    requests_budget: Optional[int]   # the requests every round of the group served, if it was the same for all
+    requests_budget: Optional[int]  # the requests every round of the group served, if it was the same for all
 
     @property
     def mean_rps(self) -> Optional[float]:
@@ -202,8 +202,9 @@ class Group:
 
     def ranked(self) -> List[CellResult]:
         """Its finished cells with a throughput on the common levels, fastest first."""
-        return sorted((c for c in self.cells if c.finished and self.figures(c).mean_rps),
-                      key=lambda c: -self.figures(c).mean_rps)
+        return sorted(
+            (c for c in self.cells if c.finished and self.figures(c).mean_rps), key=lambda c: -self.figures(c).mean_rps
+        )
 
     def incomplete(self, cell: CellResult) -> Optional[str]:
         """How `cell` did not finish, or lacks levels that others of its group measured; None if
@@ -223,8 +224,10 @@ class Group:
     def flags(self, cell: CellResult, levels: Optional[Collection[int]] = None) -> Dict[str, str]:
         """What to read with care in `cell`'s figures: kind -> the reason at each of `levels`
         (default: the compared ones) that raised it, and `incomplete` when it lacks levels."""
-        out = {kind: "; ".join(f"level {lv.level}: {lv.flags[kind]}" for lv in flagged)
-               for kind, flagged in self.figures(cell, levels).flagged.items()}
+        out = {
+            kind: "; ".join(f"level {lv.level}: {lv.flags[kind]}" for lv in flagged)
+            for kind, flagged in self.figures(cell, levels).flagged.items()
+        }
         why = self.incomplete(cell)
         if why:
             out["incomplete"] = why
@@ -273,8 +276,10 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         for f in m.get("flags") or []:
             flags.setdefault(f["kind"], f["reason"])
     if stats.n > 1 and stats.cv > NOISY_CV:
-        flags["noisy"] = (f"rounds vary by {stats.cv:.1%} (coefficient of variation > {NOISY_CV:.0%}): "
-                          f"{stats.min:,.0f} to {stats.max:,.0f} req/s")
+        flags["noisy"] = (
+            f"rounds vary by {stats.cv:.1%} (coefficient of variation > {NOISY_CV:.0%}): "
+            f"{stats.min:,.0f} to {stats.max:,.0f} req/s"
+        )
     errors_by_class: Dict[str, int] = defaultdict(int)
     for m in measurements:
         for kind, count in (m.get("errors") or {}).items():
@@ -289,11 +294,20 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         for p in points:
             # The last second of a round is usually partial: counts become rates over its length.
             span = min(1.0, max(duration - p["second"], 1e-3))
-            series.append({"second": offset + p["second"], "round": index, "requests": p["requests"] / span,
-                           "errors": p["errors"] / span})
+            series.append(
+                {
+                    "second": offset + p["second"],
+                    "round": index,
+                    "requests": p["requests"] / span,
+                    "errors": p["errors"] / span,
+                }
+            )
         offset += len(points)
     return LevelResult(
-        level=number, rps_values=tuple(values), rps=stats, latency=_latency(measurements),
+        level=number,
+        rps_values=tuple(values),
+        rps=stats,
+        latency=_latency(measurements),
         completed=sum(m["requests"]["completed"] or 0 for m in measurements),
         errors=sum(m.get("errors_total") or 0 for m in measurements),
         errors_by_class={k: v for k, v in errors_by_class.items() if v},
@@ -303,7 +317,9 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         server_cpu_sys=_mean([s.get("cpu_sys_cores") for s in servers]),
         server_memory_bytes=max((v for v in memory if v), default=None),
         client_busy=max((b for b in busy if b is not None), default=None),
-        flags=flags, timeseries=series)
+        flags=flags,
+        timeseries=series,
+    )
 
 
 def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
@@ -318,42 +334,84 @@ def _latency(measurements: Sequence[dict]) -> Latency:
         if not merged["count"]:
             # Every request failed: the histograms' zeros are no latency, and there is no spectrum.
             return Latency(None, None, None, None, None, None, exact=True)
-        return Latency(merged["p50_us"], merged["p90_us"], merged["p99_us"], merged["p99_9_us"],
-                       merged["mean_us"], merged["max_us"], exact=True, summaries=tuple(summaries))
+        return Latency(
+            merged["p50_us"],
+            merged["p90_us"],
+            merged["p99_us"],
+            merged["p99_9_us"],
+            merged["mean_us"],
+            merged["max_us"],
+            exact=True,
+            summaries=tuple(summaries),
+        )
 
     def median(key):
         known = sorted(s[key] for s in summaries if s.get(key) is not None)
         return known[len(known) // 2] if known else None
-    return Latency(median("p50_us"), median("p90_us"), median("p99_us"), median("p99_9_us"), median("mean_us"),
-                   median("max_us"), exact=False)
+
+    return Latency(
+        median("p50_us"),
+        median("p90_us"),
+        median("p99_us"),
+        median("p99_9_us"),
+        median("mean_us"),
+        median("max_us"),
+        exact=False,
+    )
 
 
 def of_run(run: dict) -> RunResults:
     """Results of a run as `Store.run` returns it."""
     from httpbench import plan as plans
+
     try:
         plan = plans.parse(run["plan_text"], f"run {run['id']}")
         baseline, client, budget = plan.baseline, plan.client, plan.budget.requests
     except plans.PlanError:
         # A plan this httpbench no longer accepts still has results worth showing.
         baseline, client, budget = None, "engine", None
-    results = RunResults(id=run["id"], plan_name=run["plan_name"], plan_text=run["plan_text"], status=run["status"],
-                         started=run["started"], ended=run["ended"], host=run["host"] or {},
-                         versions=run["versions"] or {}, baseline=baseline, client=client)
+    results = RunResults(
+        id=run["id"],
+        plan_name=run["plan_name"],
+        plan_text=run["plan_text"],
+        status=run["status"],
+        started=run["started"],
+        ended=run["ended"],
+        host=run["host"] or {},
+        versions=run["versions"] or {},
+        baseline=baseline,
+        client=client,
+    )
     for cell in run["cells"]:
         by_level: Dict[int, List[dict]] = defaultdict(list)
         for r in cell["rounds"]:
             by_level[r["level"]].append(r["measurement"])
         # A cell of a plan sweeping several budgets has its own; the others have the plan's one.
-        own = plans.Budget(cell["budget_requests"], cell["budget_seconds"]) \
-            if cell["budget_requests"] is not None or cell["budget_seconds"] is not None else None
-        results.cells.append(CellResult(
-            run_id=run["id"], key=cell["key"], server=cell["server"], profile=cell["profile"],
-            workload=cell["workload"], keep_alive=cell["keep_alive"], cpus=cell["cpus"],
-            budget=own.label if own else "", requests_budget=own.requests if own else budget,
-            status=cell["status"], error=cell.get("error"), seconds=cell.get("seconds"),
-            server_version=cell.get("server_version") or "", config_text=cell.get("config_text") or "",
-            levels=[_level(n, ms) for n, ms in sorted(by_level.items())], sessions=cell.get("sessions") or 1))
+        own = (
+            plans.Budget(cell["budget_requests"], cell["budget_seconds"])
+            if cell["budget_requests"] is not None or cell["budget_seconds"] is not None
+            else None
+        )
+        results.cells.append(
+            CellResult(
+                run_id=run["id"],
+                key=cell["key"],
+                server=cell["server"],
+                profile=cell["profile"],
+                workload=cell["workload"],
+                keep_alive=cell["keep_alive"],
+                cpus=cell["cpus"],
+                budget=own.label if own else "",
+                requests_budget=own.requests if own else budget,
+                status=cell["status"],
+                error=cell.get("error"),
+                seconds=cell.get("seconds"),
+                server_version=cell.get("server_version") or "",
+                config_text=cell.get("config_text") or "",
+                levels=[_level(n, ms) for n, ms in sorted(by_level.items())],
+                sessions=cell.get("sessions") or 1,
+            )
+        )
     return results
 
 

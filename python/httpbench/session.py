@@ -39,9 +39,9 @@ class Setup:
     server_cpus: Optional[str] = None
     client_cpus: Optional[str] = None
     allow_shared: bool = False
-    cluster: Optional[str] = None           # a Dask scheduler: load from its client hosts
+    cluster: Optional[str] = None  # a Dask scheduler: load from its client hosts
     certs: Optional[Path] = None
-    on_client_loss: str = "continue"        # or "stop"
+    on_client_loss: str = "continue"  # or "stop"
 
     def facts(self) -> dict:
         """What a resume must be told again besides the scheduler, stored with the cluster's facts."""
@@ -66,14 +66,20 @@ def resume_command(run_id: int, db: str, host: dict, only: Optional[List[str]] =
 
 
 class Session:
-    def __init__(self, db: str, plan_name: Optional[str] = None, resume: Optional[int] = None,
-                 only: Optional[List[str]] = None, setup: Setup = Setup()) -> None:
+    def __init__(
+        self,
+        db: str,
+        plan_name: Optional[str] = None,
+        resume: Optional[int] = None,
+        only: Optional[List[str]] = None,
+        setup: Setup = Setup(),
+    ) -> None:
         """A new run of `plan_name` (default: quick), or the rest of run `resume`; `only`: its
         cells of these servers. Refuses (one line) a damaged store, an unknown run, a run another
         process is measuring and a resume on other CPUs than the run's."""
         self.db, self.only = db, only
         self.store = Store(db)
-        self.store.check()   # a damaged file is refused before anything is measured that it could not keep
+        self.store.check()  # a damaged file is refused before anything is measured that it could not keep
         self.run_id = resume
         self.finished = False
         self.stored: dict = {"host": {}, "cells": []}
@@ -84,8 +90,10 @@ class Session:
         self.stored = self.store.run(resume)
         if self.stored["status"] == "running" and owner_alive(self.stored):
             pid = self.stored["owner_pid"]
-            raise StoreError(f"run {resume} is still being measured, by process {pid}; wait for it, "
-                             f"or stop it (kill {pid}: it stores what it measured) and resume then")
+            raise StoreError(
+                f"run {resume} is still being measured, by process {pid}; wait for it, "
+                f"or stop it (kill {pid}: it stores what it measured) and resume then"
+            )
         self.finished = _finished(self.stored, only)
         self.plan = plans.parse(self.stored["plan_text"], f"run {resume}")
         self.setup = _placed_as_stored(resume, self.stored["host"].get("placement"), setup)
@@ -100,11 +108,16 @@ class Session:
             if setup.cluster:
                 # Nothing of Dask is imported or started without --cluster.
                 from httpbench.cluster import ClusterLoad
+
                 self.cluster = ClusterLoad(setup.cluster, setup.certs)
-            placement = self.cluster.placement(setup.server_cpus) if self.cluster else \
-                Placement.choose(setup.server_cpus, setup.client_cpus, setup.allow_shared)
-            self.sweep = Sweep(self.plan, self.store, placement, self.only, cluster=self.cluster,
-                               on_client_loss=setup.on_client_loss)
+            placement = (
+                self.cluster.placement(setup.server_cpus)
+                if self.cluster
+                else Placement.choose(setup.server_cpus, setup.client_cpus, setup.allow_shared)
+            )
+            self.sweep = Sweep(
+                self.plan, self.store, placement, self.only, cluster=self.cluster, on_client_loss=setup.on_client_loss
+            )
             if self.run_id is None:
                 self.run_id = self.sweep.start(setup=setup.facts())
                 self.stored = self.store.run(self.run_id)
@@ -130,8 +143,11 @@ class Session:
         """Of those, the ones stored by earlier sessions; not a round that stopped its cell (its
         server died), which the sweep measures again."""
         keys = {cell.key for cell in self.sweep.cells}
-        return sum(min(len(self.store.rounds_done(c["id"], redo=CELL_STOPPERS)), self._per_cell)
-                   for c in self.stored["cells"] if c["key"] in keys)
+        return sum(
+            min(len(self.store.rounds_done(c["id"], redo=CELL_STOPPERS)), self._per_cell)
+            for c in self.stored["cells"]
+            if c["key"] in keys
+        )
 
     @property
     def _per_cell(self) -> int:
@@ -160,8 +176,9 @@ def _finished(stored: dict, only: Optional[List[str]]) -> bool:
     (results.CellResult.finished: one that failed, or is done but holds a level that stopped it,
     is measured again), and every server of `only` has its cells."""
     measured = results.of_run(stored)
-    return stored["status"] == "done" and not measured.unfinished and \
-        set(only or ()) <= {c.server for c in measured.cells}
+    return (
+        stored["status"] == "done" and not measured.unfinished and set(only or ()) <= {c.server for c in measured.cells}
+    )
 
 
 def _placed_as_stored(run_id: int, placed: Optional[dict], setup: Setup) -> Setup:
@@ -171,15 +188,20 @@ def _placed_as_stored(run_id: int, placed: Optional[dict], setup: Setup) -> Setu
         return setup
     server = _cpus_as_stored(run_id, placed, "server", setup.server_cpus)
     if setup.cluster:
-        return replace(setup, server_cpus=server)   # the client hosts' engines use their own CPUs
-    return replace(setup, server_cpus=server, client_cpus=_cpus_as_stored(run_id, placed, "client", setup.client_cpus),
-                   allow_shared=setup.allow_shared or placed["shared"])
+        return replace(setup, server_cpus=server)  # the client hosts' engines use their own CPUs
+    return replace(
+        setup,
+        server_cpus=server,
+        client_cpus=_cpus_as_stored(run_id, placed, "client", setup.client_cpus),
+        allow_shared=setup.allow_shared or placed["shared"],
+    )
 
 
 def _cpus_as_stored(run_id: int, placed: dict, part: str, given: Optional[str]) -> str:
     """The CPUs run `run_id` gave its `part` ("server" or "client"), as a CPU list."""
     stored = show_cpus(placed[part])
     if given and parse_cpus(given, f"--{part}-cpus") != tuple(placed[part]):
-        raise PlacementError(f"run {run_id} ran its {part} on CPU(s) {stored}: resume it on the same ones "
-                             f"(drop --{part}-cpus)")
+        raise PlacementError(
+            f"run {run_id} ran its {part} on CPU(s) {stored}: resume it on the same ones (drop --{part}-cpus)"
+        )
     return stored

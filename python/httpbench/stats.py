@@ -14,9 +14,37 @@ from typing import Sequence
 
 # Two-sided 95% Student t quantiles by degrees of freedom (n - 1), for n up to 30. Beyond that the
 # normal quantile is within 2.5% of t, and levels rarely get that many rounds.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-        2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-        2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045)
+_T95 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+)
 _Z95 = 1.96
 
 
@@ -32,9 +60,9 @@ class LevelStats:
     mean: float
     max: float
     median: float
-    stdev: float   # sample standard deviation (n - 1); 0 for one value
-    ci95: float    # half-width of the 95% interval of the mean; NaN for one value: one round gives no interval
-    cv: float      # stdev / mean; 0 for one value
+    stdev: float  # sample standard deviation (n - 1); 0 for one value
+    ci95: float  # half-width of the 95% interval of the mean; NaN for one value: one round gives no interval
+    cv: float  # stdev / mean; 0 for one value
 
     @classmethod
     def of(cls, values: Sequence[float]) -> "LevelStats":
@@ -49,5 +77,13 @@ class LevelStats:
             cv = 0.0
         else:
             cv = stdev / mean if mean else math.inf
-        return cls(n=n, min=min(values), mean=mean, max=max(values), median=statistics.median(values),
-                   stdev=stdev, ci95=ci95, cv=cv)
+        return cls(
+            n=n,
+            min=min(values),
+            mean=mean,
+            max=max(values),
+            median=statistics.median(values),
+            stdev=stdev,
+            ci95=ci95,
+            cv=cv,
+        )

@@ -21,9 +21,29 @@ import socket
 from pathlib import Path
 from typing import Collection, Dict, List, Optional, Set, Tuple
 
-from sqlalchemy import (JSON, BigInteger, Boolean, Column, DateTime, Float, ForeignKey, Integer, MetaData, String,
-                        Table, Text, UniqueConstraint, create_engine, event, func, inspect, insert, select, text,
-                        update)
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.schema import CreateColumn
@@ -36,7 +56,8 @@ SCHEMA_VERSION = 4
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
 runs = Table(
-    "runs", metadata,
+    "runs",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("plan_name", String(200), nullable=False),
     Column("plan_text", Text, nullable=False),
@@ -54,7 +75,8 @@ runs = Table(
     Column("owner_boot", String(36)),
 )
 cells = Table(
-    "cells", metadata,
+    "cells",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("run_id", ForeignKey("runs.id"), nullable=False),
     Column("key", String(300), nullable=False),
@@ -68,14 +90,15 @@ cells = Table(
     Column("seconds", Float),
     Column("status", String(20), nullable=False),
     Column("error", Text),
-    Column("sessions", Integer),   # how many times the cell was started: more than 1 when resumed
+    Column("sessions", Integer),  # how many times the cell was started: more than 1 when resumed
     # The cell's own budget, when its plan sweeps several (plan.Cell.budget); null: the plan's one.
     Column("budget_requests", BigInteger),
     Column("budget_seconds", Float),
     UniqueConstraint("run_id", "key"),
 )
 rounds = Table(
-    "rounds", metadata,
+    "rounds",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("cell_id", ForeignKey("cells.id"), nullable=False),
     Column("level", Integer, nullable=False),
@@ -90,9 +113,11 @@ rounds = Table(
     UniqueConstraint("cell_id", "level", "round"),
 )
 # The columns each schema version added; an older store gets them when this httpbench opens it.
-ADDED = {2: [runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, cells.c.sessions],
-         3: [runs.c.owner_boot],
-         4: [cells.c.budget_requests, cells.c.budget_seconds]}
+ADDED = {
+    2: [runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, cells.c.sessions],
+    3: [runs.c.owner_boot],
+    4: [cells.c.budget_requests, cells.c.budget_seconds],
+}
 
 
 # Held while a `run` reads the schema version and migrates (PostgreSQL's advisory lock, this
@@ -115,8 +140,9 @@ def url_of(db: str, create: bool = True) -> URL:
         if create:
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
         elif not Path(url.database).is_file():
-            raise StoreError(f"no database at {url.database}: 'httpbench run' makes one; "
-                             "give --db the file or URL it wrote")
+            raise StoreError(
+                f"no database at {url.database}: 'httpbench run' makes one; give --db the file or URL it wrote"
+            )
     return url
 
 
@@ -159,8 +185,12 @@ def _headline(m: dict, *path):
 def _owner() -> dict:
     """This process, as a run's owner."""
     me = procfs.stat(os.getpid())
-    return {"owner_host": socket.gethostname(), "owner_pid": me.pid, "owner_started": me.started,
-            "owner_boot": procfs.boot_id()}
+    return {
+        "owner_host": socket.gethostname(),
+        "owner_pid": me.pid,
+        "owner_started": me.started,
+        "owner_boot": procfs.boot_id(),
+    }
 
 
 def owner_alive(run: dict) -> Optional[bool]:
@@ -169,7 +199,7 @@ def owner_alive(run: dict) -> Optional[bool]:
     if run.get("owner_boot") is None or run.get("owner_host") != socket.gethostname():
         return None
     if run["owner_boot"] != procfs.boot_id():
-        return False   # the host booted since: every process it ran then is gone
+        return False  # the host booted since: every process it ran then is gone
     process = procfs.stat(run["owner_pid"])
     return process is not None and not process.zombie and process.started == run["owner_started"]
 
@@ -206,8 +236,9 @@ def _migrate(conn, version: int) -> None:
     """Bring a store of an older schema `version` to this one: its columns added and filled,
     nothing lost."""
     for column in _added_since(version):
-        conn.execute(text(f"ALTER TABLE {column.table.name} ADD COLUMN "
-                          f"{CreateColumn(column).compile(dialect=conn.dialect)}"))
+        conn.execute(
+            text(f"ALTER TABLE {column.table.name} ADD COLUMN {CreateColumn(column).compile(dialect=conn.dialect)}")
+        )
     for table, fill in (FILLED[added] for added in sorted(FILLED) if added > version):
         for row in conn.execute(select(table)).mappings().all():
             values = fill(row)
@@ -219,12 +250,14 @@ def _migrate(conn, version: int) -> None:
 def _one_line(method):
     """A database that fails under a store operation (a damaged SQLite file, a lost server) ends
     in one line saying so, not a traceback."""
+
     @functools.wraps(method)
     def guarded(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
         except SQLAlchemyError as e:
             raise StoreError(f"the results database {self.shown} failed: {_reason(e)}; {self.remedy}") from None
+
     return guarded
 
 
@@ -245,9 +278,12 @@ class Store:
         try:
             url = url_of(db, create)
             self.sqlite = url.drivername.startswith("sqlite")
-            self.remedy = (f"if the file is damaged, salvage what it holds with: sqlite3 {url.database} .recover "
-                           "| sqlite3 recovered.db, then use --db recovered.db" if self.sqlite else
-                           "see the database server's log")
+            self.remedy = (
+                f"if the file is damaged, salvage what it holds with: sqlite3 {url.database} .recover "
+                "| sqlite3 recovered.db, then use --db recovered.db"
+                if self.sqlite
+                else "see the database server's log"
+            )
             # connect_timeout: an unreachable server fails in seconds, not after the OS's TCP timeout.
             args = {"connect_timeout": 5} if url.drivername.startswith("postgresql") else {}
             self.engine: Engine = create_engine(url, connect_args=args, json_serializer=_dumps)
@@ -258,11 +294,14 @@ class Store:
                     self._lock_schema(conn)
                 # The version is checked before any table is created, so a database written by
                 # another httpbench is left exactly as it was.
-                version = conn.execute(select(meta.c.schema_version)).scalar() \
-                    if inspect(conn).has_table("meta") else None
+                version = (
+                    conn.execute(select(meta.c.schema_version)).scalar() if inspect(conn).has_table("meta") else None
+                )
                 if version is not None and version > SCHEMA_VERSION:
-                    raise StoreError(f"{shown} holds results in schema version {version}, this httpbench writes "
-                                     f"version {SCHEMA_VERSION}; use another --db, or the httpbench that wrote it")
+                    raise StoreError(
+                        f"{shown} holds results in schema version {version}, this httpbench writes "
+                        f"version {SCHEMA_VERSION}; use another --db, or the httpbench that wrote it"
+                    )
                 if version is None and not create:
                     raise StoreError(f"{shown} holds no httpbench results: 'httpbench run --db' writes them")
                 self.version = SCHEMA_VERSION if create else version
@@ -278,15 +317,17 @@ class Store:
                     conn.commit()
         except (SQLAlchemyError, OSError, ImportError) as e:  # ImportError: a URL for a driver not installed
             reason = _reason(e)
-            raise StoreError(f"cannot open the results database {shown}: {reason}; check the path or URL "
-                             "(server running, user, password, database name)") from None
+            raise StoreError(
+                f"cannot open the results database {shown}: {reason}; check the path or URL "
+                "(server running, user, password, database name)"
+            ) from None
 
     def _lock_schema(self, conn) -> None:
         """One `run` at a time reads the schema version and brings the store to this one, in one
         transaction: two opening an older store at once would both migrate it (the second adding
         a column already there), two opening an empty one both create its tables."""
         if self.sqlite:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")   # the write lock now, not at the first write
+            conn.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now, not at the first write
         else:
             conn.execute(select(func.pg_advisory_xact_lock(SCHEMA_LOCK)))
 
@@ -317,9 +358,17 @@ class Store:
     @_one_line
     def start_run(self, plan, host: dict, versions: dict) -> int:
         with self.engine.begin() as conn:
-            return conn.execute(insert(runs).values(
-                plan_name=plan.name, plan_text=plan.text, host=host, versions=versions, started=_now(),
-                status="running", **_owner())).inserted_primary_key[0]
+            return conn.execute(
+                insert(runs).values(
+                    plan_name=plan.name,
+                    plan_text=plan.text,
+                    host=host,
+                    versions=versions,
+                    started=_now(),
+                    status="running",
+                    **_owner(),
+                )
+            ).inserted_primary_key[0]
 
     @_one_line
     def claim(self, run_id: int) -> None:
@@ -333,27 +382,49 @@ class Store:
         with self.engine.begin() as conn:
             found = conn.execute(select(cells.c.id).where(cells.c.run_id == run_id, cells.c.key == cell.key)).scalar()
             if found is not None:
-                conn.execute(update(cells).where(cells.c.id == found).values(
-                    config_text=config_text or cells.c.config_text, server_version=server_version, status="running",
-                    sessions=func.coalesce(cells.c.sessions, 1) + 1))
+                conn.execute(
+                    update(cells)
+                    .where(cells.c.id == found)
+                    .values(
+                        config_text=config_text or cells.c.config_text,
+                        server_version=server_version,
+                        status="running",
+                        sessions=func.coalesce(cells.c.sessions, 1) + 1,
+                    )
+                )
                 return found
-            return conn.execute(insert(cells).values(
-                run_id=run_id, key=cell.key, server=cell.server, profile=cell.profile, workload=cell.workload.label,
-                keep_alive=cell.keep_alive, cpus=cell.cpus, config_text=config_text, server_version=server_version,
-                status="running", sessions=1, budget_requests=cell.budget and cell.budget.requests,
-                budget_seconds=cell.budget and cell.budget.duration)).inserted_primary_key[0]
+            return conn.execute(
+                insert(cells).values(
+                    run_id=run_id,
+                    key=cell.key,
+                    server=cell.server,
+                    profile=cell.profile,
+                    workload=cell.workload.label,
+                    keep_alive=cell.keep_alive,
+                    cpus=cell.cpus,
+                    config_text=config_text,
+                    server_version=server_version,
+                    status="running",
+                    sessions=1,
+                    budget_requests=cell.budget and cell.budget.requests,
+                    budget_seconds=cell.budget and cell.budget.duration,
+                )
+            ).inserted_primary_key[0]
 
     @_one_line
     def add_round(self, cell_id: int, level: int, index: int, measurement: dict, replace: bool = False) -> None:
         """Store one round, committed at once. Adding a round that is already stored is ignored:
         the first one stays as it was, so a resumed run never duplicates one; with `replace`,
         this one takes its place (the round was measured again, see rounds_done's `redo`)."""
-        values = dict(measurement=measurement, requests_per_second=_headline(measurement, "requests", "per_second"),
-                      completed=_headline(measurement, "requests", "completed"),
-                      errors_total=_headline(measurement, "errors_total"),
-                      p50_us=_headline(measurement, "latency", "total", "p50_us"),
-                      p99_us=_headline(measurement, "latency", "total", "p99_us"),
-                      client_busy_share=_headline(measurement, "client", "busy_share"))
+        values = dict(
+            measurement=measurement,
+            requests_per_second=_headline(measurement, "requests", "per_second"),
+            completed=_headline(measurement, "requests", "completed"),
+            errors_total=_headline(measurement, "errors_total"),
+            p50_us=_headline(measurement, "latency", "total", "p50_us"),
+            p99_us=_headline(measurement, "latency", "total", "p99_us"),
+            client_busy_share=_headline(measurement, "client", "busy_share"),
+        )
         try:
             with self.engine.begin() as conn:
                 conn.execute(insert(rounds).values(cell_id=cell_id, level=level, round=index, **values))
@@ -363,8 +434,11 @@ class Store:
                 raise
             if replace:
                 with self.engine.begin() as conn:
-                    conn.execute(update(rounds).where(rounds.c.cell_id == cell_id, rounds.c.level == level,
-                                                      rounds.c.round == index).values(**values))
+                    conn.execute(
+                        update(rounds)
+                        .where(rounds.c.cell_id == cell_id, rounds.c.level == level, rounds.c.round == index)
+                        .values(**values)
+                    )
 
     @_one_line
     def rounds_done(self, cell_id: int, redo: Collection[str] = ()) -> Set[Tuple[int, int]]:
@@ -372,23 +446,36 @@ class Store:
         round that stopped its cell (its server died) is no measurement to keep, so a resumed
         cell measures it again."""
         with self.engine.connect() as conn:
-            return {(r.level, r.round) for r in conn.execute(
-                select(rounds.c.level, rounds.c.round, rounds.c.measurement).where(rounds.c.cell_id == cell_id))
-                if not redo or not {f["kind"] for f in r.measurement.get("flags") or ()} & set(redo)}
+            return {
+                (r.level, r.round)
+                for r in conn.execute(
+                    select(rounds.c.level, rounds.c.round, rounds.c.measurement).where(rounds.c.cell_id == cell_id)
+                )
+                if not redo or not {f["kind"] for f in r.measurement.get("flags") or ()} & set(redo)
+            }
 
     @_one_line
     def throughputs(self, cell_id: int) -> Dict[Tuple[int, int], float]:
         """Each stored round of `cell_id`'s requests/s (0 if it has none), by (level, round)."""
         with self.engine.connect() as conn:
-            return {(r.level, r.round): r.requests_per_second or 0.0 for r in conn.execute(
-                select(rounds.c.level, rounds.c.round, rounds.c.requests_per_second).where(rounds.c.cell_id == cell_id))}
+            return {
+                (r.level, r.round): r.requests_per_second or 0.0
+                for r in conn.execute(
+                    select(rounds.c.level, rounds.c.round, rounds.c.requests_per_second).where(
+                        rounds.c.cell_id == cell_id
+                    )
+                )
+            }
 
     @_one_line
     def finish_cell(self, cell_id: int, status: str, seconds: float, error: Optional[str]) -> None:
         with self.engine.begin() as conn:
             # A resumed cell adds its time to what the interrupted attempt already spent.
-            conn.execute(update(cells).where(cells.c.id == cell_id).values(
-                status=status, error=error, seconds=func.coalesce(cells.c.seconds, 0) + seconds))
+            conn.execute(
+                update(cells)
+                .where(cells.c.id == cell_id)
+                .values(status=status, error=error, seconds=func.coalesce(cells.c.seconds, 0) + seconds)
+            )
 
     @_one_line
     def finish_run(self, run_id: int, status: str) -> None:
@@ -399,10 +486,22 @@ class Store:
     def runs(self) -> List[dict]:
         with self.engine.connect() as conn:
             counts = dict(conn.execute(select(cells.c.run_id, func.count()).group_by(cells.c.run_id)).all())
-            listed = (runs.c.id, runs.c.plan_name, runs.c.status, runs.c.started, runs.c.ended, runs.c.host,
-                      runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, runs.c.owner_boot)
-            return [_as_seen({**dict.fromkeys(c.name for c in listed), **r._asdict(), "cells": counts.get(r.id, 0)})
-                    for r in conn.execute(select(*self._columns(*listed)).order_by(runs.c.id))]
+            listed = (
+                runs.c.id,
+                runs.c.plan_name,
+                runs.c.status,
+                runs.c.started,
+                runs.c.ended,
+                runs.c.host,
+                runs.c.owner_host,
+                runs.c.owner_pid,
+                runs.c.owner_started,
+                runs.c.owner_boot,
+            )
+            return [
+                _as_seen({**dict.fromkeys(c.name for c in listed), **r._asdict(), "cells": counts.get(r.id, 0)})
+                for r in conn.execute(select(*self._columns(*listed)).order_by(runs.c.id))
+            ]
 
     @_one_line
     def run(self, run_id: int) -> dict:
@@ -411,15 +510,22 @@ class Store:
             row = conn.execute(select(*self._columns(*runs.columns)).where(runs.c.id == run_id)).first()
             if row is None:
                 recent = [str(r.id) for r in conn.execute(select(runs.c.id).order_by(runs.c.id.desc()).limit(5))]
-                raise StoreError(f"there is no run {run_id}; recent runs: {', '.join(recent) or 'none'} "
-                                 "(httpbench runs lists them)")
+                raise StoreError(
+                    f"there is no run {run_id}; recent runs: {', '.join(recent) or 'none'} (httpbench runs lists them)"
+                )
             out = self._read(runs, row)
             out["cells"] = []
-            for c in conn.execute(select(*self._columns(*cells.columns)).where(cells.c.run_id == run_id)
-                                  .order_by(cells.c.id)):
+            for c in conn.execute(
+                select(*self._columns(*cells.columns)).where(cells.c.run_id == run_id).order_by(cells.c.id)
+            ):
                 cell = self._read(cells, c)
-                cell["rounds"] = [r._asdict() for r in conn.execute(
-                    select(rounds.c.level, rounds.c.round, rounds.c.measurement)
-                    .where(rounds.c.cell_id == c.id).order_by(rounds.c.level, rounds.c.round))]
+                cell["rounds"] = [
+                    r._asdict()
+                    for r in conn.execute(
+                        select(rounds.c.level, rounds.c.round, rounds.c.measurement)
+                        .where(rounds.c.cell_id == c.id)
+                        .order_by(rounds.c.level, rounds.c.round)
+                    )
+                ]
                 out["cells"].append(cell)
             return _as_seen(out)

@@ -21,7 +21,8 @@ from httpbench import clients, engine, honesty, results, servers
 from httpbench.cluster import ClusterDown, ClusterError
 from httpbench.placement import Placement, PlacementError
 from httpbench.plan import Cell, Plan
-from httpbench.servers import ServerProfile, host as server_host
+from httpbench.servers import ServerProfile
+from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
 from httpbench.store import Store
 
@@ -62,16 +63,25 @@ def _merged(flags: Sequence[Optional[honesty.Flag]]) -> List[honesty.Flag]:
 
 
 class Sweep:
-    def __init__(self, plan: Plan, store: Store, placement: Placement, only: Optional[Sequence[str]] = None,
-                 progress: Optional[Progress] = None, cluster: Optional["ClusterLoad"] = None,
-                 on_client_loss: str = "continue") -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        store: Store,
+        placement: Placement,
+        only: Optional[Sequence[str]] = None,
+        progress: Optional[Progress] = None,
+        cluster: Optional["ClusterLoad"] = None,
+        on_client_loss: str = "continue",
+    ) -> None:
         """`cluster`: load from its client workers and run servers on its server worker; None: all
         in this process. `on_client_loss`: "continue" stores a level a client host left as
         partial and goes on, "stop" stores it and stops the run."""
         if cluster and plan.client != "engine":
-            raise ClusterError(f"plan {plan.name} uses client = \"{plan.client}\", which runs on one host: on a "
-                               "cluster only the engine's load is split over the client hosts; drop --cluster, "
-                               "or use client = \"engine\"")
+            raise ClusterError(
+                f'plan {plan.name} uses client = "{plan.client}", which runs on one host: on a '
+                "cluster only the engine's load is split over the client hosts; drop --cluster, "
+                'or use client = "engine"'
+            )
         self.cluster = cluster
         self.on_client_loss = on_client_loss
         self.load: Callable[[dict], dict] = cluster.run if cluster else engine.run
@@ -86,20 +96,25 @@ class Sweep:
         if only:
             unknown = [name for name in only if name not in servers.names()]
             if unknown:
-                raise servers.UnknownServer(f"unknown server {unknown[0]!r}; known servers: {', '.join(servers.names())}")
+                raise servers.UnknownServer(
+                    f"unknown server {unknown[0]!r}; known servers: {', '.join(servers.names())}"
+                )
             missing = [name for name in only if name not in installed]
             if missing:
                 adapter = servers.get(missing[0])
-                raise servers.ServerFailed(f"{missing[0]} is not installed {where}; install it with: "
-                                           f"{adapter.install_command()}")
+                raise servers.ServerFailed(
+                    f"{missing[0]} is not installed {where}; install it with: {adapter.install_command()}"
+                )
             installed = list(only)
         else:
             plan.check_installed(installed, where)
         self.cells: List[Cell] = [c for c in plan.cells(installed) if not only or c.server in only]
         for cell in self.cells:
             if cell.cpus > len(placement.server):
-                raise PlacementError(f"the plan gives {cell.server} {cell.cpus} CPUs but --server-cpus gives "
-                                 f"{len(placement.server)}; name more CPUs or drop that count from server_cpus")
+                raise PlacementError(
+                    f"the plan gives {cell.server} {cell.cpus} CPUs but --server-cpus gives "
+                    f"{len(placement.server)}; name more CPUs or drop that count from server_cpus"
+                )
         self.ceiling: Optional[float] = None
 
     def start(self, setup: Optional[dict] = None) -> int:
@@ -109,8 +124,11 @@ class Sweep:
         facts, versions = self._on_server_host(server_host.facts, adapters)
         facts["placement"] = asdict(self.placement)
         if self.cluster:
-            facts["cluster"] = {"scheduler": self.cluster.address, "server_host": self.cluster.server_host_name(),
-                                **(setup or {})}
+            facts["cluster"] = {
+                "scheduler": self.cluster.address,
+                "server_host": self.cluster.server_host_name(),
+                **(setup or {}),
+            }
         return self.store.start_run(self.plan, facts, versions)
 
     def run(self, run_id: int) -> None:
@@ -131,7 +149,7 @@ class Sweep:
         except Stopped:
             status = "stopped"
             raise
-        except ClusterDown as e:   # while measuring the client ceiling: no cell has begun
+        except ClusterDown as e:  # while measuring the client ceiling: no cell has begun
             status = "stopped"
             raise Stopped(str(e)) from None
         finally:
@@ -156,18 +174,23 @@ class Sweep:
         host = self._server_host()
         try:
             started = host.start(servers.get("reference"), ServerProfile("tuned"), self.plan.workloads[0], 1)
-            spec = self._spec(started.url, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS},
-                              keep_alive=True)
+            spec = self._spec(
+                started.url, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive=True
+            )
             rounds: List[float] = []
             while len(rounds) < CEILING_ROUNDS:
                 measurement = self.load(spec)
                 lost = measurement.get("lost_hosts")
                 if lost and self.on_client_loss == "stop":
-                    raise Stopped(f"client host(s) {', '.join(lost)} lost while measuring the client ceiling "
-                                  "(--on-client-loss stop)")
+                    raise Stopped(
+                        f"client host(s) {', '.join(lost)} lost while measuring the client ceiling "
+                        "(--on-client-loss stop)"
+                    )
                 if lost:
-                    self.progress.on_note(f"client host(s) {', '.join(lost)} lost while measuring the client "
-                                          "ceiling: measuring it again without them")
+                    self.progress.on_note(
+                        f"client host(s) {', '.join(lost)} lost while measuring the client "
+                        "ceiling: measuring it again without them"
+                    )
                     rounds = []
                 else:
                     rounds.append(measurement["requests"]["per_second"])
@@ -201,8 +224,11 @@ class Sweep:
 
     def _cell(self, run_id: int, cell: Cell) -> None:
         adapter = self.plan.adapter(cell.server)
-        profile = ServerProfile(cell.profile, directives=tuple(self.plan.directives.get(cell.server, ())),
-                                config_file=self.plan.config_files.get(cell.server))
+        profile = ServerProfile(
+            cell.profile,
+            directives=tuple(self.plan.directives.get(cell.server, ())),
+            config_file=self.plan.config_files.get(cell.server),
+        )
         started_at = time.monotonic()
         cell_id = None
         host = None
@@ -216,8 +242,11 @@ class Sweep:
             done = {key: rate for key, rate in self.store.throughputs(cell_id).items() if key in kept}
             host.verify()
             if self.plan.warmup > 0:
-                self.load(self._spec(started.url, cell.workload, WARM_CONNECTIONS, {"duration": self.plan.warmup},
-                                     cell.keep_alive))
+                self.load(
+                    self._spec(
+                        started.url, cell.workload, WARM_CONNECTIONS, {"duration": self.plan.warmup}, cell.keep_alive
+                    )
+                )
             host.watch()
             for level in self.plan.levels:
                 self._level(cell, cell_id, started.url, host, level, done)
@@ -233,8 +262,14 @@ class Sweep:
             if cell_id is not None:
                 self.store.finish_cell(cell_id, "stopped", time.monotonic() - started_at, str(e))
             raise Stopped(f"{cell.key}: {e}") from None
-        except (servers.ServerFailed, servers.VerificationFailed, engine.EngineError, engine.EnginePanicked,
-                clients.ClientError, ClusterError) as e:
+        except (
+            servers.ServerFailed,
+            servers.VerificationFailed,
+            engine.EngineError,
+            engine.EnginePanicked,
+            clients.ClientError,
+            ClusterError,
+        ) as e:
             # A failed cell is recorded and the run goes on: the report shows the failure, in the
             # plan's terms (the engine's refusals name no flag a plan does not have).
             reason = engine.in_plan_terms(e) if isinstance(e, engine.EngineError) else str(e)
@@ -246,9 +281,10 @@ class Sweep:
             if host is not None:
                 host.stop()
 
-    def _level(self, cell: Cell, cell_id: int, url: str, host: ServerHost, level: int,
-               done: Dict[Tuple[int, int], float]) -> None:
-        values: List[float] = []    # every round's requests/s, stored before or measured now
+    def _level(
+        self, cell: Cell, cell_id: int, url: str, host: ServerHost, level: int, done: Dict[Tuple[int, int], float]
+    ) -> None:
+        values: List[float] = []  # every round's requests/s, stored before or measured now
         index = 0
         while True:
             if (level, index) in done:
@@ -259,8 +295,10 @@ class Sweep:
                 self.progress.on_round(cell, level, index, measurement)
                 values.append(measurement["requests"]["per_second"] or 0.0)
                 if measurement.get("lost_hosts") and self.on_client_loss == "stop":
-                    raise Stopped(f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level}, "
-                                  "stored as partial (--on-client-loss stop)")
+                    raise Stopped(
+                        f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level}, "
+                        "stored as partial (--on-client-loss stop)"
+                    )
                 self._server_whole(cell, level, measurement)
             index += 1
             if not self.plan.rounds.more(values, index):
@@ -283,19 +321,30 @@ class Sweep:
             measurement = self.load(self._spec(url, cell.workload, level, self._stop(cell), cell.keep_alive))
         else:
             budget = self.plan.budget_for(cell)
-            measurement = clients.run(self.plan.client, url.rstrip("/") + cell.workload.paths[0], max(1, level),
-                                      budget.requests, budget.duration, cell.keep_alive, self.placement.client,
-                                      self.plan.pipeline)
+            measurement = clients.run(
+                self.plan.client,
+                url.rstrip("/") + cell.workload.paths[0],
+                max(1, level),
+                budget.requests,
+                budget.duration,
+                cell.keep_alive,
+                self.placement.client,
+                self.plan.pipeline,
+            )
         measurement["server"] = host.end_window()
-        flags = cluster_flags(measurement, self.ceiling) if self.cluster else \
-            [honesty.client_saturated([measurement], self.ceiling, len(self.placement.client))]
+        flags = (
+            cluster_flags(measurement, self.ceiling)
+            if self.cluster
+            else [honesty.client_saturated([measurement], self.ceiling, len(self.placement.client))]
+        )
         if self.plan.model == "closed" and self.plan.client == "engine":
             flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))
         if self.placement.shared and not self.cluster:
             flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
         # On a cluster the client hosts' waits are judged with their saturation, host by host.
-        flags.append(honesty.contended(cell.server, measurement["server"],
-                                       None if self.cluster else measurement.get("client")))
+        flags.append(
+            honesty.contended(cell.server, measurement["server"], None if self.cluster else measurement.get("client"))
+        )
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
         measurement["flags"] = [asdict(f) for f in _merged(flags)]
         return measurement
@@ -308,10 +357,20 @@ def cluster_flags(measurement: dict, ceiling: Optional[float]) -> List[Optional[
     flags = [honesty.clients_at_ceiling([measurement], ceiling)]
     flags += [honesty.client_host_saturated(part["host"], part["report"]) for part in measurement["hosts"]]
     if measurement["lost_hosts"]:
-        flags.append(honesty.Flag("partial", f"client host(s) {', '.join(measurement['lost_hosts'])} lost during "
-                                             "the level: the figures are the other hosts' only"))
+        flags.append(
+            honesty.Flag(
+                "partial",
+                f"client host(s) {', '.join(measurement['lost_hosts'])} lost during "
+                "the level: the figures are the other hosts' only",
+            )
+        )
     if measurement["absent_hosts"]:
         ran_on = ", ".join(h["host"] for h in measurement["hosts"])
-        flags.append(honesty.Flag("fewer_hosts", f"client host(s) {', '.join(measurement['absent_hosts'])} lost "
-                                                 f"earlier in the run: this level ran on {ran_on} only"))
+        flags.append(
+            honesty.Flag(
+                "fewer_hosts",
+                f"client host(s) {', '.join(measurement['absent_hosts'])} lost "
+                f"earlier in the run: this level ran on {ran_on} only",
+            )
+        )
     return flags

@@ -27,10 +27,10 @@ class WorkloadError(Error):
 
 @dataclass(frozen=True)
 class Workload:
-    label: str                                          # "7B", "25KB jpg", "docroot:site"
+    label: str  # "7B", "25KB jpg", "docroot:site"
     # (name relative to the docroot, bytes); repr=False: a 25 KB body in a traceback helps nobody
     files: Tuple[Tuple[str, bytes], ...] = field(repr=False)
-    paths: Tuple[str, ...]                              # URL paths the load requests, round robin
+    paths: Tuple[str, ...]  # URL paths the load requests, round robin
 
     def write(self, docroot: Path) -> None:
         for name, data in self.files:
@@ -71,7 +71,7 @@ def content(size: int, name: str) -> bytes:
         if size == 0:
             return b""
         pattern = b"httpbench "
-        return (pattern * (size // len(pattern) + 1))[:size - 1] + b"\n"
+        return (pattern * (size // len(pattern) + 1))[: size - 1] + b"\n"
     data = bytearray(hashlib.shake_256(f"httpbench {name} {size}".encode()).digest(size))
     if suffix in (".jpg", ".jpeg") and size >= 4:
         data[:2], data[-2:] = b"\xff\xd8", b"\xff\xd9"

@@ -42,8 +42,17 @@ class ClientError(Error):
     """A client run that cannot be done or did not produce figures; one line saying why."""
 
 
-def run(client: str, url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-        keep_alive: bool, cpus: Sequence[int], pipeline: int = 1, timeout: Optional[float] = None) -> LoadReport:
+def run(
+    client: str,
+    url: str,
+    connections: int,
+    budget_requests: Optional[int],
+    budget_seconds: Optional[float],
+    keep_alive: bool,
+    cpus: Sequence[int],
+    pipeline: int = 1,
+    timeout: Optional[float] = None,
+) -> LoadReport:
     """Run `client` for one level against `url` and return its report. Exactly one budget is set.
     `cpus` pins the tool (empty: not pinned); `timeout` overrides the default bound."""
     if client not in CLIENTS:
@@ -55,8 +64,7 @@ def run(client: str, url: str, connections: int, budget_requests: Optional[int],
     if budget_requests is not None and budget_requests < 1 or budget_seconds is not None and budget_seconds <= 0:
         raise ClientError(f"{client}: the budget must be > 0")
     if timeout is None:
-        timeout = (budget_seconds + GRACE_S + connections / 500 if budget_seconds is not None
-                   else REQUESTS_TIMEOUT_S)
+        timeout = budget_seconds + GRACE_S + connections / 500 if budget_seconds is not None else REQUESTS_TIMEOUT_S
     module = importlib.import_module(f"{__name__}.{client}")
     return module.run(url, connections, budget_requests, budget_seconds, keep_alive, list(cpus), pipeline, timeout)
 
@@ -104,7 +112,7 @@ class Finished:
     user_s: float
     sys_s: float
     wall_s: float
-    interrupted: bool   # the deadline passed and we stopped it
+    interrupted: bool  # the deadline passed and we stopped it
 
 
 def execute(argv: List[str], cpus: Sequence[int], timeout: float) -> Finished:
@@ -137,11 +145,19 @@ def execute(argv: List[str], cpus: Sequence[int], timeout: float) -> Finished:
             raise
         wall = time.monotonic() - started
         status, usage = reaped
-        proc.returncode = os.waitstatus_to_exitcode(status)   # reaped by us: keep Popen from waiting
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by us: keep Popen from waiting
         out.seek(0)
         err.seek(0)
-        return Finished(argv, proc.returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace"),
-                        usage.ru_utime, usage.ru_stime, wall, interrupted)
+        return Finished(
+            argv,
+            proc.returncode,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+            usage.ru_utime,
+            usage.ru_stime,
+            wall,
+            interrupted,
+        )
 
 
 def _wait4(pid: int, deadline: Optional[float]):
@@ -157,13 +173,12 @@ def _wait4(pid: int, deadline: Optional[float]):
 
 def _signal(pid: int, sig: int) -> None:
     try:
-        os.killpg(pid, sig)   # its own session: the group is the tool and nothing else
+        os.killpg(pid, sig)  # its own session: the group is the tool and nothing else
     except ProcessLookupError:
         pass
 
 
-def finish(report: LoadReport, done: Finished, tool_version: Optional[str], threads: int,
-           timeout: float) -> LoadReport:
+def finish(report: LoadReport, done: Finished, tool_version: Optional[str], threads: int, timeout: float) -> LoadReport:
     """Add what we measured around the tool, or raise if it produced no figures."""
     tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
     if report["requests"]["per_second"] is None or report["requests"]["completed"] is None:
@@ -174,8 +189,14 @@ def finish(report: LoadReport, done: Finished, tool_version: Optional[str], thre
     if done.interrupted:
         report["aborted"] = f"stopped after the {timeout:.0f} s time limit; figures are what it measured until then"
     client = report["client"]
-    client.update(version=tool_version, argv=done.argv, user_s=done.user_s, sys_s=done.sys_s, wall_s=done.wall_s,
-                  thread_count=threads)
+    client.update(
+        version=tool_version,
+        argv=done.argv,
+        user_s=done.user_s,
+        sys_s=done.sys_s,
+        wall_s=done.wall_s,
+        thread_count=threads,
+    )
     if threads == 1 and done.wall_s > 0:
         client["busy_share"] = (done.user_s + done.sys_s) / done.wall_s
     completed = report["requests"]["completed"]

@@ -18,18 +18,26 @@ from urllib.parse import urlsplit
 
 from httpbench.clients import ClientError, execute, finish, number, version, whole_seconds
 from httpbench.load_report import LoadReport, summary, tool_report
+
 # With a duration, -n is ab's request cap (it stops at whichever comes first) and it allocates
 # its per-request table for all of them up front: enough for a single-threaded client at
 # 500,000 requests/s, several times what ab reaches.
 CAP_PER_SECOND = 500_000
 
 
-def argv(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-         keep_alive: bool, pipeline: int, csv_path: str) -> List[str]:
+def argv(
+    url: str,
+    connections: int,
+    budget_requests: Optional[int],
+    budget_seconds: Optional[float],
+    keep_alive: bool,
+    pipeline: int,
+    csv_path: str,
+) -> List[str]:
     if pipeline > 1:
         raise ClientError("ab cannot pipeline requests: use wrk, h2load or the engine")
     if not urlsplit(url).path:
-        url += "/"   # ab refuses a URL without a path
+        url += "/"  # ab refuses a URL without a path
     # -r: go on after a receive error (counted as a failure) instead of abandoning the level;
     # -q: no progress lines. Without -k, ab closes the connection after every request.
     args = ["ab", "-q", "-r"] + (["-k"] if keep_alive else [])
@@ -78,24 +86,40 @@ def _latency(csv_text: Optional[str], completed: int) -> dict:
     """Percentiles from the CSV (0% is the fastest request, 100% the slowest), in microseconds.
     ab's timings include failed requests; there is no way to take them out."""
     at = {}
-    for line in (csv_text or "").splitlines()[1:]:      # after "Percentage served,Time in ms"
+    for line in (csv_text or "").splitlines()[1:]:  # after "Percentage served,Time in ms"
         percent, ms = line.split(",")
         at[int(percent)] = float(ms) * 1000
     if not at or not completed:
         return summary()
-    return summary(count=completed, min_us=at.get(0), p50_us=at.get(50), p75_us=at.get(75), p90_us=at.get(90),
-                   p99_us=at.get(99), max_us=at.get(100))
+    return summary(
+        count=completed,
+        min_us=at.get(0),
+        p50_us=at.get(50),
+        p75_us=at.get(75),
+        p90_us=at.get(90),
+        p99_us=at.get(99),
+        max_us=at.get(100),
+    )
 
 
 def tool_version() -> Optional[str]:
     return version(("ab", "-V"), r"Version ([\w.]+)")
 
 
-def run(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-        keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> LoadReport:
+def run(
+    url: str,
+    connections: int,
+    budget_requests: Optional[int],
+    budget_seconds: Optional[float],
+    keep_alive: bool,
+    cpus: Sequence[int],
+    pipeline: int,
+    timeout: float,
+) -> LoadReport:
     with tempfile.TemporaryDirectory(prefix="httpbench-ab-") as tmp:
         csv_path = os.path.join(tmp, "percentiles.csv")
-        done = execute(argv(url, connections, budget_requests, budget_seconds, keep_alive, pipeline, csv_path),
-                       cpus, timeout)
+        done = execute(
+            argv(url, connections, budget_requests, budget_seconds, keep_alive, pipeline, csv_path), cpus, timeout
+        )
         csv_text = open(csv_path).read() if os.path.exists(csv_path) else None
     return finish(parse(done.stdout, csv_text), done, tool_version(), 1, timeout)

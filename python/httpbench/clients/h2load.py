@@ -13,12 +13,22 @@ from typing import List, Optional, Sequence
 
 from httpbench.clients import TIME, ClientError, execute, finish, to_us, version
 from httpbench.load_report import LoadReport, summary, tool_report
-REQUESTS = (r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
-            r"(\d+) failed, (\d+) errored, (\d+) timeout")
+
+REQUESTS = (
+    r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
+    r"(\d+) failed, (\d+) errored, (\d+) timeout"
+)
 
 
-def argv(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-         keep_alive: bool, threads: int, pipeline: int) -> List[str]:
+def argv(
+    url: str,
+    connections: int,
+    budget_requests: Optional[int],
+    budget_seconds: Optional[float],
+    keep_alive: bool,
+    threads: int,
+    pipeline: int,
+) -> List[str]:
     if not keep_alive:
         raise ClientError("h2load cannot turn keep-alive off: use ab or the engine")
     args = ["h2load", "--h1", "-t", str(min(threads, connections)), "-c", str(connections), "-m", str(pipeline)]
@@ -27,7 +37,7 @@ def argv(url: str, connections: int, budget_requests: Optional[int], budget_seco
             raise ClientError(f"h2load: -n {budget_requests} must be at least -c {connections}")
         args += ["-n", str(budget_requests)]
     else:
-        args += ["-D", f"{max(1, round(budget_seconds * 1000))}ms"]   # -D takes units; "1.5" it refuses
+        args += ["-D", f"{max(1, round(budget_seconds * 1000))}ms"]  # -D takes units; "1.5" it refuses
     return args + [url]
 
 
@@ -53,7 +63,7 @@ def parse(stdout: str) -> LoadReport:
     if m:
         read, head, body = map(int, m.groups())
         report["bytes"].update(read=read, head=head, body=body)
-    if done:   # with nothing done h2load prints zeros, which are not times
+    if done:  # with nothing done h2load prints zeros, which are not times
         report["latency"]["total"] = _times("time for request", stdout, count=done)
         report["latency"]["connect"] = _times("time for connect", stdout)
     return report
@@ -72,9 +82,18 @@ def tool_version() -> Optional[str]:
     return version(("h2load", "--version"), r"^h2load (\S+)")
 
 
-def run(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-        keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> LoadReport:
+def run(
+    url: str,
+    connections: int,
+    budget_requests: Optional[int],
+    budget_seconds: Optional[float],
+    keep_alive: bool,
+    cpus: Sequence[int],
+    pipeline: int,
+    timeout: float,
+) -> LoadReport:
     threads = min(max(1, len(cpus)), connections)
-    done = execute(argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, pipeline),
-                   cpus, timeout)
+    done = execute(
+        argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, pipeline), cpus, timeout
+    )
     return finish(parse(done.stdout), done, tool_version(), threads, timeout)

@@ -30,15 +30,32 @@ end
 """
 
 
-def argv(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-         keep_alive: bool, threads: int, script: Optional[str]) -> List[str]:
+def argv(
+    url: str,
+    connections: int,
+    budget_requests: Optional[int],
+    budget_seconds: Optional[float],
+    keep_alive: bool,
+    threads: int,
+    script: Optional[str],
+) -> List[str]:
     if not keep_alive:
-        raise ClientError("wrk cannot turn keep-alive off (a 'Connection: close' header makes the server close, "
-                          "which is not the same): use ab or the engine")
+        raise ClientError(
+            "wrk cannot turn keep-alive off (a 'Connection: close' header makes the server close, "
+            "which is not the same): use ab or the engine"
+        )
     if budget_requests is not None:
         raise ClientError("wrk has no request budget (-n): give the level a duration")
-    args = ["wrk", "-t", str(min(threads, connections)), "-c", str(connections),
-            "-d", f"{whole_seconds(budget_seconds)}s", "--latency"]
+    args = [
+        "wrk",
+        "-t",
+        str(min(threads, connections)),
+        "-c",
+        str(connections),
+        "-d",
+        f"{whole_seconds(budget_seconds)}s",
+        "--latency",
+    ]
     return args + (["-s", script] if script else []) + [url]
 
 
@@ -86,11 +103,20 @@ def tool_version() -> Optional[str]:
     return version(("wrk", "-v"), r"^wrk (\S+)")
 
 
-def run(url: str, connections: int, budget_requests: Optional[int], budget_seconds: Optional[float],
-        keep_alive: bool, cpus: Sequence[int], pipeline: int, timeout: float) -> LoadReport:
+def run(
+    url: str,
+    connections: int,
+    budget_requests: Optional[int],
+    budget_seconds: Optional[float],
+    keep_alive: bool,
+    cpus: Sequence[int],
+    pipeline: int,
+    timeout: float,
+) -> LoadReport:
     threads = min(max(1, len(cpus)), connections)
     with tempfile.TemporaryDirectory(prefix="httpbench-wrk-") as tmp:
         script = pipeline_script(tmp, pipeline) if pipeline > 1 else None
-        done = execute(argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, script),
-                       cpus, timeout)
+        done = execute(
+            argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, script), cpus, timeout
+        )
     return finish(parse(done.stdout), done, tool_version(), threads, timeout)

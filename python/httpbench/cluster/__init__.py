@@ -19,5 +19,18 @@ from httpbench.cluster.daemons import ROLES, run_scheduler, run_worker
 from httpbench.cluster.errors import ClusterDown, ClusterError, NoClientHost, SchedulerLost, ServerHostLost
 from httpbench.cluster.security import check_address
 
-__all__ = ["CERT_NAMES", "ROLES", "ClusterDown", "ClusterError", "ClusterLoad", "NoClientHost", "SchedulerLost",
-           "ServerHostLost", "check_address", "make_certs", "merge_hosts", "run_scheduler", "run_worker"]
+__all__ = [
+    "CERT_NAMES",
+    "ROLES",
+    "ClusterDown",
+    "ClusterError",
+    "ClusterLoad",
+    "NoClientHost",
+    "SchedulerLost",
+    "ServerHostLost",
+    "check_address",
+    "make_certs",
+    "merge_hosts",
+    "run_scheduler",
+    "run_worker",
+]

@@ -40,7 +40,7 @@ def engine_process() -> None:
     threading.Thread(target=_stop_at_next_line, daemon=True).start()
     try:
         report = engine.run(engine.with_threads(spec))
-        signal.signal(signal.SIGINT, signal.SIG_IGN)   # the figures are in hand: a late stop changes nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the figures are in hand: a late stop changes nothing
         print(json.dumps({"report": report}), flush=True)
     except engine.EngineError as e:
         # Its kind and fields too, so the controller words it as a local refusal would be.
@@ -59,10 +59,12 @@ def share_at_barrier(spec: dict, level: str) -> Optional[LoadReport]:
     """On a client worker: start this host's engine process, say ready, wait for every host, then
     run. Returns the report with `started_at`, or None when the level was stopped."""
     from distributed import Event, Queue, get_worker
+
     go, stop = Event(f"{level}-go"), Event(f"{level}-stop")
     worker = get_worker()
-    with subprocess.Popen([sys.executable, "-c", _ENGINE_PROCESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          text=True) as process:
+    with subprocess.Popen(
+        [sys.executable, "-c", _ENGINE_PROCESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as process:
         try:
             process.stdin.write(json.dumps(spec) + "\n")
             process.stdin.flush()
@@ -104,7 +106,7 @@ def report_of(process: subprocess.Popen, stop, host: str) -> Optional[LoadReport
                 process.stdin.write("stop\n")
                 process.stdin.flush()
             except BrokenPipeError:
-                pass   # it has just ended on its own
+                pass  # it has just ended on its own
             reader.join(ENGINE_STOP_TIMEOUT_S)
             if reader.is_alive():
                 process.kill()
@@ -114,8 +116,9 @@ def report_of(process: subprocess.Popen, stop, host: str) -> Optional[LoadReport
     try:
         out = json.loads(printed[0])
     except ValueError:
-        raise ClusterError(f"the engine process on {host} printed no report but: {printed[0].strip()[:200]!r}") \
-            from None
+        raise ClusterError(
+            f"the engine process on {host} printed no report but: {printed[0].strip()[:200]!r}"
+        ) from None
     if "error" in out:
         raise engine.EngineError(**out["error"])
     return out["report"]

@@ -32,11 +32,11 @@ def merge_hosts(reports: Sequence[LoadReport], hosts: Sequence[str], spec: dict)
     # Each host's, kept under `hosts`.
     del merged["host"], merged["started_at"]
     merged["spec"] = spec
-    merged["hosts"] = [{"host": h, "started_at": r["started_at"],
-                        "report": {k: v for k, v in r.items() if k != "started_at"}}
-                       for h, r in zip(hosts, reports)]
+    merged["hosts"] = [
+        {"host": h, "started_at": r["started_at"], "report": {k: v for k, v in r.items() if k != "started_at"}}
+        for h, r in zip(hosts, reports)
+    ]
     return merged
-
 
 
 class ClusterLoad:
@@ -44,6 +44,7 @@ class ClusterLoad:
 
     def __init__(self, scheduler: str, certs: Optional[Path]) -> None:
         from distributed import Client
+
         self.address = check_address(scheduler, certs)
         try:
             self.client = Client(self.address, security=security(certs, "client"), timeout="15s")
@@ -53,8 +54,10 @@ class ClusterLoad:
         self.client_hosts_seen: Dict[str, None] = {}
 
     def _lost_scheduler(self, why: str) -> SchedulerLost:
-        return SchedulerLost(f"lost the scheduler {self.address} ({why}), and its workers with it; start it and "
-                             "the workers again, then resume")
+        return SchedulerLost(
+            f"lost the scheduler {self.address} ({why}), and its workers with it; start it and "
+            "the workers again, then resume"
+        )
 
     def _alive(self) -> Dict[str, dict]:
         """The workers in the cluster now, by address: asked of the scheduler every time, since
@@ -68,8 +71,9 @@ class ClusterLoad:
 
     def _workers(self, role: str) -> Dict[str, str]:
         """address -> name of the workers with `role`, by name."""
-        found = [(addr, str(w.get("name") or addr)) for addr, w in self._alive().items()
-                 if w.get("resources", {}).get(role)]
+        found = [
+            (addr, str(w.get("name") or addr)) for addr, w in self._alive().items() if w.get("resources", {}).get(role)
+        ]
         return dict(sorted(found, key=lambda pair: pair[1]))
 
     def client_workers(self) -> Dict[str, str]:
@@ -81,26 +85,37 @@ class ClusterLoad:
         try:
             return self._level(spec)
         except (CancelledError, OSError) as e:
-            self._alive()   # SchedulerLost, unless the scheduler still answers
+            self._alive()  # SchedulerLost, unless the scheduler still answers
             if isinstance(e, CancelledError):
                 raise ClusterError(f"Dask cancelled the level: {e}") from None
             raise
 
     def _level(self, spec: dict) -> LevelReport:
         from distributed import Event
+
         workers = self.client_workers()
         if not workers:
-            raise NoClientHost("the cluster has no client worker: start one with "
-                               "'httpbench worker --scheduler ADDRESS --role client'")
+            raise NoClientHost(
+                "the cluster has no client worker: start one with 'httpbench worker --scheduler ADDRESS --role client'"
+            )
         self.client_hosts_seen.update(dict.fromkeys(workers.values()))
         shares = engine.split_spec(spec, len(workers))
-        chosen = list(workers)[:len(shares)]
+        chosen = list(workers)[: len(shares)]
         # The level's name for its Events, Queue and tasks: unique, since the scheduler keeps them.
         level = f"httpbench-level-{uuid.uuid4().hex}"
         stop = Event(f"{level}-stop", client=self.client)
-        futures = {addr: self.client.submit(client_host.share_at_barrier, share, level, workers=[addr], resources={"client": 1},
-                                            pure=False, key=f"{level}-{workers[addr]}")
-                   for share, addr in zip(shares, chosen)}
+        futures = {
+            addr: self.client.submit(
+                client_host.share_at_barrier,
+                share,
+                level,
+                workers=[addr],
+                resources={"client": 1},
+                pure=False,
+                key=f"{level}-{workers[addr]}",
+            )
+            for share, addr in zip(shares, chosen)
+        }
         try:
             lost = self._barrier(futures, workers, level)
             Event(f"{level}-go", client=self.client).set()
@@ -132,6 +147,7 @@ class ClusterLoad:
         workers left the cluster). A host's error is the level's; a host still in the cluster but
         not ready within client_host.READY_TIMEOUT_S fails the level."""
         from distributed import Queue
+
         ready_queue = Queue(f"{level}-ready", client=self.client)
         ready: set = set()
         lost: List[str] = []
@@ -146,8 +162,10 @@ class ClusterLoad:
             if not waiting:
                 return lost
             if time.monotonic() > deadline:
-                raise ClusterError(f"client host(s) {', '.join(workers[a] for a in waiting)} were not ready within "
-                                   f"{client_host.READY_TIMEOUT_S:.0f} s; check their workers' logs")
+                raise ClusterError(
+                    f"client host(s) {', '.join(workers[a] for a in waiting)} were not ready within "
+                    f"{client_host.READY_TIMEOUT_S:.0f} s; check their workers' logs"
+                )
             try:
                 ready.add(ready_queue.get(timeout=0.5))
             except TimeoutError:
@@ -158,6 +176,7 @@ class ClusterLoad:
         worker leaves the cluster (its task could run nowhere else). A host's error is raised:
         the level failed, and `run` stops the others."""
         from distributed import wait
+
         reports: Dict[str, LoadReport] = {}
         lost: List[str] = []
         while running:
@@ -183,8 +202,10 @@ class ClusterLoad:
     def _server_worker(self) -> Tuple[str, str]:
         found = self._workers("server")
         if not found:
-            raise ClusterError("the cluster has no server worker: start one on the server's host with "
-                               "'httpbench worker --scheduler ADDRESS --role server'")
+            raise ClusterError(
+                "the cluster has no server worker: start one on the server's host with "
+                "'httpbench worker --scheduler ADDRESS --role server'"
+            )
         return next(iter(found.items()))
 
     def server_host_name(self) -> str:
@@ -195,8 +216,13 @@ class ClusterLoad:
         their hosts' CPUs, so nothing is taken from the server's host for them."""
         from httpbench.placement import Placement
         from httpbench.servers.host import usable_cpus
-        return Placement.choose(server_cpus, allow_shared=True, available=self.on_server_host(usable_cpus),
-                                where=f"the server host {self.server_host_name()}")
+
+        return Placement.choose(
+            server_cpus,
+            allow_shared=True,
+            available=self.on_server_host(usable_cpus),
+            where=f"the server host {self.server_host_name()}",
+        )
 
     def on_server_host(self, function: Callable, *args):
         """`function(*args)` run on the server worker's host (its facts, its installed servers)."""
@@ -206,9 +232,20 @@ class ClusterLoad:
     def server_host(self, cpus: Sequence[int]) -> RemoteServerHost:
         """A ServerHost living on the server-role worker, as a Dask actor."""
         from httpbench.servers.host import WORKER_ADDRESS, ServerHost
+
         address, name = self._server_worker()
-        actor = self.answer(lambda: self.client.submit(ServerHost, list(cpus), WORKER_ADDRESS, actor=True,
-                                                       workers=[address], resources={"server": 1}, pure=False), name)
+        actor = self.answer(
+            lambda: self.client.submit(
+                ServerHost,
+                list(cpus),
+                WORKER_ADDRESS,
+                actor=True,
+                workers=[address],
+                resources={"server": 1},
+                pure=False,
+            ),
+            name,
+        )
         return RemoteServerHost(actor, name, self.answer)
 
     def answer(self, call: Callable, host: str):
@@ -216,15 +253,17 @@ class ClusterLoad:
         failed cell (ServerHostLost), not a crashed or hanging run; a lost scheduler is
         SchedulerLost, since nothing is left to run on."""
         from httpbench.servers import VerificationFailed
+
         try:
             return call().result(timeout=SERVER_CALL_TIMEOUT_S)
         except (ServerFailed, VerificationFailed, ClusterError):
             raise
         except TimeoutError:
             self._alive()
-            raise ServerHostLost(f"the server host {host} did not answer within {SERVER_CALL_TIMEOUT_S:.0f} s") \
-                from None
-        except Exception as e:   # the worker or its connection is gone, whatever Dask calls it
+            raise ServerHostLost(
+                f"the server host {host} did not answer within {SERVER_CALL_TIMEOUT_S:.0f} s"
+            ) from None
+        except Exception as e:  # the worker or its connection is gone, whatever Dask calls it
             self._alive()
             raise ServerHostLost(f"the server host {host} was lost: {type(e).__name__}: {e}") from None
 

@@ -45,8 +45,9 @@ def only_critical_logs():
     its tasks' failures) is set to CRITICAL and given back its level after; the rest of the process
     logs as before."""
     names = ["distributed", "tornado", "asyncio"]
-    loggers = [logging.getLogger(n) for n in [*names, *list(logging.root.manager.loggerDict)]
-               if n.split(".")[0] in names]
+    loggers = [
+        logging.getLogger(n) for n in [*names, *list(logging.root.manager.loggerDict)] if n.split(".")[0] in names
+    ]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL)
@@ -64,17 +65,23 @@ async def _started(what: str, kind: type, *args, **kwargs):
     with only_critical_logs():
         try:
             return await kind(*args, **kwargs)
-        except (RuntimeError, OSError) as e:   # TimeoutError is an OSError
+        except (RuntimeError, OSError) as e:  # TimeoutError is an OSError
             raise ClusterError(f"{what} could not start: {cause(e)}") from None
 
 
 async def _serve_scheduler(address: str, certs: Optional[Path]) -> None:
     import dask
     from distributed import Scheduler
+
     with dask.config.set({**NO_HTTP, "distributed.scheduler.worker-ttl": f"{WORKER_TTL_S:.0f}s"}):
-        scheduler = await _started(f"the scheduler at {address}", Scheduler, host=address,
-                                   security=security(certs, "scheduler"), dashboard=False,
-                                   dashboard_address=HTTP_ON_LOOPBACK)
+        scheduler = await _started(
+            f"the scheduler at {address}",
+            Scheduler,
+            host=address,
+            security=security(certs, "scheduler"),
+            dashboard=False,
+            dashboard_address=HTTP_ON_LOOPBACK,
+        )
         async with scheduler:
             print(f"scheduler at {scheduler.address}", flush=True)
             await scheduler.finished()
@@ -84,6 +91,7 @@ async def _join(scheduler: str, tls, certs: Optional[Path]) -> None:
     """Reach the scheduler once before starting the worker: Dask's worker retries a refused TLS
     handshake (certificates of another CA) forever, where this fails at once, naming it."""
     from distributed.comm import connect
+
     try:
         comm = await connect(scheduler, timeout=WORKER_JOIN_TIMEOUT_S, **tls.get_connection_args("worker"))
     except OSError as e:
@@ -92,18 +100,28 @@ async def _join(scheduler: str, tls, certs: Optional[Path]) -> None:
     await comm.close()
 
 
-async def _serve_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[str],
-                        listen: str) -> None:
+async def _serve_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[str], listen: str) -> None:
     import dask
     from distributed import Worker
+
     tls = security(certs, "worker")
     await _join(scheduler, tls, certs)
     # One task at a time: a worker is a host's load generator (or its server), never a pool.
     with dask.config.set(NO_HTTP):
-        worker = await _started(f"the worker listening at {listen}", Worker, scheduler, nthreads=1,
-                                resources={role: 1}, security=tls, name=name or f"{socket.gethostname()}-{role}",
-                                host=listen, dashboard=False, dashboard_address=HTTP_ON_LOOPBACK, memory_limit=0,
-                                death_timeout=WORKER_JOIN_TIMEOUT_S)
+        worker = await _started(
+            f"the worker listening at {listen}",
+            Worker,
+            scheduler,
+            nthreads=1,
+            resources={role: 1},
+            security=tls,
+            name=name or f"{socket.gethostname()}-{role}",
+            host=listen,
+            dashboard=False,
+            dashboard_address=HTTP_ON_LOOPBACK,
+            memory_limit=0,
+            death_timeout=WORKER_JOIN_TIMEOUT_S,
+        )
         async with worker:
             print(f"worker {worker.name} ({role}) at {worker.address}", flush=True)
             await worker.finished()
@@ -125,26 +143,35 @@ def route_address(scheduler: str) -> str:
             probe.connect((parts.hostname, parts.port))
             return probe.getsockname()[0]
     except OSError as e:
-        raise ClusterError(f"no route to the scheduler {scheduler}: {e.strerror or e}; check its address, "
-                           "or give --listen") from None
+        raise ClusterError(
+            f"no route to the scheduler {scheduler}: {e.strerror or e}; check its address, or give --listen"
+        ) from None
 
 
 def run_scheduler(address: str, certs: Optional[Path]) -> int:
     import asyncio
+
     asyncio.run(_serve_scheduler(check_address(address, certs), certs))
     return 0
 
 
-def run_worker(scheduler: str, role: str, certs: Optional[Path], name: Optional[str] = None,
-               listen: Optional[str] = None) -> int:
+def run_worker(
+    scheduler: str, role: str, certs: Optional[Path], name: Optional[str] = None, listen: Optional[str] = None
+) -> int:
     import asyncio
+
     scheduler = check_address(scheduler, certs)
     if role not in ROLES:
         raise ClusterError(f"unknown role {role!r}: choose {' or '.join(ROLES)}")
-    listen = (check_address(listen, certs, "worker's --listen address", with_port=False) if listen
-              else listen_address(scheduler))
+    listen = (
+        check_address(listen, certs, "worker's --listen address", with_port=False)
+        if listen
+        else listen_address(scheduler)
+    )
     asyncio.run(_serve_worker(scheduler, role, certs, name, listen))
     # Nothing here asks a worker to stop: it ended because its scheduler went away.
-    print(f"httpbench: lost the scheduler {scheduler}, so this worker stopped; start it again once the "
-          "scheduler is back", file=sys.stderr)
+    print(
+        f"httpbench: lost the scheduler {scheduler}, so this worker stopped; start it again once the scheduler is back",
+        file=sys.stderr,
+    )
     return 1

@@ -15,6 +15,7 @@ from httpbench.cluster.errors import ClusterError
 def security(certs: Optional[Path], part: str):
     """Dask's Security for one part of the cluster: mutual TLS with the CA, or None (plain TCP)."""
     from distributed import Security
+
     if certs is None:
         return Security()
     missing = [n for n in ("ca.pem", f"{part}.pem", f"{part}-key.pem") if not (certs / n).exists()]
@@ -36,8 +37,7 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-def check_address(address: str, certs: Optional[Path], what: str = "scheduler address",
-                  with_port: bool = True) -> str:
+def check_address(address: str, certs: Optional[Path], what: str = "scheduler address", with_port: bool = True) -> str:
     """The security rule: tls:// with certificates anywhere, tcp:// on loopback only and without
     certificates. Returns the address with its scheme (HOST:PORT alone is tcp://)."""
     full = address if "://" in address else f"tcp://{address}"
@@ -52,9 +52,13 @@ def check_address(address: str, certs: Optional[Path], what: str = "scheduler ad
     if parts.scheme == "tls" and certs is None:
         raise ClusterError(f"the {what} {address} is TLS: give --certs DIR (made by 'httpbench cluster certs DIR')")
     if parts.scheme == "tcp" and not _is_loopback(parts.hostname):
-        raise ClusterError(f"refusing plain TCP for the {what} {address}: workers run what the scheduler sends, so "
-                           "beyond loopback the cluster must use mutual TLS (tls://, with --certs)")
+        raise ClusterError(
+            f"refusing plain TCP for the {what} {address}: workers run what the scheduler sends, so "
+            "beyond loopback the cluster must use mutual TLS (tls://, with --certs)"
+        )
     if parts.scheme == "tcp" and certs is not None:
-        raise ClusterError(f"the {what} {address} is plain TCP but --certs is given: use tls://{parts.netloc} "
-                           "for mutual TLS, or drop --certs (plain TCP on loopback only)")
+        raise ClusterError(
+            f"the {what} {address} is plain TCP but --certs is given: use tls://{parts.netloc} "
+            "for mutual TLS, or drop --certs (plain TCP on loopback only)"
+        )
     return full

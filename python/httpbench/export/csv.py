@@ -13,8 +13,9 @@ from httpbench.results import RunResults
 def render(runs: Sequence[RunResults]) -> str:
     records = tables.all_levels(runs).records()
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=[c.key for c in tables.all_levels([]).columns] + ["flags"],
-                            lineterminator="\n")
+    writer = csv.DictWriter(
+        out, fieldnames=[c.key for c in tables.all_levels([]).columns] + ["flags"], lineterminator="\n"
+    )
     writer.writeheader()
     for record in records:
         writer.writerow({**record, "flags": "; ".join(f"{k}: {v}" for k, v in record["flags"].items())})

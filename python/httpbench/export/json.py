@@ -15,9 +15,19 @@ SCHEMA = "httpbench-export/1"
 def render(runs: Sequence[RunResults]) -> str:
     document = {
         "schema": SCHEMA,
-        "runs": [{"id": r.id, "plan": r.plan_name, "status": r.status, "started": str(r.started),
-                  "ended": r.ended and str(r.ended), "host": r.host, "versions": r.versions, "plan_text": r.plan_text}
-                 for r in runs],
+        "runs": [
+            {
+                "id": r.id,
+                "plan": r.plan_name,
+                "status": r.status,
+                "started": str(r.started),
+                "ended": r.ended and str(r.ended),
+                "host": r.host,
+                "versions": r.versions,
+                "plan_text": r.plan_text,
+            }
+            for r in runs
+        ],
         "cells": tables.cells(runs).records(),
         "levels": tables.all_levels(runs).records(),
     }

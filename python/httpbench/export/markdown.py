@@ -30,10 +30,13 @@ def render(runs: Sequence[RunResults]) -> str:
             if flags:
                 shown[0] += " ⚑ " + ", ".join(f"{kind} {where}" for kind, where in flags.items())
             lines.append(_row(shown))
-        lines += ["", f"Requests/s over {levels_text(group.levels)}: the mean of the level means, the slowest "
-                      "and fastest round; round-to-round CV is how much a level's rounds differ (their "
-                      "coefficient of variation, averaged over the levels); the last column divides each mean by "
-                      "the fastest's."]
+        lines += [
+            "",
+            f"Requests/s over {levels_text(group.levels)}: the mean of the level means, the slowest "
+            "and fastest round; round-to-round CV is how much a level's rounds differ (their "
+            "coefficient of variation, averaged over the levels); the last column divides each mean by "
+            "the fastest's.",
+        ]
         if group.name in verdicts:
             lines += ["", verdicts[group.name].headline] + [f"- {d}" for d in verdicts[group.name].details]
         lines.append("")

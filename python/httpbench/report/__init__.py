@@ -27,19 +27,22 @@ def _require_rounds(runs: Sequence[RunResults]) -> None:
         ids = ", ".join(str(r.id) for r in runs)
         failed = sum(len(r.failed) for r in runs)
         why = f"its {failed} cell(s) failed before measuring" if failed else "no round was stored"
-        raise NothingToChart(f"run {ids} has nothing to chart: {why}; 'httpbench show {runs[0].id}' "
-                             "prints what is stored")
+        raise NothingToChart(
+            f"run {ids} has nothing to chart: {why}; 'httpbench show {runs[0].id}' prints what is stored"
+        )
 
 
 @functools.lru_cache(maxsize=1)
 def _vega_bundle() -> str:
     import vl_convert
+
     # Vega, Vega-Lite and vega-embed in one script, inlined so the page opens offline.
     return vl_convert.javascript_bundle()
 
 
 def html(runs: Sequence[RunResults], choices: Choices = Choices()) -> str:
     from httpbench.report import page
+
     _require_rounds(runs)
     measured = Measured(runs, choices)
     return page.render(measured, every_chart(measured), _vega_bundle())
@@ -55,10 +58,11 @@ def write_html(runs: Sequence[RunResults], path: Path, choices: Choices = Choice
 def write_charts(runs: Sequence[RunResults], directory: Path, fmt: str, choices: Choices = Choices()) -> List[Path]:
     """Every chart as `<name>.png` or `<name>.svg` in `directory`."""
     import vl_convert
+
     if fmt not in FORMATS:
         raise Error(f"unknown chart format {fmt!r}: choose {' or '.join(FORMATS)}")
     _require_rounds(runs)
-    drawn = all_charts(runs, choices)   # refuses bad choices before anything is written
+    drawn = all_charts(runs, choices)  # refuses bad choices before anything is written
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for chart in drawn:

@@ -20,12 +20,33 @@ from httpbench.report.lines import latency, server_cpu, server_memory, spectrum,
 from httpbench.report.marks import FLAG_OUTLINE, HIDDEN, Chart, Choices, Measured
 from httpbench.results import RunResults
 
-__all__ = ["FLAG_OUTLINE", "HIDDEN", "Chart", "Choices", "Measured", "LegendToggleLost", "all_charts", "charts_of",
-           "every_chart", "ratings", "vega"]
+__all__ = [
+    "FLAG_OUTLINE",
+    "HIDDEN",
+    "Chart",
+    "Choices",
+    "Measured",
+    "LegendToggleLost",
+    "all_charts",
+    "charts_of",
+    "every_chart",
+    "ratings",
+    "vega",
+]
 
 BUILDERS: Sequence[Callable[[Measured], Chart]] = (
-    throughput, latency, server_cpu, server_memory, rps_bars, total_time, end_memory, rating, differences,
-    spectrum, timeline)
+    throughput,
+    latency,
+    server_cpu,
+    server_memory,
+    rps_bars,
+    total_time,
+    end_memory,
+    rating,
+    differences,
+    spectrum,
+    timeline,
+)
 
 
 def all_charts(runs: Sequence[RunResults], choices: Choices = Choices()) -> List[Chart]:
@@ -67,15 +88,20 @@ def vega(spec: dict) -> dict:
             # Vega-Lite's rule: [full when the selection is empty or holds the entry, faded otherwise].
             if isinstance(rule, list) and f'data("{store}")' in rule[0].get("test", ""):
                 shown, faded = rule
-                update["opacity"] = [{**faded, "test": f'length(data("{store}")) && ({shown["test"]})'},
-                                     {k: v for k, v in shown.items() if k != "test"}]
+                update["opacity"] = [
+                    {**faded, "test": f'length(data("{store}")) && ({shown["test"]})'},
+                    {k: v for k, v in shown.items() if k != "test"},
+                ]
                 faded_parts.append(part)
     clicked = [s for s in compiled.get("signals", []) if s["name"] == f"{HIDDEN}_series_legend"]
-    for signal in clicked:   # the clicked entry's value, null for none
+    for signal in clicked:  # the clicked entry's value, null for none
         signal["on"].append({"events": [{"source": "view", "type": "dblclick"}], "update": "null", "force": True})
-    lost = ([f"the opacity rule of the legend's {part}" for part in ("symbols", "labels") if part not in faded_parts]
-            + ([] if clicked else [f"the signal {HIDDEN}_series_legend"]))
+    lost = [f"the opacity rule of the legend's {part}" for part in ("symbols", "labels") if part not in faded_parts] + (
+        [] if clicked else [f"the signal {HIDDEN}_series_legend"]
+    )
     if lost:
-        raise LegendToggleLost(f"vl-convert {vl_convert.__version__} compiled the legend selection "
-                               f"{HIDDEN!r} without {' or '.join(lost)}: charts.vega must be updated for it")
+        raise LegendToggleLost(
+            f"vl-convert {vl_convert.__version__} compiled the legend selection "
+            f"{HIDDEN!r} without {' or '.join(lost)}: charts.vega must be updated for it"
+        )
     return compiled

@@ -16,13 +16,15 @@ from httpbench.results import CellResult, Group, LevelResult, RunResults, groups
 
 WIDTH, HEIGHT = 380, 240
 WIDE = 760
-MIB = 2 ** 20
+MIB = 2**20
 # Black is in no series palette (tableau10/20), so the outline shows on every series' colour,
 # where a red one vanished on the red series.
 FLAG_OUTLINE = "black"
 # The legend selection: the series a reader clicked away. Vega-Lite keeps its tuples in a
 # dataset named after it.
 HIDDEN = "hidden"
+
+
 @dataclass(frozen=True)
 class Choices:
     """What a reader picks: the baseline of the ratings (a server, or server/profile) and the
@@ -34,11 +36,11 @@ class Choices:
 
 @dataclass(frozen=True)
 class Chart:
-    name: str        # file name of its PNG/SVG and anchor in the page
+    name: str  # file name of its PNG/SVG and anchor in the page
     title: str
     spec: alt.TopLevelMixin
-    note: str = ""      # one sentence under the chart: how to read it
-    missing: str = ""   # with nothing to draw, why, where a reader would look for the chart
+    note: str = ""  # one sentence under the chart: how to read it
+    missing: str = ""  # with nothing to draw, why, where a reader would look for the chart
 
     @property
     def drawn(self) -> bool:
@@ -64,12 +66,12 @@ class Measured:
         runs = f"run{'s' if len(self.runs) > 1 else ''} {', '.join(str(r.id) for r in self.runs)}"
         if choices.baseline is not None and not any(choices.baseline in self._names(c) for c in self.cells):
             names = dict.fromkeys(name for c in self.cells for name in self._names(c))
-            raise Error(f"--baseline {choices.baseline} is not a server of {runs}: "
-                             f"choose one of {', '.join(names)}")
+            raise Error(f"--baseline {choices.baseline} is not a server of {runs}: choose one of {', '.join(names)}")
         if choices.level is not None and not any(choices.level in c.level_numbers for c in self.cells):
             levels = sorted({n for c in self.cells for n in c.level_numbers})
-            raise Error(f"--level {choices.level} was not measured in {runs}: "
-                             f"choose one of {', '.join(map(str, levels))}")
+            raise Error(
+                f"--level {choices.level} was not measured in {runs}: choose one of {', '.join(map(str, levels))}"
+            )
 
     def _names(self, cell: CellResult) -> tuple:
         """What a baseline may be given as: the server, server/profile, or the legend's label."""
@@ -81,20 +83,36 @@ class Measured:
     def color(self) -> alt.Color:
         # Ten colours repeat beyond ten series; twenty keep every server apart.
         scheme = "tableau10" if len(self.series) <= 10 else "tableau20"
-        return alt.Color("series:N", title="server/profile", scale=alt.Scale(domain=self.series, scheme=scheme),
-                                          legend=alt.Legend(orient="bottom", columns=4, symbolOpacity=1))
+        return alt.Color(
+            "series:N",
+            title="server/profile",
+            scale=alt.Scale(domain=self.series, scheme=scheme),
+            legend=alt.Legend(orient="bottom", columns=4, symbolOpacity=1),
+        )
 
     def level_rows(self) -> List[dict]:
         rows = []
         for cell in self.cells:
             for lv in cell.levels:
-                rows.append({
-                    "series": self.series_of(cell), "cpus": f"{cell.cpus} CPU", "context": _context(cell),
-                    "level": lv.level, "rps": lv.rps.mean, "rps_min": lv.rps.min, "rps_max": lv.rps.max,
-                    "rounds": lv.rps.n, "p50_ms": _ms(lv.latency.p50_us), "p99_ms": _ms(lv.latency.p99_us),
-                    "cpu_user": lv.server_cpu_user, "cpu_sys": lv.server_cpu_sys,
-                    "memory_mib": lv.server_memory_bytes / MIB if lv.server_memory_bytes else None,
-                    "errors": lv.errors, **flagged(lv.flags)})
+                rows.append(
+                    {
+                        "series": self.series_of(cell),
+                        "cpus": f"{cell.cpus} CPU",
+                        "context": _context(cell),
+                        "level": lv.level,
+                        "rps": lv.rps.mean,
+                        "rps_min": lv.rps.min,
+                        "rps_max": lv.rps.max,
+                        "rounds": lv.rps.n,
+                        "p50_ms": _ms(lv.latency.p50_us),
+                        "p99_ms": _ms(lv.latency.p99_us),
+                        "cpu_user": lv.server_cpu_user,
+                        "cpu_sys": lv.server_cpu_sys,
+                        "memory_mib": lv.server_memory_bytes / MIB if lv.server_memory_bytes else None,
+                        "errors": lv.errors,
+                        **flagged(lv.flags),
+                    }
+                )
         return rows
 
     @property
@@ -121,9 +139,11 @@ class Measured:
             base = self.baseline_of(group)
             if wanted not in self._names(base):
                 unfinished = any(wanted in self._names(c) for c in group.cells)
-                sentences.append(f"{wanted} {'did not finish' if unfinished else 'has no measured cell'} in "
-                                 f"{group.name}, so that group's baseline is its first finished cell, "
-                                 f"{self.series_of(base)}.")
+                sentences.append(
+                    f"{wanted} {'did not finish' if unfinished else 'has no measured cell'} in "
+                    f"{group.name}, so that group's baseline is its first finished cell, "
+                    f"{self.series_of(base)}."
+                )
         return sentences
 
     def rated(self, group: Group) -> List[CellResult]:
@@ -134,8 +154,13 @@ class Measured:
     def left_out(self) -> List[str]:
         """A sentence naming the cells that ratings leave out, as they did not finish (a group
         left with one cell is not rated at all)."""
-        names = [f"{self.series_of(c)} ({group.name})" for group in self.groups if len(group.cells) > 1
-                 for c in group.cells if not c.finished]
+        names = [
+            f"{self.series_of(c)} ({group.name})"
+            for group in self.groups
+            if len(group.cells) > 1
+            for c in group.cells
+            if not c.finished
+        ]
         return [f"Left out, as their cells did not finish: {', '.join(names)}."] if names else []
 
     @property
@@ -193,8 +218,9 @@ def unless_hidden(hidden, opacity: float = 1.0) -> alt.OpacityValue:
 
 def outlined_if_flagged() -> dict:
     """The encoding of the flag's outline on a flagged row's bar or dot."""
-    return dict(stroke=alt.condition("datum.flagged", alt.value(FLAG_OUTLINE), alt.value(None)),
-                strokeWidth=alt.value(2))
+    return dict(
+        stroke=alt.condition("datum.flagged", alt.value(FLAG_OUTLINE), alt.value(None)), strokeWidth=alt.value(2)
+    )
 
 
 def dots(base: alt.Chart, y: str, hidden, tooltip: Sequence[alt.Tooltip]) -> alt.Chart:
@@ -202,8 +228,12 @@ def dots(base: alt.Chart, y: str, hidden, tooltip: Sequence[alt.Tooltip]) -> alt
     is larger and ringed in black, with the reasons. Every row gets one, not the flagged ones
     only: a layer left without data gives its scales an empty extent, which Vega warns about."""
     return base.mark_point(filled=True).encode(
-        y=alt.Y(y), opacity=unless_hidden(hidden), size=alt.condition("datum.flagged", alt.value(130), alt.value(36)),
-        tooltip=list(tooltip), **outlined_if_flagged())
+        y=alt.Y(y),
+        opacity=unless_hidden(hidden),
+        size=alt.condition("datum.flagged", alt.value(130), alt.value(36)),
+        tooltip=list(tooltip),
+        **outlined_if_flagged(),
+    )
 
 
 def _has_data(spec: alt.TopLevelMixin) -> bool:

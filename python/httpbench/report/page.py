@@ -16,9 +16,19 @@ from httpbench.report import summary, tables
 from httpbench.report.charts import Chart, Measured, ratings, vega
 from httpbench.results import RunResults
 
-SHORT = {"throughput": "Requests/s", "latency": "Latency", "server_cpu": "CPU", "server_memory": "Memory",
-         "rps_bars": "Min/mean/max", "total_time": "Total time", "end_memory": "End memory", "rating": "Rating",
-         "differences": "Differences", "spectrum": "Percentiles", "timeline": "Timeline"}
+SHORT = {
+    "throughput": "Requests/s",
+    "latency": "Latency",
+    "server_cpu": "CPU",
+    "server_memory": "Memory",
+    "rps_bars": "Min/mean/max",
+    "total_time": "Total time",
+    "end_memory": "End memory",
+    "rating": "Rating",
+    "differences": "Differences",
+    "spectrum": "Percentiles",
+    "timeline": "Timeline",
+}
 
 
 def _script_json(value) -> Markup:
@@ -36,10 +46,20 @@ def _cells(runs: Sequence[RunResults]) -> List[dict]:
     out = []
     for raw, shown, flags in zip(table.rows, table.shown(), table.flags):
         row = dict(zip(keys, shown))
-        out.append({"key": row["cell"] + (f" (run {raw[0]})" if len(runs) > 1 else ""), "status": raw[keys.index("status")],
-                    "error": raw[keys.index("error")], "failed": raw[keys.index("status")] == "failed",
-                    "levels": row["levels"], "min": row["rps_min"], "mean": row["rps_mean"], "max": row["rps_max"],
-                    "seconds": row["seconds"], "flags": _flags(flags)})
+        out.append(
+            {
+                "key": row["cell"] + (f" (run {raw[0]})" if len(runs) > 1 else ""),
+                "status": raw[keys.index("status")],
+                "error": raw[keys.index("error")],
+                "failed": raw[keys.index("status")] == "failed",
+                "levels": row["levels"],
+                "min": row["rps_min"],
+                "mean": row["rps_mean"],
+                "max": row["rps_max"],
+                "seconds": row["seconds"],
+                "flags": _flags(flags),
+            }
+        )
     return out
 
 
@@ -48,19 +68,35 @@ def _rating(m: Measured):
     if not rows:
         return None
     contexts = list(dict.fromkeys(r["context"] for r in rows))
-    columns = [(context, keep_alive) for context in contexts for keep_alive in (False, True)
-               if any(r["context"] == context and r["keep_alive"] == keep_alive for r in rows)]
+    columns = [
+        (context, keep_alive)
+        for context in contexts
+        for keep_alive in (False, True)
+        if any(r["context"] == context and r["keep_alive"] == keep_alive for r in rows)
+    ]
     by_series: Dict[str, Dict[tuple, dict]] = {}
     for r in rows:
         by_series.setdefault(r["series"], {})[(r["context"], r["keep_alive"])] = r
     return {
-        "baseline": m.baseline_label, "both_keep_alive": len({keep_alive for _, keep_alive in columns}) == 2,
+        "baseline": m.baseline_label,
+        "both_keep_alive": len({keep_alive for _, keep_alive in columns}) == 2,
         "fallbacks": m.baseline_fallbacks(),
         "columns": [f"{context}, keep-alive {'on' if ka else 'off'}" for context, ka in columns],
-        "rows": [{"series": series, "cells": [
-            {"text": f"{cells[col]['rating']:.0f} ({cells[col]['mean']:,.0f} req/s)", "flags": cells[col]["flags"]}
-            if col in cells else {"text": "-", "flags": ""} for col in columns]}
-            for series, cells in by_series.items()],
+        "rows": [
+            {
+                "series": series,
+                "cells": [
+                    {
+                        "text": f"{cells[col]['rating']:.0f} ({cells[col]['mean']:,.0f} req/s)",
+                        "flags": cells[col]["flags"],
+                    }
+                    if col in cells
+                    else {"text": "-", "flags": ""}
+                    for col in columns
+                ],
+            }
+            for series, cells in by_series.items()
+        ],
     }
 
 
@@ -72,9 +108,14 @@ def _level_tables(runs: Sequence[RunResults]) -> List[dict]:
         for cell in run.measured:
             table = tables.levels(cell)
             rows = list(zip(table.shown(), table.flags))
-            out.append({"key": cell.key + (f" (run {run.id})" if len(runs) > 1 else ""), "version": cell.server_version,
-                        "rows": [{"cells": shown, "flagged": bool(flags)} for shown, flags in rows],
-                        "flags": [{"level": shown[0], **flag} for shown, flags in rows for flag in _flags(flags)]})
+            out.append(
+                {
+                    "key": cell.key + (f" (run {run.id})" if len(runs) > 1 else ""),
+                    "version": cell.server_version,
+                    "rows": [{"cells": shown, "flagged": bool(flags)} for shown, flags in rows],
+                    "flags": [{"level": shown[0], **flag} for shown, flags in rows for flag in _flags(flags)],
+                }
+            )
     return out
 
 
@@ -84,10 +125,16 @@ def _facts(run: RunResults) -> List[tuple]:
     memory = host.get("memory_bytes")
     facts = [
         ("started", f"{str(run.started)[:19]} UTC, ended {str(run.ended or '-')[:19]}"),
-        ("host", f"{host.get('hostname', '-')}: {host.get('cpu_model', '-')}, {host.get('cpus', '-')} CPUs, "
-                 + (f"{memory / 2 ** 30:.1f} GiB" if memory else "memory unknown")),
-        ("system", f"{host.get('distro', '-')}, kernel {host.get('kernel', '-')}, io_uring "
-                   f"{'on' if host.get('io_uring_enabled') else 'off'}, open files {host.get('nofile_soft', '-')}"),
+        (
+            "host",
+            f"{host.get('hostname', '-')}: {host.get('cpu_model', '-')}, {host.get('cpus', '-')} CPUs, "
+            + (f"{memory / 2**30:.1f} GiB" if memory else "memory unknown"),
+        ),
+        (
+            "system",
+            f"{host.get('distro', '-')}, kernel {host.get('kernel', '-')}, io_uring "
+            f"{'on' if host.get('io_uring_enabled') else 'off'}, open files {host.get('nofile_soft', '-')}",
+        ),
         ("CPUs", f"server {placement.get('server', '-')}, client {placement.get('client', '-')}"),
         ("client", run.client if run.client != "engine" else f"httpbench-load {__version__} (the engine)"),
     ]
@@ -96,34 +143,63 @@ def _facts(run: RunResults) -> List[tuple]:
 
 
 def _subtitle(host: dict) -> str:
-    return " · ".join(str(part) for part in (host.get("hostname"), host.get("cpu_model"),
-                                             host.get("cpus") and f"{host['cpus']} CPUs",
-                                             host.get("kernel") and f"Linux {host['kernel']}") if part)
+    return " · ".join(
+        str(part)
+        for part in (
+            host.get("hostname"),
+            host.get("cpu_model"),
+            host.get("cpus") and f"{host['cpus']} CPUs",
+            host.get("kernel") and f"Linux {host['kernel']}",
+        )
+        if part
+    )
 
 
 def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
     """The page of the runs `m` holds, with those of `charts` (its charts) that have something to
     draw, and why the others that say so are missing."""
     runs = m.runs
-    missing = [{"name": c.name, "title": c.title, "short": SHORT.get(c.name, c.name), "why": c.missing}
-               for c in charts if not c.drawn and c.missing]
+    missing = [
+        {"name": c.name, "title": c.title, "short": SHORT.get(c.name, c.name), "why": c.missing}
+        for c in charts
+        if not c.drawn and c.missing
+    ]
     charts = [c for c in charts if c.drawn]
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True,
-                             undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True, undefined=jinja2.StrictUndefined
+    )
     ids = ", ".join(str(r.id) for r in runs)
     plans = ", ".join(dict.fromkeys(r.plan_name for r in runs))
     level_tables = _level_tables(runs)
     return env.get_template("page.html.j2").render(
-        version=__version__, made=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        version=__version__,
+        made=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
         title=f"httpbench: run{'s' if len(runs) > 1 else ''} {ids} ({plans})",
-        subtitle=_subtitle(runs[0].host), busy_machine=summary.busy_machine(runs),
+        subtitle=_subtitle(runs[0].host),
+        busy_machine=summary.busy_machine(runs),
         charts=[{"name": c.name, "title": c.title, "note": c.note, "short": SHORT.get(c.name, c.name)} for c in charts],
         missing=missing,
         specs=_script_json({c.name: vega(c.spec.to_dict()) for c in charts}),
-        winners=summary.winners(runs), cautions=summary.cautions(runs), cells=_cells(runs),
-        rating=_rating(m), level_header=[c.title for c in tables.LEVEL_COLUMNS], level_tables=level_tables,
-        runs=[{"id": r.id, "plan_name": r.plan_name, "status": r.status, "plan_text": r.plan_text,
-               "facts": _facts(r), "sysctls": "\n".join(f"{k} = {v}" for k, v in sorted((r.host.get("sysctls") or {}).items())),
-               "configs": [{"key": c.key, "version": c.server_version, "text": c.config_text or "(none recorded)"}
-                           for c in r.cells]} for r in runs],
-        bundle=Markup(bundle))
+        winners=summary.winners(runs),
+        cautions=summary.cautions(runs),
+        cells=_cells(runs),
+        rating=_rating(m),
+        level_header=[c.title for c in tables.LEVEL_COLUMNS],
+        level_tables=level_tables,
+        runs=[
+            {
+                "id": r.id,
+                "plan_name": r.plan_name,
+                "status": r.status,
+                "plan_text": r.plan_text,
+                "facts": _facts(r),
+                "sysctls": "\n".join(f"{k} = {v}" for k, v in sorted((r.host.get("sysctls") or {}).items())),
+                "configs": [
+                    {"key": c.key, "version": c.server_version, "text": c.config_text or "(none recorded)"}
+                    for c in r.cells
+                ],
+            }
+            for r in runs
+        ],
+        bundle=Markup(bundle),
+    )

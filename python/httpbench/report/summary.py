@@ -85,15 +85,20 @@ def _detail(best: Figures, other: Figures, winner: str, loser: str) -> Tuple[boo
     bound = _bound(best, other)
     line = _serves(winner, loser, rps, bound)
     if other.time_for_same_requests and best.time_for_same_requests:
-        time = _Ratio.of(other.time_for_same_requests / best.time_for_same_requests,
-                         compare.time_spread(_rates(best)), compare.time_spread(_rates(other)))
+        time = _Ratio.of(
+            other.time_for_same_requests / best.time_for_same_requests,
+            compare.time_spread(_rates(best)),
+            compare.time_spread(_rates(other)),
+        )
         line += "; " + _needs(loser, winner, time, bound)
         # When the two figures disagree, say where the loser wins, if it wins anywhere.
         winner_rps = {lv.level: lv.rps.mean for lv in best.levels}
         faster = [lv.level for lv in other.levels if lv.rps.mean > winner_rps.get(lv.level, float("inf"))]
         if time.value < 1 and not time.tie and faster:
-            line += (f" ({loser} is faster at {levels_text(faster)}: the time is a sum over the levels, "
-                     "so the slowest weigh most)")
+            line += (
+                f" ({loser} is faster at {levels_text(faster)}: the time is a sum over the levels, "
+                "so the slowest weigh most)"
+            )
     if _saturated(best) and _saturated(other):
         line += " (the client set the pace of both at some of these levels, so the ratios may be the client's)"
     return rps.tie, bound, line + "."
@@ -106,8 +111,8 @@ def _and(names: Sequence[str]) -> str:
 @dataclass(frozen=True)
 class Verdict:
     group: str
-    headline: str         # the winner and its throughput, or the cells that tie for first
-    details: List[str]    # the winner against each other cell
+    headline: str  # the winner and its throughput, or the cells that tie for first
+    details: List[str]  # the winner against each other cell
 
 
 def winners(runs: Sequence[RunResults]) -> List[Verdict]:
@@ -129,20 +134,26 @@ def winners(runs: Sequence[RunResults]) -> List[Verdict]:
             details.append(line)
             if tie:
                 tied[loser] = bound
-        over = (f"{levels_text(group.levels)}, the levels every cell measured"
-                if group.levels != group.every_level else "every level")
+        over = (
+            f"{levels_text(group.levels)}, the levels every cell measured"
+            if group.levels != group.every_level
+            else "every level"
+        )
         held = _saturated(best)
         at_least = "at least " if held else ""
         if tied:
             bound = "at least " if set(tied.values()) == {"at least "} else ""
-            headline = (f"{_and([winner, *tied])} tie, {at_least or 'about '}{best.mean_rps:,.0f} requests/s on "
-                        f"average over {over}: {winner} serves {bound}as many requests per second on average "
-                        f"as {_and(list(tied))}")
+            headline = (
+                f"{_and([winner, *tied])} tie, {at_least or 'about '}{best.mean_rps:,.0f} requests/s on "
+                f"average over {over}: {winner} serves {bound}as many requests per second on average "
+                f"as {_and(list(tied))}"
+            )
         else:
             headline = f"{winner} is fastest, {at_least}{best.mean_rps:,.0f} requests/s on average over {over}"
         if held:
-            headline += (f"; the client, not the server, set {winner}'s pace at {levels_text(held)}, "
-                         "so it may be faster still")
+            headline += (
+                f"; the client, not the server, set {winner}'s pace at {levels_text(held)}, so it may be faster still"
+            )
         out.append(Verdict(group.name, headline + ".", details))
     return out
 
@@ -155,9 +166,11 @@ def busy_machine(runs: Sequence[RunResults]) -> Optional[str]:
     busy = sum("contended" in lv.flags for lv in levels)
     if not busy:
         return None
-    return (f"{busy} of {len(levels)} levels were measured on a busy machine (flag contended): other processes "
-            "kept the server or the client waiting for a CPU, so their figures, and a winner drawn from them, may "
-            "be the machine's; measure again on a quiet one.")
+    return (
+        f"{busy} of {len(levels)} levels were measured on a busy machine (flag contended): other processes "
+        "kept the server or the client waiting for a CPU, so their figures, and a winner drawn from them, may "
+        "be the machine's; measure again on a quiet one."
+    )
 
 
 def cautions(runs: Sequence[RunResults]) -> List[str]:
@@ -166,8 +179,11 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
     out = [f"{_name(c, several)} ({c.group}) failed: {c.error or c.status}." for r in runs for c in r.failed]
     for group in groups([c for r in runs for c in r.measured]):
         # A failed cell is listed once, above, with its error.
-        out += [f"{_name(c, several)} ({group.name}) is incomplete: {group.incomplete(c)}."
-                for c in group.cells if c.status != "failed" and group.incomplete(c)]
+        out += [
+            f"{_name(c, several)} ({group.name}) is incomplete: {group.incomplete(c)}."
+            for c in group.cells
+            if c.status != "failed" and group.incomplete(c)
+        ]
     counts: Dict[str, int] = {}
     total = 0
     for run in runs:
@@ -176,18 +192,22 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
                 total += 1
                 for kind in lv.flags:
                     counts[kind] = counts.get(kind, 0) + 1
-    meaning = {"client_saturated": "the client, not the server, may have set the pace",
-               "littles_law": "throughput x latency does not match the connections in flight",
-               "noisy": f"the rounds disagree by more than {NOISY_CV:.0%}",
-               "shared_cpus": "server and client shared CPUs",
-               "contended": "other processes kept the server or the client waiting for a CPU",
-               "crashed": "the server died during the level: its figures are not the server's, and its cell stopped",
-               "server_restarted": "a worker of the server exited during the level and another took its place",
-               "ended_early": "the load ended before its budget (the server stopped answering, or the client's "
-                              "time limit): its figures cover part of the level, and its cell stopped",
-               "partial": "a client host was lost during the level; the figures are the other hosts'",
-               "fewer_hosts": "the level ran on fewer client hosts than the run began with"}
+    meaning = {
+        "client_saturated": "the client, not the server, may have set the pace",
+        "littles_law": "throughput x latency does not match the connections in flight",
+        "noisy": f"the rounds disagree by more than {NOISY_CV:.0%}",
+        "shared_cpus": "server and client shared CPUs",
+        "contended": "other processes kept the server or the client waiting for a CPU",
+        "crashed": "the server died during the level: its figures are not the server's, and its cell stopped",
+        "server_restarted": "a worker of the server exited during the level and another took its place",
+        "ended_early": "the load ended before its budget (the server stopped answering, or the client's "
+        "time limit): its figures cover part of the level, and its cell stopped",
+        "partial": "a client host was lost during the level; the figures are the other hosts'",
+        "fewer_hosts": "the level ran on fewer client hosts than the run began with",
+    }
     for kind, count in sorted(counts.items()):
-        out.append(f"{count} of {total} levels are flagged {kind}: {meaning.get(kind, kind)} "
-                   "(outlined in black on the charts; hover for the reason).")
+        out.append(
+            f"{count} of {total} levels are flagged {kind}: {meaning.get(kind, kind)} "
+            "(outlined in black on the charts; hover for the reason)."
+        )
     return out

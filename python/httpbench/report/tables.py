@@ -24,7 +24,7 @@ def _cores(v) -> str:
 
 
 def _mib(v) -> str:
-    return "-" if not v else f"{v / 2 ** 20:,.1f} MiB"
+    return "-" if not v else f"{v / 2**20:,.1f} MiB"
 
 
 def _share(v) -> str:
@@ -49,8 +49,8 @@ def _interval(v) -> str:
 
 @dataclass(frozen=True)
 class Column:
-    key: str                              # field name in CSV and JSON
-    title: str                            # heading where it is shown
+    key: str  # field name in CSV and JSON
+    title: str  # heading where it is shown
     show: Callable[[Any], str] = _plain
 
 
@@ -58,7 +58,7 @@ class Column:
 class Table:
     columns: List[Column]
     rows: List[List[Any]] = field(default_factory=list)
-    flags: List[Dict[str, str]] = field(default_factory=list)   # per row: kind -> reason
+    flags: List[Dict[str, str]] = field(default_factory=list)  # per row: kind -> reason
 
     def add(self, values: Sequence[Any], flags: Optional[Dict[str, str]] = None) -> None:
         assert len(values) == len(self.columns)
@@ -67,8 +67,10 @@ class Table:
 
     def records(self) -> List[Dict[str, Any]]:
         """Raw values by column key, flags included: what CSV and JSON write."""
-        return [{**{c.key: _finite(v) for c, v in zip(self.columns, row)}, "flags": flags}
-                for row, flags in zip(self.rows, self.flags)]
+        return [
+            {**{c.key: _finite(v) for c, v in zip(self.columns, row)}, "flags": flags}
+            for row, flags in zip(self.rows, self.flags)
+        ]
 
     def shown(self) -> List[List[str]]:
         return [[c.show(v) for c, v in zip(self.columns, row)] for row in self.rows]
@@ -79,17 +81,31 @@ def _finite(v):
 
 
 LEVEL_COLUMNS = [
-    Column("level", "level"), Column("rounds", "rounds"), Column("rps_mean", "req/s mean", _count),
-    Column("rps_ci95", "95% interval", _interval), Column("rps_median", "median", _count),
-    Column("rps_min", "min", _count), Column("rps_max", "max", _count),
-    Column("p50_us", "p50", _ms), Column("p99_us", "p99", _ms), Column("p99_9_us", "p99.9", _ms),
-    Column("errors", "errors", _count), Column("non_2xx", "non-2xx", _count),
-    Column("server_cpu_user", "server CPU user", _cores), Column("server_cpu_sys", "system", _cores),
-    Column("server_memory_bytes", "server memory", _mib), Column("client_busy", "client busy", _share),
+    Column("level", "level"),
+    Column("rounds", "rounds"),
+    Column("rps_mean", "req/s mean", _count),
+    Column("rps_ci95", "95% interval", _interval),
+    Column("rps_median", "median", _count),
+    Column("rps_min", "min", _count),
+    Column("rps_max", "max", _count),
+    Column("p50_us", "p50", _ms),
+    Column("p99_us", "p99", _ms),
+    Column("p99_9_us", "p99.9", _ms),
+    Column("errors", "errors", _count),
+    Column("non_2xx", "non-2xx", _count),
+    Column("server_cpu_user", "server CPU user", _cores),
+    Column("server_cpu_sys", "system", _cores),
+    Column("server_memory_bytes", "server memory", _mib),
+    Column("client_busy", "client busy", _share),
 ]
 CELL_COLUMNS = [
-    Column("run", "run"), Column("cell", "cell"), Column("server", "server"), Column("profile", "profile"),
-    Column("workload", "workload"), Column("keep_alive", "keep-alive"), Column("cpus", "CPUs"),
+    Column("run", "run"),
+    Column("cell", "cell"),
+    Column("server", "server"),
+    Column("profile", "profile"),
+    Column("workload", "workload"),
+    Column("keep_alive", "keep-alive"),
+    Column("cpus", "CPUs"),
     Column("budget", "budget"),
 ]
 
@@ -100,8 +116,24 @@ def _cell_values(cell: CellResult) -> list:
 
 def _level_values(lv) -> list:
     s, lat = lv.rps, lv.latency
-    return [lv.level, s.n, s.mean, s.ci95, s.median, s.min, s.max, lat.p50_us, lat.p99_us, lat.p99_9_us, lv.errors,
-            lv.non_2xx, lv.server_cpu_user, lv.server_cpu_sys, lv.server_memory_bytes, lv.client_busy]
+    return [
+        lv.level,
+        s.n,
+        s.mean,
+        s.ci95,
+        s.median,
+        s.min,
+        s.max,
+        lat.p50_us,
+        lat.p99_us,
+        lat.p99_9_us,
+        lv.errors,
+        lv.non_2xx,
+        lv.server_cpu_user,
+        lv.server_cpu_sys,
+        lv.server_memory_bytes,
+        lv.client_busy,
+    ]
 
 
 def levels(cell: CellResult) -> Table:
@@ -125,18 +157,36 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
 def cells(runs: Sequence[RunResults]) -> Table:
     """One row per cell, failed ones included: status, the spread of its requests/s on the levels
     its group is compared on, its time."""
-    table = Table(CELL_COLUMNS + [
-        Column("status", "status"), Column("error", "error"), Column("levels", "levels"),
-        Column("rps_min", "req/s min", _count), Column("rps_mean", "mean", _count), Column("rps_max", "max", _count),
-        Column("seconds", "cell time", _seconds)])
+    table = Table(
+        CELL_COLUMNS
+        + [
+            Column("status", "status"),
+            Column("error", "error"),
+            Column("levels", "levels"),
+            Column("rps_min", "req/s min", _count),
+            Column("rps_mean", "mean", _count),
+            Column("rps_max", "max", _count),
+            Column("seconds", "cell time", _seconds),
+        ]
+    )
     group_of = {id(c): g for g in groups([c for r in runs for c in r.measured]) for c in g.cells}
     for run in runs:
         for cell in run.cells:
-            group = group_of.get(id(cell))   # None: nothing measured
+            group = group_of.get(id(cell))  # None: nothing measured
             figures = group and group.figures(cell)
-            table.add(_cell_values(cell) + [cell.status, cell.error, len(cell.levels), figures and figures.min_rps,
-                                            figures and figures.mean_rps, figures and figures.max_rps, cell.seconds],
-                      group and group.flags(cell))
+            table.add(
+                _cell_values(cell)
+                + [
+                    cell.status,
+                    cell.error,
+                    len(cell.levels),
+                    figures and figures.min_rps,
+                    figures and figures.mean_rps,
+                    figures and figures.max_rps,
+                    cell.seconds,
+                ],
+                group and group.flags(cell),
+            )
     return table
 
 
@@ -148,18 +198,26 @@ def comparison(group: Group, several_runs: bool) -> Table:
 
     def name(cell: CellResult) -> str:
         return cell.series + (f" (run {cell.run_id})" if several_runs else "")
+
     fastest = group.figures(ranked[0]).mean_rps if ranked else None
-    table = Table([Column("series", "server/profile"), Column("rps_mean", "mean req/s", _count),
-                   Column("noise", "round-to-round CV", _percent), Column("rps_min", "min", _count),
-                   Column("rps_max", "max", _count),
-                   Column("relative", f"req/s relative to {name(ranked[0])}" if ranked else "relative",
-                          lambda v: f"{v:.2f}")])
+    table = Table(
+        [
+            Column("series", "server/profile"),
+            Column("rps_mean", "mean req/s", _count),
+            Column("noise", "round-to-round CV", _percent),
+            Column("rps_min", "min", _count),
+            Column("rps_max", "max", _count),
+            Column("relative", f"req/s relative to {name(ranked[0])}" if ranked else "relative", lambda v: f"{v:.2f}"),
+        ]
+    )
     for cell in ranked:
         figures = group.figures(cell)
         flags = {kind: f"at {levels_text([lv.level for lv in flagged])}" for kind, flagged in figures.flagged.items()}
         why = group.incomplete(cell)
         if why:
             flags["incomplete"] = f"({why})"
-        table.add([name(cell), figures.mean_rps, figures.noise, figures.min_rps, figures.max_rps,
-                   figures.mean_rps / fastest], flags)
+        table.add(
+            [name(cell), figures.mean_rps, figures.noise, figures.min_rps, figures.max_rps, figures.mean_rps / fastest],
+            flags,
+        )
     return table

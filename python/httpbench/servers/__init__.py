@@ -46,5 +46,20 @@ def names() -> List[str]:
     return sorted(ADAPTERS)
 
 
-__all__ = ["ADAPTERS", "PROFILES", "Config", "RunningServer", "Server", "ServerFailed", "ServerProfile",
-           "Site", "UnknownServer", "VerificationFailed", "free_port", "get", "names", "start", "verify"]
+__all__ = [
+    "ADAPTERS",
+    "PROFILES",
+    "Config",
+    "RunningServer",
+    "Server",
+    "ServerFailed",
+    "ServerProfile",
+    "Site",
+    "UnknownServer",
+    "VerificationFailed",
+    "free_port",
+    "get",
+    "names",
+    "start",
+    "verify",
+]

@@ -145,6 +145,11 @@ def _run_quietly(cmd: List[str]) -> str:
 
 def fill(template: str, site: Site) -> str:
     """A user's whole config file with the site's values put in."""
-    return (template.replace("{port}", str(site.port)).replace("{host}", site.host)
-            .replace("{docroot}", str(site.docroot)).replace("{run_dir}", str(site.run_dir))
-            .replace("{workers}", str(site.workers)).replace("{upstream}", site.upstream or ""))
+    return (
+        template.replace("{port}", str(site.port))
+        .replace("{host}", site.host)
+        .replace("{docroot}", str(site.docroot))
+        .replace("{run_dir}", str(site.run_dir))
+        .replace("{workers}", str(site.workers))
+        .replace("{upstream}", site.upstream or "")
+    )

@@ -16,8 +16,14 @@ def show() -> int:
     for name in servers.names():
         adapter = servers.get(name)
         installed = adapter.installed()
-        rows.append((name, "installed" if installed else "missing", adapter.version() or "" if installed else
-                     f"install: httpbench servers install {name}", adapter.summary))
+        rows.append(
+            (
+                name,
+                "installed" if installed else "missing",
+                adapter.version() or "" if installed else f"install: httpbench servers install {name}",
+                adapter.summary,
+            )
+        )
     width = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print(f"{row[0]:<{width[0]}}  {row[1]:<{width[1]}}  {row[2]:<{width[2]}}  {row[3]}")
@@ -35,8 +41,10 @@ def install(names: List[str]) -> int:
         print("httpbench: installing packages needs root; run: sudo " + " ".join(command), file=sys.stderr)
         return 2
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    if subprocess.run(["apt-get", "update", "-qq"], env=env).returncode != 0 or \
-            subprocess.run(command, env=env).returncode != 0:
+    if (
+        subprocess.run(["apt-get", "update", "-qq"], env=env).returncode != 0
+        or subprocess.run(command, env=env).returncode != 0
+    ):
         print(f"httpbench: apt-get could not install {' '.join(packages)}; see its output above", file=sys.stderr)
         return 2
     return 0

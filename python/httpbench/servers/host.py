@@ -41,7 +41,9 @@ class ServerHost:
         self.cpus = tuple(cpus)
         if address == WORKER_ADDRESS:
             from urllib.parse import urlsplit
+
             from distributed import get_worker
+
             address = urlsplit(get_worker().address).hostname
         self.address = address or "127.0.0.1"
         self.base: Optional[Path] = None
@@ -57,8 +59,13 @@ class ServerHost:
         docroot.mkdir()
         workload.write(docroot)
         self.files, self.name = workload.file_map(), adapter.name
-        site = Site(docroot=docroot, run_dir=self.base / "run", port=free_port(self.address), host=self.address,
-                    cpus=self.cpus[:cpus])
+        site = Site(
+            docroot=docroot,
+            run_dir=self.base / "run",
+            port=free_port(self.address),
+            host=self.address,
+            cpus=self.cpus[:cpus],
+        )
         self.running = start(adapter, site, profile)
         return Started(site.url, self.running.config.text, adapter.version() or "")
 

@@ -139,9 +139,11 @@ def _tell_watchdog(message: str) -> None:
     global _watchdog
     if _watchdog is None or _watchdog.poll() is not None:
         import sys
+
         # Its own session, so a Ctrl-C aimed at the suite's process group does not end it early.
-        _watchdog = subprocess.Popen([sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, text=True,
-                                     start_new_session=True)
+        _watchdog = subprocess.Popen(
+            [sys.executable, "-c", _WATCHDOG], stdin=subprocess.PIPE, text=True, start_new_session=True
+        )
     _watchdog.stdin.write(message + "\n")
     _watchdog.stdin.flush()
 
@@ -198,10 +200,15 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
         log = site.run_dir / "server.log"
         with open(log, "wb") as out:
             process = subprocess.Popen(
-                server.command(site, site.run_dir), cwd=site.run_dir, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                server.command(site, site.run_dir),
+                cwd=site.run_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
                 env={**os.environ, **server.environment(site)},
-                preexec_fn=lambda: _child_setup(site.cpus))
+                preexec_fn=lambda: _child_setup(site.cpus),
+            )
         running = RunningServer(server, site, profile, config, process, log, backend)
         _running.add(running)
         _tell_watchdog(f"+{process.pid}")
@@ -233,21 +240,26 @@ def _wait_ready(running: RunningServer, timeout: float) -> None:
         except (OSError, http.client.HTTPException):
             pass
         if time.monotonic() > deadline:
-            raise ServerFailed(f"{running.server.name} did not answer on {site.url} within {timeout:.0f} s: {_explain(running)}")
+            raise ServerFailed(
+                f"{running.server.name} did not answer on {site.url} within {timeout:.0f} s: {_explain(running)}"
+            )
         time.sleep(0.05)
 
 
 def _explain(running: RunningServer) -> str:
     """The server's own last word, and the rendered config line it names, if it names one."""
     lines = [line.strip() for line in running.log_tail(40).splitlines() if line.strip()]
-    said = next((l for l in reversed(lines) if re.search(r"emerg|error|fatal|invalid|unknown|failed|cannot", l, re.I)),
-                lines[-1] if lines else "it printed nothing")
+    said = next(
+        (said for said in reversed(lines) if re.search(r"emerg|error|fatal|invalid|unknown|failed|cannot", said, re.I)),
+        lines[-1] if lines else "it printed nothing",
+    )
     # Some servers (apache2) name the file and line on one line and give the reason on the next.
     at = len(lines) - 1 - lines[::-1].index(said) if said in lines else -1
     if at > 0 and lines[at - 1].endswith(":"):
         said = f"{lines[at - 1]} {said}"
-    where = (re.search(r"(?P<file>[\w./-]+):(?P<line>\d+)", said)
-             or re.search(r"line (?P<line>\d+) of (?P<file>[\w./-]+)", said))
+    where = re.search(r"(?P<file>[\w./-]+):(?P<line>\d+)", said) or re.search(
+        r"line (?P<line>\d+) of (?P<file>[\w./-]+)", said
+    )
     if where:
         name = Path(where["file"].rstrip(":")).name
         text = running.config.files.get(name)

@@ -19,13 +19,19 @@ from httpbench.errors import EngineError
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m httpbench.servers.reference_main",
-                                     description="Serve a directory with httpbench's reference server.")
+    parser = argparse.ArgumentParser(
+        prog="python -m httpbench.servers.reference_main",
+        description="Serve a directory with httpbench's reference server.",
+    )
     parser.add_argument("--root", required=True, help="document root, read into memory at start")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--threads", type=int, default=0,
-                        help="event loops, each pinned to one CPU of the affinity mask (0: one per CPU)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="event loops, each pinned to one CPU of the affinity mask (0: one per CPU)",
+    )
     args = parser.parse_args(argv)
     # Python would die at SIGTERM without unwinding; as an exception, it reaches serve_reference's
     # signal check, which stops the loops and closes the sockets first.

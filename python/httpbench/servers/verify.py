@@ -19,8 +19,13 @@ class VerificationFailed(Error):
     """The server answered a workload file wrongly; the message says how, and what it sent."""
 
 
-def verify(site: Site, files: Dict[str, bytes], server_name: str, compression: bool = False,
-           headers: Optional[Dict[str, str]] = None) -> None:
+def verify(
+    site: Site,
+    files: Dict[str, bytes],
+    server_name: str,
+    compression: bool = False,
+    headers: Optional[Dict[str, str]] = None,
+) -> None:
     for name, expected in files.items():
         path = "/" + name
         conn = http.client.HTTPConnection(site.host, site.port, timeout=10)

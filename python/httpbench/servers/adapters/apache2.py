@@ -24,17 +24,42 @@ RUN_USER = "www-data"
 
 # What Debian enables on install (/etc/apache2/mods-enabled), the MPM aside, and which of those
 # have a stock .conf file there; the default profile loads and includes exactly these.
-DEBIAN_MODULES = ("access_compat", "alias", "auth_basic", "authn_core", "authn_file", "authz_core",
-                  "authz_host", "authz_user", "autoindex", "deflate", "dir", "env", "filter", "mime",
-                  "negotiation", "reqtimeout", "setenvif", "status")
-DEBIAN_MODULE_CONFS = ("alias", "autoindex", "deflate", "dir", "mime", "negotiation", "reqtimeout",
-                       "setenvif", "status")
+DEBIAN_MODULES = (
+    "access_compat",
+    "alias",
+    "auth_basic",
+    "authn_core",
+    "authn_file",
+    "authz_core",
+    "authz_host",
+    "authz_user",
+    "autoindex",
+    "deflate",
+    "dir",
+    "env",
+    "filter",
+    "mime",
+    "negotiation",
+    "reqtimeout",
+    "setenvif",
+    "status",
+)
+DEBIAN_MODULE_CONFS = (
+    "alias",
+    "autoindex",
+    "deflate",
+    "dir",
+    "mime",
+    "negotiation",
+    "reqtimeout",
+    "setenvif",
+    "status",
+)
 # Debian's mpm_*.conf values.
 DEBIAN_MPM = {
-    "prefork": "StartServers 5\nMinSpareServers 5\nMaxSpareServers 10\nMaxRequestWorkers 150\n"
-               "MaxConnectionsPerChild 0",
+    "prefork": "StartServers 5\nMinSpareServers 5\nMaxSpareServers 10\nMaxRequestWorkers 150\nMaxConnectionsPerChild 0",
     "worker": "StartServers 2\nMinSpareThreads 25\nMaxSpareThreads 75\nThreadLimit 64\nThreadsPerChild 25\n"
-              "MaxRequestWorkers 150\nMaxConnectionsPerChild 0",
+    "MaxRequestWorkers 150\nMaxConnectionsPerChild 0",
 }
 DEBIAN_MPM["event"] = DEBIAN_MPM["worker"]
 
@@ -55,15 +80,22 @@ class _Apache(Server):
     def command(self, site: Site, config_dir: Path) -> List[str]:
         # -d: relative paths resolve in the run directory, not /etc/apache2. FOREGROUND: neither
         # detach nor start a new session, so the framework's session holds every child.
-        apache = [self.executable(), "-d", str(config_dir), "-f", str(config_dir / "apache2.conf"),
-                  "-DFOREGROUND"]
+        apache = [self.executable(), "-d", str(config_dir), "-f", str(config_dir / "apache2.conf"), "-DFOREGROUND"]
         if os.geteuid() != 0:
             return apache  # not root: apache keeps the suite's user and changes nothing
         shutil.chown(config_dir, RUN_USER, RUN_USER)  # pid file and logs (see the module doc)
         # --pdeathsig keep: a change of user clears the parent-death signal the framework set.
-        return ["setpriv", f"--reuid={RUN_USER}", f"--regid={RUN_USER}", "--clear-groups",
-                "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search", "--pdeathsig=keep",
-                "--", *apache]
+        return [
+            "setpriv",
+            f"--reuid={RUN_USER}",
+            f"--regid={RUN_USER}",
+            "--clear-groups",
+            "--inh-caps=+dac_read_search",
+            "--ambient-caps=+dac_read_search",
+            "--pdeathsig=keep",
+            "--",
+            *apache,
+        ]
 
 
 class ApachePrefork(_Apache):
@@ -90,8 +122,9 @@ def render_conf(site: Site, profile: ServerProfile, mpm: str) -> str:
     host = site.address
     mpm_module = f"LoadModule mpm_{mpm}_module {MODULES}/mod_mpm_{mpm}.so\n"
     if profile.name == "tuned":
-        modules = mpm_module + "".join(f"LoadModule {m}_module {MODULES}/mod_{m}.so\n"
-                                       for m in ("authz_core", "dir", "mime"))
+        modules = mpm_module + "".join(
+            f"LoadModule {m}_module {MODULES}/mod_{m}.so\n" for m in ("authz_core", "dir", "mime")
+        )
         body = f"""{_tuned_mpm(mpm, site.workers)}
 # the 2016 write-up's keep-alive settings
 KeepAlive On
@@ -116,8 +149,11 @@ DirectoryIndex index.html
     else:
         # Debian's apache2.conf with its enabled modules, conf-enabled and 000-default site, minus
         # what would touch the system: pid, logs and runtime files go to the run directory.
-        modules = (mpm_module + "".join(f"LoadModule {m}_module {MODULES}/mod_{m}.so\n" for m in DEBIAN_MODULES)
-                   + "".join(f"Include {STOCK}/{m}.conf\n" for m in DEBIAN_MODULE_CONFS))
+        modules = (
+            mpm_module
+            + "".join(f"LoadModule {m}_module {MODULES}/mod_{m}.so\n" for m in DEBIAN_MODULES)
+            + "".join(f"Include {STOCK}/{m}.conf\n" for m in DEBIAN_MODULE_CONFS)
+        )
         body = f"""{DEBIAN_MPM[mpm]}
 Timeout 300
 KeepAlive On

@@ -31,7 +31,9 @@ class Caddy(Server):
         # Caddy writes no access log without a `log` directive, and compresses nothing without
         # `encode`: both profiles serve plain files and log only its own start and stop.
         extra = "".join(f"\t{line}\n" for line in profile.directives)
-        return Config({"Caddyfile": f"""# rendered by httpbench for profile {profile.name}
+        return Config(
+            {
+                "Caddyfile": f"""# rendered by httpbench for profile {profile.name}
 {{
 	# no admin endpoint on :2019; plain HTTP, no certificates to fetch or store
 	admin off
@@ -44,7 +46,9 @@ http://:{site.port} {{
 	root * {site.docroot}
 	file_server
 {extra}}}
-"""})
+"""
+            }
+        )
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
         return [self.executable(), "run", "--config", str(config_dir / "Caddyfile"), "--adapter", "caddyfile"]

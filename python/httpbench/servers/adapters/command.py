@@ -47,9 +47,14 @@ class CommandServer(Server):
             return None
         fallback = f"{self.name}: {self.program}"
         try:
-            proc = subprocess.Popen([exe, *self.version_args()], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                [exe, *self.version_args()],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
         except OSError:
             return fallback
         try:

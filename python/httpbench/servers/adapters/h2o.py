@@ -28,7 +28,7 @@ http1-request-timeout: 60         # also the keep-alive idle timeout: the 2016 w
 file.etag: OFF                    # as nginx's etag off (the 2016 write-up): one header less
 file.send-compressed: OFF         # plain files, like every other server (the default too)
 compress: OFF                     # and no gzip on the fly (the default too)"""
-            log = ""                      # no access log: every write-up turned logging off
+            log = ""  # no access log: every write-up turned logging off
             status = ""
         else:
             # Debian's h2o.conf (threads: one per online CPU), logs in the run dir.
@@ -39,7 +39,9 @@ compress: OFF                     # and no gzip on the fly (the default too)"""
   host: {site.host}
   port: {site.port}"""
         extra = "".join(f"{line}\n" for line in profile.directives)
-        return Config({"h2o.conf": f"""# rendered by httpbench for profile {profile.name}
+        return Config(
+            {
+                "h2o.conf": f"""# rendered by httpbench for profile {profile.name}
 {settings}
 {_user()}error-log: {run}/error.log
 {log}pid-file: {run}/h2o.pid
@@ -49,7 +51,9 @@ hosts:
     paths:
       /:
         file.dir: {site.docroot}{status}
-{extra}"""})
+{extra}"""
+            }
+        )
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
         return [self.executable(), "-c", str(config_dir / "h2o.conf")]

@@ -34,21 +34,37 @@ class Jetty9(Server):
                 manifest = jar.read("META-INF/MANIFEST.MF").decode(errors="replace")
         except (OSError, KeyError, zipfile.BadZipFile):
             return None
-        jetty = next((line.split(":", 1)[1].strip() for line in manifest.splitlines()
-                      if line.startswith("Implementation-Version:")), "unknown")
+        jetty = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in manifest.splitlines()
+                if line.startswith("Implementation-Version:")
+            ),
+            "unknown",
+        )
         java = _run_quietly([shutil.which("java"), *self.version_args()]).strip().splitlines()
         return f"jetty {jetty}" + (f" on {java[0]}" if java else "")
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
-        return Config({"base/start.ini": render_start_ini(site, profile),
-                       "base/webapps/root.xml": render_context(site),
-                       "jvm.args": render_jvm_args(site, profile)})
+        return Config(
+            {
+                "base/start.ini": render_start_ini(site, profile),
+                "base/webapps/root.xml": render_context(site),
+                "jvm.args": render_jvm_args(site, profile),
+            }
+        )
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
         # JVM options come from an argument file rather than start.ini's --exec, which would fork
         # a second JVM and leave the first one idling beside the server.
-        return [shutil.which("java"), f"@{config_dir / 'jvm.args'}", "-jar", self.program,
-                f"jetty.home={HOME}", f"jetty.base={config_dir / 'base'}"]
+        return [
+            shutil.which("java"),
+            f"@{config_dir / 'jvm.args'}",
+            "-jar",
+            self.program,
+            f"jetty.home={HOME}",
+            f"jetty.base={config_dir / 'base'}",
+        ]
 
 
 def render_start_ini(site: Site, profile: ServerProfile) -> str:

@@ -34,8 +34,11 @@ def render_conf(site: Site, profile: ServerProfile) -> str:
         # lighttpd's docs discourage server.max-worker (one process is rarely the bottleneck, and
         # mod_status and caches become per process); the 2016 write-up set it to the CPU count, so it is set
         # only when there is more than one CPU to use.
-        workers = (f"server.max-worker = {site.workers}              # one process per CPU given (the 2016 write-up)\n"
-                   if site.workers > 1 else "")
+        workers = (
+            f"server.max-worker = {site.workers}              # one process per CPU given (the 2016 write-up)\n"
+            if site.workers > 1
+            else ""
+        )
         body = f"""server.modules = ( "mod_indexfile", "mod_staticfile" )
 {workers}server.max-fds = 20000              # connections are descriptors; 20,000 is the hard limit here
 server.max-connections = 10000      # lighttpd's ceiling is max-fds / 2 (default about 1365)

@@ -24,8 +24,9 @@ class Mighttpd2(Server):
         if self.executable() is None:
             return None
         try:
-            out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "mighttpd2"],
-                                 capture_output=True, text=True, timeout=20).stdout.strip()
+            out = subprocess.run(
+                ["dpkg-query", "-W", "-f=${Version}", "mighttpd2"], capture_output=True, text=True, timeout=20
+            ).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             out = ""
         return f"mighttpd2 {out}" if out else "mighttpd2 (not from a Debian package)"
@@ -33,19 +34,29 @@ class Mighttpd2(Server):
     def render(self, site: Site, profile: ServerProfile) -> Config:
         if re.search(r"[\s,\[\]]", str(site.docroot)):
             # The routing file's grammar has no quoting: a path ends at a space, comma or bracket.
-            raise ServerFailed(f"mighttpd2 cannot serve {site.docroot}: its routing file takes no path "
-                               "with spaces, commas or brackets; use another document root")
+            raise ServerFailed(
+                f"mighttpd2 cannot serve {site.docroot}: its routing file takes no path "
+                "with spaces, commas or brackets; use another document root"
+            )
         # GHC's runtime uses one core unless told: tuned gives it one capability per core (the 2016 write-up).
         # The runtime options are a file of their own because command() does not see the profile.
         rts = f"-N{site.workers}" if profile.name == "tuned" else ""
-        return Config({"mighty.conf": render_conf(site, profile),
-                       "mighty.route": f"# rendered by httpbench\n[*]\n/ -> {site.docroot}/\n",
-                       "mighty.rts": rts + "\n"})
+        return Config(
+            {
+                "mighty.conf": render_conf(site, profile),
+                "mighty.route": f"# rendered by httpbench\n[*]\n/ -> {site.docroot}/\n",
+                "mighty.rts": rts + "\n",
+            }
+        )
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
         rts = (config_dir / "mighty.rts").read_text().split()
-        return [self.executable(), str(config_dir / "mighty.conf"), str(config_dir / "mighty.route"),
-                *(["+RTS", *rts, "-RTS"] if rts else [])]
+        return [
+            self.executable(),
+            str(config_dir / "mighty.conf"),
+            str(config_dir / "mighty.route"),
+            *(["+RTS", *rts, "-RTS"] if rts else []),
+        ]
 
 
 def render_conf(site: Site, profile: ServerProfile) -> str:

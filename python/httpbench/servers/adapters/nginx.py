@@ -22,8 +22,17 @@ class Nginx(Server):
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
         # -e: nginx opens its built-in error log path before reading the config otherwise.
-        return [self.executable(), "-p", str(config_dir), "-c", str(config_dir / "nginx.conf"),
-                "-e", str(config_dir / "error.log"), "-g", "daemon off;"]
+        return [
+            self.executable(),
+            "-p",
+            str(config_dir),
+            "-c",
+            str(config_dir / "nginx.conf"),
+            "-e",
+            str(config_dir / "error.log"),
+            "-g",
+            "daemon off;",
+        ]
 
 
 def render_conf(site: Site, profile: ServerProfile) -> str:
@@ -86,4 +95,5 @@ http {{
 
 def _root() -> bool:
     import os
+
     return os.geteuid() == 0

@@ -37,9 +37,9 @@ def render_json(site: Site, profile: ServerProfile) -> str:
     `NAME=VALUE` (or `NAME VALUE`), e.g. `headersTimeout=10000`."""
     settings = {"host": site.host, "port": site.port, "root": str(site.docroot), "workers": 1, "server": {}}
     if profile.name == "tuned":
-        settings["workers"] = site.workers              # cluster: one process per core given (the 2016 write-up)
+        settings["workers"] = site.workers  # cluster: one process per core given (the 2016 write-up)
         settings["server"]["keepAliveTimeout"] = 60000  # the 2016 write-up's keep-alive 60 s (Node's default: 5 s)
-        settings["backlog"] = 4096                      # as nginx's tuned backlog (Node's: 511)
+        settings["backlog"] = 4096  # as nginx's tuned backlog (Node's: 511)
         # Not maxRequestsPerSocket=1024 (the 2016 write-up's other keep-alive setting): past it Node answers 503
         # to requests already sent on the connection, an error the load would count.
     for directive in profile.directives:
@@ -48,7 +48,6 @@ def render_json(site: Site, profile: ServerProfile) -> str:
         try:
             settings["server"][name] = json.loads(value)
         except ValueError:
-            settings["server"][name] = value            # a plain string
+            settings["server"][name] = value  # a plain string
     # JSON has no comments: the profile is recorded as a key node_static.js ignores.
     return json.dumps({"_profile": profile.name, **settings}, indent=2) + "\n"
-

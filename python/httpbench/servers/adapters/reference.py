@@ -30,7 +30,9 @@ class Reference(Server):
     def render(self, site: Site, profile: ServerProfile) -> Config:
         # Both profiles are the same server: it has nothing to tune, and its own default is one
         # event loop per CPU it may run on, which is what tuned asks for.
-        return Config({"reference.conf": f"""# rendered by httpbench for profile {profile.name}
+        return Config(
+            {
+                "reference.conf": f"""# rendered by httpbench for profile {profile.name}
 # httpbench-reference {__version__}: every file under root read into memory at start, responses
 # prebuilt (Content-Type, Content-Length, Connection; no Date, no compression), HTTP/1.1
 # keep-alive and pipelining, one epoll loop per thread on its own SO_REUSEPORT listener.
@@ -38,8 +40,21 @@ root = {site.docroot}
 host = {site.host}
 port = {site.port}
 threads = {site.workers}    # one per CPU given, each loop pinned to one
-"""})
+"""
+            }
+        )
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
-        return [sys.executable, "-m", "httpbench.servers.reference_main", "--root", str(site.docroot),
-                "--host", site.host, "--port", str(site.port), "--threads", str(site.workers)]
+        return [
+            sys.executable,
+            "-m",
+            "httpbench.servers.reference_main",
+            "--root",
+            str(site.docroot),
+            "--host",
+            site.host,
+            "--port",
+            str(site.port),
+            "--threads",
+            str(site.workers),
+        ]

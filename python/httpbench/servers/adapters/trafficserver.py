@@ -33,8 +33,8 @@ class TrafficServer(Server):
         run = site.run_dir
         files = {
             "records.config": records(site, profile),
-            "remap.config": f"map / http://{site.upstream}/\n",   # every request to the nginx backend
-            "storage.config": f"{run} 256M\n",   # Debian's 256 MB, as the (sparse) file run/cache.db
+            "remap.config": f"map / http://{site.upstream}/\n",  # every request to the nginx backend
+            "storage.config": f"{run} 256M\n",  # Debian's 256 MB, as the (sparse) file run/cache.db
             "ip_allow.yaml": IP_ALLOW,
             "runroot.yaml": "".join(f"{key}: {value}\n" for key, value in _layout(run).items()),
         }
@@ -49,11 +49,21 @@ class TrafficServer(Server):
 def _layout(run: Path) -> Dict[str, str]:
     """Programs and plugins from the package; configuration, logs, cache and state all in `run`
     itself (ATS creates none of its directories)."""
-    return {"prefix": "/usr", "exec_prefix": "/usr", "bindir": "/usr/bin", "sbindir": "/usr/sbin",
-            "includedir": "/usr/include", "libdir": "/usr/lib/trafficserver",
-            "libexecdir": "/usr/lib/trafficserver/modules", "sysconfdir": str(run),
-            "datadir": str(run), "localstatedir": str(run), "runtimedir": str(run),
-            "logdir": str(run), "cachedir": str(run)}
+    return {
+        "prefix": "/usr",
+        "exec_prefix": "/usr",
+        "bindir": "/usr/bin",
+        "sbindir": "/usr/sbin",
+        "includedir": "/usr/include",
+        "libdir": "/usr/lib/trafficserver",
+        "libexecdir": "/usr/lib/trafficserver/modules",
+        "sysconfdir": str(run),
+        "datadir": str(run),
+        "localstatedir": str(run),
+        "runtimedir": str(run),
+        "logdir": str(run),
+        "cachedir": str(run),
+    }
 
 
 def records(site: Site, profile: ServerProfile) -> str:
