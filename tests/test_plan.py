@@ -364,7 +364,7 @@ def test_builtin_plans_reproduce_the_write_ups():
     s2016 = b["seed-2016"]
     assert s2016.server_cpus == (1, 2, 4, 8) and s2016.rounds.fixed == 3 and s2016.budget.requests == 100000
     assert len(s2016.levels) == 101 and s2016.levels[:3] == (1, 10, 20)
-    assert len(s2016.levels) * 3 * 100000 == 30_300_000  # 000's "about 30,000,000" per test
+    assert len(s2016.levels) * 3 * 100000 == 30_300_000  # the 2016 write-up's "about 30,000,000" per test
     assert b["seed-2011"].client == "ab" and b["seed-2011"].profiles == ("default",)
     s2010 = b["seed-2010-rounds"]
     assert s2010.baseline == "apache2-prefork" and s2010.keep_alive == (False, True)

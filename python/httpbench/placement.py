@@ -1,8 +1,8 @@
 """Where the server and the client run: which CPUs each may use.
 
 The server's whole process tree is pinned to its CPUs; the client gets the others, so neither
-steals the other's cycles unnoticed. Sharing CPUs is refused unless asked for (002 ran both on
-one machine: allowed, but every result then says so).
+steals the other's cycles unnoticed. Sharing CPUs is refused unless asked for (the 2011
+write-up ran both on one machine: allowed, but every result then says so).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 (planfile: every mistake one line naming the file, the line and the key).
 
 A plan is a matrix: servers x profiles x workloads x keep-alive x server CPU counts (x budgets,
-when it sweeps several, as 004 did) make the cells; each cell is measured at every level, for
-every round. The built-in plans live in `plans/*.toml`, beside this module.
+when it sweeps several, as the 2007 write-up did) make the cells; each cell is measured at every
+level, for every round. The built-in plans live in `plans/*.toml`, beside this module.
 """
 
 from __future__ import annotations
@@ -86,8 +86,8 @@ class Cell:
     workload: Workload
     keep_alive: bool
     cpus: int
-    # Set only when the plan sweeps several budgets (004's -n 100/1000/10000): then the budget
-    # is part of what a cell is. None: the plan's one budget applies (Plan.budget_for).
+    # Set only when the plan sweeps several budgets (the 2007 write-up's -n 100/1000/10000): then
+    # the budget is part of what a cell is. None: the plan's one budget applies (Plan.budget_for).
     budget: Optional[Budget] = None
 
     @property
@@ -120,8 +120,8 @@ class Plan:
     config_files: Dict[str, str]
     text: str
     # Additions to the design's fields:
-    budgets: Tuple[Budget, ...] = ()  # several: one cell per budget (004)
-    baseline: Optional[str] = None  # the server reports rate others against (003: = 100)
+    budgets: Tuple[Budget, ...] = ()  # several: one cell per budget (the 2007 write-up)
+    baseline: Optional[str] = None  # the server reports rate others against (= 100, as the 2010 write-up rated)
     commands: Dict[str, str] = field(default_factory=dict)  # name -> command line (command adapter)
     source: str = ""  # where the text came from, for messages
     allow_errors: bool = False  # the engine loads a server whose first answer is wrong

@@ -382,7 +382,8 @@ class _Parser:
             second = max((path + (k,) for k in given), key=self.lines.find, default=path)
             self.fail(second, "budget must have exactly one of requests (like -n) or duration")
         key = given[0]
-        # A list sweeps budgets: one cell each (004 ran -n 100, 1000 and 10000 at every -c).
+        # A list sweeps budgets: one cell each (the 2007 write-up ran -n 100, 1000 and 10000 at
+        # every -c).
         if key == "requests":
             values = self.array(table[key], path + (key,), lambda v, p: self.integer(v, p, 1), allow_scalar=True)
             return tuple(Budget(requests=v) for v in values)

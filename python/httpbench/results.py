@@ -17,10 +17,10 @@ from httpbench import engine
 from httpbench.honesty import CELL_STOPPERS, NOISY_CV
 from httpbench.stats import LevelStats
 
-# A requests budget shared by every cell of a group makes "total time" a measured wall time (000,
-# 002); with a duration budget every cell runs equally long (and cells under different budgets
-# serve different requests), so the time to serve this many requests at each level is derived
-# from the throughput instead, and the ratios between servers are the same.
+# A requests budget shared by every cell of a group makes "total time" a measured wall time (as in
+# the 2016 and 2011 write-ups); with a duration budget every cell runs equally long (and cells
+# under different budgets serve different requests), so the time to serve this many requests at
+# each level is derived from the throughput instead, and the ratios between servers are the same.
 SAME_REQUESTS = 100_000
 
 
@@ -118,8 +118,8 @@ class Figures:
 
     @property
     def mean_rps(self) -> Optional[float]:
-        """The mean of the level means (002's average): every level weighs the same, however
-        many rounds it took."""
+        """The mean of the level means (the 2011 write-up's average): every level weighs the same,
+        however many rounds it took."""
         return statistics.fmean(lv.rps.mean for lv in self.levels) if self.levels else None
 
     @property
@@ -141,9 +141,9 @@ class Figures:
     @property
     def time_for_same_requests(self) -> Optional[float]:
         """Seconds to serve the same requests at every level: with the group's one requests budget
-        the measured time of a round (as 000 and 002 report; per round, since a level that took
-        more rounds did not serve its requests more slowly), otherwise SAME_REQUESTS per level at
-        the measured rate."""
+        the measured time of a round (as the 2016 and 2011 write-ups report; per round, since a
+        level that took more rounds did not serve its requests more slowly), otherwise
+        SAME_REQUESTS per level at the measured rate."""
         if not self.levels or any(lv.rps.mean <= 0 for lv in self.levels):
             return None
         if self.requests_budget:
@@ -152,7 +152,8 @@ class Figures:
 
     @property
     def end_memory_bytes(self) -> Optional[int]:
-        """The server's memory at the end of the test (000's chart): at the highest of these levels."""
+        """The server's memory at the end of the test (the 2016 write-up's chart): at the highest of
+        these levels."""
         return self.levels[-1].server_memory_bytes if self.levels else None
 
     @property

@@ -100,7 +100,7 @@ def rps_bars(m: Measured) -> Chart:
         "Minimum, mean and maximum requests per second",
         spec,
         "The bar is the mean of the level means, the whiskers run from the slowest to the fastest round "
-        "(002's chart), over the levels every cell of the group measured.",
+        "(the 2011 write-up's chart), over the levels every cell of the group measured.",
     )
 
 
@@ -110,7 +110,7 @@ def total_time(m: Measured) -> Chart:
     wall = "the wall time of a round of each level, every cell of the group serving the same requests"
     derived = (
         f"the time to serve {SAME_REQUESTS:,} requests at each level at the measured rates, "
-        "whose ratios compare like 000's and 002's total times"
+        "whose ratios compare like the 2016 and 2011 write-ups' total times"
     )
     if measured == {True}:
         note = f"Measured: {wall}"
@@ -142,8 +142,8 @@ def end_memory(m: Measured) -> Chart:
 
 
 def ratings(m: Measured) -> List[dict]:
-    """003's rating table: each cell's mean requests/s with the baseline's in its group = 100,
-    on the levels every cell of the group measured."""
+    """The 2010 LiteSpeed write-up's rating table: each cell's mean requests/s with the baseline's
+    in its group = 100, on the levels every cell of the group measured."""
     rows = []
     for group in m.rated_groups:
         base = m.baseline_of(group)
@@ -188,7 +188,8 @@ def rating(m: Measured) -> Chart:
         " ".join(
             [
                 "Mean requests/s over the levels every cell of the group measured, relative to the "
-                "baseline's in the same workload and CPU count (003).",
+                "baseline's in the same workload and CPU count, as the 2010 LiteSpeed write-up rated "
+                "servers.",
                 *m.baseline_fallbacks(),
                 *m.left_out(),
             ]
@@ -197,7 +198,7 @@ def rating(m: Measured) -> Chart:
 
 
 def differences(m: Measured) -> Chart:
-    """004's table as a chart: each series' percentage over the baseline at every level."""
+    """The 2007 write-up's table as a chart: each series' percentage over the baseline at every level."""
     rows = []
     for group in m.rated_groups:
         base = m.baseline_of(group)
@@ -246,7 +247,7 @@ def differences(m: Measured) -> Chart:
         spec,
         " ".join(
             [
-                "Positive: faster than the baseline at that level and budget (004's percentages).",
+                "Positive: faster than the baseline at that level and budget (the 2007 write-up's percentages).",
                 *m.baseline_fallbacks(),
                 *m.left_out(),
             ]

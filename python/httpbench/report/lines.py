@@ -37,7 +37,8 @@ def _per_level(
     dash: Optional[str] = None,
     extra_tooltip: Sequence[alt.Tooltip] = (),
 ) -> alt.FacetChart:
-    """Lines against concurrency, a panel per CPU count (000) and per workload / keep-alive."""
+    """Lines against concurrency, a panel per CPU count (as the 2016 write-up drew them) and per
+    workload / keep-alive."""
     hidden = legend_toggle()
     base = alt.Chart().encode(
         x=alt.X("level:Q", title="concurrent connections", scale=alt.Scale(zero=True)), color=m.color()

@@ -1,9 +1,9 @@
 """Verification before measuring, as TechEmpower does it: no server wins by doing less.
 
 Every file of the workload must come back with status 200, exactly its bytes, a Content-Length
-that says so, and no compression unless the plan asks for it (readers of 002 found its Varnish
-compressing what the other servers sent plain). The request carries the headers the load will
-send, so what is verified is what will be measured.
+that says so, and no compression unless the plan asks for it (readers of the 2016 write-up found
+its Varnish compressing what the other servers sent plain). The request carries the headers the
+load will send, so what is verified is what will be measured.
 """
 
 from __future__ import annotations

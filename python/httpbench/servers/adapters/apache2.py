@@ -65,7 +65,8 @@ DEBIAN_MPM["event"] = DEBIAN_MPM["worker"]
 
 # Tuned: connections apache can hold at once. Every MPM gives each open connection a process
 # (prefork) or a thread (worker; event while a request is in flight), so this must cover the
-# largest concurrency run; 000 went to 1,000. Beyond it connections wait in the listen queue.
+# largest concurrency run; the 2016 write-up went to 1,000. Beyond it connections wait in the
+# listen queue.
 TUNED_CONNECTIONS = 1024
 
 
