@@ -9,9 +9,11 @@ by this version, and a tool leaves what it does not measure None, never 0.
 
 from __future__ import annotations
 
-from typing import Dict, List, NotRequired, Optional, TypedDict
+from typing import Dict, List, NotRequired, Optional, Type, TypedDict, TypeVar
 
 SCHEMA = "httpbench-load/1"
+
+T = TypeVar("T")
 
 # A latency distribution in microseconds; `hdr` is the whole HdrHistogram (None from a tool).
 Summary = TypedDict(
@@ -47,6 +49,17 @@ Status = TypedDict(
         "other": Optional[int],
     },
 )
+
+
+class Validation(TypedDict):
+    """The one request made before the load, unless the spec's `validate` turned it off."""
+
+    # Whether it was made; absent in reports from before the field, which always made it.
+    sent: NotRequired[bool]
+    status: int
+    body_bytes: int
+    ok: bool
+    problem: Optional[str]
 
 
 class Requests(TypedDict):
@@ -132,7 +145,7 @@ class LoadReport(TypedDict):
     schema: str
     engine: Optional[dict]
     spec: Optional[dict]
-    validation: Optional[dict]
+    validation: Optional[Validation]
     started_at: Optional[float]
     duration_s: Optional[float]
     requests: Requests
@@ -160,11 +173,16 @@ class LevelReport(LoadReport):
     absent_hosts: List[str]
 
 
+def _unknown(kind: Type[T]) -> T:
+    """A TypedDict with every field present and unknown (None)."""
+    return kind(**dict.fromkeys(kind.__annotations__))
+
+
 def summary(**given: Optional[float]) -> Summary:
     """A latency summary with only the fields a tool gives set."""
-    unknown = set(given) - set(SUMMARY_FIELDS)
-    assert not unknown, unknown
-    return Summary(**{k: given.get(k) for k in SUMMARY_FIELDS})
+    extra = set(given) - set(SUMMARY_FIELDS)
+    assert not extra, extra
+    return Summary(**{**_unknown(Summary), **given})
 
 
 def tool_report(tool: str) -> LoadReport:
@@ -177,37 +195,16 @@ def tool_report(tool: str) -> LoadReport:
         validation=None,
         started_at=None,
         duration_s=None,
-        requests=Requests(
-            sent=None,
-            completed=None,
-            failed=None,
-            in_flight=None,
-            in_flight_age_mean_us=None,
-            in_flight_age_max_us=None,
-            per_second=None,
-        ),
+        requests=_unknown(Requests),
         open_loop=None,
-        status=Status(**{"1xx": None, "2xx": None, "3xx": None, "4xx": None, "5xx": None, "other": None}),
+        status=_unknown(Status),
         errors={},
         errors_total=None,
-        bytes=Bytes(head=None, body=None, read=None, written=None),
-        connections=Connections(opened=None, server_closes=None),
+        bytes=_unknown(Bytes),
+        connections=_unknown(Connections),
         latency=Latency(total=summary(), service=None, first_byte=None, connect=None),
         timeseries=None,
-        client=ClientUse(
-            tool=tool,
-            version=None,
-            argv=None,
-            user_s=None,
-            sys_s=None,
-            wall_s=None,
-            thread_count=None,
-            threads=None,
-            busy_share=None,
-            waiting_share=None,
-            cpu_us_per_request=None,
-            handling_delay_us=None,
-        ),
+        client=ClientUse(**{**_unknown(ClientUse), "tool": tool}),
         aborted=None,
         host=None,
     )
