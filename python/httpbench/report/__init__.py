@@ -78,7 +78,9 @@ def write_charts(runs: Sequence[RunResults], directory: Path, fmt: str, choices:
 
 def chart_spec(chart: Chart) -> dict:
     """The Vega-Lite spec of a chart's files, with its title on it (the page gives it its own)."""
-    spec = chart.spec.to_dict()
-    spec["title"] = {"text": chart.title, "anchor": "start", "fontSize": 15}
-    spec.setdefault("config", {})["background"] = "white"
-    return spec
+    spec = chart.vega_lite
+    return {
+        **spec,
+        "title": {"text": chart.title, "anchor": "start", "fontSize": 15},
+        "config": {**spec.get("config", {}), "background": "white"},
+    }

@@ -6,6 +6,7 @@ series' every mark.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
@@ -42,9 +43,17 @@ class Chart:
     note: str = ""  # one sentence under the chart: how to read it
     missing: str = ""  # with nothing to draw, why, where a reader would look for the chart
 
+    @functools.cached_property
+    def vega_lite(self) -> dict:
+        """The spec as Vega-Lite JSON, made once (Altair validates the whole spec on every
+        to_dict()): whether the chart is drawn and what the page and the files draw read this.
+        Not to be changed: copy what is changed."""
+        return self.spec.to_dict()
+
     @property
     def drawn(self) -> bool:
-        return _has_data(self.spec)
+        data = self.vega_lite.get("data") or {}
+        return bool(data.get("values"))
 
 
 class Measured:
@@ -234,8 +243,3 @@ def dots(base: alt.Chart, y: str, hidden, tooltip: Sequence[alt.Tooltip]) -> alt
         tooltip=list(tooltip),
         **outlined_if_flagged(),
     )
-
-
-def _has_data(spec: alt.TopLevelMixin) -> bool:
-    data = spec.to_dict().get("data") or {}
-    return bool(data.get("values"))

@@ -179,7 +179,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         busy_machine=summary.busy_machine(runs),
         charts=[{"name": c.name, "title": c.title, "note": c.note, "short": SHORT.get(c.name, c.name)} for c in charts],
         missing=missing,
-        specs=_script_json({c.name: vega(c.spec.to_dict()) for c in charts}),
+        specs=_script_json({c.name: vega(c.vega_lite) for c in charts}),
         winners=summary.winners(runs),
         cautions=summary.cautions(runs),
         cells=_cells(runs),
