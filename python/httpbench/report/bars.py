@@ -180,6 +180,7 @@ def rating(m: Measured) -> Chart:
         tooltip=[alt.Tooltip("mean:Q", title="requests/s", format=",.0f"), alt.Tooltip("baseline:N")],
     )
     spec = bars.facet(column=alt.Column("keep-alive:N", title=None), row=alt.Row("context:N", title=None))
+    # The page's rating table has this title and note too.
     title = f"Rating: {m.baseline_label} = 100" + (", keep-alive on and off side by side" if both else "")
     return Chart(
         "rating",
@@ -187,9 +188,9 @@ def rating(m: Measured) -> Chart:
         spec,
         " ".join(
             [
-                "Mean requests/s over the levels every cell of the group measured, relative to the "
-                "baseline's in the same workload and CPU count, as the 2010 LiteSpeed write-up rated "
-                "servers.",
+                "Mean requests/s over the levels every cell of the group measured, relative to "
+                f"{m.baseline_label} in the same workload and CPU count, as the 2010 LiteSpeed write-up "
+                "rated servers.",
                 *m.baseline_fallbacks(),
                 *m.left_out(),
             ]

@@ -63,10 +63,9 @@ def _cells(runs: Sequence[RunResults]) -> List[dict]:
     return out
 
 
-def _rating(m: Measured):
+def _rating(m: Measured, chart: Chart) -> dict:
+    """The rating chart's figures as a table, under the chart's title and note."""
     rows = ratings(m)
-    if not rows:
-        return None
     contexts = list(dict.fromkeys(r["context"] for r in rows))
     columns = [
         (context, keep_alive)
@@ -78,9 +77,8 @@ def _rating(m: Measured):
     for r in rows:
         by_series.setdefault(r["series"], {})[(r["context"], r["keep_alive"])] = r
     return {
-        "baseline": m.baseline_label,
-        "both_keep_alive": len({keep_alive for _, keep_alive in columns}) == 2,
-        "fallbacks": m.baseline_fallbacks(),
+        "title": chart.title,
+        "note": chart.note,
         "columns": [f"{context}, keep-alive {'on' if ka else 'off'}" for context, ka in columns],
         "rows": [
             {
@@ -165,6 +163,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         if not c.drawn and c.missing
     ]
     charts = [c for c in charts if c.drawn]
+    rating = next((c for c in charts if c.name == "rating"), None)
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(Path(__file__).parent), autoescape=True, undefined=jinja2.StrictUndefined
     )
@@ -183,7 +182,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         winners=summary.winners(runs),
         cautions=summary.cautions(runs),
         cells=_cells(runs),
-        rating=_rating(m),
+        rating=rating and _rating(m, rating),
         level_header=[c.title for c in tables.LEVEL_COLUMNS],
         level_tables=level_tables,
         runs=[
