@@ -9,7 +9,7 @@ level and a report can show the flag wherever the number is shown.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Collection, List, Optional, Sequence
 
 from httpbench.load_report import ClientUse, LoadReport
 from httpbench.stats import LevelStats
@@ -44,6 +44,12 @@ class Flag:
     kind: str  # client_saturated, littles_law, noisy, crashed, server_restarted, ended_early
     # (the sweep adds others, e.g. shared_cpus)
     reason: str  # one sentence with the numbers, shown next to the figure
+
+
+def stops_cell(measurement: dict, stoppers: Collection[str] = tuple(CELL_STOPPERS)) -> bool:
+    """Whether a stored round stopped its cell: it is flagged with a kind of `stoppers`, and a
+    resumed cell measures it again."""
+    return any(f["kind"] in stoppers for f in measurement.get("flags") or ())
 
 
 def _rps(m: LoadReport) -> Optional[float]:

@@ -15,7 +15,7 @@ from typing import List, Optional
 
 from httpbench import plan as plans
 from httpbench import results
-from httpbench.honesty import CELL_STOPPERS
+from httpbench.honesty import stops_cell
 from httpbench.placement import Placement, PlacementError, parse_cpus, show_cpus
 from httpbench.store import Store, StoreError, owner_alive
 from httpbench.sweep import Progress, Stopped, Sweep
@@ -144,7 +144,7 @@ class Session:
         server died), which the sweep measures again."""
         keys = {cell.key for cell in self.sweep.cells}
         return sum(
-            min(len(self.store.rounds_done(c["id"], redo=CELL_STOPPERS)), self._per_cell)
+            min(sum(not stops_cell(r["measurement"]) for r in c["rounds"]), self._per_cell)
             for c in self.stored["cells"]
             if c["key"] in keys
         )

@@ -50,6 +50,7 @@ from sqlalchemy.schema import CreateColumn
 
 from httpbench import procfs
 from httpbench.errors import Error
+from httpbench.honesty import stops_cell
 
 SCHEMA_VERSION = 4
 
@@ -415,7 +416,7 @@ class Store:
     def add_round(self, cell_id: int, level: int, index: int, measurement: dict, replace: bool = False) -> None:
         """Store one round, committed at once. Adding a round that is already stored is ignored:
         the first one stays as it was, so a resumed run never duplicates one; with `replace`,
-        this one takes its place (the round was measured again, see rounds_done's `redo`)."""
+        this one takes its place (the round was measured again, see throughputs' `redo`)."""
         values = dict(
             measurement=measurement,
             requests_per_second=_headline(measurement, "requests", "per_second"),
@@ -429,42 +430,31 @@ class Store:
             with self.engine.begin() as conn:
                 conn.execute(insert(rounds).values(cell_id=cell_id, level=level, round=index, **values))
         except IntegrityError:
+            this = (rounds.c.cell_id == cell_id, rounds.c.level == level, rounds.c.round == index)
+            with self.engine.begin() as conn:
+                stored = conn.execute(select(rounds.c.level, rounds.c.round).where(*this)).first()
+                if stored is not None and replace:
+                    conn.execute(update(rounds).where(*this).values(**values))
             # Only the unique (cell, level, round) is forgiven; an unknown cell is a caller's bug.
-            if (level, index) not in self.rounds_done(cell_id):
+            if stored is None:
                 raise
-            if replace:
-                with self.engine.begin() as conn:
-                    conn.execute(
-                        update(rounds)
-                        .where(rounds.c.cell_id == cell_id, rounds.c.level == level, rounds.c.round == index)
-                        .values(**values)
-                    )
 
-    @_one_line
     def rounds_done(self, cell_id: int, redo: Collection[str] = ()) -> Set[Tuple[int, int]]:
-        """The (level, round) stored for `cell_id`, but those flagged with a kind in `redo`: a
-        round that stopped its cell (its server died) is no measurement to keep, so a resumed
-        cell measures it again."""
-        with self.engine.connect() as conn:
-            return {
-                (r.level, r.round)
-                for r in conn.execute(
-                    select(rounds.c.level, rounds.c.round, rounds.c.measurement).where(rounds.c.cell_id == cell_id)
-                )
-                if not redo or not {f["kind"] for f in r.measurement.get("flags") or ()} & set(redo)
-            }
+        """The (level, round) stored for `cell_id`, but those flagged with a kind in `redo`."""
+        return set(self.throughputs(cell_id, redo))
 
     @_one_line
-    def throughputs(self, cell_id: int) -> Dict[Tuple[int, int], float]:
-        """Each stored round of `cell_id`'s requests/s (0 if it has none), by (level, round)."""
+    def throughputs(self, cell_id: int, redo: Collection[str] = ()) -> Dict[Tuple[int, int], float]:
+        """Each stored round of `cell_id`'s requests/s (0 if it has none), by (level, round); but
+        those flagged with a kind in `redo`: a round that stopped its cell (its server died) is no
+        measurement to keep, so a resumed cell measures it again. Only then are the rounds'
+        reports read."""
+        read = [rounds.c.level, rounds.c.round, rounds.c.requests_per_second] + ([rounds.c.measurement] if redo else [])
         with self.engine.connect() as conn:
             return {
                 (r.level, r.round): r.requests_per_second or 0.0
-                for r in conn.execute(
-                    select(rounds.c.level, rounds.c.round, rounds.c.requests_per_second).where(
-                        rounds.c.cell_id == cell_id
-                    )
-                )
+                for r in conn.execute(select(*read).where(rounds.c.cell_id == cell_id))
+                if not redo or not stops_cell(r.measurement, redo)
             }
 
     @_one_line

@@ -238,8 +238,7 @@ class Sweep:
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version)
             # The rounds stored, with their requests/s (rounds = "auto" judges a level on them all);
             # a round that stopped the cell before (its server died) is measured again, on this server.
-            kept = self.store.rounds_done(cell_id, redo=honesty.CELL_STOPPERS)
-            done = {key: rate for key, rate in self.store.throughputs(cell_id).items() if key in kept}
+            done = self.store.throughputs(cell_id, redo=honesty.CELL_STOPPERS)
             host.verify()
             if self.plan.warmup > 0:
                 self.load(
