@@ -74,7 +74,8 @@ def test_a_damaged_store_is_one_line_and_run_refuses_it_before_measuring(filled,
             continue
         assert one_line_error(done), (args, done.returncode, done.stderr[-3000:])
         assert "results database" in done.stderr and "sqlite3" in done.stderr, done.stderr
-    assert "client ceiling" not in done.stderr and "damaged" in done.stderr
+        if args[0] == "run":  # refused by Store.check, in its words, before the client ceiling
+            assert "client ceiling" not in done.stderr and "is damaged (" in done.stderr, done.stderr
 
 
 def test_outputs_that_cannot_be_written_are_one_line(filled, tmp_path):
@@ -122,7 +123,7 @@ def test_show_fits_the_terminal_with_every_flag_and_reason_under_the_table(tmp_p
         assert any(whole in line for line in lines), (whole, text)
     assert any("trafficserver/default" in line and "done" in line for line in lines), text  # a row, unfolded
     words = " ".join(text.split())
-    assert "12,345,679" in words and "13,345,679" in words
+    assert "13,345,679" in words
     assert (
         "level 10000: client_saturated: busiest client thread 95.0% busy and 3.0% waiting for its CPU (> 90%)" in words
     ), text

@@ -127,16 +127,9 @@ def test_a_quiet_machine_or_a_server_waiting_on_itself_is_not_contended():
     assert honesty.contended("apache2", window(0.6, 0.05), None) is None
     # Other jobs that left the server and the client alone.
     assert honesty.contended("nginx", window(0.02, 1.5), {"waiting_share": 0.03}) is None
-    # Stored before the window had these figures.
-    assert honesty.contended("nginx", {}, {}) is None
 
 
 # --------------------------------------------------------------------------- quiet against busy
-
-
-def verdict(given: summary.Verdict) -> str:
-    """What a comparison concluded: "tie", or the winner's name."""
-    return "tie" if " tie, " in given.headline else given.headline.split(" is fastest")[0]
 
 
 def run_plan(plan, db):
@@ -169,15 +162,14 @@ def test_a_busy_machine_gives_the_quiet_machines_winner_or_says_it_was_busy(tmp_
         f"({len(flagged)} of {len(levels)} levels contended: {[lv.flags.get('contended') for lv in flagged]})"
     )
     said = f"{len(levels)} of {len(levels)} levels were measured on a busy machine"
-    # The issue's check: the busy run gives the quiet run's verdict (a winner, or a tie), or its
-    # summary says, after that verdict, that it was measured on a busy machine.
     busy_words = " ".join(busy_out.split())
     after_verdict = busy_words.split(" ".join(busy_verdict.headline.split()), 1)
     assert len(after_verdict) == 2, busy_out  # the verdict is printed
-    assert verdict(quiet_verdict) == verdict(busy_verdict) or said in after_verdict[1], busy_out
-    # And it says so whatever the verdict: the spinning processes take half of every CPU all along.
+    # The spinning processes take half of every CPU all along: every level is flagged, so the
+    # issue's check (the quiet run's verdict, or, after the verdict, that the machine was busy)
+    # comes down to the summary saying so after its verdict, whatever the verdict.
     assert len(levels) == 4 and flagged == levels, [lv.flags for lv in levels]
-    assert said in busy_out
+    assert said in after_verdict[1], busy_out
     # The report `run` wrote next to the database (the busy run's, written last) says so at its top.
     assert said in (tmp_path / "report-run-1.html").read_text().split("</header>")[0]
     # The quiet run says so too when other work here made it busy.
