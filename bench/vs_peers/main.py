@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
 import shlex
 import shutil
@@ -17,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from httpbench import doctor, engine
 from httpbench.placement import PlacementError, parse_cpus
 from httpbench.servers import ServerFailed, VerificationFailed
 from httpbench.servers.host import ServerHost
@@ -124,20 +124,6 @@ def versions(httpbench: str) -> List[Tuple[str, str]]:
     out = [(name, servers.version(name)) for name in ("nginx", "h2o")]
     out += [(name, module.tool_version() or "missing") for name, module in PEERS.items()]
     return out + [("reference", servers.version("reference")), ("httpbench", httpbench)]
-
-
-def host_line() -> str:
-    model = distro = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
-        with open("/etc/os-release") as f:
-            distro = next(
-                (line.split("=", 1)[1].strip().strip('"') for line in f if line.startswith("PRETTY_NAME=")), distro
-            )
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count() or 0} CPUs; Linux {platform.release()}; {distro}"
 
 
 def raise_file_limit(options: argparse.Namespace) -> None:
@@ -280,7 +266,7 @@ def main(argv: Sequence[str]) -> int:
     found = versions(hb_version or f"not available ({hb_why})")
     for name, version in found:
         log(f"{name:<9} {version}")
-    host = host_line()
+    host = doctor.host_line(engine.host_facts())
     log("host: " + host)
 
     scenarios = build(options.levels, options.big, options.scenarios, options.tools)

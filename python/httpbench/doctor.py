@@ -183,12 +183,13 @@ CHECKS: List[Callable[[dict], Check]] = [
 ]
 
 
-def _host_line(facts: dict) -> str:
+def host_line(facts: dict) -> str:
+    """The host's hardware and system in one line, from `host_facts()` (bench/vs_peers' reports
+    give it too)."""
     gib = facts["memory_bytes"] / 2**30
     return (
-        f"host  {facts['hostname']}: {facts['cpu_model'] or 'unknown CPU'}, "
-        f"{facts['cpus']} CPUs, {gib:.1f} GiB, {facts['distro'] or 'unknown distribution'}, "
-        f"Linux {facts['kernel']}"
+        f"{facts['cpu_model'] or 'unknown CPU'}, {facts['cpus']} CPUs, {gib:.1f} GiB, "
+        f"{facts['distro'] or 'unknown distribution'}, Linux {facts['kernel']}"
     )
 
 
@@ -198,7 +199,7 @@ def main(as_json: bool = False) -> int:
     if as_json:
         print(json.dumps({"facts": facts, "checks": [asdict(c) for c in checks]}, indent=2))
     else:
-        print(_host_line(facts))
+        print(f"host  {facts['hostname']}: {host_line(facts)}")
         for c in checks:
             print(f"{c.status:<5} {c.name}: {c.message}")
     return 0
