@@ -70,10 +70,11 @@ def merge_latency(summaries: list) -> Summary:
     return json.loads(_engine.merge_latency([s["hdr"] for s in summaries]))
 
 
-def merge_reports(reports: list) -> LoadReport:
-    """One report from the reports of one run's parts (its hosts' engines): counts and
-    histograms added, every rate and mean derived again (the engine's ``Report::merge``)."""
-    return json.loads(_engine.merge_reports([json.dumps(r) for r in reports]))
+def merge_reports(spec: dict, reports: list) -> LoadReport:
+    """The report of the run ``spec`` from the reports of its parts (its hosts' engines): the
+    whole spec (an open loop's target is its rate), counts and histograms added, every rate and
+    mean derived again (the engine's ``Report::merge``)."""
+    return json.loads(_engine.merge_reports(json.dumps(spec), [json.dumps(r) for r in reports]))
 
 
 def split_spec(spec: dict, hosts: int) -> list:

@@ -359,13 +359,15 @@ impl Client {
 }
 
 impl Report {
-    /// One report from the reports of one run's parts, its threads or its hosts' engines: counts
-    /// added, histograms added (exact percentiles), the duration the longest part's, every figure
-    /// derived from those (rates, means, `fell_short`) computed again. Per-second points are added
-    /// by second; their percentiles survive only where one part had that second. What the parts
-    /// share is taken from the first: its spec, validation, engine and host (a caller merging
-    /// hosts puts the whole spec and the hosts' own facts in their place).
-    pub fn merge(parts: &[Report]) -> Result<Report, String> {
+    /// One report of the run `spec` from the reports of its parts, its threads or its hosts'
+    /// engines: counts added, histograms added (exact percentiles), the duration the longest
+    /// part's, every figure derived from those (rates, means, `fell_short`) computed again. The
+    /// spec, and so an open loop's target rate, is the whole run's, not the parts' shares added
+    /// (which floating point may round off). Per-second points are added by second; their
+    /// percentiles survive only where one part had that second. What the parts share is taken
+    /// from the first: its validation, engine and host (a caller merging hosts puts the hosts'
+    /// own facts in their place).
+    pub fn merge(spec: &LoadSpec, parts: &[Report]) -> Result<Report, String> {
         let first = parts.first().ok_or("no reports to merge")?;
         let sum = |field: fn(&Report) -> u64| parts.iter().map(field).sum::<u64>();
         let duration_s = parts.iter().map(|r| r.duration_s).fold(0.0, f64::max);
@@ -384,14 +386,16 @@ impl Report {
                 .fold(0.0, f64::max),
             duration_s,
         );
-        let open_loops: Vec<&OpenLoop> =
-            parts.iter().filter_map(|r| r.open_loop.as_ref()).collect();
-        let open_loop = (!open_loops.is_empty()).then(|| {
+        let open_loop = spec.rate.map(|target| {
             OpenLoop::new(
-                open_loops.iter().map(|o| o.target_rate).sum(),
+                target,
                 requests.sent,
                 duration_s,
-                open_loops.iter().map(|o| o.behind_schedule).sum(),
+                parts
+                    .iter()
+                    .filter_map(|r| r.open_loop.as_ref())
+                    .map(|o| o.behind_schedule)
+                    .sum(),
             )
         });
         let mut errors = BTreeMap::new();
@@ -422,7 +426,7 @@ impl Report {
         Ok(Report {
             schema: first.schema.clone(),
             engine: first.engine.clone(),
-            spec: first.spec.clone(),
+            spec: spec.clone(),
             validation: first.validation.clone(),
             started_at: parts
                 .iter()

@@ -455,20 +455,11 @@ fn summarise(
         .zip(assignments)
         .map(|(o, a)| thread_report(spec, io, &validation, started_at, &host, a, o))
         .collect();
-    let mut report = Report::merge(&threads).map_err(|e| {
+    let mut report = Report::merge(spec, &threads).map_err(|e| {
         Error::new(format!(
             "cannot add up the engine threads' measurements: {e}"
         ))
     })?;
-    // The spec's rate, not the sum of the threads' shares, which floating point may round off.
-    if let (Some(target), Some(o)) = (resolved.rate, &report.open_loop) {
-        report.open_loop = Some(report::OpenLoop::new(
-            target,
-            report.requests.sent,
-            report.duration_s,
-            o.behind_schedule,
-        ));
-    }
     let mut timeseries = merger.into_points();
     // The last point may be a sliver of a second past the end with nothing in it.
     while timeseries

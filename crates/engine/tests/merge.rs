@@ -89,14 +89,9 @@ fn merged_single_thread_runs_keep_a_multi_thread_runs_invariants() {
     let parts: Vec<Report> = (0..THREADS)
         .map(|_| httpbench_engine::run(&spec(addr, 2, 1, PER_THREAD)).unwrap())
         .collect();
-    let merged = Report::merge(&parts).unwrap();
-    let real = httpbench_engine::run(&spec(
-        addr,
-        2 * THREADS,
-        THREADS,
-        PER_THREAD * u64::from(THREADS),
-    ))
-    .unwrap();
+    let whole = spec(addr, 2 * THREADS, THREADS, PER_THREAD * u64::from(THREADS));
+    let merged = Report::merge(&whole, &parts).unwrap();
+    let real = httpbench_engine::run(&whole).unwrap();
     for r in [&merged, &real] {
         check_invariants(r, PER_THREAD * u64::from(THREADS), THREADS as usize);
     }
@@ -127,7 +122,7 @@ fn merged_single_thread_runs_keep_a_multi_thread_runs_invariants() {
         assert_eq!(point.requests, parts.iter().map(at).sum::<u64>());
     }
     // One part merged is itself.
-    let mut alone = Report::merge(&parts[..1]).unwrap();
+    let mut alone = Report::merge(&parts[0].spec, &parts[..1]).unwrap();
     // A mean weighted back by its own count may be off by the last bit.
     let delay = parts[0].client.handling_delay_us;
     assert!((alone.client.handling_delay_us - delay).abs() <= 1e-9 * delay);
@@ -136,7 +131,7 @@ fn merged_single_thread_runs_keep_a_multi_thread_runs_invariants() {
         serde_json::to_value(&alone).unwrap(),
         serde_json::to_value(&parts[0]).unwrap()
     );
-    assert!(Report::merge(&[]).is_err());
+    assert!(Report::merge(&whole, &[]).is_err());
 }
 
 #[test]
@@ -155,7 +150,11 @@ fn an_open_loop_that_falls_short_says_so_once_merged() {
     idle.requests.sent = 0;
     idle.open_loop.as_mut().unwrap().achieved_rate = 0.0;
     part.aborted = Some("stopped on request before the end".into());
-    let merged = Report::merge(&[part.clone(), idle]).unwrap();
+    let whole = LoadSpec {
+        rate: Some(2.0 * target),
+        ..part.spec.clone()
+    };
+    let merged = Report::merge(&whole, &[part.clone(), idle]).unwrap();
     let o = merged.open_loop.unwrap();
     assert_eq!(o.target_rate, 2.0 * target);
     assert!(o.fell_short && !part.open_loop.unwrap().fell_short);

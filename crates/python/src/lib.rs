@@ -121,16 +121,18 @@ fn merge_latency(hdrs: Vec<String>) -> PyResult<String> {
         .map_err(|e| EngineError::new_err(e.to_string()))
 }
 
-/// One report (JSON) from the JSON reports of one run's parts, its hosts' engines: see
-/// `Report::merge`.
+/// One report (JSON) of the run `spec_json` from the JSON reports of its parts, its hosts'
+/// engines: see `Report::merge`.
 #[pyfunction]
-fn merge_reports(reports: Vec<String>) -> PyResult<String> {
+fn merge_reports(spec_json: &str, reports: Vec<String>) -> PyResult<String> {
+    let spec: httpbench_engine::LoadSpec = serde_json::from_str(spec_json)
+        .map_err(|e| EngineError::new_err(format!("bad load spec: {e}")))?;
     let parts = reports
         .iter()
         .map(|r| serde_json::from_str(r))
         .collect::<Result<Vec<httpbench_engine::Report>, _>>()
         .map_err(|e| EngineError::new_err(format!("not an engine report: {e}")))?;
-    let merged = httpbench_engine::Report::merge(&parts).map_err(EngineError::new_err)?;
+    let merged = httpbench_engine::Report::merge(&spec, &parts).map_err(EngineError::new_err)?;
     serde_json::to_string(&merged).map_err(|e| EngineError::new_err(e.to_string()))
 }
 

@@ -28,10 +28,9 @@ def merge_hosts(reports: Sequence[LoadReport], hosts: Sequence[str], spec: dict)
     host's own figures, its share of the spec, its facts and when its load started, under
     `hosts`. An aborted host's reason is named after it."""
     named = [{**r, "aborted": r["aborted"] and f"{h}: {r['aborted']}"} for h, r in zip(hosts, reports)]
-    merged = engine.merge_reports(named)
+    merged = engine.merge_reports(spec, named)
     # Each host's, kept under `hosts`.
     del merged["host"], merged["started_at"]
-    merged["spec"] = spec
     merged["hosts"] = [
         {"host": h, "started_at": r["started_at"], "report": {k: v for k, v in r.items() if k != "started_at"}}
         for h, r in zip(hosts, reports)
