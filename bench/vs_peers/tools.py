@@ -60,7 +60,7 @@ def measure(tool: str, url: str, scenario: Scenario, host: ServerHost, options, 
         os.remove(_ab_csv(workdir))  # a run that writes none must not read the last one's
     host.start_window()
     try:
-        done = clients.execute(argv, options.client_cpus, duration + clients.GRACE_S + scenario.conns / 500)
+        done = clients.execute(argv, options.client_cpus, clients.time_limit(scenario.conns, duration))
     except ClientError as e:
         return Run(tool, problem=str(e))
     finally:
@@ -95,8 +95,9 @@ def judge(tool: str, done: clients.Finished, report: Optional[dict], window: dic
         return run
     requests = report["requests"]
     run.rps, run.errors = requests["per_second"], failures(report)
-    if requests["completed"]:
-        run.us_per_req = (done.user_s + done.sys_s) / requests["completed"] * 1e6
+    # The process's rusage for every tool alike (httpbench-load's own client figure counts its
+    # threads during the load only).
+    run.us_per_req = done.cpu_us_per_request(requests["completed"])
     if done.interrupted:
         run.problem = "stopped at its time limit"
     elif done.returncode != 0:

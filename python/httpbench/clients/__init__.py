@@ -64,12 +64,19 @@ def run(
     if budget_requests is not None and budget_requests < 1 or budget_seconds is not None and budget_seconds <= 0:
         raise ClientError(f"{client}: the budget must be > 0")
     if timeout is None:
-        timeout = budget_seconds + GRACE_S + connections / 500 if budget_seconds is not None else REQUESTS_TIMEOUT_S
+        timeout = time_limit(connections, budget_seconds) if budget_seconds is not None else REQUESTS_TIMEOUT_S
     module = importlib.import_module(f"{__name__}.{client}")
     return module.run(url, connections, budget_requests, budget_seconds, keep_alive, list(cpus), pipeline, timeout)
 
 
 # ---------------------------------------------------------------- shared by the tool modules
+
+
+def time_limit(connections: int, seconds: float) -> float:
+    """How long a tool given `seconds` of load over `connections` may run before it is stopped:
+    the grace for start-up and its summary, and more for opening many connections."""
+    return seconds + GRACE_S + connections / 500
+
 
 _UNITS_US = {"us": 1.0, "ms": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
 
@@ -113,6 +120,11 @@ class Finished:
     sys_s: float
     wall_s: float
     interrupted: bool  # the deadline passed and we stopped it
+
+    def cpu_us_per_request(self, completed: Optional[int]) -> Optional[float]:
+        """The tool's own CPU (its process's rusage, user + sys) per completed request, in
+        microseconds; None when none completed."""
+        return (self.user_s + self.sys_s) / completed * 1e6 if completed else None
 
 
 def execute(argv: List[str], cpus: Sequence[int], timeout: float) -> Finished:
@@ -199,7 +211,5 @@ def finish(report: LoadReport, done: Finished, tool_version: Optional[str], thre
     )
     if threads == 1 and done.wall_s > 0:
         client["busy_share"] = (done.user_s + done.sys_s) / done.wall_s
-    completed = report["requests"]["completed"]
-    if completed:
-        client["cpu_us_per_request"] = (done.user_s + done.sys_s) / completed * 1e6
+    client["cpu_us_per_request"] = done.cpu_us_per_request(report["requests"]["completed"])
     return report
