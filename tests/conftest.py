@@ -10,7 +10,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,32 @@ def stop_group(proc: subprocess.Popen) -> None:
     except ProcessLookupError:
         pass
     proc.wait(timeout=5)
+
+
+def httpbench(*args: str, timeout: float = 300, **kwargs) -> subprocess.CompletedProcess:
+    """`httpbench ARGS` as a user runs it, its output captured as text; `kwargs` go to
+    subprocess.run (preexec_fn, say)."""
+    return subprocess.run(
+        [sys.executable, "-m", "httpbench", *args], capture_output=True, text=True, timeout=timeout, **kwargs
+    )
+
+
+SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
+
+
+@contextmanager
+def spinning(*cpus: int, seconds: float = 120):
+    """One CPU-bound process pinned to each of `cpus`: another job using the machine."""
+    procs = [
+        subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", SPIN.format(seconds=seconds)])
+        for cpu in cpus
+    ]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
 def binary(name: str) -> Path:
@@ -261,6 +289,22 @@ def short_plan(folder: Path, servers: str, levels: str, budget: str, extra: str 
     path = folder / "plan.toml"
     path.write_text(SHORT_PLAN.format(servers=servers, levels=levels, budget=budget, extra=extra) + tables)
     return path
+
+
+def quick_sweep(plan: Path, db: Path, notes: list):
+    """A Sweep of `plan` into the store `db` in this process, server on CPU 0 and client on CPU
+    1, its notes appended to `notes`; without the client ceiling, which these tests are not about
+    (3 s saved each)."""
+    from httpbench import plan as plans
+    from httpbench.placement import Placement
+    from httpbench.store import Store
+    from httpbench.sweep import Progress, Sweep
+
+    sweep = Sweep(
+        plans.load(str(plan)), Store(str(db)), Placement.choose("0", "1"), progress=Progress(on_note=notes.append)
+    )
+    sweep._client_ceiling = lambda: None
+    return sweep
 
 
 def nginx_plan(folder: Path, levels: str, budget: str) -> tuple[Path, Path]:

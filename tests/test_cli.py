@@ -10,16 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, binary, short_plan
+from conftest import ROOT, binary, httpbench, short_plan
 from httpbench import cli, console, results
 from httpbench.store import Store
 from rich.console import Console
 from test_store import FakeCell, FakePlan, fill, measurement
 from test_sweep import PLAN, interrupted_after_a_round, rounds_of, until_stored
-
-
-def httpbench(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def one_line_error(done: subprocess.CompletedProcess) -> bool:

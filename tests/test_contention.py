@@ -7,12 +7,9 @@ Spinning processes are started by the test, each bounded in time, and killed by 
 """
 
 import os
-import subprocess
-import sys
 import time
-from contextlib import contextmanager
 
-from conftest import short_plan
+from conftest import httpbench, short_plan, spinning
 from httpbench import contention, engine, honesty, servers
 from httpbench.monitor import Monitor
 from httpbench.report import summary
@@ -20,24 +17,6 @@ from httpbench.results import load as load_run
 from httpbench.servers import ServerProfile
 from httpbench.store import Store
 from test_monitor import CLIENT_CPU, SERVER_CPU, nginx  # noqa: F401 (nginx: the fixture)
-
-SPIN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end: pass"
-
-
-@contextmanager
-def spinning(*cpus: int, seconds: float = 120):
-    """One CPU-bound process pinned to each of `cpus`: another job using the machine."""
-    procs = [
-        subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", SPIN.format(seconds=seconds)])
-        for cpu in cpus
-    ]
-    try:
-        yield procs
-    finally:
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-
 
 # --------------------------------------------------------------------------- the monitor's window
 
@@ -133,12 +112,7 @@ def test_a_quiet_machine_or_a_server_waiting_on_itself_is_not_contended():
 
 
 def run_plan(plan, db):
-    done = subprocess.run(
-        [sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = httpbench("run", str(plan), "--db", str(db))
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 

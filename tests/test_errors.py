@@ -12,12 +12,10 @@ import sys
 
 import httpbench
 import pytest
-from conftest import short_plan
+from conftest import quick_sweep, short_plan
 from httpbench import engine
 from httpbench import plan as plans
-from httpbench.placement import Placement
-from httpbench.store import Store
-from httpbench.sweep import Progress, Sweep
+from httpbench.sweep import Sweep
 
 # A flag as a command line writes it: -c, -n 5, --allow-errors.
 FLAG = re.compile(r"(^|[\s(;'\"])--?[a-zA-Z]")
@@ -107,14 +105,7 @@ def sweep_of(tmp_path, extra: str = "") -> tuple:
     tmp_path.mkdir(exist_ok=True)
     plan = short_plan(tmp_path, '["reference", "nginx"]', "1", "requests = 50", extra=extra)
     notes: list = []
-    sweep = Sweep(
-        plans.load(str(plan)),
-        Store(str(tmp_path / "r.db")),
-        Placement.choose("0", "1"),
-        progress=Progress(on_note=notes.append),
-    )
-    sweep._client_ceiling = lambda: None
-    return sweep, notes
+    return quick_sweep(plan, tmp_path / "r.db", notes), notes
 
 
 def cells_of(sweep: Sweep) -> dict:

@@ -1,11 +1,9 @@
 """Honesty checks on synthetic measurements, and once on a real client-bound level."""
 
-import subprocess
-import sys
 from typing import Optional
 
 import pytest
-from conftest import CLIENT_CPU, FILES
+from conftest import CLIENT_CPU, FILES, spinning
 from httpbench import engine, honesty
 from httpbench.load_report import tool_report
 
@@ -172,17 +170,7 @@ def test_a_client_starved_by_another_process_is_flagged(nginx):
     then busy about half the time and waiting for its CPU most of the rest, and the level is
     client-bound even though the engine's own CPU time says 50%."""
     url, _ = nginx(FILES, access_log=False)
-    hog = subprocess.Popen(
-        [
-            "taskset",
-            "-c",
-            str(CLIENT_CPU),
-            sys.executable,
-            "-c",
-            "import time\nend = time.time() + 20\nwhile time.time() < end: pass",
-        ]
-    )
-    try:
+    with spinning(CLIENT_CPU, seconds=20):
         report = engine.run(
             {
                 "urls": [url + "index.html"],
@@ -193,9 +181,6 @@ def test_a_client_starved_by_another_process_is_flagged(nginx):
                 "stop": {"duration": 1.5},
             }
         )
-    finally:
-        hog.kill()
-        hog.wait()
     client = report["client"]
     assert client["waiting_share"] > 0.2, client
     flag = honesty.client_saturated([report], None, 1)

@@ -2,10 +2,8 @@
 in the plan's terms."""
 
 import resource
-import subprocess
-import sys
 
-from conftest import short_plan
+from conftest import httpbench, short_plan
 from httpbench.store import Store
 
 
@@ -13,12 +11,7 @@ def test_a_run_whose_cell_failed_exits_1_in_plan_terms(tmp_path):
     # A level no open-file limit here allows: the cell fails before measuring anything.
     plan = short_plan(tmp_path, '["reference"]', "100000000", 'duration = "0.5s"')
     db = tmp_path / "results.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = httpbench("run", str(plan), "--db", str(db), timeout=120)
     assert done.returncode == 1, done.stderr[-2000:]
     run = Store(str(db)).run(1)
     assert run["status"] == "cells failed"
@@ -28,10 +21,12 @@ def test_a_run_whose_cell_failed_exits_1_in_plan_terms(tmp_path):
     assert "level 100000000" in cell["error"] and "open files" in cell["error"] and "-c" not in cell["error"]
     assert f"{cell['key']} failed: {cell['error']}" in " ".join(done.stdout.split())
     assert "(cells failed)" in done.stdout
-    listed = subprocess.run(
-        [sys.executable, "-m", "httpbench", "runs", "--db", str(db)], capture_output=True, text=True, timeout=60
-    )
+    listed = httpbench("runs", "--db", str(db), timeout=60)
     assert listed.returncode == 0 and "cells failed" in listed.stdout
+
+
+def few_files() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
 
 
 def test_a_run_that_fails_once_stored_exits_1_with_its_resume_command(tmp_path):
@@ -39,19 +34,11 @@ def test_a_run_that_fails_once_stored_exits_1_with_its_resume_command(tmp_path):
     # after the run is stored. A failed run, not bad input.
     plan = short_plan(tmp_path, '["reference"]', "1", 'duration = "0.2s"')
     db = tmp_path / "results.db"
-    done = subprocess.run(
-        [sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40)),
-    )
+    done = httpbench("run", str(plan), "--db", str(db), timeout=120, preexec_fn=few_files)
     assert done.returncode == 1, done.stderr[-2000:]
     resume = f"httpbench run --resume 1 --db {db}"
     assert "run 1 failed: " in done.stderr and "open files" in done.stderr and f"Resume with: {resume}" in done.stderr
     assert "Traceback" not in done.stderr
     assert Store(str(db)).run(1)["status"] == "failed"
-    listed = subprocess.run(
-        [sys.executable, "-m", "httpbench", "runs", "--db", str(db)], capture_output=True, text=True, timeout=60
-    )
+    listed = httpbench("runs", "--db", str(db), timeout=60)
     assert f"run 1 is failed; resume with: {resume}" in listed.stdout.replace("\n", ""), listed.stdout

@@ -10,14 +10,11 @@ import signal
 import sys
 import threading
 
-from conftest import short_plan
-from httpbench import plan as plans
+from conftest import quick_sweep, short_plan
 from httpbench import results
-from httpbench.placement import Placement
 from httpbench.report import summary
 from httpbench.servers.process import session_pids
 from httpbench.session import Session
-from httpbench.store import Store
 from httpbench.sweep import Progress, Sweep
 
 KILL_AFTER_S = 0.3
@@ -54,15 +51,7 @@ def sweep_of(tmp_path, notes: list) -> Sweep:
     # Levels long enough that a kill KILL_AFTER_S into the first one lands inside it, even on a
     # busy machine.
     plan = short_plan(tmp_path, '["nginx", "reference"]', "1, 5, 10", 'duration = "1s"')
-    sweep = Sweep(
-        plans.load(str(plan)),
-        Store(str(tmp_path / "r.db")),
-        Placement.choose("0", "1"),
-        progress=Progress(on_note=notes.append),
-    )
-    # The client ceiling is not what these tests are about: 3 s saved each.
-    sweep._client_ceiling = lambda: None
-    return sweep
+    return quick_sweep(plan, tmp_path / "r.db", notes)
 
 
 def run_of(sweep: Sweep) -> int:
@@ -193,13 +182,7 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
         tables=f'[server.deaf]\ncommand = "{sys.executable} {script} {{host}} {{port}} {{docroot}} 300"\n',
     )
     notes: list = []
-    sweep = Sweep(
-        plans.load(str(plan)),
-        Store(str(tmp_path / "r.db")),
-        Placement.choose("0", "1"),
-        progress=Progress(on_note=notes.append),
-    )
-    sweep._client_ceiling = lambda: None
+    sweep = quick_sweep(plan, tmp_path / "r.db", notes)
     run_id = run_of(sweep)
     run = sweep.store.run(run_id)
     assert run["status"] == "cells failed"

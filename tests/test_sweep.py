@@ -11,6 +11,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from conftest import httpbench
 from httpbench.store import Store
 
 PLAN = """
@@ -31,10 +32,6 @@ list = [1, 10, 50]
 [budget]
 duration = "0.5s"
 """
-
-
-def httpbench(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture
