@@ -86,10 +86,6 @@ pub enum ErrorKind {
     Panicked {
         problem: String,
     },
-    /// Nothing a front end could word otherwise.
-    Other {
-        problem: String,
-    },
 }
 
 /// `connections` need about `need` descriptors; this process may have `limit` (its soft limit,
@@ -114,10 +110,6 @@ impl OpenFiles {
 }
 
 impl Error {
-    pub fn new(problem: String) -> Error {
-        ErrorKind::Other { problem }.into()
-    }
-
     /// A caught panic's `payload` as an error (where panics unwind; elsewhere the process ends).
     pub fn panicked(payload: &(dyn std::any::Any + Send)) -> Error {
         let what = payload
@@ -177,8 +169,7 @@ impl std::fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ErrorKind::InvalidSpec { problem, .. }
-            | ErrorKind::Panicked { problem }
-            | ErrorKind::Other { problem } => f.write_str(problem),
+            | ErrorKind::Panicked { problem } => f.write_str(problem),
             ErrorKind::InvalidUrl { url, problem } => write!(f, "invalid URL {url:?}: {problem}"),
             ErrorKind::TooFewRequests { requests, connections } => write!(
                 f,

@@ -217,7 +217,7 @@ pub fn decode_histogram(hdr: &str) -> Result<Histogram<u64>, String> {
         .map_err(|e| format!("{e:?}"))
 }
 
-/// Add encoded histograms (rounds, threads or hosts) into one: the exact merge, where averaging
+/// Add encoded histograms (rounds or hosts) into one: the exact merge, where averaging
 /// their percentiles would not be.
 pub fn merge_histograms<'a>(
     hdrs: impl IntoIterator<Item = &'a str>,
@@ -359,14 +359,14 @@ impl Client {
 }
 
 impl Report {
-    /// One report of the run `spec` from the reports of its parts, its threads or its hosts'
-    /// engines: counts added, histograms added (exact percentiles), the duration the longest
+    /// One report of the run `spec` from the reports of its parts, its hosts' engines: counts added, histograms added (exact percentiles), the duration the longest
     /// part's, every figure derived from those (rates, means, `fell_short`) computed again. The
     /// spec, and so an open loop's target rate, is the whole run's, not the parts' shares added
     /// (which floating point may round off). Per-second points are added by second; their
     /// percentiles survive only where one part had that second. What the parts share is taken
     /// from the first: its validation, engine and host (a caller merging hosts puts the hosts'
-    /// own facts in their place).
+    /// own facts in their place). A run adds up its threads with the same constructors, from
+    /// what they measured in memory.
     pub fn merge(spec: &LoadSpec, parts: &[Report]) -> Result<Report, String> {
         let first = parts.first().ok_or("no reports to merge")?;
         let sum = |field: fn(&Report) -> u64| parts.iter().map(field).sum::<u64>();

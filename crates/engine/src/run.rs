@@ -17,6 +17,7 @@ use crate::report::{self, Report};
 use crate::spec::{IoChoice, LoadSpec, PanicAt, Resolved, Stop};
 use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
+use crate::stats::{Counters, Latencies};
 use crate::worker::{wall_clock_of, Assignment, Outcome, Shared, Worker};
 use crate::{host, Error, ErrorKind, OpenFiles};
 
@@ -104,9 +105,8 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         });
     // The wall clock of time zero, for lining up engines on several hosts.
     let started_at = wall_clock_of(shared.start).as_secs_f64();
-    summarise(
+    Ok(summarise(
         spec,
-        &shared.spec,
         io,
         validation,
         started_at,
@@ -114,7 +114,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         outcomes,
         merger,
         aborted,
-    )
+    ))
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -435,12 +435,13 @@ fn validate(
     })
 }
 
-/// The run's report: the threads' reports merged, with the series their per-second histograms
-/// gave (exact percentiles, which the threads' reports alone cannot give).
+/// The run's report: the threads' outcomes added (counts, and histograms for exact
+/// percentiles), every figure derived from those by the report's constructors, as
+/// `Report::merge` derives them for a run's hosts; and the series the threads' per-second
+/// histograms gave.
 #[allow(clippy::too_many_arguments)]
 fn summarise(
     spec: &LoadSpec,
-    resolved: &Resolved,
     io: Io,
     validation: report::Validation,
     started_at: f64,
@@ -448,44 +449,26 @@ fn summarise(
     outcomes: Vec<Outcome>,
     merger: SeriesMerger,
     aborted: Option<String>,
-) -> Result<Report, Error> {
-    let host = host::facts();
-    let threads: Vec<Report> = outcomes
+) -> Report {
+    let (mut c, mut latencies) = (Counters::default(), Latencies::default());
+    for o in &outcomes {
+        c.add(&o.counters);
+        latencies.add(&o.latencies);
+    }
+    let sum = |field: fn(&Outcome) -> u64| outcomes.iter().map(field).sum::<u64>();
+    // The longest thread's.
+    let duration_s = outcomes
         .iter()
-        .zip(assignments)
-        .map(|(o, a)| thread_report(spec, io, &validation, started_at, &host, a, o))
-        .collect();
-    let mut report = Report::merge(spec, &threads).map_err(|e| {
-        Error::new(format!(
-            "cannot add up the engine threads' measurements: {e}"
-        ))
-    })?;
+        .map(|o| o.wall.as_secs_f64())
+        .fold(0.0, f64::max);
     let mut timeseries = merger.into_points();
     // The last point may be a sliver of a second past the end with nothing in it.
     while timeseries
         .last()
-        .is_some_and(|p| p.requests + p.errors == 0 && p.second as f64 >= report.duration_s)
+        .is_some_and(|p| p.requests + p.errors == 0 && p.second as f64 >= duration_s)
     {
         timeseries.pop();
     }
-    report.timeseries = timeseries;
-    report.aborted = aborted;
-    Ok(report)
-}
-
-/// What one engine thread measured, as a report of its own (no series: the run's comes from
-/// every thread's per-second histograms).
-fn thread_report(
-    spec: &LoadSpec,
-    io: Io,
-    validation: &report::Validation,
-    started_at: f64,
-    host: &host::HostFacts,
-    a: &Assignment,
-    o: &Outcome,
-) -> Report {
-    let c = &o.counters;
-    let secs = o.wall.as_secs_f64();
     Report {
         schema: report::SCHEMA.into(),
         engine: report::Engine {
@@ -493,23 +476,28 @@ fn thread_report(
             io: io.name().into(),
         },
         spec: spec.clone(),
-        validation: validation.clone(),
+        validation,
         started_at,
-        duration_s: secs,
+        duration_s,
         requests: report::Requests::new(
             c.sent,
             c.completed,
             c.failed_requests(),
-            o.in_flight,
-            o.in_flight_age.0 as f64 / 1e3,
-            o.in_flight_age.1 as f64 / 1e3,
-            secs,
+            sum(|o| o.in_flight),
+            sum(|o| o.in_flight_age.0) as f64 / 1e3,
+            outcomes
+                .iter()
+                .map(|o| o.in_flight_age.1)
+                .max()
+                .unwrap_or(0) as f64
+                / 1e3,
+            duration_s,
         ),
-        open_loop: a
-            .rate
-            .map(|rate| report::OpenLoop::new(rate, c.sent, secs, o.behind_schedule)),
-        status: report::Status::of(c),
-        errors: report::errors_of(c),
+        open_loop: spec.rate.map(|rate| {
+            report::OpenLoop::new(rate, c.sent, duration_s, sum(|o| o.behind_schedule))
+        }),
+        status: report::Status::of(&c),
+        errors: report::errors_of(&c),
         errors_total: c.errors_total(),
         bytes: report::Bytes {
             head: c.head_bytes,
@@ -521,20 +509,26 @@ fn thread_report(
             opened: c.connects,
             server_closes: c.server_closes,
         },
-        latency: report::LatencyReport::of(&o.latencies),
-        timeseries: Vec::new(),
+        latency: report::LatencyReport::of(&latencies),
+        timeseries,
         client: report::Client::new(
-            vec![report::ThreadUse::new(
-                a.cpu,
-                o.cpu.user.as_secs_f64(),
-                o.cpu.sys.as_secs_f64(),
-                o.cpu.waiting.as_secs_f64(),
-                secs,
-            )],
+            outcomes
+                .iter()
+                .zip(assignments)
+                .map(|(o, a)| {
+                    report::ThreadUse::new(
+                        a.cpu,
+                        o.cpu.user.as_secs_f64(),
+                        o.cpu.sys.as_secs_f64(),
+                        o.cpu.waiting.as_secs_f64(),
+                        o.wall.as_secs_f64(),
+                    )
+                })
+                .collect(),
             c.completed,
             c.handling_delay_ns as f64 / 1e3,
         ),
-        aborted: None,
-        host: host.clone(),
+        aborted,
+        host: host::facts(),
     }
 }

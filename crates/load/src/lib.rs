@@ -97,8 +97,7 @@ fn in_flags(kind: &ErrorKind) -> String {
         | ErrorKind::Unresolved { .. }
         | ErrorKind::Unreachable { .. }
         | ErrorKind::ExpectedBody { .. }
-        | ErrorKind::Panicked { .. }
-        | ErrorKind::Other { .. } => kind.to_string(),
+        | ErrorKind::Panicked { .. } => kind.to_string(),
     }
 }
 
