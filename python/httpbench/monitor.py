@@ -273,9 +273,9 @@ class Monitor:
         pid = getattr(server, "pid", server)
         self.sid = os.getsid(pid)
         # A cache's origin runs in a session of its own, on the server's CPUs: for contention it
-        # is the server, not another job. (Its death is servers.host's to see.)
-        backend = getattr(server, "backend", None)
-        self.sessions = {self.sid} | ({os.getsid(backend.pid)} if backend is not None else set())
+        # is the server, not another job, and a window it died in is the server's crash.
+        self.backend = getattr(server, "backend", None)
+        self.sessions = {self.sid} | ({os.getsid(self.backend.pid)} if self.backend is not None else set())
         self.interval = interval
         self.idle: Optional[Window] = None
         self._tree = ProcessTree(self.sid, pss_refresh)
@@ -341,7 +341,13 @@ class Monitor:
             raise RuntimeError(f"the monitor stopped sampling: {self._error}") from self._error
         window = current.window()
         events = window.events + workers.pop("events")
-        return replace(window, events=events, **workers, **machine.since(self._machine_at_start))
+        crashed = window.crashed
+        # The tree is the server's own session; without the origin it fronts (varnish's), the
+        # figures are no longer the pair's.
+        if self.backend is not None and not crashed and not self.backend.alive():
+            crashed = True
+            events.append(f"its origin {self.backend.server.name} (pid {self.backend.pid}) died")
+        return replace(window, events=events, crashed=crashed, **workers, **machine.since(self._machine_at_start))
 
     @contextmanager
     def window(self) -> Iterator[Measured]:

@@ -81,14 +81,7 @@ class ServerHost:
         self.monitor.start_window()
 
     def end_window(self) -> dict:
-        window = asdict(self.monitor.end_window())
-        # The monitor watches the server's own session; an origin it fronts (varnish's) runs in
-        # another, and without it the figures are no longer the pair's.
-        backend = self.running.backend
-        if backend is not None and not backend.alive() and not window["crashed"]:
-            window["crashed"] = True
-            window["events"].append(f"its origin {backend.server.name} (pid {backend.pid}) died")
-        return window
+        return asdict(self.monitor.end_window())
 
     def alive(self) -> bool:
         return self.running is not None and self.running.alive()
