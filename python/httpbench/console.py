@@ -24,6 +24,7 @@ from httpbench.report import summary as report_summary
 from httpbench.report import tables
 from httpbench.results import RunResults
 from httpbench.session import Session, resume_command
+from httpbench.store import url_of
 from httpbench.sweep import Progress
 
 console = Console(stderr=True)
@@ -317,10 +318,8 @@ def run(session: Session) -> int:
 def report_path(db: str, run_ids: List[int]) -> Path:
     """Where a run's report goes by default: next to an SQLite database (a path or an sqlite:///
     URL), else (PostgreSQL) in httpbench-results/ of the current directory."""
-    from sqlalchemy.engine import make_url
-
-    url = make_url(db) if "://" in db else None
-    sqlite_file = db if url is None else url.database if url.drivername.startswith("sqlite") else None
+    url = url_of(db, create=False)
+    sqlite_file = url.database if url.drivername.startswith("sqlite") else None
     folder = Path(sqlite_file).parent if sqlite_file not in (None, "", ":memory:") else Path("httpbench-results")
     return folder / f"report-run-{'-'.join(map(str, run_ids))}.html"
 
