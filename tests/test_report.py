@@ -6,6 +6,7 @@ import copy
 import csv
 import io
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from typing import Optional
 import pytest
 from httpbench import compare, engine, honesty, report, results
 from httpbench.report import Choices, charts, summary
+from httpbench.stats import LevelStats
 from httpbench.store import Store
 
 # Four rounds: the 95% interval of a ratio of two 4-round means is about 2.2 times the rounds'
@@ -853,6 +855,26 @@ def test_a_gap_within_the_noise_of_single_rounds_is_a_tie(stored):
             "reference/tuned; reference/tuned needs 1.06 times the time of nginx/tuned to "
             "serve the same requests."
         ]
+
+
+def test_the_spread_of_several_levels_adds_their_intervals_in_quadrature():
+    """Worked by hand from compare's formula: the relative half-width of a sum over levels whose
+    terms are weight(mean) is hypot(weight(mean) * ci95 / mean over the levels) / sum of weights,
+    the weight the mean itself for requests/s and 1 / mean for the time."""
+
+    def level(mean: float, ci95: float) -> LevelStats:
+        return LevelStats(n=4, min=mean, mean=mean, max=mean, median=mean, stdev=0.0, ci95=ci95, cv=0.0)
+
+    # Both 10% off: the two weightings give one figure, sqrt(10**2 + 30**2) / 400.
+    even = [level(100, 10), level(300, 30)]
+    assert compare.spread(even) == pytest.approx(math.hypot(10, 30) / 400)
+    assert compare.time_spread(even) == pytest.approx(math.hypot(10 / 100**2, 30 / 300**2) / (1 / 100 + 1 / 300))
+    # 10% and 20% off: the requests/s weigh the level of 300 three times, the time the level of 100.
+    uneven = [level(100, 10), level(300, 60)]
+    assert compare.spread(uneven) == pytest.approx(math.sqrt(10**2 + 60**2) / 400)  # 0.1521
+    assert compare.time_spread(uneven) == pytest.approx(math.hypot(0.1 / 100, 0.2 / 300) / (4 / 300))  # 0.0901
+    # A level of one round gives no interval, so the sum has none.
+    assert compare.spread([level(100, 10), LevelStats.of([300])]) is None
 
 
 def test_a_gap_whose_95_percent_interval_contains_1_is_a_tie_as_compare_says(stored):
