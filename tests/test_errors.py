@@ -37,11 +37,13 @@ def test_engine_errors_carry_their_kind_and_fields(testserver):
     e = refusal({"urls": [url], "connections": 2, "stop": {"requests": 10}})
     assert e.kind == "validation_failed" and e.fields["status"] == 503 and "503" in e.fields["problem"]
     e = refusal({"urls": [url], "connections": 10, "stop": {"requests": 5}})
-    assert (e.kind, e.fields) == ("too_few_requests", {"requests": 5, "connections": 10})
+    fact = "5 requests are fewer than the 10 connections: some connections would send nothing"
+    assert (e.kind, e.fields) == ("too_few_requests", {"requests": 5, "connections": 10, "fact": fact})
     e = refusal({"urls": ["http://127.0.0.1:1/"], "connections": 1, "stop": {"requests": 1}})
     assert e.kind == "unreachable" and e.fields["addr"] == "127.0.0.1:1"
     e = refusal({"urls": [url], "connections": 1, "threads": 2})
-    assert (e.kind, e.fields) == ("idle_threads", {"threads": 2, "connections": 1})
+    fact = "2 threads for 1 connections leaves threads idle"
+    assert (e.kind, e.fields) == ("idle_threads", {"threads": 2, "connections": 1, "fact": fact})
     e = refusal({"urls": [url], "connections": 0})
     assert (e.kind, e.fields["field"]) == ("invalid_spec", "connections")
     # An exception that survives pickling (Dask hands them between processes) keeps its kind.

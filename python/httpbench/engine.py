@@ -29,7 +29,7 @@ def in_plan_terms(error: EngineError) -> str:
     (the server is unreachable, a URL is invalid), keep the engine's own words."""
     f = error.fields
     if error.kind == "validation_failed":
-        return f"{f['problem']}; set allow_errors = true in the plan to load it anyway"
+        return f"{f['fact']}; set allow_errors = true in the plan to load it anyway"
     if error.kind == "too_few_requests":
         return (
             f"budget.requests = {f['requests']} is less than the {f['connections']} connections of level "
@@ -38,9 +38,8 @@ def in_plan_terms(error: EngineError) -> str:
         )
     if error.kind == "open_files":
         return (
-            f"level {f['connections']} needs about {f['need']} open files but the client may have "
-            f"{f['limit']} (hard limit {f['hard_limit']}); drop the levels above {f['most']} from the plan, or "
-            "raise the hard limit (ulimit -Hn, LimitNOFILE=)"
+            f"level {f['connections']}: {f['fact']}; drop the levels above {f['most']} from the plan, or raise the "
+            "hard limit"
         )
     if error.kind == "pipeline_without_keep_alive":
         return (

@@ -2,7 +2,8 @@
 //!
 //! The engine words each kind without naming any front end's options: `httpbench-load` says
 //! "-n", a plan says `budget.requests`, and each front end words the remedy from the kind's
-//! fields. The `Display` (what a library caller shows as is) names the spec's own fields.
+//! fields, after [`ErrorKind::fact`] (what is wrong) where it need not restate that in its own
+//! terms. The `Display` (what a library caller shows as is) names the spec's own fields.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -99,16 +100,6 @@ pub struct OpenFiles {
     pub most: u64,
 }
 
-impl OpenFiles {
-    /// What is wrong and what to do, with `fewer` saying how to ask for fewer connections.
-    pub fn message(&self, fewer: &str) -> String {
-        format!(
-            "{} connections need about {} open files but this process may have {} (hard limit {}); {fewer} or raise the hard limit (ulimit -Hn, LimitNOFILE=)",
-            self.connections, self.need, self.limit, self.hard_limit
-        )
-    }
-}
-
 impl Error {
     /// A caught panic's `payload` as an error (where panics unwind; elsewhere the process ends).
     pub fn panicked(payload: &(dyn std::any::Any + Send)) -> Error {
@@ -165,49 +156,71 @@ pub fn cpu_list(cpus: &[usize]) -> String {
     shown.join(",")
 }
 
-impl std::fmt::Display for ErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl ErrorKind {
+    /// What is wrong, without what to do about it: `Display` adds the remedy in the spec's
+    /// fields, and each front end its own, in its flags or keys.
+    pub fn fact(&self) -> String {
         match self {
             ErrorKind::InvalidSpec { problem, .. }
-            | ErrorKind::Panicked { problem } => f.write_str(problem),
-            ErrorKind::InvalidUrl { url, problem } => write!(f, "invalid URL {url:?}: {problem}"),
-            ErrorKind::TooFewRequests { requests, connections } => write!(
-                f,
-                "{requests} requests are fewer than the {connections} connections: some connections would send nothing; ask for at least {connections} requests or fewer connections"
+            | ErrorKind::ValidationFailed { problem, .. }
+            | ErrorKind::Panicked { problem } => problem.clone(),
+            ErrorKind::InvalidUrl { url, problem } => format!("invalid URL {url:?}: {problem}"),
+            ErrorKind::TooFewRequests { requests, connections } => format!(
+                "{requests} requests are fewer than the {connections} connections: some connections would send nothing"
             ),
-            ErrorKind::IdleThreads { threads, connections } => write!(
-                f,
-                "{threads} threads for {connections} connections leaves threads idle; use {connections} threads or fewer"
-            ),
-            ErrorKind::PipelineWithoutKeepAlive { pipeline } => write!(
-                f,
-                "a pipeline of {pipeline} needs keep-alive: pipeline 1 request, or keep connections alive"
-            ),
-            ErrorKind::OpenFiles(o) => f.write_str(&o.message(&format!("use at most {} connections", o.most))),
-            ErrorKind::Unresolved { host, problem } => write!(f, "cannot resolve host {host:?}: {problem}; check the URL"),
-            ErrorKind::Unreachable { addr, problem } => {
-                write!(f, "cannot connect to {addr} ({problem}); is the server running and listening there?")
+            ErrorKind::IdleThreads { threads, connections } => {
+                format!("{threads} threads for {connections} connections leaves threads idle")
             }
-            ErrorKind::ValidationFailed { problem, .. } => write!(f, "{problem}; allow errors to load it anyway"),
-            ErrorKind::IoUringUnavailable { problem } => {
-                write!(f, "io_uring is not usable here ({problem}); use epoll, or auto to fall back to it")
+            ErrorKind::PipelineWithoutKeepAlive { pipeline } => {
+                format!("a pipeline of {pipeline} needs keep-alive")
             }
-            ErrorKind::CpuNotAllowed { cpu, allowed } => write!(
-                f,
-                "CPU {cpu} is not one this process may run on; pin the engine to CPUs among {}",
-                cpu_list(allowed)
+            ErrorKind::OpenFiles(o) => format!(
+                "{} connections need about {} open files but this process may have {} (hard limit {}, which ulimit -Hn or LimitNOFILE= raise)",
+                o.connections, o.need, o.limit, o.hard_limit
             ),
-            ErrorKind::SourceAddress { address, problem } => write!(
-                f,
-                "cannot use {address} as a source address ({problem}); give addresses this host has (ip address lists them; a server on loopback accepts all of 127.0.0.0/8)"
-            ),
+            ErrorKind::Unresolved { host, problem } => format!("cannot resolve host {host:?}: {problem}"),
+            ErrorKind::Unreachable { addr, problem } => format!("cannot connect to {addr} ({problem})"),
+            ErrorKind::IoUringUnavailable { problem } => format!("io_uring is not usable here ({problem})"),
+            ErrorKind::CpuNotAllowed { cpu, .. } => format!("CPU {cpu} is not one this process may run on"),
+            ErrorKind::SourceAddress { address, problem } => {
+                format!("cannot use {address} as a source address ({problem})")
+            }
             ErrorKind::ExpectedBody { path, problem } => {
-                write!(f, "cannot read the expected body {}: {problem}", path.display())
+                format!("cannot read the expected body {}: {problem}", path.display())
             }
-            ErrorKind::ExpectedBodyUnchecked => f.write_str(
-                "an expected body is compared with the validation request's answer only, and validate is off; validate, or drop the expected body"
-            ),
+            ErrorKind::ExpectedBodyUnchecked => {
+                "an expected body is compared with the validation request's answer only, and validate is off".into()
+            }
         }
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let remedy = match self {
+            ErrorKind::InvalidSpec { .. }
+            | ErrorKind::Panicked { .. }
+            | ErrorKind::InvalidUrl { .. }
+            | ErrorKind::ExpectedBody { .. } => return f.write_str(&self.fact()),
+            ErrorKind::TooFewRequests { connections, .. } => {
+                format!("ask for at least {connections} requests or fewer connections")
+            }
+            ErrorKind::IdleThreads { connections, .. } => format!("use {connections} threads or fewer"),
+            ErrorKind::PipelineWithoutKeepAlive { .. } => {
+                "pipeline 1 request, or keep connections alive".into()
+            }
+            ErrorKind::OpenFiles(o) => format!("use at most {} connections or raise the hard limit", o.most),
+            ErrorKind::Unresolved { .. } => "check the URL".into(),
+            ErrorKind::Unreachable { .. } => "is the server running and listening there?".into(),
+            ErrorKind::ValidationFailed { .. } => "allow errors to load it anyway".into(),
+            ErrorKind::IoUringUnavailable { .. } => "use epoll, or auto to fall back to it".into(),
+            ErrorKind::CpuNotAllowed { allowed, .. } => {
+                format!("pin the engine to CPUs among {}", cpu_list(allowed))
+            }
+            ErrorKind::SourceAddress { .. } => "give addresses this host has (ip address lists them; a server on loopback accepts all of 127.0.0.0/8)".into(),
+            ErrorKind::ExpectedBodyUnchecked => "validate, or drop the expected body".into(),
+        };
+        write!(f, "{}; {remedy}", self.fact())
     }
 }
 

@@ -85,11 +85,9 @@ fn in_flags(kind: &ErrorKind) -> String {
         ErrorKind::PipelineWithoutKeepAlive { .. } => {
             "pipelining needs keep-alive: drop --pipeline or --no-keepalive".into()
         }
-        ErrorKind::OpenFiles(o) => o.message(&format!("lower -c to {}", o.most)),
-        ErrorKind::ValidationFailed { problem, .. } => format!("{problem}; pass --allow-errors to load it anyway"),
-        ErrorKind::IoUringUnavailable { problem } => {
-            format!("io_uring is not usable here ({problem}); use --io epoll or --io auto")
-        }
+        ErrorKind::OpenFiles(o) => format!("{}; lower -c to {} or raise the hard limit", kind.fact(), o.most),
+        ErrorKind::ValidationFailed { .. } => format!("{}; pass --allow-errors to load it anyway", kind.fact()),
+        ErrorKind::IoUringUnavailable { .. } => format!("{}; use --io epoll or --io auto", kind.fact()),
         ErrorKind::ExpectedBodyUnchecked => "--expect-body needs the validation request, the only answer it is compared with, which --no-validate skips; drop one of the two".into(),
         ErrorKind::CpuNotAllowed { .. } => format!("--cpus: {kind}"),
         ErrorKind::SourceAddress { .. } => format!("--bind: {kind}"),

@@ -18,8 +18,9 @@ use pyo3::prelude::*;
 import_exception!(httpbench.errors, EngineError);
 import_exception!(httpbench.errors, EnginePanicked);
 
-/// The engine's error as Python's EngineError, with its kind and the kind's fields (so a caller
-/// words the remedy in its own terms); a panic as EnginePanicked.
+/// The engine's error as Python's EngineError, with its kind and the kind's fields, its `fact`
+/// among them (what is wrong without the remedy, which a caller words in its own terms); a
+/// panic as EnginePanicked.
 fn engine_error(py: Python<'_>, e: httpbench_engine::Error) -> PyErr {
     if let ErrorKind::Panicked { .. } = e.kind {
         return EnginePanicked::new_err(e.to_string());
@@ -32,6 +33,7 @@ fn engine_error(py: Python<'_>, e: httpbench_engine::Error) -> PyErr {
         Some(serde_json::Value::String(kind)) => kind,
         _ => "other".to_string(),
     };
+    fields.insert("fact".into(), e.kind.fact().into());
     let raised = (|| -> PyResult<PyErr> {
         let fields = py
             .import("json")?
