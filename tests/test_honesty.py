@@ -125,12 +125,12 @@ def test_noisy():
 
 
 def test_auto_rounds():
-    assert honesty.needs_more_rounds([100], 1, 10)  # at least 3 rounds
-    assert honesty.needs_more_rounds([100, 100], 2, 10)
-    assert not honesty.needs_more_rounds([100, 101, 99], 3, 10)  # cv 1% < 2.5%
-    assert honesty.needs_more_rounds([100, 104, 96], 3, 10)  # cv 4%
-    assert not honesty.needs_more_rounds([100, 120, 80], 10, 10)  # the cap wins
-    assert not honesty.needs_more_rounds([100], 2, 2)
+    assert honesty.needs_more_rounds([100], 10)  # at least 3 rounds
+    assert honesty.needs_more_rounds([100, 100], 10)
+    assert not honesty.needs_more_rounds([100, 101, 99], 10)  # cv 1% < 2.5%
+    assert honesty.needs_more_rounds([100, 104, 96], 10)  # cv 4%
+    assert not honesty.needs_more_rounds([100, 120, 80] * 3 + [100], 10)  # the cap wins
+    assert not honesty.needs_more_rounds([100, 120], 2)  # even before 3 rounds
 
 
 # --------------------------------------------------------------------------- a real client-bound level

@@ -51,7 +51,7 @@ def test_auto_rounds_add_to_the_bar_beyond_each_levels_fewest():
 
 
 def test_fixed_rounds_are_decided_by_their_count_and_auto_by_their_agreement():
-    assert plan.Rounds(2, 10).more([], 1) and not plan.Rounds(2, 10).more([], 2)
+    assert plan.Rounds(2, 10).more([50.0]) and not plan.Rounds(2, 10).more([50.0, 150.0])
     auto = plan.Rounds(None, 4)
-    assert auto.more([100.0, 100.0], 2) and not auto.more([100.0, 101.0, 99.0], 3)
-    assert not auto.more([100.0, 150.0, 50.0, 120.0], 4)  # the cap wins
+    assert auto.more([100.0, 100.0]) and not auto.more([100.0, 101.0, 99.0])
+    assert not auto.more([100.0, 150.0, 50.0, 120.0])  # the cap wins

@@ -138,11 +138,11 @@ def contended(server: str, window: dict, client: Optional[ClientUse]) -> Optiona
     the monitor's `window`) while the server's threads or the client's busiest one waited for
     theirs. Both are slowed by what else runs, not by each other, and by different amounts, so
     a ranking measured so can flip (a quiet run's 1.03x for lighttpd became 1.11x for nginx)."""
-    others = window.get("others_cpu_cores")
-    if others is None or others < OTHERS_CPU_LIMIT:
+    others = window["others_cpu_cores"]
+    if others < OTHERS_CPU_LIMIT:
         return None
     reasons = []
-    waiting = window.get("server_waiting_share")
+    waiting = window["server_waiting_share"]  # None without the kernel's scheduler statistics
     if waiting is not None and waiting > SERVER_WAIT_LIMIT:
         reasons.append(f"{server} waited for a CPU {waiting:.0%} of the time it was ready to run")
     waiting = client["waiting_share"] if client else None
@@ -151,7 +151,7 @@ def contended(server: str, window: dict, client: Optional[ClientUse]) -> Optiona
     if not reasons:
         return None
     return Flag(
-        "contended", "; ".join(reasons) + f"; other processes used {others:.1f} of {window.get('machine_cpus')} CPUs"
+        "contended", "; ".join(reasons) + f"; other processes used {others:.1f} of {window['machine_cpus']} CPUs"
     )
 
 
@@ -203,10 +203,10 @@ def littles_law(measurements: Sequence[LoadReport], connections: int) -> Optiona
 def crashed(m: dict) -> Optional[Flag]:
     """The server's main process (the one its adapter started) died during the round: whatever
     the rest of its processes served meanwhile is not the server's throughput."""
-    window = m.get("server") or {}
-    if not window.get("crashed"):
+    window = m["server"]
+    if not window["crashed"]:
         return None
-    return Flag("crashed", "; ".join(window.get("events") or ["the server died"]))
+    return Flag("crashed", "; ".join(window["events"]))
 
 
 def ended_early(m: dict) -> Optional[Flag]:
@@ -214,7 +214,7 @@ def ended_early(m: dict) -> Optional[Flag]:
     answering, or ab/wrk/h2load hit their time limit. The figures cover only part of the level,
     and a server that stopped answering would be measured again at the next. A server whose main
     process died is flagged `crashed` instead: its death is why the load ended, said once."""
-    if not m["aborted"] or (m.get("server") or {}).get("crashed"):
+    if not m["aborted"] or m["server"]["crashed"]:
         return None
     return Flag("ended_early", m["aborted"])
 
@@ -225,8 +225,8 @@ def server_restarted(m: dict) -> Optional[Flag]:
     without a replacement is a server shrinking its pool (apache2's event MPM ends the children it
     has more of than it keeps spare) and is not flagged, even in a round with failed requests:
     those have other causes."""
-    window = m.get("server") or {}
-    if window.get("crashed") or not (window.get("workers_exited") and window.get("workers_started")):
+    window = m["server"]
+    if window["crashed"] or not (window["workers_exited"] and window["workers_started"]):
         return None
     errors = m["errors_total"] or 0
     failed = [f"{errors:,} request{'s' if errors != 1 else ''} failed in the round"] if errors else []
@@ -243,14 +243,14 @@ def noisy(values: Sequence[float]) -> Optional[Flag]:
     return Flag("noisy", f"cv {s.cv:.1%} across {s.n} rounds (> {NOISY_CV:.0%}): {s.min:,.0f} to {s.max:,.0f} req/s")
 
 
-def needs_more_rounds(values: Sequence[float], rounds_done: int, max_rounds: int) -> bool:
+def needs_more_rounds(values: Sequence[float], max_rounds: int) -> bool:
     """For rounds = "auto": as the Phoronix Test Suite's dynamic run count, keep adding rounds
     until the cv drops below 2.5%, judged on at least 3 values, and never beyond max_rounds.
 
-    `values` are the rounds' throughputs; when fewer than 3 are at hand (e.g. after a resume
-    that skipped stored rounds), the cv cannot be judged yet, so the answer is yes until the cap.
+    `values` are the throughputs of the level's rounds so far, those a resumed level had stored
+    included; while fewer than 3, the cv cannot be judged yet, so the answer is yes until the cap.
     """
-    if rounds_done >= max_rounds:
+    if len(values) >= max_rounds:
         return False
     if len(values) < AUTO_MIN_ROUNDS:
         return True

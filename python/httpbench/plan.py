@@ -68,12 +68,12 @@ class Rounds:
         """The rounds a level takes at most: what a time estimate counts on."""
         return self.fixed or self.most
 
-    def more(self, values: Sequence[float], done: int) -> bool:
-        """Whether a level that has `done` rounds, whose requests/s are `values` (those stored
-        by an earlier session too), needs another."""
+    def more(self, values: Sequence[float]) -> bool:
+        """Whether a level whose rounds so far have `values` requests/s (those stored by an
+        earlier session too) needs another."""
         from httpbench.honesty import needs_more_rounds
 
-        return done < self.fixed if self.fixed else needs_more_rounds(values, done, self.most)
+        return len(values) < self.fixed if self.fixed else needs_more_rounds(values, self.most)
 
     def __str__(self) -> str:
         return "auto" if self.auto else str(self.fixed)

@@ -284,8 +284,8 @@ class Sweep:
         self, cell: Cell, cell_id: int, url: str, host: ServerHost, level: int, done: Dict[Tuple[int, int], float]
     ) -> None:
         values: List[float] = []  # every round's requests/s, stored before or measured now
-        index = 0
-        while True:
+        while self.plan.rounds.more(values):
+            index = len(values)
             if (level, index) in done:
                 values.append(done[(level, index)])
             else:
@@ -299,9 +299,6 @@ class Sweep:
                         "stored as partial (--on-client-loss stop)"
                     )
                 self._server_whole(cell, level, measurement)
-            index += 1
-            if not self.plan.rounds.more(values, index):
-                break
 
     def _server_whole(self, cell: Cell, level: int, measurement: dict) -> None:
         """Stops the cell if its server died during the round just stored (what is left of it is
