@@ -83,6 +83,7 @@ class Session:
         self.run_id = resume
         self.finished = False
         self.stored: dict = {"host": {}, "cells": []}
+        self.measured: Optional[results.RunResults] = None  # the run as the sweep ended it
         if resume is None:
             self.plan = plans.load(plan_name or "quick")
             self.setup = setup
@@ -162,13 +163,14 @@ class Session:
         "interrupted"; either way a resume goes on from there."""
         self.sweep.progress = progress
         try:
-            self.sweep.run(self.run_id)
+            self.measured = self.sweep.run(self.run_id)
         except Stopped as e:
             return str(e)
         return None
 
     def results(self) -> results.RunResults:
-        return results.load(self.store, self.run_id)
+        """The run as stored: as the sweep ended it, or read again when it stopped early."""
+        return self.measured or results.load(self.store, self.run_id)
 
 
 def _finished(stored: dict, only: Optional[List[str]]) -> bool:

@@ -468,9 +468,12 @@ class Store:
             )
 
     @_one_line
-    def finish_run(self, run_id: int, status: str) -> None:
+    def finish_run(self, run_id: int, status: str) -> dt.datetime:
+        """The run ends now, with `status`; returns when, as stored."""
+        ended = _now()
         with self.engine.begin() as conn:
-            conn.execute(update(runs).where(runs.c.id == run_id).values(status=status, ended=_now()))
+            conn.execute(update(runs).where(runs.c.id == run_id).values(status=status, ended=ended))
+        return ended
 
     @_one_line
     def runs(self) -> List[dict]:

@@ -14,7 +14,7 @@ again, in its place, so the cell can finish.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from httpbench import clients, engine, honesty, results, servers
@@ -131,9 +131,10 @@ class Sweep:
             }
         return self.store.start_run(self.plan, facts, versions)
 
-    def run(self, run_id: int) -> None:
-        """Measure every round of `run_id` not stored yet; the run ends `done`, or `cells failed`
-        when a cell failed. KeyboardInterrupt leaves the run `interrupted`, resumable."""
+    def run(self, run_id: int) -> results.RunResults:
+        """Measure every round of `run_id` not stored yet, and return the run as stored: it ends
+        `done`, or `cells failed` when a cell failed. KeyboardInterrupt leaves the run
+        `interrupted`, resumable."""
         status = "failed"
         try:
             self.ceiling = self._client_ceiling()
@@ -142,7 +143,8 @@ class Sweep:
                 self._cell(run_id, cell)
             # Every cell was tried; one that did not finish (it failed now, or in a pass --servers
             # left out) is tried again by --resume.
-            status = "cells failed" if results.load(self.store, run_id).unfinished else "done"
+            measured = results.load(self.store, run_id)
+            status = "cells failed" if measured.unfinished else "done"
         except KeyboardInterrupt:
             status = "interrupted"
             raise
@@ -153,7 +155,8 @@ class Sweep:
             status = "stopped"
             raise Stopped(str(e)) from None
         finally:
-            self.store.finish_run(run_id, status)
+            ended = self.store.finish_run(run_id, status)
+        return replace(measured, status=status, ended=ended)
 
     def _server_host(self) -> ServerHost:
         if self.cluster:
