@@ -157,12 +157,11 @@ def test_a_plan_user_is_told_plan_keys_not_flags(tmp_path):
 def test_plan_wording_of_the_engine_refusals_a_plan_can_cause():
     said = engine.in_plan_terms(engine.EngineError("x", "too_few_requests", {"requests": 5, "connections": 10}))
     assert "budget.requests = 5" in said and "levels above 5" in said and not names_a_flag(said)
-    said = engine.in_plan_terms(
-        engine.EngineError(
-            "x", "open_files", {"connections": 30000, "need": 30080, "limit": 1024, "hard_limit": 1024, "most": 944}
-        )
-    )
-    assert "levels above 944" in said and not names_a_flag(said)
+    # A level no open-file limit allows: the engine's fact, once, then the plan's remedy.
+    refused = refusal({"urls": ["http://127.0.0.1:1/"], "connections": 100_000_000})
+    said = engine.in_plan_terms(refused)
+    assert refused.kind == "open_files" and said.startswith("level 100000000: ") and said.count("open files") == 1
+    assert f"levels above {refused.fields['most']}" in said and not names_a_flag(said)
     said = engine.in_plan_terms(engine.EngineError("x", "pipeline_without_keep_alive", {"pipeline": 4}))
     assert "pipeline = 4" in said and "keep_alive" in said and not names_a_flag(said)
 
