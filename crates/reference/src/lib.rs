@@ -563,7 +563,6 @@ fn bound_port(fd: &OwnedFd) -> io::Result<u16> {
     Ok(u16::from_be(sin.sin_port))
 }
 
-/// The CPUs this process may run on (its affinity mask, as the suite pins it).
 /// The CPUs to put event loops on: the ones this process may use.
 fn allowed_cpus() -> Vec<usize> {
     let cpus = cpus_allowed();
