@@ -196,6 +196,12 @@ fn share(total: u64, parts: u64, index: u64) -> u64 {
     total / parts + u64::from(index < total % parts)
 }
 
+/// The share of an open loop's `rate` (None: closed loop) of the part that has `connections` of
+/// its `total`: each connection sends at the same pace.
+fn rate_share(rate: Option<f64>, connections: u64, total: u64) -> Option<f64> {
+    rate.map(|r| r * connections as f64 / total as f64)
+}
+
 /// Spread connections (and an open loop's rate) as evenly as possible over the threads.
 fn assign(spec: &Resolved, cpus: &[usize]) -> Vec<Assignment> {
     let (c, t) = (u64::from(spec.connections), spec.threads as usize);
@@ -207,7 +213,7 @@ fn assign(spec: &Resolved, cpus: &[usize]) -> Vec<Assignment> {
                 index,
                 first_connection: first,
                 connections,
-                rate: spec.rate.map(|r| r * connections as f64 / c as f64),
+                rate: rate_share(spec.rate, connections as u64, c),
                 cpu: (!cpus.is_empty()).then(|| cpus[index % cpus.len()]),
             };
             first += connections;
@@ -233,7 +239,7 @@ impl LoadSpec {
                 let connections = share(c, parts, index);
                 LoadSpec {
                     connections: connections as u32,
-                    rate: self.rate.map(|r| r * connections as f64 / c as f64),
+                    rate: rate_share(self.rate, connections, c),
                     stop: match self.stop {
                         Stop::Requests(n) => Stop::Requests(share(n, parts, index)),
                         duration => duration,
