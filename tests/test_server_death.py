@@ -173,7 +173,7 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
     script = tmp_path / "deaf_after.py"
     script.write_text(DEAF_AFTER)
     # Level 1 is served whole (the verification's request and 200), level 2 loses its server
-    # halfway: the engine gives up after its connects were refused for 1 s.
+    # halfway: the engine gives up when nothing connected or answered for 1 s after a refused connect.
     plan = short_plan(
         tmp_path,
         '["deaf"]',
@@ -227,7 +227,10 @@ def test_a_load_that_ended_early_because_the_server_died_is_flagged_crashed_only
 
     # The engine gives up on a server that is gone; when its process died, that death is the
     # cause, said once (the engine's reason stays in the stored `aborted`).
-    aborted = {"aborted": "the server stopped answering: every connection to 127.0.0.1:1 was refused for 1 s"}
+    aborted = {
+        "aborted": "the server stopped answering: a connect to 127.0.0.1:1 was refused, and nothing connected or "
+        "answered in the 1 s after (nothing listens there any more)"
+    }
     assert honesty.ended_early({**aborted, "server": {"crashed": False}}).reason == aborted["aborted"]
     assert honesty.ended_early({**aborted, "server": {"crashed": True, "events": ["pid 7 died"]}}) is None
     assert honesty.ended_early({"aborted": None, "server": {}}) is None

@@ -181,8 +181,8 @@ struct Recent {
 /// How long to wait before connecting again after a connect failed: long enough not to spin
 /// against a refusing server, short enough not to matter in a run.
 const RECONNECT_BACKOFF: u64 = 10_000_000;
-/// How long connects may be refused, with no connect and no response meanwhile, before the run
-/// ends: long enough for a listener that is being replaced, far shorter than a run.
+/// How long the run goes on after a refused connect with no connect and no response meanwhile:
+/// long enough for a listener that is being replaced, far shorter than a run.
 const REFUSED_GIVE_UP: u64 = 1_000_000_000;
 /// How often request timeouts are checked and the per-second series moves on.
 const TICK: u64 = 10_000_000;
@@ -336,7 +336,7 @@ impl<'a> Worker<'a> {
                 .is_some_and(|t| self.now - t > REFUSED_GIVE_UP)
             {
                 self.shared.abort(format!(
-                    "the server stopped answering: every connection to {} was refused for {:.0} s (nothing listens there any more)",
+                    "the server stopped answering: a connect to {} was refused, and nothing connected or answered in the {:.0} s after (nothing listens there any more)",
                     self.shared.spec.addr,
                     REFUSED_GIVE_UP as f64 / 1e9
                 ));
