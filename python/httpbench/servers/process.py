@@ -26,7 +26,8 @@ from typing import List, Optional, Set
 
 from httpbench.errors import Error
 from httpbench.procfs import session_pids
-from httpbench.servers.base import Config, Server, ServerProfile, Site, fill
+from httpbench.servers.base import Config, Server, ServerProfile, Site, TLSUnsupported, fill
+from httpbench.servers.verify import connection
 
 _PR_SET_PDEATHSIG = 1
 _running: Set["RunningServer"] = set()
@@ -182,12 +183,18 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
         raise ServerFailed(f"{server.name} is not installed; install it with: {server.install_command()}")
     if not site.docroot.is_dir():
         raise ServerFailed(f"document root {site.docroot} does not exist; create it or name another")
+    if site.tls is not None:
+        refusal = server.tls_refusal(site.tls)
+        if refusal is not None:
+            raise TLSUnsupported(refusal)
     if not port_is_free(site.host, site.port):
         raise ServerFailed(f"port {site.port} on {site.host} is in use; choose another port or stop what listens there")
     backend = None
     origin = server.backend()
     if origin is not None:
-        backend_site = replace(site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None)
+        backend_site = replace(
+            site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None, tls=None
+        )
         # The origin gets the profile's name only: directives and a config file are the front's.
         backend = start(origin, backend_site, ServerProfile(profile.name), ready_timeout)
         site = replace(site, upstream=f"{backend_site.host}:{backend_site.port}")
@@ -232,7 +239,8 @@ def _wait_ready(running: RunningServer, timeout: float) -> None:
         if code is not None:
             raise ServerFailed(f"{running.server.name} exited with code {code} at start: {_explain(running)}")
         try:
-            conn = http.client.HTTPConnection(site.host, site.port, timeout=1)
+            # Over TLS, any certificate and version will do here: verify() judges them.
+            conn = connection(site, timeout=1, check_tls=False)
             conn.request("GET", "/")
             conn.getresponse().read()
             conn.close()

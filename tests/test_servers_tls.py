@@ -1,0 +1,168 @@
+"""HTTPS on the real servers: every adapter that speaks TLS, started over TLS 1.2 and over TLS
+1.3 in both profiles, verified (the suite's certificate, the pinned version, exact bytes), loaded
+by `ab` over HTTPS with and without keep-alive, and stopped leaving nothing behind; then what
+cannot be done, each a one-line error."""
+
+import re
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+from conftest import FILES, make_site
+from httpbench import servers
+from httpbench.certificates import make_site_certificate
+from httpbench.errors import Error
+from httpbench.servers import ServerProfile, SiteTLS, TLSUnsupported, VerificationFailed, start, verify
+from httpbench.servers.process import session_pids
+
+TLS_SERVERS = [name for name in servers.names() if servers.get(name).speaks_tls]
+# Servers that speak TLS but cannot be held to one version (tested unpinned below).
+UNPINNABLE = {"reference"}
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    return make_site_certificate(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def https_site(tmp_path, certificate):
+    return replace(make_site(tmp_path), tls=SiteTLS.of(certificate))
+
+
+def _ab(url: str, requests: int, keep_alive: bool) -> str:
+    """`ab` over HTTPS, bounded in count and time; its report."""
+    done = subprocess.run(
+        ["ab", "-q", "-s", "10", "-n", str(requests), "-c", "4", *(["-k"] if keep_alive else []), url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_tls_speakers_are_known():
+    assert {"nginx", "apache2-event", "lighttpd", "h2o", "caddy"} <= set(TLS_SERVERS)
+
+
+@pytest.mark.parametrize("version", ["1.2", "1.3"])
+@pytest.mark.parametrize("profile", ["default", "tuned"])
+@pytest.mark.parametrize("name", [name for name in TLS_SERVERS if name not in UNPINNABLE])
+def test_server_serves_https_in_the_pinned_version_and_stops_clean(https_site, name, profile, version):
+    _serves_https(name, replace(https_site, tls=replace(https_site.tls, version=version)), profile)
+
+
+def _serves_https(name, site, profile):
+    adapter = servers.get(name)
+    if not adapter.installed():
+        pytest.fail(f"{name} is not installed: {adapter.install_command()}")
+    refusal = adapter.tls_refusal(site.tls)
+    assert refusal is None, refusal
+    assert site.url.startswith("https://")
+    with start(adapter, site, ServerProfile(profile)) as running:
+        verify(site, FILES, name)
+        url = site.url + "index.html"
+        for report, requests in ((_ab(url, 300, keep_alive=True), 300), (_ab(url, 50, keep_alive=False), 50)):
+            assert re.search(rf"Complete requests:\s+{requests}\b", report), report
+            assert re.search(r"Failed requests:\s+0\b", report), report
+            assert re.search(rf"SSL/TLS Protocol:\s+TLSv{site.tls.version or '1.3'}\b", report), report
+        sessions = [running.pid] + ([running.backend.pid] if running.backend else [])
+    for sid in sessions:
+        assert session_pids(sid) == [], f"{name} left processes behind"
+
+
+def _reference_speaks_tls() -> bool:
+    done = subprocess.run(
+        [sys.executable, "-m", "httpbench.servers.reference_main", "--help"], capture_output=True, text=True, timeout=30
+    )
+    return "--tls-cert" in done.stdout
+
+
+@pytest.mark.parametrize("profile", ["default", "tuned"])
+def test_reference_serves_https_unpinned(https_site, profile):
+    if not _reference_speaks_tls():
+        pytest.skip("this build's reference server has no --tls-cert yet (the tls-peers branch adds it)")
+    _serves_https("reference", https_site, profile)
+
+
+def test_reference_refuses_a_pinned_version_in_one_line(https_site):
+    site = replace(https_site, tls=replace(https_site.tls, version="1.2"))
+    assert "pin the client's version instead" in _refused(servers.get("reference"), site)
+
+
+@pytest.fixture(scope="module")
+def nginx_https(tmp_path_factory, certificate):
+    """One nginx over HTTPS, any version, for the verification checks below."""
+    site = replace(make_site(tmp_path_factory.mktemp("nginx")), tls=SiteTLS.of(certificate))
+    with start(servers.get("nginx"), site, ServerProfile("default")):
+        yield site
+
+
+def test_another_certificate_fails_verification_in_one_line(nginx_https, tmp_path):
+    other = SiteTLS.of(make_site_certificate(tmp_path))
+    with pytest.raises(VerificationFailed, match="authority did not sign") as failed:
+        verify(replace(nginx_https, tls=other), FILES, "nginx")
+    assert "\n" not in str(failed.value)
+
+
+def test_a_certificate_other_than_the_sites_fails_verification(nginx_https, tmp_path):
+    # Signed by the same authority, but not the certificate the site gave the server.
+    tls = nginx_https.tls
+    (tmp_path / "other.pem").write_text(
+        (tls.ca).read_text()  # the authority's own certificate: same issuer, another certificate
+    )
+    with pytest.raises(VerificationFailed, match="certificate other than the site's"):
+        verify(replace(nginx_https, tls=replace(tls, cert=tmp_path / "other.pem")), FILES, "nginx")
+
+
+def test_an_unpinned_server_fails_a_pinned_verification(nginx_https):
+    with pytest.raises(VerificationFailed, match=r"negotiated TLSv1.3 though the site pins TLS 1.2"):
+        verify(replace(nginx_https, tls=replace(nginx_https.tls, version="1.2")), FILES, "nginx")
+
+
+@pytest.mark.parametrize(
+    "change,says",
+    [
+        ({"key_type": "ed25519"}, "use one of ecdsa-p256, rsa-2048, rsa-4096"),
+        ({"version": "1.1"}, "not one of 1.2, 1.3"),
+    ],
+)
+def test_bad_tls_settings_are_one_line(certificate, change, says):
+    with pytest.raises(TLSUnsupported, match=says) as refused:
+        replace(SiteTLS.of(certificate), **change)
+    assert isinstance(refused.value, Error) and "\n" not in str(refused.value)
+
+
+def _refused(adapter, site) -> str:
+    with pytest.raises(TLSUnsupported) as refused:
+        start(adapter, site, ServerProfile())
+    message = str(refused.value)
+    assert isinstance(refused.value, Error) and "\n" not in message
+    assert not site.run_dir.exists(), "nothing may start for a refused site"
+    return message
+
+
+def test_a_command_gets_the_sites_certificate_files(https_site):
+    from httpbench.servers.adapters.command import CommandServer
+
+    front = CommandServer("myserver --listen {host}:{port} --cert {cert} --key {key} --ca {ca}", name="mine")
+    assert front.tls_refusal(https_site.tls) is None
+    tls = https_site.tls
+    assert f"--cert {tls.cert} --key {tls.key} --ca {tls.ca}" in front.render(https_site, ServerProfile()).text
+
+
+def test_a_command_without_certificate_placeholders_cannot_serve_https(https_site):
+    from httpbench.servers.adapters.command import CommandServer
+
+    plain = CommandServer("python3 -m http.server --bind {host} {port}", name="plain")
+    assert "{cert}" in _refused(plain, https_site)
+
+
+def test_a_server_without_tls_says_so(https_site):
+    speechless = [name for name in servers.names() if not servers.get(name).speaks_tls]
+    for name in speechless:
+        assert servers.get(name).tls_refusal(https_site.tls)
+    if not speechless:
+        pytest.skip("every adapter speaks TLS")
