@@ -3,13 +3,14 @@
 by `ab` over HTTPS with and without keep-alive, and stopped leaving nothing behind; then what
 cannot be done, each a one-line error."""
 
+import os
 import re
 import subprocess
 import sys
 from dataclasses import replace
 
 import pytest
-from conftest import FILES, make_site
+from conftest import FILES, SERVER_CPU, make_site
 from httpbench import servers
 from httpbench.certificates import make_site_certificate
 from httpbench.errors import Error
@@ -142,6 +143,25 @@ def _refused(adapter, site) -> str:
     assert isinstance(refused.value, Error) and "\n" not in message
     assert not site.run_dir.exists(), "nothing may start for a refused site"
     return message
+
+
+def test_varnish_without_hitch_names_the_install_command(https_site, monkeypatch):
+    from httpbench.servers.adapters import varnish
+
+    monkeypatch.setattr(varnish, "HITCH", "/nonexistent/hitch")
+    assert "apt-get install -y hitch" in _refused(servers.get("varnish"), https_site)
+
+
+def test_hitch_runs_pinned_in_the_servers_session(https_site):
+    # hitch's TLS work is the server's: its CPU counts as varnish's, on varnish's CPUs.
+    with start(servers.get("varnish"), https_site, ServerProfile("tuned")) as running:
+        programs = {pid: open(f"/proc/{pid}/comm").read().strip() for pid in running.pids()}
+        assert "hitch" in programs.values() and any(
+            p.startswith("varnish") or p == "cache-main" for p in programs.values()
+        )
+        for pid in programs:
+            assert os.sched_getaffinity(pid) == {SERVER_CPU}, f"{programs[pid]} (pid {pid}) is not pinned"
+    assert session_pids(running.pid) == []
 
 
 def test_a_command_gets_the_sites_certificate_files(https_site):
