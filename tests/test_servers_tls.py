@@ -5,6 +5,8 @@ cannot be done, each a one-line error."""
 
 import os
 import re
+import socket
+import ssl
 import subprocess
 import sys
 from dataclasses import replace
@@ -63,10 +65,11 @@ def test_tls_speakers_are_known():
 @pytest.mark.parametrize("name", [name for name in TLS_SERVERS if name not in UNPINNABLE])
 def test_server_serves_https_in_the_pinned_version_and_stops_clean(https_site, certificates, name, profile, version):
     certificate = certificates[KEY_TYPE_OF.get((profile, version), "ecdsa-p256")]
-    _serves_https(name, replace(https_site, tls=SiteTLS.of(certificate, version)), profile)
+    # tuned promises resumption (session caches, tickets): a resumed handshake is checked too.
+    _serves_https(name, replace(https_site, tls=SiteTLS.of(certificate, version)), profile, resumes=profile == "tuned")
 
 
-def _serves_https(name, site, profile):
+def _serves_https(name, site, profile, resumes=False):
     adapter = servers.get(name)
     if not adapter.installed():
         pytest.fail(f"{name} is not installed: {adapter.install_command()}")
@@ -80,9 +83,28 @@ def _serves_https(name, site, profile):
             assert re.search(rf"Complete requests:\s+{requests}\b", report), report
             assert re.search(r"Failed requests:\s+0\b", report), report
             assert re.search(rf"SSL/TLS Protocol:\s+TLSv{site.tls.version or '1.3'}\b", report), report
+        if resumes:
+            assert _resumed_handshakes(site, 3) == 3, f"{name} {profile} did not resume TLS sessions"
         sessions = [running.pid] + ([running.backend.pid] if running.backend else [])
     for sid in sessions:
         assert session_pids(sid) == [], f"{name} left processes behind"
+
+
+def _resumed_handshakes(site, reconnects: int) -> int:
+    """How many of `reconnects` new connections resumed the first one's session (by ticket, or
+    by session id where the server gives no ticket). Each request asks the server to close, so it
+    ends the TLS session cleanly: a session whose connection was cut is dropped by OpenSSL."""
+    context = ssl.create_default_context(cafile=str(site.tls.ca))
+    session, resumed = None, 0
+    for _ in range(reconnects + 1):
+        with socket.create_connection((site.host, site.port), timeout=10) as raw:
+            with context.wrap_socket(raw, server_hostname=site.host, session=session) as tls:
+                tls.sendall(b"GET /index.html HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                while tls.recv(4096):
+                    pass
+                resumed += tls.session_reused
+                session = tls.session
+    return resumed
 
 
 def _reference_speaks_tls() -> bool:
