@@ -215,7 +215,25 @@ def test_a_command_without_certificate_placeholders_cannot_serve_https(https_sit
 
 def test_a_server_without_tls_says_so(https_site):
     speechless = [name for name in servers.names() if not servers.get(name).speaks_tls]
+    assert "mighttpd2" in speechless  # Debian's build has no TLS
     for name in speechless:
-        assert servers.get(name).tls_refusal(https_site.tls)
-    if not speechless:
-        pytest.skip("every adapter speaks TLS")
+        reason = servers.get(name).tls_refusal(https_site.tls)
+        assert reason and "\n" not in reason
+    assert "built without TLS" in servers.get("mighttpd2").tls_refusal()
+    assert "built without TLS" in _refused(servers.get("mighttpd2"), https_site)
+
+
+def test_which_servers_can_serve_https_is_asked_without_a_certificate():
+    can = {name for name in servers.names() if servers.get(name).tls_refusal() is None}
+    assert {"nginx", "apache2-event", "lighttpd", "h2o", "caddy"} <= can
+    assert "mighttpd2" not in can
+
+
+def test_a_config_file_gets_the_certificate_placeholders(https_site, tmp_path):
+    template = tmp_path / "nginx.conf"
+    template.write_text("# {cert} {key} {ca}\n")
+    profile = ServerProfile("tuned", config_file=template)
+    from httpbench.servers.process import render
+
+    tls = https_site.tls
+    assert render(servers.get("nginx"), https_site, profile).files["nginx.conf"] == f"# {tls.cert} {tls.key} {tls.ca}\n"

@@ -166,9 +166,10 @@ class Server(ABC):
         """The command that runs the server in the foreground with the rendered configuration
         (already written into `config_dir`)."""
 
-    def tls_refusal(self, tls: SiteTLS) -> Optional[str]:
-        """None when this server can serve HTTPS as `tls` asks, else one line saying why not and
-        what to do (an adapter whose server needs more for TLS than for HTTP names what is missing)."""
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
+        """None when this server can serve HTTPS as `tls` asks (or at all, without `tls`), else one
+        line saying why not and what to do (an adapter whose server needs more for TLS than for
+        HTTP names what is missing)."""
         if not self.speaks_tls:
             return (
                 f"{self.name} cannot serve HTTPS in httpbench; measure it over http, or choose a server that speaks TLS"

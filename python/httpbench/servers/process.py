@@ -178,15 +178,16 @@ def render(server: Server, site: Site, profile: ServerProfile) -> Config:
 
 
 def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: float = 20.0) -> RunningServer:
-    """Start `server` for `site` and return once it answers HTTP."""
-    if not server.installed():
-        raise ServerFailed(f"{server.name} is not installed; install it with: {server.install_command()}")
-    if not site.docroot.is_dir():
-        raise ServerFailed(f"document root {site.docroot} does not exist; create it or name another")
+    """Start `server` for `site` and return once it answers HTTP (HTTPS when the site has TLS)."""
+    # First: installing a server that cannot serve HTTPS as asked would not help.
     if site.tls is not None:
         refusal = server.tls_refusal(site.tls)
         if refusal is not None:
             raise TLSUnsupported(refusal)
+    if not server.installed():
+        raise ServerFailed(f"{server.name} is not installed; install it with: {server.install_command()}")
+    if not site.docroot.is_dir():
+        raise ServerFailed(f"document root {site.docroot} does not exist; create it or name another")
     if not port_is_free(site.host, site.port):
         raise ServerFailed(f"port {site.port} on {site.host} is in use; choose another port or stop what listens there")
     backend = None

@@ -40,7 +40,7 @@ class CommandServer(Server):
     def version_args(self) -> List[str]:
         return ["--version"]
 
-    def tls_refusal(self, tls: SiteTLS) -> Optional[str]:
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
         if "{cert}" not in self.command_template or "{key}" not in self.command_template:
             return (
                 f"{self.name}'s command has no {{cert}} and {{key}} placeholders, so it cannot be given the "

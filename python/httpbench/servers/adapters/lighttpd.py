@@ -24,7 +24,7 @@ class Lighttpd(Server):
     program = "/usr/sbin/lighttpd"
     speaks_tls = True
 
-    def tls_refusal(self, tls: SiteTLS) -> Optional[str]:
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
         if not Path(OPENSSL_MODULE).is_file():
             return (
                 "lighttpd serves HTTPS with mod_openssl, which is not installed; "

@@ -18,7 +18,7 @@ class Mighttpd2(Server):
     packages = ("mighttpd2",)
     program = "/usr/bin/mighty"
 
-    def tls_refusal(self, tls: SiteTLS) -> Optional[str]:
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
         # Checked on Debian 12's 4.0.2: with Service: 1 and the Tls_* settings, mighty stops at
         # start with "never reach" (src/Server.hs), the branch of a build without its tls flag.
         return (

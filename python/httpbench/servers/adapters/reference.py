@@ -19,8 +19,8 @@ class Reference(Server):
     program = sys.executable
     speaks_tls = True  # rustls, so the client's ceiling can be measured over TLS too
 
-    def tls_refusal(self, tls: SiteTLS) -> Optional[str]:
-        if tls.version is not None:
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
+        if tls is not None and tls.version is not None:
             return (
                 "the reference server speaks TLS 1.3 and 1.2 and cannot be pinned to one; "
                 "leave tls.version unset for it and pin the client's version instead"

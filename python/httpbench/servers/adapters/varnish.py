@@ -37,7 +37,7 @@ class Varnish(Server):
     program = "/usr/sbin/varnishd"
     speaks_tls = True  # through hitch
 
-    def tls_refusal(self, tls: SiteTLS) -> Optional[str]:
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
         if shutil.which(HITCH) is None:
             return (
                 "varnish serves HTTPS through hitch, which is not installed; install it with: apt-get install -y hitch"
