@@ -42,9 +42,15 @@ class ServerProfile:
             raise ValueError(f"profile {self.name!r} is not one of {', '.join(PROFILES)}")
 
 
-class TLSUnsupported(Error):
+class ServerFailed(Error):
+    """A server could not be started, or did not come up; the message is one line saying what
+    went wrong (with the server's own words when it has any) and what to do."""
+
+
+class TLSUnsupported(ServerFailed):
     """HTTPS asked of a server that cannot serve it as asked (the server, its key type or its
-    TLS version, or a missing terminator); the message says why and what to do, in one line."""
+    TLS version, or a missing terminator); the message says why and what to do, in one line.
+    A ServerFailed, so a sweep that meets one records the cell as failed and goes on."""
 
 
 @dataclass(frozen=True)

@@ -24,18 +24,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import List, Optional, Set
 
-from httpbench.errors import Error
 from httpbench.procfs import session_pids
-from httpbench.servers.base import Config, Server, ServerProfile, Site, TLSUnsupported, fill
+from httpbench.servers.base import Config, Server, ServerFailed, ServerProfile, Site, TLSUnsupported, fill
 from httpbench.servers.verify import connection
 
 _PR_SET_PDEATHSIG = 1
 _running: Set["RunningServer"] = set()
-
-
-class ServerFailed(Error):
-    """A server could not be started, or did not come up; the message is one line saying what
-    went wrong (with the server's own words when it has any) and what to do."""
 
 
 def _family(host: str) -> int:
