@@ -45,7 +45,7 @@ def verify(
             body = response.read()
         except ssl.SSLCertVerificationError as e:
             raise VerificationFailed(
-                f"{server_name} presented a certificate the suite's authority did not sign ({e.verify_message})"
+                f"{server_name}'s certificate fails verification against the suite's authority ({e.verify_message})"
             ) from None
         except (OSError, http.client.HTTPException) as e:
             raise VerificationFailed(f"{server_name} did not answer GET {path}: {e}") from None
