@@ -121,6 +121,14 @@ def test_reference_serves_https_unpinned(https_site, profile):
     _serves_https("reference", https_site, profile)
 
 
+@pytest.mark.parametrize("name", ["varnish", "trafficserver"])
+def test_a_cache_serves_https_on_ipv6_loopback(tmp_path, certificate, name):
+    # The front (and hitch) on ::1, the origin too: each names the other in brackets.
+    site = replace(make_site(tmp_path), host="::1", port=servers.free_port("::1"), tls=SiteTLS.of(certificate, "1.3"))
+    with start(servers.get(name), site, ServerProfile("tuned")):
+        verify(site, FILES, name)
+
+
 def test_reference_refuses_a_pinned_version_in_one_line(https_site):
     site = replace(https_site, tls=replace(https_site.tls, version="1.2"))
     assert "pin the client's version instead" in _refused(servers.get("reference"), site)

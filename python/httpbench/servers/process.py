@@ -192,7 +192,8 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
         )
         # The origin gets the profile's name only: directives and a config file are the front's.
         backend = start(origin, backend_site, ServerProfile(profile.name), ready_timeout)
-        site = replace(site, upstream=f"{backend_site.host}:{backend_site.port}")
+        # The authority, so an IPv6 origin is bracketed ("[::1]:port") as varnish and ATS need.
+        site = replace(site, upstream=backend_site.authority)
     try:
         site.run_dir.mkdir(parents=True, exist_ok=True)
         config = render(server, site, profile)
