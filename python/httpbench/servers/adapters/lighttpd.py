@@ -121,7 +121,8 @@ def _tls(site: Site, profile: ServerProfile) -> str:
             "# TLS 1.2 and 1.3 (lighttpd's own minimum is already 1.2): 1.3 wins whenever the client offers it.",
             "# Session tickets stay on, with lighttpd's own hourly key rotation (its docs prefer them).",
             "# lighttpd keeps no session cache unless asked: turn it on so TLS 1.2 clients resuming by",
-            "# session id resume too (one cache per process when server.max-worker is set)",
+            "# session id resume too (one cache per process with server.max-worker: an id resumes only on",
+            "# the process that issued it, where a ticket resumes on any)",
             'server.feature-flags += ( "ssl.session-cache" => "enable" )',
         ]
     return "".join(f"{line}\n" for line in lines)
