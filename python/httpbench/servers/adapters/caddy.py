@@ -78,6 +78,6 @@ def _tls(site: Site, profile: ServerProfile) -> Tuple[str, str]:
     if profile.name == "tuned":
         text += (
             "\t\t# Caddy's defaults already are what its docs recommend for throughput: session tickets\n"
-            "\t\t# (keys rotated every 12 h), 1.3 whenever the client offers it, X25519 first\n"
+            "\t\t# (keys rotated every 12 h), X25519 first, and unpinned, 1.3 whenever the client offers it\n"
         )
     return "https", text + "\t}\n"

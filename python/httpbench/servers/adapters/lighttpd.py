@@ -117,8 +117,9 @@ def _tls(site: Site, profile: ServerProfile) -> str:
             "   # pinned by the site"
         )
     if profile.name == "tuned":
+        if not tls.version:
+            lines.append("# TLS 1.2 and 1.3 (lighttpd's own minimum is 1.2): 1.3 wins whenever the client offers it.")
         lines += [
-            "# TLS 1.2 and 1.3 (lighttpd's own minimum is already 1.2): 1.3 wins whenever the client offers it.",
             "# Session tickets stay on, with lighttpd's own hourly key rotation (its docs prefer them).",
             "# lighttpd keeps no session cache unless asked: turn it on so TLS 1.2 clients resuming by",
             "# session id resume too (one cache per process with server.max-worker: an id resumes only on",

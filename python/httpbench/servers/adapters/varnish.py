@@ -131,8 +131,8 @@ def render_hitch(site: Site, profile: ServerProfile, backend_port: int) -> str:
         lines += [
             f"workers = {site.workers}   # hitch's docs: one worker process per core (the default is one)",
             "backlog = 4096   # as the other tuned servers' listen backlog (default 100)",
-            "# TLS 1.2 and 1.3 are hitch's default. Tickets resume on any worker (their key is made",
-            "# before the workers fork); Debian's build has no shared session cache, so a TLS 1.2",
-            "# session id resumes only on the worker that issued it",
+            "# Tickets resume on any worker (their key is made before the workers fork); Debian's",
+            "# build has no shared session cache, so a TLS 1.2 session id resumes only on the worker",
+            "# that issued it. Unpinned, hitch speaks 1.2 and 1.3 (its default): 1.3 when offered",
         ]
     return "\n".join(lines) + "\n"
