@@ -129,6 +129,22 @@ def test_a_cache_serves_https_on_ipv6_loopback(tmp_path, certificate, name):
         verify(site, FILES, name)
 
 
+def test_a_server_host_starts_https_with_a_certificate_of_its_own():
+    from httpbench.servers.host import ServerHost
+    from httpbench.workload import generated
+
+    host = ServerHost([SERVER_CPU])
+    try:
+        started = host.start(servers.get("nginx"), ServerProfile("tuned"), generated(7), 1, "rsa-2048", "1.2")
+        assert started.url.startswith("https://127.0.0.1:")
+        tls = host.running.site.tls
+        assert started.ca == tls.ca.read_text() and tls.key_type == "rsa-2048"
+        assert tls.cert.is_relative_to(host.base)  # made in the run's own directory, never /etc
+        host.verify()
+    finally:
+        host.stop()
+
+
 def test_reference_refuses_a_pinned_version_in_one_line(https_site):
     site = replace(https_site, tls=replace(https_site.tls, version="1.2"))
     assert "pin the client's version instead" in _refused(servers.get("reference"), site)
