@@ -12,7 +12,7 @@ from typing import Dict, List, Type
 
 from httpbench.errors import Error
 from httpbench.servers import adapters
-from httpbench.servers.base import PROFILES, Config, Server, ServerProfile, Site
+from httpbench.servers.base import PROFILES, TLS_VERSIONS, Config, Server, ServerProfile, Site, SiteTLS, TLSUnsupported
 from httpbench.servers.process import RunningServer, ServerFailed, free_port, start
 from httpbench.servers.verify import VerificationFailed, verify
 
@@ -55,6 +55,9 @@ __all__ = [
     "ServerFailed",
     "ServerProfile",
     "Site",
+    "SiteTLS",
+    "TLS_VERSIONS",
+    "TLSUnsupported",
     "UnknownServer",
     "VerificationFailed",
     "free_port",

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Dict, List, Optional, Tuple
 
+from httpbench.certificates import KEY_TYPES, SiteCertificate
+from httpbench.errors import Error
+
 PROFILES = ("default", "tuned")
+# The TLS versions a site may pin; None leaves the choice to the server (and the client).
+TLS_VERSIONS = ("1.2", "1.3")
 
 
 @dataclass(frozen=True)
@@ -28,12 +33,51 @@ class ServerProfile:
     # Extra configuration lines, added where the adapter says (e.g. nginx's http block).
     directives: Tuple[str, ...] = ()
     # A whole configuration file replacing the rendered one; `{port}`, `{host}`, `{docroot}`,
-    # `{run_dir}`, `{workers}` and `{upstream}` (a fronted origin's host:port) are filled in.
+    # `{run_dir}`, `{workers}`, `{upstream}` (a fronted origin's host:port), and for HTTPS
+    # `{cert}`, `{key}` and `{ca}` are filled in.
     config_file: Optional[Path] = None
 
     def __post_init__(self) -> None:
         if self.name not in PROFILES:
             raise ValueError(f"profile {self.name!r} is not one of {', '.join(PROFILES)}")
+
+
+class ServerFailed(Error):
+    """A server could not be started, or did not come up; the message is one line saying what
+    went wrong (with the server's own words when it has any) and what to do."""
+
+
+class TLSUnsupported(ServerFailed):
+    """HTTPS asked of a server that cannot serve it as asked (the server, its key type or its
+    TLS version, or a missing terminator); the message says why and what to do, in one line.
+    A ServerFailed, so a sweep that meets one records the cell as failed and goes on."""
+
+
+@dataclass(frozen=True)
+class SiteTLS:
+    """HTTPS for a site: the server presents `cert` (with `key`, of `key_type`), signed by the
+    suite's authority `ca`, and speaks only `version` when one is pinned (a plan measuring 1.2
+    against 1.3), else what its profile allows."""
+
+    cert: Path
+    key: Path
+    ca: Path
+    key_type: str = "ecdsa-p256"
+    version: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.version is not None and self.version not in TLS_VERSIONS:
+            raise TLSUnsupported(f"TLS version {self.version!r} is not one of {', '.join(TLS_VERSIONS)}")
+        if self.key_type not in KEY_TYPES:
+            raise TLSUnsupported(f"tls.key = {self.key_type!r} is not a key type; use one of {', '.join(KEY_TYPES)}")
+
+    @classmethod
+    def of(cls, certificate: SiteCertificate, version: Optional[str] = None) -> "SiteTLS":
+        return cls(certificate.cert, certificate.key, certificate.ca, certificate.key_type, version)
+
+    def versions(self) -> Tuple[str, ...]:
+        """The versions the server may speak: the pinned one, else both (1.3 first)."""
+        return (self.version,) if self.version else ("1.3", "1.2")
 
 
 @dataclass(frozen=True)
@@ -48,6 +92,8 @@ class Site:
     cpus: Tuple[int, ...] = ()
     # For a server that fronts another (varnish, trafficserver): the origin's "host:port".
     upstream: Optional[str] = None
+    # HTTPS when set; a fronted origin stays plain HTTP on loopback.
+    tls: Optional[SiteTLS] = None
 
     @property
     def workers(self) -> int:
@@ -64,7 +110,7 @@ class Site:
 
     @property
     def url(self) -> str:
-        return f"http://{self.authority}/"
+        return f"{'https' if self.tls else 'http'}://{self.authority}/"
 
 
 @dataclass
@@ -94,6 +140,8 @@ class Server(ABC):
     packages: ClassVar[Tuple[str, ...]] = ()
     # The program to look for on PATH (or an absolute path) to tell whether it is installed.
     program: ClassVar[str]
+    # Whether the adapter renders HTTPS for a site with `tls`; `tls_refusal` says why not.
+    speaks_tls: ClassVar[bool] = False
 
     def executable(self) -> Optional[str]:
         return shutil.which(self.program) or (self.program if Path(self.program).is_file() else None)
@@ -124,6 +172,16 @@ class Server(ABC):
         """The command that runs the server in the foreground with the rendered configuration
         (already written into `config_dir`)."""
 
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
+        """None when this server can serve HTTPS as `tls` asks (or at all, without `tls`), else one
+        line saying why not and what to do (an adapter whose server needs more for TLS than for
+        HTTP names what is missing)."""
+        if not self.speaks_tls:
+            return (
+                f"{self.name} cannot serve HTTPS in httpbench; measure it over http, or choose a server that speaks TLS"
+            )
+        return None
+
     def backend(self) -> Optional["Server"]:
         """A server this one fronts (a cache in front of an origin), started first on its own
         port; None for a server that serves files itself."""
@@ -143,8 +201,29 @@ def _run_quietly(cmd: List[str]) -> str:
     return (done.stdout or "") + (done.stderr or "")
 
 
+# The name of the file `pinned_openssl_conf` is written to in the run directory.
+OPENSSL_CONF = "openssl.cnf"
+
+
+def pinned_openssl_conf(version: str) -> str:
+    """An OpenSSL configuration (for OPENSSL_CONF) restricting every TLS context the process makes
+    to one version: how a server without a working version setting of its own is pinned."""
+    return f"""# rendered by httpbench: OpenSSL speaks TLS {version} only in this process (OPENSSL_CONF)
+openssl_conf = openssl_init
+[openssl_init]
+ssl_conf = ssl_sect
+[ssl_sect]
+system_default = system_default_sect
+[system_default_sect]
+MinProtocol = TLSv{version}
+MaxProtocol = TLSv{version}
+"""
+
+
 def fill(template: str, site: Site) -> str:
-    """A user's whole config file with the site's values put in."""
+    """A user's whole config file (or command line) with the site's values put in; `{cert}`,
+    `{key}` and `{ca}` are the site's certificate files when it serves HTTPS."""
+    tls = site.tls
     return (
         template.replace("{port}", str(site.port))
         .replace("{host}", site.host)
@@ -152,4 +231,7 @@ def fill(template: str, site: Site) -> str:
         .replace("{run_dir}", str(site.run_dir))
         .replace("{workers}", str(site.workers))
         .replace("{upstream}", site.upstream or "")
+        .replace("{cert}", str(tls.cert) if tls else "")
+        .replace("{key}", str(tls.key) if tls else "")
+        .replace("{ca}", str(tls.ca) if tls else "")
     )

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from httpbench import engine
+from httpbench.certificates import LOOPBACK_NAMES, make_site_certificate
 from httpbench.monitor import Monitor
-from httpbench.servers.base import Server, ServerProfile, Site
+from httpbench.servers.base import Server, ServerProfile, Site, SiteTLS
 from httpbench.servers.process import RunningServer, free_port, start
 from httpbench.servers.verify import verify
 
@@ -28,6 +29,9 @@ class Started:
     url: str
     config_text: str
     version: str
+    # Over HTTPS, the suite's authority (PEM text) that signed the server's certificate: what a
+    # client, here or on another host, verifies the server against.
+    ca: Optional[str] = None
 
 
 # As the address of a ServerHost made as a Dask actor: listen where the worker itself is reached.
@@ -52,22 +56,39 @@ class ServerHost:
         self.files: dict = {}
         self.name = ""
 
-    def start(self, adapter: Server, profile: ServerProfile, workload, cpus: int) -> Started:
+    def start(
+        self,
+        adapter: Server,
+        profile: ServerProfile,
+        workload,
+        cpus: int,
+        tls_key: Optional[str] = None,
+        tls_version: Optional[str] = None,
+    ) -> Started:
+        """Start `adapter` on a fresh document root and run directory; over HTTPS when `tls_key`
+        names a key type, with a certificate made here for this host's address (pinned to
+        `tls_version` if given)."""
         self.stop()
         self.base = Path(tempfile.mkdtemp(prefix=f"httpbench-{adapter.name}-"))
         docroot = self.base / "www"
         docroot.mkdir()
         workload.write(docroot)
         self.files, self.name = workload.file_map(), adapter.name
+        tls = None
+        if tls_key is not None:
+            names = tuple(dict.fromkeys((*LOOPBACK_NAMES, self.address)))
+            tls = SiteTLS.of(make_site_certificate(self.base / "tls", tls_key, names), tls_version)
         site = Site(
             docroot=docroot,
             run_dir=self.base / "run",
             port=free_port(self.address),
             host=self.address,
             cpus=self.cpus[:cpus],
+            tls=tls,
         )
         self.running = start(adapter, site, profile)
-        return Started(site.url, self.running.config.text, adapter.version() or "")
+        ca = tls.ca.read_text() if tls else None
+        return Started(site.url, self.running.config.text, adapter.version() or "", ca)
 
     def verify(self) -> None:
         verify(self.running.site, self.files, self.name)

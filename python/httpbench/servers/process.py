@@ -24,17 +24,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import List, Optional, Set
 
-from httpbench.errors import Error
 from httpbench.procfs import session_pids
-from httpbench.servers.base import Config, Server, ServerProfile, Site, fill
+from httpbench.servers.base import Config, Server, ServerFailed, ServerProfile, Site, TLSUnsupported, fill
+from httpbench.servers.verify import connection
 
 _PR_SET_PDEATHSIG = 1
 _running: Set["RunningServer"] = set()
-
-
-class ServerFailed(Error):
-    """A server could not be started, or did not come up; the message is one line saying what
-    went wrong (with the server's own words when it has any) and what to do."""
 
 
 def _family(host: str) -> int:
@@ -177,7 +172,12 @@ def render(server: Server, site: Site, profile: ServerProfile) -> Config:
 
 
 def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: float = 20.0) -> RunningServer:
-    """Start `server` for `site` and return once it answers HTTP."""
+    """Start `server` for `site` and return once it answers HTTP (HTTPS when the site has TLS)."""
+    # First: installing a server that cannot serve HTTPS as asked would not help.
+    if site.tls is not None:
+        refusal = server.tls_refusal(site.tls)
+        if refusal is not None:
+            raise TLSUnsupported(refusal)
     if not server.installed():
         raise ServerFailed(f"{server.name} is not installed; install it with: {server.install_command()}")
     if not site.docroot.is_dir():
@@ -187,10 +187,13 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
     backend = None
     origin = server.backend()
     if origin is not None:
-        backend_site = replace(site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None)
+        backend_site = replace(
+            site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None, tls=None
+        )
         # The origin gets the profile's name only: directives and a config file are the front's.
         backend = start(origin, backend_site, ServerProfile(profile.name), ready_timeout)
-        site = replace(site, upstream=f"{backend_site.host}:{backend_site.port}")
+        # The authority, so an IPv6 origin is bracketed ("[::1]:port") as varnish and ATS need.
+        site = replace(site, upstream=backend_site.authority)
     try:
         site.run_dir.mkdir(parents=True, exist_ok=True)
         config = render(server, site, profile)
@@ -232,7 +235,8 @@ def _wait_ready(running: RunningServer, timeout: float) -> None:
         if code is not None:
             raise ServerFailed(f"{running.server.name} exited with code {code} at start: {_explain(running)}")
         try:
-            conn = http.client.HTTPConnection(site.host, site.port, timeout=1)
+            # Over TLS, any certificate and version will do here: verify() judges them.
+            conn = connection(site, timeout=1, check_tls=False)
             conn.request("GET", "/")
             conn.getresponse().read()
             conn.close()

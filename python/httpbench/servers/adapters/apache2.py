@@ -74,6 +74,7 @@ class _Apache(Server):
     mpm: ClassVar[str]
     packages = ("apache2",)
     program = "/usr/sbin/apache2"
+    speaks_tls = True  # mod_ssl ships in apache2-bin, loaded from the rendered config
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
         return Config({"apache2.conf": render_conf(site, profile, self.mpm)})
@@ -181,6 +182,7 @@ AccessFileName .htaccess
 LogFormat "%h %l %u %t \\"%r\\" %>s %O \\"%{{Referer}}i\\" \\"%{{User-Agent}}i\\"" combined
 CustomLog "{run}/access.log" combined"""
     extra = "".join(f"{line}\n" for line in profile.directives)
+    tls = _tls(site, profile)
     return f"""# rendered by httpbench for profile {profile.name}, {mpm} MPM
 ServerRoot "{run}"
 DefaultRuntimeDir "{run}"
@@ -193,7 +195,51 @@ Listen {host}:{site.port}
 ServerName localhost
 DocumentRoot "{site.docroot}"
 {modules}{body}
-{extra}"""
+{tls}{extra}"""
+
+
+def _tls(site: Site, profile: ServerProfile) -> str:
+    """mod_ssl for the whole server: the site's certificate, the pinned version if any; default
+    as Debian's ssl.conf has it (a2enmod ssl), tuned as mod_ssl's documentation recommends."""
+    tls = site.tls
+    if tls is None:
+        return ""
+    run = site.run_dir
+    pinned = f"-all +TLSv{tls.version}" if tls.version else None
+    modules = (
+        f"# mod_ssl and the shared-memory session cache it keeps sessions in\n"
+        f"LoadModule socache_shmcb_module {MODULES}/mod_socache_shmcb.so\n"
+        f"LoadModule ssl_module {MODULES}/mod_ssl.so\n"
+    )
+    if profile.name == "tuned":
+        settings = f"""# no 1.0/1.1; 1.3 wins whenever the client offers it (or the site's pinned version only)
+SSLProtocol {pinned or "-all +TLSv1.2 +TLSv1.3"}
+# mod_ssl docs: one session cache in shared memory for every process, so a resumed handshake
+# succeeds whichever child accepts it; an hour outlives a run's rounds (Debian 300 s)
+SSLSessionCache shmcb:{run}/ssl_scache(512000)
+SSLSessionCacheTimeout 3600
+# tickets resume without a cache lookup, and are how TLS 1.3 resumes (Debian turns them off)
+SSLSessionTickets on
+# Mozilla's guide: every suite offered is strong, let the client pick
+SSLHonorCipherOrder off"""
+    else:
+        settings = f"""# Debian's ssl.conf, its session cache in the run directory; a pinned version replaces
+# SSLProtocol
+SSLRandomSeed startup builtin
+SSLRandomSeed startup file:/dev/urandom 512
+SSLRandomSeed connect builtin
+SSLRandomSeed connect file:/dev/urandom 512
+SSLPassPhraseDialog exec:/usr/share/apache2/ask-for-passphrase
+SSLSessionCache shmcb:{run}/ssl_scache(512000)
+SSLSessionCacheTimeout 300
+SSLCipherSuite HIGH:!aNULL
+SSLProtocol {pinned or "all -SSLv3"}
+SSLSessionTickets off"""
+    return f"""{modules}{settings}
+SSLEngine on
+SSLCertificateFile "{tls.cert}"
+SSLCertificateKeyFile "{tls.key}"
+"""
 
 
 def _tuned_mpm(mpm: str, workers: int) -> str:

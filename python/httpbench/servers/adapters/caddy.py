@@ -4,7 +4,7 @@ are extra lines in the site block of the Caddyfile, e.g. `header -Server`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site
 
@@ -14,6 +14,7 @@ class Caddy(Server):
     summary = "Caddy, Go, goroutine per connection"
     packages = ("caddy",)
     program = "/usr/bin/caddy"
+    speaks_tls = True  # with the suite's certificate from files: no ACME, no certificate storage
 
     def version_args(self) -> List[str]:
         return ["version"]
@@ -31,21 +32,23 @@ class Caddy(Server):
         # Caddy writes no access log without a `log` directive, and compresses nothing without
         # `encode`: both profiles serve plain files and log only its own start and stop.
         extra = "".join(f"\t{line}\n" for line in profile.directives)
+        scheme, tls = _tls(site, profile)
         return Config(
             {
                 "Caddyfile": f"""# rendered by httpbench for profile {profile.name}
 {{
-	# no admin endpoint on :2019; plain HTTP, no certificates to fetch or store
+	# no admin endpoint on :2019; no certificates to fetch or store, no redirects: HTTPS, if
+	# any, is the site's own certificate only
 	admin off
 	auto_https off{servers}
 }}
 
 # Debian's Caddyfile: a file server, nothing else
-http://:{site.port} {{
+{scheme}://:{site.port} {{
 	bind {site.host}
 	root * {site.docroot}
 	file_server
-{extra}}}
+{tls}{extra}}}
 """
             }
         )
@@ -62,3 +65,19 @@ http://:{site.port} {{
             # affinity mask, so default is unchanged; said here so the stored setting is explicit.
             env["GOMAXPROCS"] = str(len(site.cpus))
         return env
+
+
+def _tls(site: Site, profile: ServerProfile) -> Tuple[str, str]:
+    """The site address's scheme and its `tls` directive: the site's certificate from files, the
+    pinned version if any."""
+    tls = site.tls
+    if tls is None:
+        return "http", ""
+    versions = tls.versions()
+    text = f"\ttls {tls.cert} {tls.key} {{\n\t\tprotocols tls{min(versions)} tls{max(versions)}\n"
+    if profile.name == "tuned":
+        text += (
+            "\t\t# Caddy's defaults already are what its docs recommend for throughput: session tickets\n"
+            "\t\t# (keys rotated every 12 h), X25519 first, and unpinned, 1.3 whenever the client offers it\n"
+        )
+    return "https", text + "\t}\n"

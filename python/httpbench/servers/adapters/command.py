@@ -3,7 +3,8 @@ OpenLiteSpeed, G-WAN, Cherokee or their own server, which Debian does not packag
 
     CommandServer("/opt/gwan/gwan -d:{run_dir} -p {port}", name="gwan")
 
-`{port}`, `{host}`, `{docroot}`, `{run_dir}` and `{workers}` in the command are filled in. The
+`{port}`, `{host}`, `{docroot}`, `{run_dir}` and `{workers}` in the command are filled in, and for
+HTTPS `{cert}`, `{key}` and `{ca}` (the site's certificate, its key, the suite's authority). The
 filled command line is the rendered configuration (`command.txt`), so what is stored with the
 results is exactly what ran. Discovery skips this class (it sets `name` per instance, not on the
 class), since it cannot be made without a command: plans construct it themselves.
@@ -18,11 +19,12 @@ import subprocess
 from pathlib import Path
 from typing import List, Optional
 
-from httpbench.servers.base import Config, Server, ServerProfile, Site, fill
+from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS, fill
 
 
 class CommandServer(Server):
     summary = "any server, run from a command line"
+    speaks_tls = True  # when its command takes the certificate: see tls_refusal
 
     def __init__(self, command: str, name: str = "command") -> None:
         words = shlex.split(command)
@@ -37,6 +39,14 @@ class CommandServer(Server):
 
     def version_args(self) -> List[str]:
         return ["--version"]
+
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
+        if "{cert}" not in self.command_template or "{key}" not in self.command_template:
+            return (
+                f"{self.name}'s command has no {{cert}} and {{key}} placeholders, so it cannot be given the "
+                "suite's certificate; add them where the server takes its certificate and key files"
+            )
+        return None
 
     def version(self) -> Optional[str]:
         """`PROGRAM --version`'s first line if it answers that at once and cleanly, else

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
-from httpbench.servers.base import Config, Server, ServerProfile, Site
+from httpbench.servers.base import OPENSSL_CONF, Config, Server, ServerProfile, Site, pinned_openssl_conf
 
 
 class H2o(Server):
@@ -15,6 +15,7 @@ class H2o(Server):
     summary = "h2o, event-driven, one process with a thread per core"
     packages = ("h2o",)
     program = "/usr/bin/h2o"
+    speaks_tls = True  # Debian's h2o links OpenSSL 3
 
     def version_args(self) -> List[str]:
         return ["--version"]
@@ -37,13 +38,15 @@ compress: OFF                     # and no gzip on the fly (the default too)"""
             status = "\n      /server-status:\n        status: ON"
         listen = f"""listen:
   host: {site.host}
-  port: {site.port}"""
+  port: {site.port}{_listen_tls(site)}"""
         extra = "".join(f"{line}\n" for line in profile.directives)
+        # h2o 2.2's max-version cannot cap OpenSSL 3 below 1.3: a pinned version is OpenSSL's.
+        pinned = {OPENSSL_CONF: pinned_openssl_conf(site.tls.version)} if site.tls and site.tls.version else {}
         return Config(
             {
                 "h2o.conf": f"""# rendered by httpbench for profile {profile.name}
 {settings}
-{_user()}error-log: {run}/error.log
+{_tls_settings(site, profile)}{_user()}error-log: {run}/error.log
 {log}pid-file: {run}/h2o.pid
 {listen}
 hosts:
@@ -51,12 +54,42 @@ hosts:
     paths:
       /:
         file.dir: {site.docroot}{status}
-{extra}"""
+{extra}""",
+                **pinned,
             }
         )
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
         return [self.executable(), "-c", str(config_dir / "h2o.conf")]
+
+    def environment(self, site: Site) -> Dict[str, str]:
+        return {"OPENSSL_CONF": str(site.run_dir / OPENSSL_CONF)} if site.tls and site.tls.version else {}
+
+
+def _listen_tls(site: Site) -> str:
+    """The listener's `ssl` block: the site's certificate, the pinned version if any."""
+    tls = site.tls
+    if tls is None:
+        return ""
+    text = f"""
+  ssl:
+    certificate-file: {tls.cert}
+    key-file: {tls.key}"""
+    return text
+
+
+def _tls_settings(site: Site, profile: ServerProfile) -> str:
+    if site.tls is None or profile.name != "tuned":
+        return ""
+    # h2o's defaults already are what its docs recommend on one host: resumption by session id
+    # and by ticket, 1.3 whenever the client offers it. Said, so the stored config shows it.
+    # (Debian builds it without neverbleed, the key-isolating process that costs an IPC per full
+    # handshake, so there is nothing to turn off there.)
+    return """ssl-session-resumption:
+  mode: all                       # session ids and tickets both (the default)
+  cache-store: internal           # one cache in the process, shared by its threads (the default)
+  lifetime: 3600                  # sessions outlive a run's rounds (the default)
+"""
 
 
 def _user() -> str:

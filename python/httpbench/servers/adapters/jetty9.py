@@ -1,6 +1,9 @@
 """Jetty 9.4, from Debian's jetty9, run from start.jar with a private jetty.base in the run
 directory: Debian's start.ini and the document root deployed as a web application, served by
-Jetty's DefaultServlet as Debian serves its own root webapp."""
+Jetty's DefaultServlet as Debian serves its own root webapp.
+
+HTTPS: Jetty's ssl and https modules in place of http, the site's certificate and key converted
+to the PKCS#12 keystore Jetty 9.4 reads (it reads no PEM), made in the run directory at start."""
 
 from __future__ import annotations
 
@@ -9,9 +12,14 @@ import zipfile
 from pathlib import Path
 from typing import List, Optional
 
-from httpbench.servers.base import Config, Server, ServerProfile, Site, _run_quietly
+from httpbench.certificates import write_private
+from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS, _run_quietly
 
 HOME = Path("/usr/share/jetty9")
+KEYSTORE = "keystore.p12"
+PINNED_VERSION_XML = "etc/tls-version.xml"
+# The keystore holds the suite's throwaway key; Jetty insists on a password for it.
+KEYSTORE_PASSWORD = "httpbench"
 
 
 class Jetty9(Server):
@@ -19,6 +27,7 @@ class Jetty9(Server):
     summary = "Jetty 9.4 on the JVM, NIO selectors and a thread pool, static files by DefaultServlet"
     packages = ("jetty9",)
     program = str(HOME / "start.jar")
+    speaks_tls = True  # the JDK's TLS (JSSE), with Jetty's ssl module
 
     def installed(self) -> bool:
         return super().installed() and shutil.which("java") is not None
@@ -46,15 +55,18 @@ class Jetty9(Server):
         return f"jetty {jetty}" + (f" on {java[0]}" if java else "")
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
-        return Config(
-            {
-                "base/start.ini": render_start_ini(site, profile),
-                "base/webapps/root.xml": render_context(site),
-                "jvm.args": render_jvm_args(site, profile),
-            }
-        )
+        files = {
+            "base/start.ini": render_start_ini(site, profile),
+            "base/webapps/root.xml": render_context(site),
+            "jvm.args": render_jvm_args(site, profile),
+        }
+        if site.tls is not None and site.tls.version:
+            files[f"base/{PINNED_VERSION_XML}"] = render_pinned_version(site.tls.version)
+        return Config(files)
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
+        if site.tls is not None:
+            write_keystore(site.tls, config_dir / KEYSTORE)
         # JVM options come from an argument file rather than start.ini's --exec, which would fork
         # a second JVM and leave the first one idling beside the server.
         return [
@@ -67,16 +79,30 @@ class Jetty9(Server):
         ]
 
 
+def write_keystore(tls: SiteTLS, path: Path) -> None:
+    """The site's key and certificate as a PKCS#12 keystore, readable by its owner only."""
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, load_pem_private_key, pkcs12
+    from cryptography.x509 import load_pem_x509_certificate
+
+    key = load_pem_private_key(tls.key.read_bytes(), None)
+    cert = load_pem_x509_certificate(tls.cert.read_bytes())
+    encryption = BestAvailableEncryption(KEYSTORE_PASSWORD.encode())
+    write_private(path, pkcs12.serialize_key_and_certificates(b"server", key, cert, None, encryption))
+
+
 def render_start_ini(site: Site, profile: ServerProfile) -> str:
+    # Over HTTPS the ssl connector takes the http one's place, and its properties' prefix.
+    connector = "ssl" if site.tls else "http"
+    modules = "ssl,https" if site.tls else "http"
     if profile.name == "tuned":
         threads = max(16, 8 * site.workers)
         settings = f"""# Static files need none of Debian's jsp, jstl, websocket, ext, resources modules.
 # No requestlog module: no request log (Debian enables none either).
---module=deploy,http
+--module=deploy,{modules}
 # the 2016 write-up's keep-alive of 60 s.
-jetty.http.idleTimeout=60000
+jetty.{connector}.idleTimeout=60000
 # The listen backlog (0, the default, means the JDK's 50).
-jetty.http.acceptQueueSize=4096
+jetty.{connector}.acceptQueueSize=4096
 # A fixed pool: no threads made or retired during a run; small, because serving a cached file
 # never blocks, so more runnable threads than cores would only add context switches.
 jetty.threadPool.minThreads={threads}
@@ -86,9 +112,9 @@ jetty.threadPool.idleTimeout=60000
 jetty.deploy.scanInterval=0
 """
     else:
-        settings = """# Debian's /etc/jetty9/start.ini
---module=deploy,http,jsp,jstl,websocket,ext,resources
-jetty.http.idleTimeout=30000
+        settings = f"""# Debian's /etc/jetty9/start.ini
+--module=deploy,{modules},jsp,jstl,websocket,ext,resources
+jetty.{connector}.idleTimeout=30000
 jetty.threadPool.minThreads=10
 jetty.threadPool.maxThreads=200
 jetty.threadPool.idleTimeout=60000
@@ -96,9 +122,44 @@ jetty.threadPool.idleTimeout=60000
     # start.ini has whole-line comments only; later lines win, so directives (properties, --module=...) go last.
     extra = "".join(f"{line}\n" for line in profile.directives)
     return f"""# rendered by httpbench for profile {profile.name}
-jetty.http.host={site.host}
-jetty.http.port={site.port}
-{settings}{extra}"""
+jetty.{connector}.host={site.host}
+jetty.{connector}.port={site.port}
+{settings}{_tls(site, profile)}{extra}"""
+
+
+def _tls(site: Site, profile: ServerProfile) -> str:
+    """The ssl module's keystore (made by write_keystore), and a pinned version as an XML file of
+    its own (Jetty 9.4 has no property for it)."""
+    if site.tls is None:
+        return ""
+    keystore = site.run_dir / KEYSTORE
+    text = f"""# the site's certificate, as the PKCS#12 keystore httpbench writes at start
+jetty.sslContext.keyStoreType=PKCS12
+jetty.sslContext.keyStoreAbsolutePath={keystore}
+jetty.sslContext.keyStorePassword={KEYSTORE_PASSWORD}
+jetty.sslContext.keyManagerPassword={KEYSTORE_PASSWORD}
+# no client certificates are asked for, but Jetty opens a trust store all the same
+jetty.sslContext.trustStoreType=PKCS12
+jetty.sslContext.trustStoreAbsolutePath={keystore}
+jetty.sslContext.trustStorePassword={KEYSTORE_PASSWORD}
+"""
+    if site.tls.version:
+        text += f"# pinned by the site: TLS {site.tls.version} only\n{PINNED_VERSION_XML}\n"
+    if profile.name == "tuned":
+        text += """# The JDK's session cache (20,480 sessions for 24 h) and its TLS 1.3 tickets already outlast
+# any run, and 1.3 wins whenever the client offers it: nothing to change for throughput.
+"""
+    return text
+
+
+def render_pinned_version(version: str) -> str:
+    return f"""<?xml version="1.0"?>
+<!DOCTYPE Configure PUBLIC "-//Jetty//Configure//EN" "https://jetty.org/configure_9_3.dtd">
+<!-- The ssl module's context factory (jetty-ssl-context.xml), held to the site's pinned version. -->
+<Configure id="sslContextFactory" class="org.eclipse.jetty.util.ssl.SslContextFactory$Server">
+  <Set name="IncludeProtocols"><Array type="String"><Item>TLSv{version}</Item></Array></Set>
+</Configure>
+"""
 
 
 def render_context(site: Site) -> str:
@@ -117,6 +178,7 @@ def render_jvm_args(site: Site, profile: ServerProfile) -> str:
 -Djava.awt.headless=true          # Debian's JAVA_OPTS
 "-Djava.io.tmpdir={site.run_dir}"   # start.jar's and the webapp's temporary files stay in the run directory
 """
+
     if profile.name == "tuned":
         text += f"""-XX:ActiveProcessorCount={site.workers}   # GC, JIT and Jetty's selectors sized to the cores given
 -XX:+UseParallelGC                # the throughput collector, at any core count (alone, the JVM picks Serial)

@@ -10,16 +10,27 @@ apache, lighttpd accepts running as root, so no other arrangement is needed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
-from httpbench.servers.base import Config, Server, ServerProfile, Site
+from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
+
+OPENSSL_MODULE = "/usr/lib/lighttpd/mod_openssl.so"
 
 
 class Lighttpd(Server):
     name = "lighttpd"
     summary = "lighttpd, one event-driven process (or N with server.max-worker)"
-    packages = ("lighttpd",)
+    packages = ("lighttpd", "lighttpd-mod-openssl")
     program = "/usr/sbin/lighttpd"
+    speaks_tls = True
+
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
+        if not Path(OPENSSL_MODULE).is_file():
+            return (
+                "lighttpd serves HTTPS with mod_openssl, which is not installed; "
+                "install it with: apt-get install -y lighttpd-mod-openssl"
+            )
+        return None
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
         return Config({"lighttpd.conf": render_conf(site, profile)})
@@ -74,6 +85,7 @@ static-file.exclude-extensions = ( ".php", ".pl", ".fcgi" )
 alias.url += ( "/javascript" => "/usr/share/javascript" )
 server.modules += ( "mod_dirlisting", "mod_staticfile" )"""
     host = site.address
+    tls = _tls(site, profile)
     # Added last; to change a setting made above, use := (lighttpd refuses a second =).
     extra = "".join(f"{line}\n" for line in profile.directives)
     return f"""# rendered by httpbench for profile {profile.name}
@@ -85,4 +97,33 @@ server.bind = "{host}"
 server.port = {site.port}
 include_shell "/usr/share/lighttpd/create-mime.conf.pl"
 {body}
-{extra}"""
+{tls}{extra}"""
+
+
+def _tls(site: Site, profile: ServerProfile) -> str:
+    """mod_openssl on the one listener: the site's certificate, the pinned version if any."""
+    tls = site.tls
+    if tls is None:
+        return ""
+    lines = [
+        'server.modules += ( "mod_openssl" )',
+        'ssl.engine = "enable"',
+        f'ssl.pemfile = "{tls.cert}"',
+        f'ssl.privkey = "{tls.key}"',
+    ]
+    if tls.version:
+        lines.append(
+            f'ssl.openssl.ssl-conf-cmd = ( "MinProtocol" => "TLSv{tls.version}", "MaxProtocol" => "TLSv{tls.version}" )'
+            "   # pinned by the site"
+        )
+    if profile.name == "tuned":
+        if not tls.version:
+            lines.append("# TLS 1.2 and 1.3 (lighttpd's own minimum is 1.2): 1.3 wins whenever the client offers it.")
+        lines += [
+            "# Session tickets stay on, with lighttpd's own hourly key rotation (its docs prefer them).",
+            "# lighttpd keeps no session cache unless asked: turn it on so TLS 1.2 clients resuming by",
+            "# session id resume too (one cache per process with server.max-worker: an id resumes only on",
+            "# the process that issued it, where a ticket resumes on any)",
+            'server.feature-flags += ( "ssl.session-cache" => "enable" )',
+        ]
+    return "".join(f"{line}\n" for line in lines)

@@ -17,6 +17,7 @@ class Node(Server):
     summary = "Node.js http module, files held in memory; tuned: one cluster worker per core"
     packages = ("nodejs",)
     program = "node"
+    speaks_tls = True  # the https module
 
     def version_args(self) -> List[str]:
         return ["--version"]
@@ -33,7 +34,7 @@ class Node(Server):
 
 
 def render_json(site: Site, profile: ServerProfile) -> str:
-    """node_static.js's settings. `server` holds http.Server properties; directives add to it as
+    """node_static.js's settings. `server` holds http(s).Server properties; directives add to it as
     `NAME=VALUE` (or `NAME VALUE`), e.g. `headersTimeout=10000`."""
     settings = {"host": site.host, "port": site.port, "root": str(site.docroot), "workers": 1, "server": {}}
     if profile.name == "tuned":
@@ -42,6 +43,16 @@ def render_json(site: Site, profile: ServerProfile) -> str:
         settings["backlog"] = 4096  # as nginx's tuned backlog (Node's: 511)
         # Not maxRequestsPerSocket=1024 (the 2016 write-up's other keep-alive setting): past it Node answers 503
         # to requests already sent on the connection, an error the load would count.
+    tls = site.tls
+    if tls is not None:
+        # Node's own defaults otherwise: TLS 1.2 to 1.3, tickets on, no session-id cache.
+        settings["tls"] = {"cert": str(tls.cert), "key": str(tls.key)}
+        if tls.version:
+            settings["tls"]["minVersion"] = settings["tls"]["maxVersion"] = f"TLSv{tls.version}"  # pinned
+        if profile.name == "tuned":
+            # Node's docs: cluster workers must share the ticket key, or a ticket resumes only on the
+            # worker that issued it; sessions outlive a run's rounds (Node's default: 300 s).
+            settings["tls"].update(shareTicketKeys=True, sessionTimeout=3600)
     for directive in profile.directives:
         name, _, value = directive.replace("=", " ", 1).partition(" ")
         value = value.strip()

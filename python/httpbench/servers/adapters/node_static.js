@@ -7,10 +7,14 @@
 //
 // --workers N > 1 runs N processes with the cluster module; --set NAME=VALUE sets a property of
 // the http.Server (keepAliveTimeout, maxRequestsPerSocket, ...), VALUE read as JSON if it parses.
+// HTTPS with the config's "tls" object: {cert, key (PEM files), minVersion, maxVersion,
+// sessionTimeout (s), shareTicketKeys (one ticket key for every cluster worker)}.
 'use strict';
 const cluster = require('cluster');
+const crypto = require('crypto');
 const fs = require('fs');
 const http = require('http');
+const https = require('https');
 const path = require('path');
 
 const TYPES = {
@@ -62,9 +66,21 @@ function load(root) {
 
 const NOT_FOUND = Buffer.from('not found\n');
 
+// Set by the primary for its workers when they share one session ticket key.
+const TICKET_KEYS = 'NODE_STATIC_TICKET_KEYS';
+
+function createServer(opts, handler) {
+  if (!opts.tls) return http.createServer(handler);
+  const tls = opts.tls;
+  const options = { cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) };
+  for (const name of ['minVersion', 'maxVersion', 'sessionTimeout']) if (tls[name] !== undefined) options[name] = tls[name];
+  if (process.env[TICKET_KEYS]) options.ticketKeys = Buffer.from(process.env[TICKET_KEYS], 'hex');
+  return https.createServer(options, handler);
+}
+
 function serve(opts) {
   const files = load(opts.root);
-  const server = http.createServer((req, res) => {
+  const server = createServer(opts, (req, res) => {
     const q = req.url.indexOf('?');
     let name = q < 0 ? req.url : req.url.slice(0, q);
     try { name = decodeURIComponent(name); } catch (e) { name = ''; }
@@ -79,7 +95,7 @@ function serve(opts) {
     res.end(req.method === 'HEAD' ? undefined : file.body);
   });
   for (const [name, value] of Object.entries(opts.server)) {
-    if (!(name in server)) throw new Error(`http.Server has no setting ${name}`);
+    if (!(name in server)) throw new Error(`${opts.tls ? 'https' : 'http'}.Server has no setting ${name}`);
     server[name] = value;
   }
   // Node's default backlog is 511: past it a connection storm's SYNs are dropped and retried
@@ -94,7 +110,9 @@ if (opts.workers > 1 && cluster.isPrimary) {
   // Workers accept on the shared socket themselves (SCHED_NONE): with the default round-robin the
   // primary accepts every connection and hands it over, one more hop on the measured path.
   cluster.schedulingPolicy = cluster.SCHED_NONE;
-  for (let i = 0; i < opts.workers; i++) cluster.fork();
+  // Each worker would make its own ticket key, and a ticket from one could not resume on another.
+  const env = opts.tls && opts.tls.shareTicketKeys ? { [TICKET_KEYS]: crypto.randomBytes(48).toString('hex') } : {};
+  for (let i = 0; i < opts.workers; i++) cluster.fork(env);
   // A worker that dies is a failed run, not something to hide by restarting it.
   cluster.on('exit', (worker, code) => { console.error(`worker ${worker.process.pid} exited (${code})`); process.exit(1); });
   // Signal the workers directly: worker.kill() first waits for a graceful disconnect.

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from httpbench.servers.adapters.nginx import Nginx
-from httpbench.servers.base import Config, Server, ServerProfile, Site
+from httpbench.servers.base import TLS_VERSIONS, Config, Server, ServerProfile, Site
 
 ETC = Path("/etc/trafficserver")
 
@@ -22,6 +22,7 @@ class TrafficServer(Server):
     summary = "Apache Traffic Server, event threads, caching in front of nginx"
     packages = ("trafficserver", "nginx-light")
     program = "/usr/bin/traffic_server"
+    speaks_tls = True  # ssl_multicert.config, OpenSSL 3
 
     def version_args(self) -> List[str]:
         return ["-V"]
@@ -40,6 +41,9 @@ class TrafficServer(Server):
         }
         if profile.name == "default":
             files["logging.yaml"] = LOGGING
+        if site.tls is not None:
+            # Every address gets the site's certificate.
+            files["ssl_multicert.config"] = f"dest_ip=* ssl_cert_name={site.tls.cert} ssl_key_name={site.tls.key}\n"
         return Config(files)
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
@@ -69,9 +73,10 @@ def _layout(run: Path) -> Dict[str, str]:
 def records(site: Site, profile: ServerProfile) -> str:
     ip = site.address
     family = ":ipv6" if ":" in site.host else ""
+    ssl = ":ssl" if site.tls else ""
     lines = [
         f"# rendered by httpbench for profile {profile.name}",
-        f"CONFIG proxy.config.http.server_ports STRING {site.port}{family}:ip-in={ip}",
+        f"CONFIG proxy.config.http.server_ports STRING {site.port}{ssl}{family}:ip-in={ip}",
         f"CONFIG proxy.config.body_factory.template_sets_dir STRING {ETC / 'body_factory'}",
         "# #-1: stay the suite's user (Debian switches to trafficserver, who cannot enter the run dir)",
         "CONFIG proxy.config.admin.user_id STRING #-1",
@@ -126,8 +131,35 @@ def records(site: Site, profile: ServerProfile) -> str:
             "CONFIG proxy.config.net.connections_throttle INT 30000",
             "CONFIG proxy.config.log.logging_enabled INT 3",
         ]
+    lines += _tls(site, profile)
     lines += list(profile.directives)
     return "\n".join(lines) + "\n"
+
+
+def _tls(site: Site, profile: ServerProfile) -> List[str]:
+    """records.config's TLS lines: the pinned version if any, and in tuned what ATS's docs
+    recommend for throughput. The certificate itself is in ssl_multicert.config."""
+    tls = site.tls
+    if tls is None:
+        return []
+    lines = []
+    if tls.version:
+        lines += ["# pinned by the site"] + [
+            f"CONFIG proxy.config.ssl.TLSv{v.replace('.', '_')} INT {int(v == tls.version)}" for v in TLS_VERSIONS
+        ]
+    if profile.name == "tuned":
+        lines += [
+            "# ATS's own session cache (the default, said): resumption by session id across all its",
+            "# threads; an hour outlives a run's rounds (default 300 s)",
+            "CONFIG proxy.config.ssl.session_cache INT 2",
+            "CONFIG proxy.config.ssl.session_cache.timeout INT 3600",
+            "# tickets: 1.3 resumption and stateless 1.2 resumption (the default, said)",
+            "CONFIG proxy.config.ssl.server.session_ticket.enable INT 1",
+            "# ATS docs: dynamic record sizes, small records first, so a small response is readable",
+            "# as soon as it arrives (as nginx's ssl_buffer_size 4k); default 0, always 16 KB",
+            "CONFIG proxy.config.ssl.max_record_size INT -1",
+        ]
+    return lines
 
 
 # Debian's rules for loopback, the only address served here: any method.

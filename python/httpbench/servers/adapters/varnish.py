@@ -5,25 +5,44 @@ Varnish without VCL is configured entirely by its command line, so the rendered 
 is that command line, one argument per line with comments (`varnishd.args`); the command is read
 back from it, and the stored config says exactly how varnishd ran. Profile directives are extra
 varnishd arguments, e.g. `-p thread_pool_max=1000`.
+
+HTTPS is hitch's, Varnish's own recommended TLS terminator (Varnish speaks no TLS): hitch listens
+on the site's port and hands each connection, with a PROXY v2 header as Varnish's docs set it up,
+to varnishd on a private loopback port. Both run in one session, hitch its leader, so they are
+pinned, watched and stopped as one server; hitch's config (`hitch.conf`) is rendered beside
+varnishd's arguments, never /etc/hitch or the system service.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 from httpbench.servers.adapters.nginx import Nginx
-from httpbench.servers.base import Config, Server, ServerProfile, Site
+from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
+from httpbench.servers.process import free_port
 
 ARGS = "varnishd.args"
+HITCH = "/usr/sbin/hitch"
+HITCH_CONF = "hitch.conf"
 
 
 class Varnish(Server):
     name = "varnish"
     summary = "Varnish Cache, malloc storage, in front of nginx"
-    packages = ("varnish", "nginx-light")
+    packages = ("varnish", "nginx-light", "hitch")
     program = "/usr/sbin/varnishd"
+    speaks_tls = True  # through hitch
+
+    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
+        if shutil.which(HITCH) is None:
+            return (
+                "varnish serves HTTPS through hitch, which is not installed; install it with: apt-get install -y hitch"
+            )
+        return None
 
     def version_args(self) -> List[str]:
         return ["-V"]
@@ -32,7 +51,14 @@ class Varnish(Server):
         return Nginx()
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
-        listen = site.authority
+        files = {}
+        if site.tls is None:
+            listen = site.authority
+        else:
+            # hitch takes the site's port; varnishd listens where only hitch connects.
+            inner = free_port(site.host)
+            listen = f"{site.address}:{inner},PROXY"
+            files[HITCH_CONF] = render_hitch(site, profile, inner)
         lines = [
             f"# rendered by httpbench for profile {profile.name}",
             f"-a {listen}",
@@ -63,12 +89,50 @@ class Varnish(Server):
                 "-p listen_depth=4096",
             ]
         lines += list(profile.directives)
-        return Config({ARGS: "\n".join(lines) + "\n"})
+        return Config({ARGS: "\n".join(lines) + "\n", **files})
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
-        return [self.executable(), "-F", *read_args(config_dir / ARGS)]
+        varnishd = [self.executable(), "-F", *read_args(config_dir / ARGS)]
+        if site.tls is None:
+            return varnishd
+        # One session for both: the shell starts varnishd and becomes hitch, so hitch (whose
+        # configuration errors are the likelier) is the leader whose exit says the server failed.
+        hitch = [HITCH, f"--config={config_dir / HITCH_CONF}"]
+        return ["/bin/sh", "-c", f"{shlex.join(varnishd)} & exec {shlex.join(hitch)}"]
 
 
 def read_args(path: Path) -> List[str]:
     """The arguments in an args file: shell words, `#` starting a comment."""
     return shlex.split(path.read_text(), comments=True)
+
+
+def render_hitch(site: Site, profile: ServerProfile, backend_port: int) -> str:
+    """hitch.conf: the site's certificate on the site's port, varnishd behind it over PROXY v2."""
+    tls = site.tls
+    lines = [
+        f"# rendered by httpbench for profile {profile.name}: hitch in front of varnishd",
+        f'frontend = "[{site.host}]:{site.port}"',
+        f'backend = "[{site.host}]:{backend_port}"',
+        f'pem-file = {{ cert = "{tls.cert}" private-key = "{tls.key}" }}',
+        "# Varnish's docs: hitch passes the client's address to varnishd as a PROXY v2 header",
+        "write-proxy-v2 = on",
+        "daemon = off",
+        "# no OCSP fetching (the suite's certificate names no responder) and nothing under /var/lib",
+        f'ocsp-dir = "{site.run_dir}"',
+    ]
+    if os.geteuid() == 0:
+        lines += [
+            "# hitch refuses to run its workers as root: Debian's package user, once the key is read",
+            'user = "_hitch"',
+        ]
+    if tls.version:
+        lines.append(f"tls-protos = TLSv{tls.version}   # pinned by the site")
+    if profile.name == "tuned":
+        lines += [
+            f"workers = {site.workers}   # hitch's docs: one worker process per core (the default is one)",
+            "backlog = 4096   # as the other tuned servers' listen backlog (default 100)",
+            "# Tickets resume on any worker (their key is made before the workers fork); Debian's",
+            "# build has no shared session cache, so a TLS 1.2 session id resumes only on the worker",
+            "# that issued it. Unpinned, hitch speaks 1.2 and 1.3 (its default): 1.3 when offered",
+        ]
+    return "\n".join(lines) + "\n"
