@@ -68,7 +68,7 @@ fn pem_error(what: &str, path: &Path, e: rustls::pki_types::pem::Error) -> Strin
 
 /// The server's TLS configuration: TLS 1.3 and 1.2, ALPN `http/1.1`, and resumption both ways
 /// (stateless tickets for TLS 1.3 and 1.2, a session cache for TLS 1.2 session IDs).
-pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
     let (chain, key_der) = identity(cert, key)?;
     let mut config = ServerConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
         .with_protocol_versions(rustls::ALL_VERSIONS)
@@ -92,7 +92,7 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, Strin
 
 /// A connection's socket as rustls writes to it: `send`/`sendmsg` with MSG_NOSIGNAL, so a peer
 /// gone away is an error to handle, not a SIGPIPE; the records queued go out in one `sendmsg`.
-pub struct Socket(pub RawFd);
+pub(crate) struct Socket(pub(crate) RawFd);
 
 impl Write for Socket {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -122,7 +122,7 @@ impl Write for Socket {
 /// The ciphertext of one read handed to `conn`; `plaintext` is called with each run of decrypted
 /// bytes, in order, through `scratch`. Ok(true): the peer has sent close_notify. An error ends the connection; rustls' alert saying
 /// why has been sent if the socket took it.
-pub fn receive(
+pub(crate) fn receive(
     conn: &mut rustls::ServerConnection,
     fd: RawFd,
     mut ciphertext: &[u8],
