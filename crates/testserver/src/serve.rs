@@ -124,22 +124,26 @@ impl Freeze {
 pub fn serve(stream: TcpStream, cfg: &Config) {
     // Responses are small single writes; Nagle would only add delay.
     let _ = stream.set_nodelay(true);
-    match (cfg.mode, &cfg.tls) {
-        (Mode::TlsAlert, _) => return tls::answer_hello_and_close(stream, &tls::HANDSHAKE_FAILURE),
-        (Mode::TlsGarbage, _) => return tls::answer_hello_and_close(stream, tls::GARBAGE),
-        (Mode::TlsShortBody, Some(config)) => {
-            let mut out = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
-            out.extend_from_slice(&[b'x'; 50]);
-            return tls::answer_then_close_without_notify(stream, config, &out);
-        }
-        (Mode::TlsNoCloseNotify, Some(config)) => {
-            let mut out = Vec::new();
-            let _ = write!(
-                out,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                cfg.body.len()
-            );
-            out.extend_from_slice(&cfg.body);
+    match cfg.mode {
+        Mode::TlsAlert => return tls::answer_hello_and_close(stream, &tls::HANDSHAKE_FAILURE),
+        Mode::TlsGarbage => return tls::answer_hello_and_close(stream, tls::GARBAGE),
+        Mode::TlsShortBody | Mode::TlsNoCloseNotify => {
+            // `options` refuses these modes without a certificate.
+            let Some(config) = &cfg.tls else {
+                return;
+            };
+            let out = if cfg.mode == Mode::TlsShortBody {
+                short_body()
+            } else {
+                let mut out = Vec::new();
+                let get = Request {
+                    is_head: false,
+                    http10: false,
+                    keep_alive: false,
+                };
+                write_response(&mut out, 200, &cfg.body, false, &get, true);
+                out
+            };
             return tls::answer_then_close_without_notify(stream, config, &out);
         }
         _ => {}
@@ -166,9 +170,7 @@ pub fn serve(stream: TcpStream, cfg: &Config) {
         }
         Mode::ShortBody => {
             if next(&mut conn).is_some() {
-                let mut out = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
-                out.extend_from_slice(&[b'x'; 50]);
-                answer_and_close(conn, &out);
+                answer_and_close(conn, &short_body());
             }
         }
         Mode::Garbage => {
@@ -178,6 +180,13 @@ pub fn serve(stream: TcpStream, cfg: &Config) {
         }
         _ => keep_alive_loop(conn, cfg),
     }
+}
+
+/// `short-body`'s answer: Content-Length: 100 with only 50 bytes of body.
+fn short_body() -> Vec<u8> {
+    let mut out = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
+    out.extend_from_slice(&[b'x'; 50]);
+    out
 }
 
 /// The modes that answer every request with a well-formed response.
