@@ -76,7 +76,11 @@ type Tls = StreamOwned<ClientConnection, TcpStream>;
 fn connect_tls(s: &Running, config: &Arc<ClientConfig>) -> Tls {
     let name = ServerName::try_from("localhost").unwrap();
     let conn = ClientConnection::new(Arc::clone(config), name).unwrap();
-    StreamOwned::new(conn, connect(s))
+    let sock = connect(s);
+    // rustls writes a flight in several writes: without this, Nagle holds the last back for the
+    // server's delayed ACK, tens of ms per handshake.
+    sock.set_nodelay(true).unwrap();
+    StreamOwned::new(conn, sock)
 }
 
 /// One GET of /index.html on `c`, checked.
@@ -163,6 +167,32 @@ fn resumed_handshakes_resume_by_tickets_and_by_session_ids() {
             "{version:?} {tls12:?}"
         );
     }
+}
+
+#[test]
+fn more_tls_1_2_session_ids_are_kept_than_rustls_keeps_by_default() {
+    let id = identity(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let s = start_tls(10, &id);
+    // A client keeps one TLS 1.2 session per server name: one client each, more than the 256
+    // sessions rustls' default server cache would keep, all connecting before any reconnects.
+    let clients: Vec<_> = (0..300)
+        .map(|_| {
+            let resumption = Resumption::default().tls12_resumption(Tls12Resumption::SessionIdOnly);
+            client(&id, &rustls::version::TLS12, resumption)
+        })
+        .collect();
+    for config in &clients {
+        get_index(&mut connect_tls(&s, config));
+    }
+    let resumed = clients
+        .iter()
+        .filter(|config| {
+            let mut c = connect_tls(&s, config);
+            get_index(&mut c);
+            c.conn.handshake_kind() == Some(HandshakeKind::Resumed)
+        })
+        .count();
+    assert_eq!(resumed, clients.len());
 }
 
 #[test]
