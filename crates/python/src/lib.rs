@@ -77,17 +77,30 @@ fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
 /// Serve `root` with the suite's reference server (`httpbench-reference`) until a Python signal
 /// handler raises (Ctrl-C; SIGTERM once Python handles it): the exception ends the serving, which
 /// closes the sockets, and propagates. `threads` 0 means one event loop per CPU of the affinity
-/// mask.
+/// mask. With `tls_cert` and `tls_key` (PEM files, both or neither) it serves HTTPS.
 #[pyfunction]
+#[pyo3(signature = (root, host, port, threads, tls_cert=None, tls_key=None))]
 fn serve_reference(
     py: Python<'_>,
     root: std::path::PathBuf,
     host: &str,
     port: u16,
     threads: usize,
+    tls_cert: Option<std::path::PathBuf>,
+    tls_key: Option<std::path::PathBuf>,
 ) -> PyResult<()> {
-    let server = httpbench_reference::Server::bind(&root, host, port, threads)
-        .map_err(EngineError::new_err)?;
+    let server = httpbench_reference::Server::bind(&root, host, port, threads).and_then(|server| {
+        match (tls_cert, tls_key) {
+            (Some(cert), Some(key)) => server.with_tls(&cert, &key),
+            (None, None) => Ok(server),
+            _ => Err(
+                "a TLS certificate needs its key and a key its certificate: give both, \
+                      or neither for HTTP"
+                    .into(),
+            ),
+        }
+    });
+    let server = server.map_err(EngineError::new_err)?;
     eprintln!("{}", server.banner(&root));
     let stop = Arc::new(AtomicBool::new(false));
     let serving = {

@@ -9,23 +9,30 @@
 //! edge-triggered, but a short read is taken to mean drained (no extra `recv` to hear EAGAIN), and
 //! all the answers to pipelined requests that arrived together go out in one `sendmsg`, as slices
 //! of the prebuilt responses.
+//!
+//! Over TLS (`Server::with_tls`) the loops and the answers are the same; rustls (`tls`) sits
+//! between the socket and the requests, and each batch of answers is encrypted as the socket takes
+//! it.
 
 mod files;
 mod http;
+pub mod tls;
 
-use std::io;
+use std::io::{self, IoSlice, Write};
 use std::mem::{size_of, zeroed};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 
 use files::Files;
 use http::Parsed;
 use httpbench_engine::host::{cpus_allowed, raise_open_files_limit};
 use httpbench_engine::stats::cpu::pin_this_thread;
+use rustls::{ServerConfig, ServerConnection};
 
 /// How often a loop looks at the stop flag when idle (ms).
 const STOP_CHECK_MS: i32 = 100;
@@ -56,6 +63,8 @@ pub struct Server {
     /// One listener per event loop, with the CPU the loop is pinned to.
     listeners: Vec<(OwnedFd, usize)>,
     addr: SocketAddr,
+    /// Serve HTTPS with this configuration, not HTTP.
+    tls: Option<Arc<ServerConfig>>,
 }
 
 impl Server {
@@ -81,7 +90,15 @@ impl Server {
             files,
             listeners,
             addr,
+            tls: None,
         })
+    }
+
+    /// Serve over TLS with the certificate chain in `cert` and its private key in `key` (PEM);
+    /// an error says which file is wrong and how.
+    pub fn with_tls(mut self, cert: &Path, key: &Path) -> Result<Server, String> {
+        self.tls = Some(tls::server_config(cert, key)?);
+        Ok(self)
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -100,11 +117,12 @@ impl Server {
     /// The line both front ends print once bound, so a run's log says what was served.
     pub fn banner(&self, root: &Path) -> String {
         format!(
-            "httpbench-reference: serving {} files from {} on {} with {} threads",
+            "httpbench-reference: serving {} files from {} on {} with {} threads{}",
             self.files(),
             root.display(),
             self.local_addr(),
-            self.threads()
+            self.threads(),
+            if self.tls.is_some() { ", over TLS" } else { "" }
         )
     }
 
@@ -117,12 +135,12 @@ impl Server {
                 .iter()
                 .enumerate()
                 .map(|(i, (listener, cpu))| {
-                    let (files, failed) = (&self.files, &failed);
+                    let (files, tls, failed) = (&self.files, &self.tls, &failed);
                     thread::Builder::new()
                         .name(format!("reference-{i}"))
                         .spawn_scoped(scope, move || {
                             let outcome =
-                                event_loop(listener.as_raw_fd(), *cpu, files, stop, failed);
+                                event_loop(listener.as_raw_fd(), *cpu, files, tls, stop, failed);
                             if outcome.is_err() {
                                 failed.store(true, Ordering::Relaxed);
                             }
@@ -161,11 +179,16 @@ struct Conn<'a> {
     /// The socket is full: the peer reads slower than it asks, so nothing more is read until it
     /// has caught up.
     waiting: bool,
+    /// The TLS session, when serving HTTPS: between the socket and `partial`/`out`.
+    tls: Option<Box<ServerConnection>>,
 }
 
 impl Conn<'_> {
     /// Write out what is queued; true when all is out, false when the socket is full.
     fn flush(&mut self) -> io::Result<bool> {
+        if self.tls.is_some() {
+            return self.flush_tls();
+        }
         while !self.out.is_empty() {
             let fd = self.fd.as_raw_fd();
             // MSG_NOSIGNAL: a peer gone away is an error to handle, not a SIGPIPE.
@@ -217,6 +240,48 @@ impl Conn<'_> {
         Ok(true)
     }
 
+    /// `flush` over TLS: the answers are encrypted as the socket takes them (rustls holds at most
+    /// 64 KiB of records unsent), so a large file is never encrypted whole ahead of the reader.
+    fn flush_tls(&mut self) -> io::Result<bool> {
+        let fd = self.fd.as_raw_fd();
+        loop {
+            let Some(tls) = self.tls.as_mut() else {
+                return Ok(true);
+            };
+            // The answers to pipelined requests go in together, so that rustls seals them in as
+            // few records as they fill, not one (and one AEAD pass, one allocation) per answer.
+            let mut iov = [IoSlice::new(&[]); MAX_IOV];
+            let mut want = 0;
+            for (i, (v, s)) in iov.iter_mut().zip(&self.out).enumerate() {
+                let s = if i == 0 { &s[self.sent..] } else { s };
+                *v = IoSlice::new(s);
+                want += s.len();
+            }
+            let slices = self.out.len().min(MAX_IOV);
+            let taken = tls.writer().write_vectored(&iov[..slices])?;
+            let all_in = taken == want && self.out.len() <= MAX_IOV;
+            // Once the last answer is in, say the connection ends (close_notify), so that the
+            // client can tell the end from a truncation.
+            if self.closing && all_in {
+                tls.send_close_notify();
+            }
+            while tls.wants_write() {
+                match tls.write_tls(&mut tls::Socket(fd)) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.advance(taken);
+                        return Ok(false);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            self.advance(taken);
+            if self.out.is_empty() {
+                return Ok(true);
+            }
+        }
+    }
+
     fn advance(&mut self, mut n: usize) {
         let mut done = 0;
         for s in &self.out {
@@ -230,6 +295,25 @@ impl Conn<'_> {
             done += 1;
         }
         self.out.drain(..done);
+    }
+}
+
+/// Decrypted bytes in: queue the answers to the whole requests among them and `partial`, and keep
+/// the start of an incomplete one in `partial`.
+fn take_plaintext<'a>(
+    data: &[u8],
+    partial: &mut Vec<u8>,
+    files: &'a Files,
+    out: &mut Vec<&'a [u8]>,
+    closing: &mut bool,
+) {
+    if partial.is_empty() {
+        let used = answer(data, files, out, closing);
+        partial.extend_from_slice(&data[used..]);
+    } else {
+        partial.extend_from_slice(data);
+        let used = answer(partial, files, out, closing);
+        partial.drain(..used);
     }
 }
 
@@ -265,12 +349,16 @@ struct Loop<'a> {
     /// Indexed by descriptor: the kernel hands out the lowest free ones, so this stays dense.
     conns: Vec<Option<Conn<'a>>>,
     buf: Box<[u8]>,
+    tls: Option<&'a Arc<ServerConfig>>,
+    /// Over TLS, where the requests `buf`'s ciphertext carries are decrypted.
+    plaintext: Box<[u8]>,
 }
 
 fn event_loop(
     listener: RawFd,
     cpu: usize,
     files: &Files,
+    tls: &Option<Arc<ServerConfig>>,
     stop: &AtomicBool,
     failed: &AtomicBool,
 ) -> Result<(), String> {
@@ -292,6 +380,8 @@ fn event_loop(
         files,
         conns: Vec::new(),
         buf: vec![0; READ_BUF].into_boxed_slice(),
+        tls: tls.as_ref(),
+        plaintext: vec![0; if tls.is_some() { READ_BUF } else { 0 }].into_boxed_slice(),
     };
     let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
     while !stop.load(Ordering::Relaxed) && !failed.load(Ordering::Relaxed) {
@@ -338,6 +428,16 @@ impl<'a> Loop<'a> {
                 return;
             }
             let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+            let tls = match self
+                .tls
+                .map(|config| ServerConnection::new(Arc::clone(config)))
+            {
+                None => None,
+                Some(Ok(conn)) => Some(Box::new(conn)),
+                // Only a configuration rustls itself refuses fails here, and it would fail for
+                // every connection: drop this one.
+                Some(Err(_)) => continue,
+            };
             // Answers are whole; Nagle could only hold one back behind an unacknowledged one.
             let _ = setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1);
             // Edge-triggered, for reading and writing at once: registered once, never modified,
@@ -365,6 +465,7 @@ impl<'a> Loop<'a> {
                 sent: 0,
                 closing: false,
                 waiting: false,
+                tls,
             });
             // With TCP_DEFER_ACCEPT the first request is usually here already: no need to wait
             // for epoll to say so.
@@ -401,7 +502,20 @@ impl<'a> Loop<'a> {
             return;
         };
         loop {
-            let (received, asked) = if conn.partial.is_empty() {
+            let (received, asked) = if let Some(tls) = conn.tls.as_mut() {
+                let received = recv(fd, &mut self.buf).and_then(|n| {
+                    let (partial, out, closing) =
+                        (&mut conn.partial, &mut conn.out, &mut conn.closing);
+                    let peer_closed =
+                        tls::receive(tls, fd, &self.buf[..n], &mut self.plaintext, |data| {
+                            take_plaintext(data, partial, files, out, closing)
+                        })?;
+                    // After close_notify nothing more comes: answer what came, then close.
+                    *closing |= peer_closed;
+                    Ok(n)
+                });
+                (received, self.buf.len())
+            } else if conn.partial.is_empty() {
                 // The common case: read into the loop's buffer, keep only an incomplete request.
                 let received = recv(fd, &mut self.buf);
                 if let Ok(n) = received {

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use super::*;
 
+mod tls;
+
 const INDEX: &[u8] = b"hello!\n";
 
 struct Running {
@@ -29,6 +31,11 @@ impl Drop for Running {
 }
 
 fn start(big: usize) -> Running {
+    start_with(big, |server| server)
+}
+
+/// `start`, with `setup` applied to the bound server before it runs.
+fn start_with(big: usize, setup: impl FnOnce(Server) -> Server) -> Running {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let root = std::env::temp_dir().join(format!(
         "httpbench-reference-{}-{}",
@@ -39,7 +46,7 @@ fn start(big: usize) -> Running {
     std::fs::write(root.join("index.html"), INDEX).unwrap();
     std::fs::write(root.join("sub/a b.css"), b"p{}").unwrap();
     std::fs::write(root.join("big.bin"), pattern(big)).unwrap();
-    let server = Server::bind(&root, "127.0.0.1", 0, 1).unwrap();
+    let server = setup(Server::bind(&root, "127.0.0.1", 0, 1).unwrap());
     let port = server.local_addr().port();
     let stop = Arc::new(AtomicBool::new(false));
     let thread = {
@@ -80,7 +87,7 @@ impl Response {
 }
 
 /// One response from `c`, its body read by Content-Length (none for HEAD).
-fn response(c: &mut TcpStream, head_only: bool) -> Response {
+fn response(c: &mut impl Read, head_only: bool) -> Response {
     let mut head = Vec::new();
     let mut byte = [0u8];
     while !head.ends_with(b"\r\n\r\n") {
@@ -102,7 +109,7 @@ fn response(c: &mut TcpStream, head_only: bool) -> Response {
     r
 }
 
-fn at_eof(c: &mut TcpStream) -> bool {
+fn at_eof(c: &mut impl Read) -> bool {
     let mut rest = Vec::new();
     c.read_to_end(&mut rest).is_ok() && rest.is_empty()
 }
@@ -152,27 +159,32 @@ fn a_request_split_across_reads_is_answered_once_whole() {
 #[test]
 fn pipelined_requests_are_answered_in_order() {
     let s = start(3000);
-    let mut c = connect(&s);
+    pipelined_in_order(&mut connect(&s), 3, 3000, Duration::ZERO);
+}
+
+/// 100 GETs sent in one write, every `big_every`th of /big.bin (`big` bytes), the others of
+/// /index.html; after `pause` (for the server to fill the socket and wait for the reader first),
+/// every answer read and checked in order.
+fn pipelined_in_order(c: &mut (impl Read + Write), big_every: usize, big: usize, pause: Duration) {
     let mut batch = Vec::new();
     for i in 0..100 {
-        batch.extend_from_slice(if i % 3 == 0 {
+        batch.extend_from_slice(if i % big_every == 0 {
             b"GET /big.bin HTTP/1.1\r\n\r\n"
         } else {
             b"GET /index.html HTTP/1.1\r\n\r\n"
         });
     }
     c.write_all(&batch).unwrap();
+    thread::sleep(pause);
     for i in 0..100 {
-        let body = response(&mut c, false).body;
-        assert_eq!(
-            body,
-            if i % 3 == 0 {
-                pattern(3000)
-            } else {
-                INDEX.to_vec()
-            },
-            "response {i}"
-        );
+        let body = response(c, false).body;
+        let want = if i % big_every == 0 {
+            pattern(big)
+        } else {
+            INDEX.to_vec()
+        };
+        // Not assert_eq: a mismatch of megabytes is no message to print.
+        assert!(body == want, "response {i}: {} bytes", body.len());
     }
 }
 

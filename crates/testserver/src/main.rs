@@ -1,12 +1,14 @@
 //! httpbench-testserver: a tiny HTTP/1.1 server for the engine's tests. It
 //! provides ground truth (`slots`: known throughput and latency) and faults a
-//! real server will not produce on demand (resets, stalls, short bodies...).
+//! real server will not produce on demand (resets, stalls, short bodies, and TLS handshakes that
+//! fail or TLS sessions that end without close_notify: `tls`).
 //! Thread per connection on std::net: simple, and plenty for hundreds of
 //! connections.
 
 mod http;
 mod serve;
 mod slots;
+mod tls;
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -56,6 +58,12 @@ struct Args {
     #[arg(long, value_name = "CODE", default_value_t = 200,
           value_parser = clap::value_parser!(u16).range(200..=599))]
     status: u16,
+    /// TLS modes that complete a handshake: the server's certificate chain (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS modes that complete a handshake: the certificate's private key (PEM; ECDSA or RSA).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// Keep PATH holding the number of requests answered (rewritten atomically every 20 ms).
     #[arg(long, value_name = "PATH")]
     count_file: Option<PathBuf>,
@@ -156,6 +164,8 @@ fn options(args: Args) -> Result<Options, String> {
         freeze_ms,
         every_ms,
         status,
+        tls_cert,
+        tls_key,
         count_file,
         max_seconds,
     } = args;
@@ -199,6 +209,22 @@ fn options(args: Args) -> Result<Options, String> {
         }
         _ => None,
     };
+    let tls = match (&tls_cert, &tls_key) {
+        (Some(_), _) if !mode.is_tls() => {
+            return Err(format!(
+                "--mode {} is plain HTTP: drop --tls-cert/--tls-key, or pick a tls-* mode",
+                mode.name()
+            ))
+        }
+        (Some(cert), Some(key)) if mode.needs_certificate() => Some(tls::config(cert, key)?),
+        _ if mode.needs_certificate() => {
+            return Err(format!(
+                "--mode {} completes TLS handshakes: give --tls-cert FILE --tls-key FILE",
+                mode.name()
+            ))
+        }
+        _ => None,
+    };
     Ok(Options {
         listen,
         count_file,
@@ -209,6 +235,7 @@ fn options(args: Args) -> Result<Options, String> {
             status,
             slots,
             freeze,
+            tls,
         },
     })
 }

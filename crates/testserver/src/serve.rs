@@ -4,11 +4,15 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use clap::ValueEnum;
+
 use crate::http::{reason, Conn, ReadError, Request};
 use crate::slots::Slots;
+use crate::tls;
 
 /// Requests answered so far, for `--count-file`.
 pub static ANSWERED: AtomicU64 = AtomicU64::new(0);
@@ -48,6 +52,38 @@ pub enum Mode {
     /// Like ok for the first connection, then never accepts again, with a listen backlog of 0:
     /// later connects hang (connect timeouts).
     Deaf,
+    /// TLS: read the ClientHello, answer with a fatal handshake_failure alert, then FIN.
+    TlsAlert,
+    /// TLS: read the ClientHello, answer with bytes that are not a TLS record, then FIN.
+    TlsGarbage,
+    /// TLS: read the ClientHello, never answer; the connection stays open until the client closes.
+    TlsStall,
+    /// TLS (needs --tls-cert/--tls-key): a whole handshake, then Content-Length: 100 with only 50
+    /// bytes of body, then FIN without close_notify: a truncation inside a body.
+    TlsShortBody,
+    /// TLS (needs --tls-cert/--tls-key): a whole handshake, a whole response with
+    /// `Connection: close`, then FIN without close_notify: a common way for servers to end, which
+    /// a client must not count as an error.
+    TlsNoCloseNotify,
+}
+
+impl Mode {
+    /// The modes that complete a TLS handshake, so need a certificate and its key.
+    pub fn needs_certificate(self) -> bool {
+        matches!(self, Mode::TlsShortBody | Mode::TlsNoCloseNotify)
+    }
+
+    /// The modes that speak (some) TLS; the others are plain HTTP.
+    pub fn is_tls(self) -> bool {
+        self.needs_certificate()
+            || matches!(self, Mode::TlsAlert | Mode::TlsGarbage | Mode::TlsStall)
+    }
+
+    /// The name `--mode` takes.
+    pub fn name(self) -> String {
+        self.to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_string())
+    }
 }
 
 pub struct Config {
@@ -57,6 +93,8 @@ pub struct Config {
     pub status: u16,
     pub slots: Option<Slots>,
     pub freeze: Option<Freeze>,
+    /// For the modes that complete a TLS handshake.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// `--mode freeze`: nothing is written during [k*every, k*every + length)
@@ -86,8 +124,38 @@ impl Freeze {
 pub fn serve(stream: TcpStream, cfg: &Config) {
     // Responses are small single writes; Nagle would only add delay.
     let _ = stream.set_nodelay(true);
+    match cfg.mode {
+        Mode::TlsAlert => return tls::answer_hello_and_close(stream, &tls::HANDSHAKE_FAILURE),
+        Mode::TlsGarbage => return tls::answer_hello_and_close(stream, tls::GARBAGE),
+        Mode::TlsShortBody | Mode::TlsNoCloseNotify => {
+            // `options` refuses these modes without a certificate.
+            let Some(config) = &cfg.tls else {
+                return;
+            };
+            let out = if cfg.mode == Mode::TlsShortBody {
+                short_body()
+            } else {
+                let mut out = Vec::new();
+                let get = Request {
+                    is_head: false,
+                    http10: false,
+                    keep_alive: false,
+                };
+                write_response(&mut out, 200, &cfg.body, false, &get, true);
+                out
+            };
+            return tls::answer_then_close_without_notify(stream, config, &out);
+        }
+        _ => {}
+    }
     let mut conn = Conn::new(stream);
     match cfg.mode {
+        Mode::TlsStall => {
+            if tls::client_hello(&mut conn.stream) {
+                // As `stall`: held open, its receive window draining, until the client closes.
+                conn.drain();
+            }
+        }
         Mode::Reset => {
             if next(&mut conn).is_some() {
                 reset(conn.stream);
@@ -102,9 +170,7 @@ pub fn serve(stream: TcpStream, cfg: &Config) {
         }
         Mode::ShortBody => {
             if next(&mut conn).is_some() {
-                let mut out = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
-                out.extend_from_slice(&[b'x'; 50]);
-                answer_and_close(conn, &out);
+                answer_and_close(conn, &short_body());
             }
         }
         Mode::Garbage => {
@@ -114,6 +180,13 @@ pub fn serve(stream: TcpStream, cfg: &Config) {
         }
         _ => keep_alive_loop(conn, cfg),
     }
+}
+
+/// `short-body`'s answer: Content-Length: 100 with only 50 bytes of body.
+fn short_body() -> Vec<u8> {
+    let mut out = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
+    out.extend_from_slice(&[b'x'; 50]);
+    out
 }
 
 /// The modes that answer every request with a well-formed response.
@@ -266,7 +339,7 @@ fn answer_and_close(mut conn: Conn, bytes: &[u8]) {
 /// has unread input (e.g. pipelined requests) makes the kernel send RST
 /// instead, which can even discard the response we just wrote; so send our
 /// FIN first, then read until the client closes too (bounded by `LINGER`).
-fn close_gracefully(mut stream: &TcpStream) {
+pub fn close_gracefully(mut stream: &TcpStream) {
     let _ = stream.shutdown(Shutdown::Write);
     let _ = stream.set_read_timeout(Some(LINGER));
     let deadline = Instant::now() + LINGER;
