@@ -2,8 +2,6 @@
 --tls-cert --tls-key`), seen by Python's ssl (OpenSSL): another TLS stack than the rustls client of
 crates/reference's own tests."""
 
-import datetime as dt
-import ipaddress
 import socket
 import ssl
 import subprocess
@@ -12,40 +10,9 @@ from pathlib import Path
 
 import pytest
 from conftest import free_port, stop, wait_for_port
+from httpbench.certificates import make_site_certificate
 
 BODY = b"hello over tls\n"
-
-
-def make_certificate(directory: Path, name: str) -> tuple[Path, Path]:
-    """A self-signed ECDSA P-256 certificate for localhost and 127.0.0.1, and its key (PEM)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = dt.datetime.now(dt.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / f"{name}.crt", directory / f"{name}.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
 
 
 def reference(root: Path, *options: str, port: int = 0) -> subprocess.Popen:
@@ -63,21 +30,21 @@ def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("reference-tls")
     (directory / "www").mkdir()
     (directory / "www" / "index.html").write_bytes(BODY)
-    cert, key = make_certificate(directory, "server")
+    site = make_site_certificate(directory)
     port = free_port()
-    proc = reference(directory / "www", "--tls-cert", str(cert), "--tls-key", str(key), port=port)
+    proc = reference(directory / "www", "--tls-cert", str(site.cert), "--tls-key", str(site.key), port=port)
     try:
         try:
             wait_for_port(port, proc)
         except RuntimeError as e:
             raise RuntimeError(f"{e}: {proc.stderr.read()}") from None
-        yield port, cert
+        yield port, site
     finally:
         stop(proc)
 
 
-def client(cert: Path, version: ssl.TLSVersion) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=str(cert))
+def client(ca: Path, version: ssl.TLSVersion) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(ca))
     context.minimum_version = context.maximum_version = version
     context.set_alpn_protocols(["http/1.1"])
     return context
@@ -99,8 +66,8 @@ def get(conn: ssl.SSLSocket, times: int = 1) -> None:
 
 @pytest.mark.parametrize("version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3])
 def test_openssl_clients_are_served_and_resume(server, version):
-    port, cert = server
-    context = client(cert, version)
+    port, site = server
+    context = client(site.ca, version)
     session = None
     for attempt in range(2):
         with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
@@ -115,9 +82,9 @@ def test_openssl_clients_are_served_and_resume(server, version):
 
 
 def test_a_key_that_is_not_the_certificates_is_one_line_and_exit_2(server, tmp_path):
-    _, cert = server
-    _, other_key = make_certificate(tmp_path, "other")
-    proc = reference(tmp_path, "--tls-cert", str(cert), "--tls-key", str(other_key))
+    _, site = server
+    other = make_site_certificate(tmp_path)
+    proc = reference(tmp_path, "--tls-cert", str(site.cert), "--tls-key", str(other.key))
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert err.count("\n") == 1 and "cannot serve the certificate" in err, err
