@@ -45,7 +45,7 @@ def test_auto_rounds_add_to_the_bar_beyond_each_levels_fewest():
     cell = plan.Cell("reference", "tuned", None, True, 1)
     for level, taken in ((1, 3), (10, 5)):
         for index in range(taken):
-            progress.on_round(cell, level, index, {"requests": {"per_second": 1000.0}})
+            progress.on_round(cell, level, index, {"requests": {"per_second": 1000.0}, "flags": []})
     task = bar.tasks[0]
     assert task.completed == task.total == 8
 

@@ -79,7 +79,7 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
         if rounds is not None and index >= rounds.fewest:
             bar.update(task, total=bar.tasks[task].total + 1)
         rps = m["requests"]["per_second"] or 0
-        flags = ", ".join(f["kind"] for f in m.get("flags", []))
+        flags = ", ".join(f["kind"] for f in m["flags"])
         bar.update(
             task,
             advance=1,

@@ -274,7 +274,7 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
     stats = LevelStats.of(values)
     flags: Dict[str, str] = {}
     for m in measurements:
-        for f in m.get("flags") or []:
+        for f in m["flags"]:
             flags.setdefault(f["kind"], f["reason"])
     if stats.n > 1 and stats.cv > NOISY_CV:
         flags["noisy"] = (
@@ -283,15 +283,15 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         )
     errors_by_class: Dict[str, int] = defaultdict(int)
     for m in measurements:
-        for kind, count in (m.get("errors") or {}).items():
+        for kind, count in (m["errors"] or {}).items():
             errors_by_class[kind] += count or 0
-    servers = [m["server"] for m in measurements if m.get("server")]
-    memory = [s.get("pss_peak_bytes") or s.get("rss_peak_bytes") for s in servers]
-    busy = [(m.get("client") or {}).get("busy_share") for m in measurements]
+    servers = [m["server"] for m in measurements if m["server"]]
+    memory = [s["pss_peak_bytes"] or s["rss_peak_bytes"] for s in servers]
+    busy = [m["client"]["busy_share"] for m in measurements]
     series, offset = [], 0
     for index, m in enumerate(measurements):
-        points = m.get("timeseries") or []
-        duration = m.get("duration_s") or len(points)
+        points = m["timeseries"] or []
+        duration = m["duration_s"] or len(points)
         for p in points:
             # The last second of a round is usually partial: counts become rates over its length.
             span = min(1.0, max(duration - p["second"], 1e-3))
@@ -310,12 +310,13 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         rps=stats,
         latency=_latency(measurements),
         completed=sum(m["requests"]["completed"] or 0 for m in measurements),
-        errors=sum(m.get("errors_total") or 0 for m in measurements),
+        errors=sum(m["errors_total"] or 0 for m in measurements),
         errors_by_class={k: v for k, v in errors_by_class.items() if v},
-        non_2xx=sum(v or 0 for m in measurements for k, v in (m.get("status") or {}).items() if k != "2xx"),
-        duration_s=sum(m.get("duration_s") or (m.get("client") or {}).get("wall_s") or 0 for m in measurements),
-        server_cpu_user=_mean([s.get("cpu_user_cores") for s in servers]),
-        server_cpu_sys=_mean([s.get("cpu_sys_cores") for s in servers]),
+        non_2xx=sum(v or 0 for m in measurements for k, v in m["status"].items() if k != "2xx"),
+        # A client tool's wall time where it measured no duration.
+        duration_s=sum(m["duration_s"] or m["client"].get("wall_s") or 0 for m in measurements),
+        server_cpu_user=_mean([s["cpu_user_cores"] for s in servers]),
+        server_cpu_sys=_mean([s["cpu_sys_cores"] for s in servers]),
         server_memory_bytes=max((v for v in memory if v), default=None),
         client_busy=max((b for b in busy if b is not None), default=None),
         flags=flags,
@@ -329,8 +330,8 @@ def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
 
 
 def _latency(measurements: Sequence[dict]) -> Latency:
-    summaries = [((m.get("latency") or {}).get("total") or {}) for m in measurements]
-    if summaries and all(s.get("hdr") for s in summaries):
+    summaries = [m["latency"]["total"] for m in measurements]
+    if summaries and all(s["hdr"] for s in summaries):
         merged = engine.merge_latency(summaries)
         if not merged["count"]:
             # Every request failed: the histograms' zeros are no latency, and there is no spectrum.
@@ -347,7 +348,7 @@ def _latency(measurements: Sequence[dict]) -> Latency:
         )
 
     def median(key):
-        known = sorted(s[key] for s in summaries if s.get(key) is not None)
+        known = sorted(s[key] for s in summaries if s[key] is not None)
         return known[len(known) // 2] if known else None
 
     return Latency(
@@ -405,12 +406,12 @@ def of_run(run: dict) -> RunResults:
                 budget=own.label if own else "",
                 requests_budget=own.requests if own else budget,
                 status=cell["status"],
-                error=cell.get("error"),
-                seconds=cell.get("seconds"),
-                server_version=cell.get("server_version") or "",
-                config_text=cell.get("config_text") or "",
+                error=cell["error"],
+                seconds=cell["seconds"],
+                server_version=cell["server_version"] or "",
+                config_text=cell["config_text"] or "",
                 levels=[_level(n, ms) for n, ms in sorted(by_level.items())],
-                sessions=cell.get("sessions") or 1,
+                sessions=cell["sessions"] or 1,
             )
         )
     return results

@@ -51,6 +51,7 @@ from sqlalchemy.schema import CreateColumn
 from httpbench import procfs
 from httpbench.errors import Error
 from httpbench.honesty import stops_cell
+from httpbench.load_report import stored_round
 
 SCHEMA_VERSION = 4
 
@@ -454,7 +455,7 @@ class Store:
             return {
                 (r.level, r.round): r.requests_per_second or 0.0
                 for r in conn.execute(select(*read).where(rounds.c.cell_id == cell_id))
-                if not redo or not stops_cell(r.measurement, redo)
+                if not redo or not stops_cell(stored_round(r.measurement), redo)
             }
 
     @_one_line
@@ -512,8 +513,9 @@ class Store:
                 select(*self._columns(*cells.columns)).where(cells.c.run_id == run_id).order_by(cells.c.id)
             ):
                 cell = self._read(cells, c)
+                # Each round in this version's shape, whichever version stored it.
                 cell["rounds"] = [
-                    r._asdict()
+                    {**r._asdict(), "measurement": stored_round(r.measurement)}
                     for r in conn.execute(
                         select(rounds.c.level, rounds.c.round, rounds.c.measurement)
                         .where(rounds.c.cell_id == c.id)

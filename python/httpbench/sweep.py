@@ -342,7 +342,7 @@ class Sweep:
             flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
         # On a cluster the client hosts' waits are judged with their saturation, host by host.
         flags.append(
-            honesty.contended(cell.server, measurement["server"], None if self.cluster else measurement.get("client"))
+            honesty.contended(cell.server, measurement["server"], None if self.cluster else measurement["client"])
         )
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
         measurement["flags"] = [asdict(f) for f in _merged(flags)]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
 from httpbench.errors import Error
-from httpbench.load_report import LoadReport
+from httpbench.load_report import Report
 
 CLIENTS = ("ab", "wrk", "h2load")
 # Time allowed beyond the duration budget: start-up, connecting, and the tool's own summary.
@@ -52,7 +52,7 @@ def run(
     cpus: Sequence[int],
     pipeline: int = 1,
     timeout: Optional[float] = None,
-) -> LoadReport:
+) -> Report:
     """Run `client` for one level against `url` and return its report. Exactly one budget is set.
     `cpus` pins the tool (empty: not pinned); `timeout` overrides the default bound."""
     if client not in CLIENTS:
@@ -190,7 +190,7 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def finish(report: LoadReport, done: Finished, tool_version: Optional[str], threads: int, timeout: float) -> LoadReport:
+def finish(report: Report, done: Finished, tool_version: Optional[str], threads: int, timeout: float) -> Report:
     """Add what we measured around the tool, or raise if it produced no figures."""
     tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
     if report["requests"]["per_second"] is None or report["requests"]["completed"] is None:

@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence
 from urllib.parse import urlsplit
 
 from httpbench.clients import ClientError, execute, finish, number, version, whole_seconds
-from httpbench.load_report import LoadReport, summary, tool_report
+from httpbench.load_report import Report, summary, tool_report
 
 # With a duration, -n is ab's request cap (it stops at whichever comes first) and it allocates
 # its per-request table for all of them up front: enough for a single-threaded client at
@@ -53,7 +53,7 @@ def argv(
     return args + ["-e", csv_path, url]
 
 
-def parse(stdout: str, csv_text: Optional[str] = None) -> LoadReport:
+def parse(stdout: str, csv_text: Optional[str] = None) -> Report:
     report = tool_report("ab")
     done = number(r"^Complete requests:\s+(\d+)", stdout, int)
     rps = number(r"^Requests per second:\s+([\d.]+)", stdout)
@@ -115,7 +115,7 @@ def run(
     cpus: Sequence[int],
     pipeline: int,
     timeout: float,
-) -> LoadReport:
+) -> Report:
     with tempfile.TemporaryDirectory(prefix="httpbench-ab-") as tmp:
         csv_path = os.path.join(tmp, "percentiles.csv")
         done = execute(

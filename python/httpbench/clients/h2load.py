@@ -12,7 +12,7 @@ import re
 from typing import List, Optional, Sequence
 
 from httpbench.clients import TIME, ClientError, execute, finish, to_us, version
-from httpbench.load_report import LoadReport, summary, tool_report
+from httpbench.load_report import Report, summary, tool_report
 
 REQUESTS = (
     r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
@@ -41,7 +41,7 @@ def argv(
     return args + [url]
 
 
-def parse(stdout: str) -> LoadReport:
+def parse(stdout: str) -> Report:
     report = tool_report("h2load")
     m = re.search(r"^finished in " + TIME + r", ([\d.]+) req/s", stdout, re.M)
     if m:
@@ -91,7 +91,7 @@ def run(
     cpus: Sequence[int],
     pipeline: int,
     timeout: float,
-) -> LoadReport:
+) -> Report:
     threads = min(max(1, len(cpus)), connections)
     done = execute(
         argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, pipeline), cpus, timeout

@@ -15,7 +15,7 @@ import tempfile
 from typing import List, Optional, Sequence
 
 from httpbench.clients import TIME, ClientError, execute, finish, number, to_us, version, whole_seconds
-from httpbench.load_report import LoadReport, summary, tool_report
+from httpbench.load_report import Report, summary, tool_report
 
 PIPELINE_LUA = """\
 -- wrk's examples/scripts/pipeline.lua, with depth {depth} and the URL's own path
@@ -59,7 +59,7 @@ def argv(
     return args + (["-s", script] if script else []) + [url]
 
 
-def parse(stdout: str) -> LoadReport:
+def parse(stdout: str) -> Report:
     report = tool_report("wrk")
     requests = report["requests"]
     m = re.search(r"^\s*(\d+) requests in " + TIME, stdout, re.M)
@@ -112,7 +112,7 @@ def run(
     cpus: Sequence[int],
     pipeline: int,
     timeout: float,
-) -> LoadReport:
+) -> Report:
     threads = min(max(1, len(cpus)), connections)
     with tempfile.TemporaryDirectory(prefix="httpbench-wrk-") as tmp:
         script = pipeline_script(tmp, pipeline) if pipeline > 1 else None
