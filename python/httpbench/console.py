@@ -22,7 +22,7 @@ from httpbench.errors import Error
 from httpbench.plan import Rounds
 from httpbench.report import summary as report_summary
 from httpbench.report import tables
-from httpbench.results import RunResults
+from httpbench.results.model import RunResults
 from httpbench.session import Session, resume_command
 from httpbench.store import url_of
 from httpbench.sweep import Progress

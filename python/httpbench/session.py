@@ -17,7 +17,8 @@ from httpbench import plan as plans
 from httpbench import results
 from httpbench.honesty import stops_cell
 from httpbench.placement import Placement, PlacementError, parse_cpus, show_cpus
-from httpbench.store import Store, StoreError, owner_alive
+from httpbench.store import Store, StoreError
+from httpbench.store.owner import owner_alive
 from httpbench.sweep import Progress, Stopped, Sweep
 
 

@@ -14,7 +14,7 @@ from markupsafe import Markup
 from httpbench import __version__
 from httpbench.report import summary, tables
 from httpbench.report.charts import Chart, Measured, ratings, vega
-from httpbench.results import RunResults
+from httpbench.results.model import RunResults
 
 SHORT = {
     "throughput": "Requests/s",
