@@ -4,9 +4,9 @@ and the installed module hands over (`httpbench._engine.report_schema`).
 
     make generate      # after changing a report type, and after `pip install .` built it
 
-The rendering is mechanical: one TypedDict per type of the schema, in the order the schema
-names them, each field with its doc comment, and FIELDS, what httpbench.load_report needs to
-fill in a report stored by an older version. tests/test_load_report.py fails when the
+The rendering is mechanical: one TypedDict per object type of the schema (after the types its
+fields use), each field with its doc comment, and DEFAULTS, the engine's defaults for fields a
+report of an older version lacks. tests/test_load_report.py fails when the
 checked-in file differs from what the installed engine gives.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List
 
 TARGET = Path(__file__).resolve().parent.parent / "python" / "httpbench" / "report_fields.py"
 REF = "#/$defs/"
@@ -27,7 +27,7 @@ types and run `make generate`. httpbench.load_report builds and reads reports wi
 
 Every value may be None: a client tool's report leaves what the tool does not measure None, and a
 report stored by an older version lacks the fields added since, read back as None (or as the
-engine's default for the field, in FIELDS). An object the report always has is always there.
+engine's default for the field, in DEFAULTS). An object the report always has is always there.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def render(schema: dict) -> str:
     parts = [HEADER]
     for name in objects:
         parts.append(_typed_dict(name, types[name], types))
-    parts.append(_fields(objects, types))
+    parts.append(_defaults(objects, types))
     return "\n\n".join(parts)
 
 
@@ -77,8 +77,9 @@ def _typed_dict(name: str, t: dict, types: Dict[str, dict]) -> str:
     lines = [f'{name} = TypedDict(\n    "{name}",\n    {{']
     for field, prop in t["properties"].items():
         lines += [f"        # {line}".rstrip() for line in _description(prop)]
-        shape, kind = _shape(prop, field in t.get("required", ()), types)
-        python_type = kind if shape == "object" else f"Optional[{_value_type(prop, types)}]"
+        # An object the report always has is itself; anything else may be None.
+        always = field in t.get("required", ()) and _object_named(prop, types)
+        python_type = always or f"Optional[{_value_type(prop, types)}]"
         lines.append(f'        "{field}": {python_type},')
     lines.append("    },\n)")
     comment = [f"# {line}".rstrip() for line in _description(t)]
@@ -113,40 +114,24 @@ def _as_list(value) -> list:
     return value if isinstance(value, list) else [value] if value else []
 
 
-def _shape(prop: dict, required: bool, types: Dict[str, dict]) -> Tuple[str, str]:
-    """How a field is filled in: ("object", type) for an object the report always has, filled in
-    itself; ("maybe", type) for one that may be null, filled in when present; ("list", type) for a
-    list of objects, each filled in; ("value", "") for anything else."""
-
-    def object_named(node: dict) -> str:
-        name = node.get("$ref", REF)[len(REF) :]
-        return name if name and _is_object(types[name]) else ""
-
-    if object_named(prop):
-        return ("object" if required else "maybe"), object_named(prop)
-    named = [object_named(o) for o in prop.get("anyOf", ()) if object_named(o)]
-    if len(named) == 1:
-        return "maybe", named[0]
-    if "array" in _as_list(prop.get("type")) and object_named(prop.get("items", {})):
-        return "list", object_named(prop["items"])
-    return "value", ""
+def _object_named(node: dict, types: Dict[str, dict]) -> str:
+    """The object type `node` refers to, or "" when it is a value."""
+    name = node.get("$ref", REF)[len(REF) :]
+    return name if name and _is_object(types[name]) else ""
 
 
-def _fields(objects: List[str], types: Dict[str, dict]) -> str:
+def _defaults(objects: List[str], types: Dict[str, dict]) -> str:
     lines = [
-        "# Each type's fields: (shape, type, default). The shape says how httpbench.load_report fills",
-        '# the field in: "object" an object the report always has, "maybe" one that may be null,',
-        '# "list" a list of objects, "value" anything else; the default is what the engine reads for',
-        "# it when a report lacks it (None where it reads none).",
-        "FIELDS = {",
+        "# What the engine reads for a field a report lacks, where it reads anything but None (serde's",
+        "# defaults): how a report stored before the field was made is read.",
+        "DEFAULTS = {",
     ]
     for name in objects:
-        t = types[name]
-        lines.append(f'    "{name}": {{')
-        for field, prop in t["properties"].items():
-            shape, kind = _shape(prop, field in t.get("required", ()), types)
-            lines.append(f'        "{field}": ("{shape}", "{kind}", {_literal(prop.get("default"))}),')
-        lines.append("    },")
+        given = {field: prop["default"] for field, prop in types[name]["properties"].items() if "default" in prop}
+        if given:
+            lines.append(f'    "{name}": {{')
+            lines += [f'        "{field}": {_literal(value)},' for field, value in given.items()]
+            lines.append("    },")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import List, Optional, TypedDict
+import functools
+import typing
+from typing import Any, Dict, List, Optional, Tuple, TypedDict
 
 from httpbench.monitor import Window
-from httpbench.report_fields import FIELDS, Client, LatencyReport, Report, Summary  # noqa: F401
+from httpbench.report_fields import DEFAULTS, Client, Report, Summary
 
 SCHEMA = "httpbench-load/1"
 
@@ -51,20 +53,20 @@ class LevelReport(Report):
     absent_hosts: List[str]
 
 
-def blank(kind: str = "Report") -> dict:
-    """A `kind` (a type of report_fields) with every value None and every object it always has
-    there, blank in turn."""
-    return {name: blank(of) if shape == "object" else None for name, (shape, of, _) in FIELDS[kind].items()}
+def blank(kind: type = Report) -> dict:
+    """A `kind` (a TypedDict of report_fields) with every value None and every object it always
+    has there, blank in turn."""
+    return {name: blank(of) if shape == "object" else None for name, (shape, of, _) in _fields(kind).items()}
 
 
-def filled(value: dict, kind: str = "Report") -> dict:
+def filled(value: dict, kind: type = Report) -> dict:
     """`value`, a `kind` of any version, in this version's shape: a field it lacks becomes what the
     engine reads for it (`Validation.sent`'s true, a spec's defaults) or None, and an object it
     lacks, or holds as null, a blank one, at any depth (a client tool's report of before had
     null for the objects it left empty). What it holds that is no field of `kind` (a tool's own
     groups, a cluster's hosts, a round's flags) stays as it is."""
     out = dict(value)
-    for name, (shape, of, default) in FIELDS[kind].items():
+    for name, (shape, of, default) in _fields(kind).items():
         if shape == "object" and out.get(name) is None:
             out[name] = blank(of)
         elif name not in out:
@@ -74,6 +76,31 @@ def filled(value: dict, kind: str = "Report") -> dict:
         elif shape == "list" and isinstance(out[name], list):
             out[name] = [filled(item, of) if isinstance(item, dict) else item for item in out[name]]
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(kind: type) -> Dict[str, Tuple[str, Optional[type], Any]]:
+    """Each field of `kind`: how it is filled in ("object", an object the report always has;
+    "maybe", one that may be None; "list", a list of objects; "value", anything else), the object
+    type, and the engine's default."""
+    defaults = DEFAULTS.get(kind.__name__, {})
+    return {name: (*_shape(annotation), defaults.get(name)) for name, annotation in kind.__annotations__.items()}
+
+
+def _shape(annotation) -> Tuple[str, Optional[type]]:
+    if _is_object(annotation):
+        return "object", annotation
+    (inner,) = [a for a in typing.get_args(annotation) if a is not type(None)] or [None]
+    if _is_object(inner):
+        return "maybe", inner
+    if typing.get_origin(inner) is list and _is_object(typing.get_args(inner)[0]):
+        return "list", typing.get_args(inner)[0]
+    return "value", None
+
+
+def _is_object(annotation) -> bool:
+    """A TypedDict of report_fields (typing.is_typeddict is Python 3.10's)."""
+    return isinstance(annotation, type) and issubclass(annotation, dict) and hasattr(annotation, "__total__")
 
 
 # What a sweep stores with a report as a round (docs/json-schema.md, "A stored round"), for a round
@@ -98,9 +125,9 @@ def stored_round(measurement: dict) -> dict:
 
 def summary(**given: Optional[float]) -> Summary:
     """A latency summary with only the fields a tool gives set."""
-    extra = set(given) - set(FIELDS["Summary"])
+    extra = set(given) - set(Summary.__annotations__)
     assert not extra, extra
-    return Summary(**{**blank("Summary"), **given})
+    return Summary(**{**blank(Summary), **given})
 
 
 def tool_report(tool: str) -> Report:
