@@ -151,3 +151,9 @@ def test_a_tool_report_starts_with_every_field_unknown():
     assert report["client"]["tool"] == "ab" and report["schema"] == load_report.SCHEMA
     assert report["requests"]["completed"] is None and report["latency"]["connect"]["p50_us"] is None
     assert load_report.filled(report) == report
+
+
+def test_a_runs_host_stored_by_an_older_version_reads_in_the_current_shape():
+    host = load_report.stored_host({"hostname": "h", "cpus": 2, "kernel": "6.1"})
+    assert (host["hostname"], host["placement"], host["cluster"], host["nofile_soft"]) == ("h", None, None, None)
+    assert set(host) == set(report_fields.HostFacts.__annotations__) | {"placement", "cluster"}

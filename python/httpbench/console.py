@@ -257,7 +257,7 @@ def runs_table(runs: List[dict], db: str) -> None:
                     r["status"],
                     str(r["started"])[:19],
                     str(r["ended"] or "")[:19],
-                    str(r.get("cells", "")),
+                    str(r["cells"]),
                 ]
                 for r in runs
             ),

@@ -18,7 +18,7 @@ import typing
 from typing import Any, Dict, List, Optional, Tuple, TypedDict
 
 from httpbench.monitor import Window
-from httpbench.report_fields import DEFAULTS, Client, Report, Summary
+from httpbench.report_fields import DEFAULTS, Client, HostFacts, Report, Summary
 
 SCHEMA = "httpbench-load/1"
 
@@ -121,6 +121,13 @@ def stored_round(measurement: dict) -> dict:
         defaults = {k: None if v is dataclasses.MISSING else v for k, v in _WINDOW_DEFAULTS.items()}
         out["server"] = {**copy.deepcopy(defaults), **out["server"]}
     return out
+
+
+def stored_host(host: dict) -> dict:
+    """A run's host as the store holds it, in this version's shape: the server host's facts (the
+    report's HostFacts, filled in), where the sweep placed server and client (`placement`), and on
+    a cluster what a resume must be told (`cluster`); None where a run of before lacks them."""
+    return {"placement": None, "cluster": None, **filled(host or {}, HostFacts)}
 
 
 def summary(**given: Optional[float]) -> Summary:

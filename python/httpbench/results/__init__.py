@@ -126,7 +126,7 @@ def of_run(run: dict) -> RunResults:
         status=run["status"],
         started=run["started"],
         ended=run["ended"],
-        host=run["host"] or {},
+        host=run["host"],
         versions=run["versions"] or {},
         baseline=baseline,
         client=client,

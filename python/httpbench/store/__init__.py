@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from httpbench.errors import Error
 from httpbench.honesty import stops_cell
-from httpbench.load_report import stored_round
+from httpbench.load_report import stored_host, stored_round
 from httpbench.store import owner
 from httpbench.store.schema import (
     FILLED,
@@ -114,6 +114,12 @@ def _one_line(method):
 
 def _reason(error: Exception) -> str:
     return str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+
+
+def _run_as_read(run: dict) -> dict:
+    """A stored run as this version reads it: its host in this version's shape, whichever version
+    stored it, and the status it has now (owner.as_seen)."""
+    return owner.as_seen({**run, "host": stored_host(run["host"])})
 
 
 def _foreign_keys_on(dbapi_connection, _record) -> None:
@@ -344,7 +350,7 @@ class Store:
                 runs.c.owner_boot,
             )
             return [
-                owner.as_seen({**dict.fromkeys(c.name for c in listed), **r._asdict(), "cells": counts.get(r.id, 0)})
+                _run_as_read({**dict.fromkeys(c.name for c in listed), **r._asdict(), "cells": counts.get(r.id, 0)})
                 for r in conn.execute(select(*self._columns(*listed)).order_by(runs.c.id))
             ]
 
@@ -374,4 +380,4 @@ class Store:
                     )
                 ]
                 out["cells"].append(cell)
-            return owner.as_seen(out)
+            return _run_as_read(out)

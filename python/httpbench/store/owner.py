@@ -24,7 +24,7 @@ def of_this_process() -> dict:
 def owner_alive(run: dict) -> Optional[bool]:
     """Whether the process that owns `run` still runs: None when that cannot be told here (no
     owner stored, or not its boot: a store of before schema version 3; or it ran on another host)."""
-    if run.get("owner_boot") is None or run.get("owner_host") != socket.gethostname():
+    if run["owner_boot"] is None or run["owner_host"] != socket.gethostname():
         return None
     if run["owner_boot"] != procfs.boot_id():
         return False  # the host booted since: every process it ran then is gone
