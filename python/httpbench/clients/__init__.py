@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from httpbench.errors import Error
 from httpbench.load_report import Report
@@ -40,6 +40,27 @@ INTERRUPT_GRACE_S = 5.0
 
 class ClientError(Error):
     """A client run that cannot be done or did not produce figures; one line saying why."""
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level for a tool, as `run` checked it: exactly one budget set, `cpus` the ones the tool
+    is pinned to (none: not pinned), `timeout` how long it may run."""
+
+    url: str
+    connections: int
+    budget_requests: Optional[int]
+    budget_seconds: Optional[float]
+    keep_alive: bool
+    cpus: Tuple[int, ...]
+    pipeline: int
+    timeout: float
+
+    @property
+    def threads(self) -> int:
+        """A tool that takes a thread count (wrk, h2load) gets one per pinned CPU, but no more
+        than its connections."""
+        return min(max(1, len(self.cpus)), self.connections)
 
 
 def run(
@@ -66,7 +87,9 @@ def run(
     if timeout is None:
         timeout = time_limit(connections, budget_seconds) if budget_seconds is not None else REQUESTS_TIMEOUT_S
     module = importlib.import_module(f"{__name__}.{client}")
-    return module.run(url, connections, budget_requests, budget_seconds, keep_alive, list(cpus), pipeline, timeout)
+    return module.run(
+        Level(url, connections, budget_requests, budget_seconds, keep_alive, tuple(cpus), pipeline, timeout)
+    )
 
 
 # ---------------------------------------------------------------- shared by the tool modules
