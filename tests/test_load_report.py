@@ -157,3 +157,23 @@ def test_a_runs_host_stored_by_an_older_version_reads_in_the_current_shape():
     host = load_report.stored_host({"hostname": "h", "cpus": 2, "kernel": "6.1"})
     assert (host["hostname"], host["placement"], host["cluster"], host["nofile_soft"]) == ("h", None, None, None)
     assert set(host) == set(report_fields.HostFacts.__annotations__) | {"placement", "cluster"}
+
+
+def test_the_view_has_exactly_the_fields_of_a_real_report(nginx):
+    """The schema the view is generated from and what serde writes agree, at every depth: the
+    engine's own report needs no filling in."""
+    url, _ = nginx({"index.html": b"1234567"})
+    spec = {"urls": [url + "index.html"], "connections": 2, "stop": {"requests": 20}, "rate": 1000.0}
+    raw = json.loads(_engine.run(json.dumps(spec)))
+    assert load_report.filled(raw) == raw
+
+    def same_fields(value: dict, kind, path: str) -> None:
+        assert set(value) == set(kind.__annotations__), path
+        for name, (shape, of, _) in load_report._fields(kind).items():
+            items = [value[name]] if shape in ("object", "maybe") else value[name] if shape == "list" else []
+            for item in items:
+                if item is not None:
+                    same_fields(item, of, f"{path}.{name}")
+
+    same_fields(raw, report_fields.Report, "report")
+    assert raw["open_loop"] is not None and raw["timeseries"] and raw["client"]["threads"]
