@@ -2,6 +2,10 @@
 //!
 //! The schema is versioned by `schema` and documented in docs/json-schema.md; a field is never
 //! renamed or given a new meaning within one version.
+//!
+//! Every type here derives `JsonSchema`: Python's typed view of the report
+//! (python/httpbench/report_fields.py) is generated from it by `make generate`, and
+//! tests/test_load_report.py fails when that view is stale or a field is missing from the doc.
 
 use std::collections::BTreeMap;
 
