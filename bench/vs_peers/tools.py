@@ -11,6 +11,7 @@ from typing import List, Optional
 
 from httpbench import clients
 from httpbench.clients import ClientError, ab, h2load, wrk
+from httpbench.load_report import filled
 from httpbench.servers.host import ServerHost
 
 from vs_peers.matrix import PIPELINE, Run, Scenario
@@ -80,7 +81,7 @@ def parse(tool: str, done: clients.Finished, workdir: str) -> Optional[dict]:
     if tool in PEERS:
         return PEERS[tool].parse(done.stdout)
     try:
-        return json.loads(done.stdout)
+        return filled(json.loads(done.stdout))
     except ValueError:
         return None
 
