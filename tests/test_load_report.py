@@ -61,12 +61,14 @@ def doc_passages() -> list:
 
 def documented(path: str, field: str, parent_type: str, passages: list) -> bool:
     """`path` is named in the doc, or its field is named where its parent is: the parent's row, or
-    a passage on the parent's type ("A **summary** is `count`, ...", the LoadSpec table)."""
+    a passage on the parent's type ("A **summary** is `count`, ...", the table under
+    "## `spec` (LoadSpec)")."""
     parent = path.rpartition(".")[0]
     for text in passages:
         if f"`{path}`" in text or f"`{path}." in text:  # named, or its fields are
             return True
-        parent_named = parent and (f"`{parent}`" in text or parent_type.lower() in text.lower())
+        on_its_type = f"**{parent_type.lower()}**" in text.lower() or f"({parent_type})" in text
+        parent_named = parent and (f"`{parent}`" in text or on_its_type)
         if parent_named and f"`{field}`" in text:
             return True
     return False
@@ -87,6 +89,7 @@ def test_the_doc_check_sees_a_field_that_is_not_there():
     assert documented("spec.expect_length", "expect_length", "LoadSpec", passages)
     assert not documented("latency.tls_handshake", "tls_handshake", "LatencyReport", passages)
     assert not documented("tls.version", "version", "Tls", passages)
+    assert not documented("requests.retried", "retried", "Requests", passages)
 
 
 def older_report() -> dict:
