@@ -106,10 +106,15 @@ def _is_object(annotation) -> bool:
 # What a sweep stores with a report as a round (docs/json-schema.md, "A stored round"), for a round
 # stored before it did.
 _ROUND_DEFAULTS = {"flags": [], "server": None}
-_WINDOW_DEFAULTS = {
-    f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    for f in dataclasses.fields(Window)
-}
+
+
+def _window_default(field: dataclasses.Field):
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return None if field.default is dataclasses.MISSING else field.default
+
+
+_WINDOW_DEFAULTS = {f.name: _window_default(f) for f in dataclasses.fields(Window)}
 
 
 def stored_round(measurement: dict) -> dict:
@@ -118,8 +123,7 @@ def stored_round(measurement: dict) -> dict:
     lacks None or its default."""
     out = {**copy.deepcopy(_ROUND_DEFAULTS), **filled(measurement)}
     if out["server"] is not None:
-        defaults = {k: None if v is dataclasses.MISSING else v for k, v in _WINDOW_DEFAULTS.items()}
-        out["server"] = {**copy.deepcopy(defaults), **out["server"]}
+        out["server"] = {**copy.deepcopy(_WINDOW_DEFAULTS), **out["server"]}
     return out
 
 
