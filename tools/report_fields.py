@@ -6,8 +6,8 @@ and the installed module hands over (`httpbench._engine.report_schema`).
 
 The rendering is mechanical: one TypedDict per object type of the schema (after the types its
 fields use), each field with its doc comment, and DEFAULTS, the engine's defaults for fields a
-report of an older version lacks. tests/test_load_report.py fails when the
-checked-in file differs from what the installed engine gives.
+report of an older version lacks. tests/test_load_report.py fails when the checked-in file
+differs from what the installed engine gives.
 """
 
 from __future__ import annotations
