@@ -14,7 +14,7 @@ ARGS ?=
 # binary the README tells users to run, is installed there too.
 BINDIR ?= $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
 
-.PHONY: run test lint deps test-deps bench-deps build install-load fuzz bench
+.PHONY: run test lint generate deps test-deps bench-deps build install-load fuzz bench
 
 # The main job: install the servers, then sweep the quick plan (or ARGS="PLAN --servers ...").
 run: deps build
@@ -28,8 +28,13 @@ test: test-deps build lint
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
-	$(PY) -m ruff check python tests bench
-	$(PY) -m ruff format --check python tests bench
+	$(PY) -m ruff check python tests bench tools
+	$(PY) -m ruff format --check python tests bench tools
+
+# Python's typed view of the report from the engine's types (after a change to
+# crates/engine/src/report.rs); `build` first, since the installed module hands the types over.
+generate: build
+	$(PY) tools/report_fields.py
 
 # apt-get only when a package is missing, so reruns are quick and offline.
 define apt_install

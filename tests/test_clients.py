@@ -266,7 +266,7 @@ def test_h2load_parser():
     assert (t["min_us"], t["max_us"], t["mean_us"], t["stdev_us"]) == pytest.approx((68, 1900, 132, 46))
     assert t["p50_us"] is None
     assert r["latency"]["connect"]["mean_us"] == pytest.approx(48)
-    assert r["latency"]["first_byte"] is None  # h2load's is per connection, not per request
+    assert r["latency"]["first_byte"]["count"] is None  # h2load's is per connection, not per request
 
 
 def test_h2load_parser_refused():
@@ -287,20 +287,25 @@ def test_h2load_parser_failing_status_is_not_an_error():
 # --------------------------------------------------------------------------- command lines
 
 
+def level(url, connections, requests, seconds, keep_alive, pipeline=1, cpus=1) -> clients.Level:
+    """A level as clients.run hands it to a tool, pinned to `cpus` CPUs."""
+    return clients.Level(url, connections, requests, seconds, keep_alive, tuple(range(cpus)), pipeline, 60.0)
+
+
 def test_ab_command_lines():
-    args = ab.argv("http://h:1", 10, None, 2.5, False, 1, "p.csv")
+    args = ab.argv(level("http://h:1", 10, None, 2.5, False), "p.csv")
     # -n after -t (else ab stops at 50,000), whole seconds rounded up, no -k: keep-alive off.
     assert args.index("-n") > args.index("-t") and args[args.index("-t") + 1] == "3"
     assert "-k" not in args and args[-1] == "http://h:1/"
-    assert "-k" in ab.argv("http://h:1/", 10, 100, None, True, 1, "p.csv")
+    assert "-k" in ab.argv(level("http://h:1/", 10, 100, None, True), "p.csv")
     with pytest.raises(clients.ClientError, match="-c 10 cannot exceed -n 5"):
-        ab.argv("http://h:1/", 10, 5, None, True, 1, "p.csv")
+        ab.argv(level("http://h:1/", 10, 5, None, True), "p.csv")
     with pytest.raises(clients.ClientError, match="pipeline"):
-        ab.argv("http://h:1/", 10, 100, None, True, 4, "p.csv")
+        ab.argv(level("http://h:1/", 10, 100, None, True, pipeline=4), "p.csv")
 
 
 def test_wrk_command_lines():
-    assert wrk.argv("http://h:1/", 2, None, 0.4, True, 4, None) == [
+    assert wrk.argv(level("http://h:1/", 2, None, 0.4, True, cpus=4), None) == [
         "wrk",
         "-t",
         "2",
@@ -312,20 +317,20 @@ def test_wrk_command_lines():
         "http://h:1/",
     ]
     with pytest.raises(clients.ClientError, match="keep-alive off"):
-        wrk.argv("http://h:1/", 10, None, 1, False, 1, None)
+        wrk.argv(level("http://h:1/", 10, None, 1, False), None)
     with pytest.raises(clients.ClientError, match="no request budget"):
-        wrk.argv("http://h:1/", 10, 1000, None, True, 1, None)
+        wrk.argv(level("http://h:1/", 10, 1000, None, True), None)
 
 
 def test_h2load_command_lines():
-    args = h2load.argv("http://h:1/", 10, None, 1.5, True, 1, 16)
+    args = h2load.argv(level("http://h:1/", 10, None, 1.5, True, pipeline=16))
     assert args[:2] == ["h2load", "--h1"] and args[args.index("-m") + 1] == "16"
     assert args[args.index("-D") + 1] == "1500ms"
-    assert "-n" in h2load.argv("http://h:1/", 10, 100, None, True, 1, 1)
+    assert "-n" in h2load.argv(level("http://h:1/", 10, 100, None, True))
     with pytest.raises(clients.ClientError, match="keep-alive off"):
-        h2load.argv("http://h:1/", 10, 100, None, False, 1, 1)
+        h2load.argv(level("http://h:1/", 10, 100, None, False))
     with pytest.raises(clients.ClientError, match="-n 5 must be at least -c 10"):
-        h2load.argv("http://h:1/", 10, 5, None, True, 1, 1)
+        h2load.argv(level("http://h:1/", 10, 5, None, True))
 
 
 def test_dispatcher_refuses_bad_input():

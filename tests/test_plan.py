@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from httpbench import plan, planfile, servers, workload
+from httpbench import plan, plan_values, servers, workload
 from httpbench.plan import PlanError
 
 GOOD = """\
@@ -83,7 +83,7 @@ def test_levels_expand_like_ab_c(levels, expected):
 
 
 def test_durations():
-    assert [planfile.parse_duration(v) for v in ("2s", "500ms", "1m", "1.5", 3, 0.25, "1h")] == [
+    assert [plan_values.parse_duration(v) for v in ("2s", "500ms", "1m", "1.5", 3, 0.25, "1h")] == [
         2.0,
         0.5,
         60.0,
@@ -92,7 +92,7 @@ def test_durations():
         0.25,
         3600.0,
     ]
-    assert planfile.parse_duration("2 sec") is None and planfile.parse_duration(True) is None
+    assert plan_values.parse_duration("2 sec") is None and plan_values.parse_duration(True) is None
 
 
 def sub(*pairs):

@@ -16,6 +16,7 @@ from typing import Optional
 import pytest
 from httpbench import compare, engine, honesty, report, results
 from httpbench.report import Choices, charts, summary
+from httpbench.results import comparison
 from httpbench.stats import LevelStats
 from httpbench.store import Store
 
@@ -417,7 +418,7 @@ def test_a_cells_mean_is_the_mean_of_its_level_means(stored):
     # Level 20 keeps one round, level 1 all four: averaging rounds would weigh level 1 four times.
     uneven = copy_run(db, run_id, keep=lambda key, level, index: level == 1 or index == 0)
     run = results.load(Store(str(db)), uneven)
-    for group in results.groups(run.measured):
+    for group in comparison.groups(run.measured):
         for cell in group.cells:
             figures = group.figures(cell)
             level_means = [lv.rps.mean for lv in cell.levels]
@@ -431,7 +432,7 @@ def test_a_cells_mean_is_the_mean_of_its_level_means(stored):
 def keep_alive_group(db: Path, run_id: int) -> tuple:
     """The run read back, and its keep-alive group."""
     run = results.load(Store(str(db)), run_id)
-    (group,) = [g for g in results.groups(run.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
+    (group,) = [g for g in comparison.groups(run.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
     return run, group
 
 
@@ -460,7 +461,7 @@ def test_a_cell_short_of_levels_is_compared_on_the_levels_all_measured(stored, t
     # Its total time is not the shorter for having fewer levels: both are taken at level 1.
     for cell in group.cells:
         assert group.figures(cell).time_for_same_requests == pytest.approx(
-            results.SAME_REQUESTS / cell.levels[0].rps.mean
+            comparison.SAME_REQUESTS / cell.levels[0].rps.mean
         )
     shown, markdown, page = shown_every_way(db, run_id, short, tmp_path / "short.html")
     assert "incomplete" in shown and "on average over level 1, the levels every cell measured" in shown
@@ -581,7 +582,7 @@ def test_reading_commands_refuse_a_database_that_does_not_exist(tmp_path):
     assert not db.parent.exists()
 
 
-def _time_of(group: results.Group, key: str) -> float:
+def _time_of(group: comparison.Group, key: str) -> float:
     return group.figures(next(c for c in group.cells if c.key == key)).time_for_same_requests
 
 
@@ -593,13 +594,13 @@ def test_several_runs_under_different_plans_compare_their_times_at_the_rates(sto
     counted = copy_run(db, run_id, plan_text=COUNTED)
     store = Store(str(db))
     runs = [results.load(store, run_id), results.load(store, counted)]
-    for group in results.groups([c for r in runs for c in r.measured]):
+    for group in comparison.groups([c for r in runs for c in r.measured]):
         assert len(group.cells) == 4 and group.requests_budget is None
         for cell in group.cells:
             assert group.figures(cell).time_for_same_requests == pytest.approx(
-                sum(results.SAME_REQUESTS / lv.rps.mean for lv in cell.levels)
+                sum(comparison.SAME_REQUESTS / lv.rps.mean for lv in cell.levels)
             )
-    for verdict, group in zip(summary.winners(runs), results.groups([c for r in runs for c in r.measured])):
+    for verdict, group in zip(summary.winners(runs), comparison.groups([c for r in runs for c in r.measured])):
         fastest = group.ranked()[0].series
         original, copy_ = f"{fastest} (run {run_id})", f"{fastest} (run {counted})"
         # A clause may follow: the client set the pace of both, as it would any run's copy.
@@ -622,7 +623,7 @@ def test_several_runs_under_different_plans_compare_their_times_at_the_rates(sto
     # Alone, the copy's groups share its budget: their time is measured, a round's per level.
     (alone,) = [c for c in charts.all_charts([runs[1]]) if c.name == "total_time"]
     assert alone.note.startswith("Measured: the wall time of a round of each level")
-    for group in results.groups(runs[1].measured):
+    for group in comparison.groups(runs[1].measured):
         assert group.requests_budget == 20000
         for cell in group.cells:
             assert _time_of(group, cell.key) == pytest.approx(sum(lv.duration_s / lv.rps.n for lv in cell.levels))
@@ -658,8 +659,8 @@ def test_a_measured_total_time_is_a_rounds_so_fewer_rounds_are_not_faster(stored
             db, run_id, plan_text=COUNTED, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1 or index == 0
         ),
     )
-    (short,) = [g for g in results.groups(uneven.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
-    (whole,) = [g for g in results.groups(every.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
+    (short,) = [g for g in comparison.groups(uneven.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
+    (whole,) = [g for g in comparison.groups(every.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
     assert [lv.rps.n for c in short.cells if c.key == KEEP_ALIVE for lv in c.levels] == [4, 1]
     # Summing the rounds' wall times made it 0.62 times as long (four rounds and one against eight).
     assert _time_of(short, KEEP_ALIVE) == pytest.approx(_time_of(whole, KEEP_ALIVE), rel=0.15)
@@ -682,7 +683,7 @@ def test_a_baseline_without_a_cell_in_a_group_falls_back_to_its_first_and_says_s
     assert {r["baseline"] for r in rows} == {stand_in} and len(rows) == 4
     assert sorted(round(r["rating"]) for r in rows) == [100, 100, 110, 110]
     drawn = {c.name: c for c in charts.all_charts(runs)}
-    for group in results.groups([c for r in runs for c in r.measured]):
+    for group in comparison.groups([c for r in runs for c in r.measured]):
         for name in ("rating", "differences"):
             assert (
                 f"nginx has no measured cell in {group.name}, so that group's baseline is its first finished "
@@ -883,7 +884,7 @@ def test_a_gap_whose_95_percent_interval_contains_1_is_a_tie_as_compare_says(sto
     store = Store(str(db))
     for spread, tie in ((0.10, True), (0.005, False)):
         run = results.load(store, copy_run(db, run_id, doctor=_rates(1.03, spread)))
-        for group, verdict in zip(results.groups(run.measured), summary.winners([run])):
+        for group, verdict in zip(comparison.groups(run.measured), summary.winners([run])):
             nginx, reference = (group.figures(c) for c in group.ranked())
             ratio = nginx.mean_rps / reference.mean_rps
             rates = [[lv.rps for lv in f.levels] for f in (nginx, reference)]

@@ -13,6 +13,7 @@ import threading
 from conftest import quick_sweep, short_plan
 from httpbench import results
 from httpbench.report import summary
+from httpbench.results import comparison
 from httpbench.servers.process import session_pids
 from httpbench.session import Session
 from httpbench.sweep import Progress, Sweep
@@ -80,7 +81,7 @@ def test_a_master_that_dies_stops_its_cell_and_is_never_ranked(tmp_path):
     assert any("nginx" in note and "died" in note for note in notes), notes
     # Shown as incomplete, and never ranked: the group has one cell that finished, so no winner.
     measured = results.load(sweep.store, run_id)
-    (group,) = results.groups(measured.measured)
+    (group,) = comparison.groups(measured.measured)
     nginx = next(c for c in group.cells if c.server == "nginx")
     assert [c.server for c in group.ranked()] == ["reference"]
     assert group.incomplete(nginx) and "incomplete" in group.flags(nginx)
@@ -97,7 +98,7 @@ def test_a_master_that_dies_stops_its_cell_and_is_never_ranked(tmp_path):
         assert session.measure(Progress()) is None
     assert sweep.store.run(run_id)["status"] == "done"
     measured = results.load(sweep.store, run_id)
-    (group,) = results.groups(measured.measured)
+    (group,) = comparison.groups(measured.measured)
     nginx = next(c for c in group.cells if c.server == "nginx")
     assert nginx.status == "done" and nginx.level_numbers == (1, 5, 10) and nginx.finished
     assert len(nginx.levels[0].rps_values) == 1 and "crashed" not in nginx.levels[0].flags, nginx.levels[0].flags
@@ -200,7 +201,7 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
     assert any("deaf" in note and "ended early at level 2" in note for note in notes), notes
     # Shown incomplete and never ranked, with the flag's meaning in the cautions.
     measured = results.load(sweep.store, run_id)
-    (group,) = results.groups(measured.measured)
+    (group,) = comparison.groups(measured.measured)
     (deaf,) = group.cells
     assert group.ranked() == [] and group.incomplete(deaf) and "ended_early" in group.flags(deaf, [2])
     assert any("flagged ended_early" in line for line in summary.cautions([measured]))
@@ -218,7 +219,7 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
     assert again["requests"]["completed"] == 200 and not again["aborted"], again["aborted"]
     assert cell["status"] == "failed" and cell["error"].startswith("the load ended early at level 4: ")
     measured = results.load(sweep.store, run_id)
-    (group,) = results.groups(measured.measured)
+    (group,) = comparison.groups(measured.measured)
     assert group.ranked() == [] and measured.unfinished == list(group.cells)
 
 

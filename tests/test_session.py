@@ -4,20 +4,26 @@ level's rounds are "auto". (Sessions run for real in test_sweep, test_cli and te
 import shlex
 
 from httpbench import console, plan
+from httpbench.load_report import stored_host
 from httpbench.session import Setup, resume_command
 
 
 def test_the_resume_command_is_built_from_the_runs_stored_facts():
-    assert resume_command(3, "my results.db", {}) == "httpbench run --resume 3 --db 'my results.db'"
-    assert resume_command(3, "r.db", {}, ["nginx", "h2o"]) == "httpbench run --resume 3 --db r.db --servers nginx,h2o"
+    assert resume_command(3, "my results.db", stored_host({})) == "httpbench run --resume 3 --db 'my results.db'"
+    assert (
+        resume_command(3, "r.db", stored_host({}), ["nginx", "h2o"])
+        == "httpbench run --resume 3 --db r.db --servers nginx,h2o"
+    )
     # A cluster's run goes on from its client hosts, not this one: `runs` and `show` say so too.
-    stored = {
-        "cluster": {
-            "scheduler": "tls://sched:8786",
-            "server_host": "s1",
-            **Setup(cluster="tls://sched:8786", certs="my certs", on_client_loss="stop").facts(),
+    stored = stored_host(
+        {
+            "cluster": {
+                "scheduler": "tls://sched:8786",
+                "server_host": "s1",
+                **Setup(cluster="tls://sched:8786", certs="my certs", on_client_loss="stop").facts(),
+            }
         }
-    }
+    )
     assert shlex.split(resume_command(3, "r.db", stored)) == [
         "httpbench",
         "run",
@@ -33,7 +39,7 @@ def test_the_resume_command_is_built_from_the_runs_stored_facts():
         "stop",
     ]
     # A run stored before its certificates were: the scheduler at least.
-    assert resume_command(3, "r.db", {"cluster": {"scheduler": "tls://sched:8786"}}).endswith(
+    assert resume_command(3, "r.db", stored_host({"cluster": {"scheduler": "tls://sched:8786"}})).endswith(
         "--cluster tls://sched:8786"
     )
 
@@ -45,7 +51,7 @@ def test_auto_rounds_add_to_the_bar_beyond_each_levels_fewest():
     cell = plan.Cell("reference", "tuned", None, True, 1)
     for level, taken in ((1, 3), (10, 5)):
         for index in range(taken):
-            progress.on_round(cell, level, index, {"requests": {"per_second": 1000.0}})
+            progress.on_round(cell, level, index, {"requests": {"per_second": 1000.0}, "flags": []})
     task = bar.tasks[0]
     assert task.completed == task.total == 8
 

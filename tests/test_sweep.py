@@ -321,8 +321,9 @@ def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_fi
 
 
 def stored_round(per_second: float) -> dict:
+    """A round of a cluster's level (the scripted sweep's) that lost no client host."""
     from test_store import measurement
 
     m = measurement(1, 0)
-    m["requests"]["per_second"], m["flags"] = per_second, []
+    m["requests"]["per_second"], m["flags"], m["lost_hosts"] = per_second, [], []
     return m

@@ -4,12 +4,14 @@ and the other processes' CPU from the ServerHost's monitor window around the run
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import List, Optional
 
 from httpbench import clients
 from httpbench.clients import ClientError, ab, h2load, wrk
+from httpbench.load_report import filled
 from httpbench.servers.host import ServerHost
 
 from vs_peers.matrix import PIPELINE, Run, Scenario
@@ -21,21 +23,24 @@ FAILING_STATUS = ("4xx", "5xx", "non_2xx", "non_2xx_3xx")
 
 
 def command(tool: str, url: str, scenario: Scenario, duration: int, httpbench: str, workdir: str) -> List[str]:
-    """The tool's command line for `scenario`: one thread, `duration` seconds."""
+    """The tool's command line for `scenario`: one thread (no CPUs of its own), `duration` seconds."""
     keep_alive = scenario.mode != "close"
     pipeline = PIPELINE if scenario.mode == "pipe" else 1
+    level = clients.Level(
+        url, scenario.conns, None, duration, keep_alive, (), pipeline, clients.time_limit(scenario.conns, duration)
+    )
     if tool == "wrk":
         script = wrk.pipeline_script(workdir, pipeline) if pipeline > 1 else None
-        argv = wrk.argv(url, scenario.conns, None, duration, True, 1, script)
+        argv = wrk.argv(dataclasses.replace(level, keep_alive=True), script)
         if not keep_alive:
             # wrk cannot turn keep-alive off; asking the server to close is the nearest it comes
             # (it still speaks HTTP/1.1 and reconnects), as the scenario's title says.
             argv[-1:-1] = ["-H", "Connection: close"]
         return argv
     if tool == "h2load":
-        return h2load.argv(url, scenario.conns, None, duration, keep_alive, 1, pipeline)
+        return h2load.argv(level)
     if tool == "ab":
-        return ab.argv(url, scenario.conns, None, duration, keep_alive, pipeline, _ab_csv(workdir))
+        return ab.argv(level, _ab_csv(workdir))
     mode = {"pipe": ["--pipeline", str(PIPELINE)], "close": ["--no-keepalive"]}.get(scenario.mode, [])
     return [httpbench, "-c", str(scenario.conns), "-t", "1", "-d", f"{duration}s", "--json", *mode, url]
 
@@ -76,7 +81,7 @@ def parse(tool: str, done: clients.Finished, workdir: str) -> Optional[dict]:
     if tool in PEERS:
         return PEERS[tool].parse(done.stdout)
     try:
-        return json.loads(done.stdout)
+        return filled(json.loads(done.stdout))
     except ValueError:
         return None
 

@@ -15,7 +15,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 from httpbench.errors import Error
 from httpbench.honesty import CELL_STOPPERS, NOISY_CV
-from httpbench.results import CellResult, RunResults, levels_text
+from httpbench.results.model import CellResult, RunResults, levels_text
 from httpbench.stats import LevelStats
 
 

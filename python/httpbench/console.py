@@ -22,7 +22,7 @@ from httpbench.errors import Error
 from httpbench.plan import Rounds
 from httpbench.report import summary as report_summary
 from httpbench.report import tables
-from httpbench.results import RunResults
+from httpbench.results.model import RunResults
 from httpbench.session import Session, resume_command
 from httpbench.store import url_of
 from httpbench.sweep import Progress
@@ -79,7 +79,7 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
         if rounds is not None and index >= rounds.fewest:
             bar.update(task, total=bar.tasks[task].total + 1)
         rps = m["requests"]["per_second"] or 0
-        flags = ", ".join(f["kind"] for f in m.get("flags", []))
+        flags = ", ".join(f["kind"] for f in m["flags"])
         bar.update(
             task,
             advance=1,
@@ -257,7 +257,7 @@ def runs_table(runs: List[dict], db: str) -> None:
                     r["status"],
                     str(r["started"])[:19],
                     str(r["ended"] or "")[:19],
-                    str(r.get("cells", "")),
+                    str(r["cells"]),
                 ]
                 for r in runs
             ),

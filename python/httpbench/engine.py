@@ -1,7 +1,7 @@
 """The engine's Python API: dicts in, dicts out.
 
 The extension speaks JSON strings so that the spec and report schemas are defined once, in Rust
-(serde); here they only become dicts, typed by httpbench.load_report.
+(serde); here they only become dicts, typed and filled in by httpbench.load_report.
 """
 
 import json
@@ -11,16 +11,16 @@ from httpbench import _engine
 
 # Here for the engine's callers to catch: engine.EngineError, engine.EnginePanicked.
 from httpbench.errors import EngineError, EnginePanicked  # noqa: F401
-from httpbench.load_report import LoadReport, Summary
+from httpbench.load_report import Report, Summary, filled
 
 
-def run(spec: dict) -> LoadReport:
+def run(spec: dict) -> Report:
     """Run a load test described by ``spec`` (a LoadSpec) and return its report.
 
     Raises EngineError, with a one-line message and the error's kind and fields, if the spec is
     bad or the run cannot start or go on; EnginePanicked if the engine hit a bug.
     """
-    return json.loads(_engine.run(json.dumps(spec)))
+    return filled(json.loads(_engine.run(json.dumps(spec))))
 
 
 def in_plan_terms(error: EngineError) -> str:
@@ -69,11 +69,11 @@ def merge_latency(summaries: list) -> Summary:
     return json.loads(_engine.merge_latency([s["hdr"] for s in summaries]))
 
 
-def merge_reports(spec: dict, reports: list) -> LoadReport:
+def merge_reports(spec: dict, reports: list) -> Report:
     """The report of the run ``spec`` from the reports of its parts (its hosts' engines): the
     whole spec (an open loop's target is its rate), counts and histograms added, every rate and
     mean derived again (the engine's ``Report::merge``)."""
-    return json.loads(_engine.merge_reports(json.dumps(spec), [json.dumps(r) for r in reports]))
+    return filled(json.loads(_engine.merge_reports(json.dumps(spec), [json.dumps(r) for r in reports])))
 
 
 def split_spec(spec: dict, hosts: int) -> list:

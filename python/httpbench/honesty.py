@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection, List, Optional, Sequence
 
-from httpbench.load_report import ClientUse, LoadReport
+from httpbench.load_report import Client, Report
 from httpbench.stats import LevelStats
 
 BUSY_SHARE_LIMIT = 0.9  # an engine thread's CPU time (and time waiting for its CPU) / wall time
@@ -49,16 +49,14 @@ class Flag:
 def stops_cell(measurement: dict, stoppers: Collection[str] = tuple(CELL_STOPPERS)) -> bool:
     """Whether a stored round stopped its cell: it is flagged with a kind of `stoppers`, and a
     resumed cell measures it again."""
-    return any(f["kind"] in stoppers for f in measurement.get("flags") or ())
+    return any(f["kind"] in stoppers for f in measurement["flags"])
 
 
-def _rps(m: LoadReport) -> Optional[float]:
+def _rps(m: Report) -> Optional[float]:
     return m["requests"]["per_second"]
 
 
-def client_saturated(
-    measurements: Sequence[LoadReport], ceiling_rps: Optional[float], client_cores: int
-) -> Optional[Flag]:
+def client_saturated(measurements: Sequence[Report], ceiling_rps: Optional[float], client_cores: int) -> Optional[Flag]:
     """The client, not the server, set the pace in some round (see `_client_bound`), or the
     level's mean throughput is within 10% of the client ceiling (its throughput against
     `reference`, measured at the start of the run)."""
@@ -70,14 +68,14 @@ def client_saturated(
     return _saturated(reasons + _near_ceiling(measurements, ceiling_rps))
 
 
-def client_host_saturated(host: str, report: LoadReport) -> Optional[Flag]:
+def client_host_saturated(host: str, report: Report) -> Optional[Flag]:
     """One client host of a cluster level, judged on its own engine's report against the CPUs
     that host let it use: one saturated host is enough to distort the whole level."""
     cores = len(report["host"]["cpus_allowed"]) or 1
     return _saturated([f"client host {host}: {reason}" for reason in _client_bound(report, cores)])
 
 
-def _client_bound(m: LoadReport, client_cores: int) -> List[str]:
+def _client_bound(m: Report, client_cores: int) -> List[str]:
     """Why one measurement's client was the limit: its busiest engine thread above 90% busy
     (counting the time it was ready but other processes had its CPU: on a shared machine a
     starved client is as much the limit as a busy one), or its CPU time at 95% of the cores it
@@ -111,7 +109,7 @@ def _client_bound(m: LoadReport, client_cores: int) -> List[str]:
     return reasons
 
 
-def clients_at_ceiling(measurements: Sequence[LoadReport], ceiling_rps: Optional[float]) -> Optional[Flag]:
+def clients_at_ceiling(measurements: Sequence[Report], ceiling_rps: Optional[float]) -> Optional[Flag]:
     """Several client hosts' merged figures: only their throughput against their ceiling says
     anything (each host's CPU is judged on its own, with `client_host_saturated`)."""
     return _saturated(_near_ceiling(measurements, ceiling_rps))
@@ -121,7 +119,7 @@ def _saturated(reasons: List[str]) -> Optional[Flag]:
     return Flag("client_saturated", "; ".join(reasons)) if reasons else None
 
 
-def _near_ceiling(measurements: Sequence[LoadReport], ceiling_rps: Optional[float]) -> List[str]:
+def _near_ceiling(measurements: Sequence[Report], ceiling_rps: Optional[float]) -> List[str]:
     values = [v for v in map(_rps, measurements) if v is not None]
     if ceiling_rps and values:
         mean = sum(values) / len(values)
@@ -133,7 +131,7 @@ def _near_ceiling(measurements: Sequence[LoadReport], ceiling_rps: Optional[floa
     return []
 
 
-def contended(server: str, window: dict, client: Optional[ClientUse]) -> Optional[Flag]:
+def contended(server: str, window: dict, client: Optional[Client]) -> Optional[Flag]:
     """The machine was busy with other work: other processes used CPUs (`others_cpu_cores` of
     the monitor's `window`) while the server's threads or the client's busiest one waited for
     theirs. Both are slowed by what else runs, not by each other, and by different amounts, so
@@ -155,7 +153,7 @@ def contended(server: str, window: dict, client: Optional[ClientUse]) -> Optiona
     )
 
 
-def littles_law(measurements: Sequence[LoadReport], connections: int) -> Optional[Flag]:
+def littles_law(measurements: Sequence[Report], connections: int) -> Optional[Flag]:
     """Closed loop only: requests in flight (`connections`, times the pipeline depth when
     pipelining) should equal throughput x mean cycle (latency, plus the engine's handling delay
     where it reports one), plus the requests still unanswered at the end for the time they had

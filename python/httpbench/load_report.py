@@ -1,136 +1,37 @@
-"""The load report (schema httpbench-load/1, docs/json-schema.md) as Python sees it, typed once.
+"""The load report (schema httpbench-load/1, docs/json-schema.md) as Python sees it: one typed view.
 
-The engine defines the report (crates/engine/src/report.rs) and hands it over as JSON; here it
-is only given types, for the engine's reports, the cluster's merged levels (the engine's merge,
-plus what the cluster adds) and the client tools' reports, which `tool_report` starts with every
-field present. Readers index these fields directly: a field is never missing from a report made
-by this version, and a tool leaves what it does not measure None, never 0.
+The engine defines the report (crates/engine/src/report.rs); its fields reach Python through
+httpbench.report_fields, generated from those types (tools/report_fields.py). Here the view gets
+its two ways in: `blank`, a report with every value None, which a client tool's parser fills in
+with what the tool measures; and `filled`, which brings a report of any version to the current
+shape. Every report entering Python passes one of them (the engine's, a cluster's merged level, a
+client host's, a tool's, a round read back from the store), so readers index fields directly: a
+field this version knows is never missing, and a value nobody measured is None, never 0.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, NotRequired, Optional, Type, TypedDict, TypeVar
+import copy
+import dataclasses
+import functools
+import typing
+from typing import Any, Dict, List, Optional, Tuple, TypedDict
+
+from httpbench.monitor import Window
+from httpbench.report_fields import DEFAULTS, Client, HostFacts, Report, Summary
 
 SCHEMA = "httpbench-load/1"
 
-T = TypeVar("T")
 
-# A latency distribution in microseconds; `hdr` is the whole HdrHistogram (None from a tool).
-Summary = TypedDict(
-    "Summary",
-    {
-        "count": Optional[int],
-        "min_us": Optional[float],
-        "mean_us": Optional[float],
-        "stdev_us": Optional[float],
-        "max_us": Optional[float],
-        "p50_us": Optional[float],
-        "p75_us": Optional[float],
-        "p90_us": Optional[float],
-        "p99_us": Optional[float],
-        "p99_9_us": Optional[float],
-        "p99_99_us": Optional[float],
-        "hdr": Optional[str],
-    },
-)
+class ToolClient(Client):
+    """A client tool's `client`: its name, version and command line, and its process's wall time
+    and threads, which its rusage (`user_s`, `sys_s`) covers."""
 
-SUMMARY_FIELDS = tuple(Summary.__annotations__)
-
-# Responses by status class; a tool that groups them its own way adds its groups (ab's
-# `non_2xx`, wrk's `non_2xx_3xx`).
-Status = TypedDict(
-    "Status",
-    {
-        "1xx": Optional[int],
-        "2xx": Optional[int],
-        "3xx": Optional[int],
-        "4xx": Optional[int],
-        "5xx": Optional[int],
-        "other": Optional[int],
-    },
-)
-
-
-class Validation(TypedDict):
-    """The one request made before the load, unless the spec's `validate` turned it off."""
-
-    # Whether it was made; absent in reports from before the field, which always made it.
-    sent: NotRequired[bool]
-    status: int
-    body_bytes: int
-    ok: bool
-    problem: Optional[str]
-
-
-class Requests(TypedDict):
-    sent: Optional[int]
-    completed: Optional[int]
-    failed: Optional[int]
-    in_flight: Optional[int]
-    in_flight_age_mean_us: Optional[float]
-    in_flight_age_max_us: Optional[float]
-    per_second: Optional[float]
-
-
-class OpenLoop(TypedDict):
-    target_rate: float
-    achieved_rate: float
-    behind_schedule: int
-    fell_short: bool
-
-
-class Bytes(TypedDict):
-    head: Optional[int]
-    body: Optional[int]
-    read: Optional[int]
-    written: Optional[int]
-
-
-class Connections(TypedDict):
-    opened: Optional[int]
-    server_closes: Optional[int]
-
-
-class Latency(TypedDict):
-    total: Summary
-    service: Optional[Summary]
-    first_byte: Optional[Summary]
-    connect: Optional[Summary]
-
-
-class SecondPoint(TypedDict):
-    second: int
-    requests: int
-    errors: int
-    # None where several hosts' points were added: their percentiles do not add up.
-    p50_us: Optional[int]
-    p99_us: Optional[int]
-
-
-class ThreadUse(TypedDict):
-    cpu: Optional[int]
-    user_s: float
-    sys_s: float
-    wall_s: float
-    busy_share: float
-    waiting_share: float
-
-
-class ClientUse(TypedDict):
-    threads: Optional[List[ThreadUse]]
-    user_s: Optional[float]
-    sys_s: Optional[float]
-    busy_share: Optional[float]
-    waiting_share: Optional[float]
-    cpu_us_per_request: Optional[float]
-    handling_delay_us: Optional[float]
-    # A client tool's: its name, version and command line, and its process's wall time and
-    # threads, which its rusage (user_s, sys_s) covers.
-    tool: NotRequired[str]
-    version: NotRequired[Optional[str]]
-    argv: NotRequired[Optional[List[str]]]
-    wall_s: NotRequired[Optional[float]]
-    thread_count: NotRequired[Optional[int]]
+    tool: str
+    version: Optional[str]
+    argv: Optional[List[str]]
+    wall_s: Optional[float]
+    thread_count: Optional[int]
 
 
 class HostPart(TypedDict):
@@ -141,28 +42,7 @@ class HostPart(TypedDict):
     report: dict
 
 
-class LoadReport(TypedDict):
-    schema: str
-    engine: Optional[dict]
-    spec: Optional[dict]
-    validation: Optional[Validation]
-    started_at: Optional[float]
-    duration_s: Optional[float]
-    requests: Requests
-    open_loop: Optional[OpenLoop]
-    status: Status
-    errors: Dict[str, Optional[int]]
-    errors_total: Optional[int]
-    bytes: Bytes
-    connections: Connections
-    latency: Latency
-    timeseries: Optional[List[SecondPoint]]
-    client: ClientUse
-    aborted: Optional[str]
-    host: Optional[dict]
-
-
-class LevelReport(LoadReport):
+class LevelReport(Report):
     """A cluster's level: its hosts' reports merged, with the level's spec; `host` and
     `started_at` are each host's, under `hosts`."""
 
@@ -173,38 +53,98 @@ class LevelReport(LoadReport):
     absent_hosts: List[str]
 
 
-def _unknown(kind: Type[T]) -> T:
-    """A TypedDict with every field present and unknown (None)."""
-    return kind(**dict.fromkeys(kind.__annotations__))
+def blank(kind: type = Report) -> dict:
+    """A `kind` (a TypedDict of report_fields) with every value None and every object it always
+    has there, blank in turn."""
+    return {name: blank(of) if shape == "object" else None for name, (shape, of, _) in _fields(kind).items()}
+
+
+def filled(value: dict, kind: type = Report) -> dict:
+    """`value`, a `kind` of any version, in this version's shape: a field it lacks becomes what the
+    engine reads for it (`Validation.sent`'s true, a spec's defaults) or None, and an object it
+    lacks, or holds as null, a blank one, at any depth (a client tool's report of before had
+    null for the objects it left empty). What it holds that is no field of `kind` (a tool's own
+    groups, a cluster's hosts, a round's flags) stays as it is."""
+    out = dict(value)
+    for name, (shape, of, default) in _fields(kind).items():
+        if shape == "object" and out.get(name) is None:
+            out[name] = blank(of)
+        elif name not in out:
+            out[name] = copy.deepcopy(default)
+        elif shape in ("object", "maybe") and isinstance(out[name], dict):
+            out[name] = filled(out[name], of)
+        elif shape == "list" and isinstance(out[name], list):
+            out[name] = [filled(item, of) if isinstance(item, dict) else item for item in out[name]]
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(kind: type) -> Dict[str, Tuple[str, Optional[type], Any]]:
+    """Each field of `kind`: how it is filled in ("object", an object the report always has;
+    "maybe", one that may be None; "list", a list of objects; "value", anything else), the object
+    type, and the engine's default."""
+    defaults = DEFAULTS.get(kind.__name__, {})
+    return {name: (*_shape(annotation), defaults.get(name)) for name, annotation in kind.__annotations__.items()}
+
+
+def _shape(annotation) -> Tuple[str, Optional[type]]:
+    if _is_object(annotation):
+        return "object", annotation
+    (inner,) = [a for a in typing.get_args(annotation) if a is not type(None)] or [None]
+    if _is_object(inner):
+        return "maybe", inner
+    if typing.get_origin(inner) is list and _is_object(typing.get_args(inner)[0]):
+        return "list", typing.get_args(inner)[0]
+    return "value", None
+
+
+def _is_object(annotation) -> bool:
+    """A TypedDict of report_fields (typing.is_typeddict is Python 3.10's)."""
+    return isinstance(annotation, type) and issubclass(annotation, dict) and hasattr(annotation, "__total__")
+
+
+# What a sweep stores with a report as a round (docs/json-schema.md, "A stored round"), for a round
+# stored before it did.
+_ROUND_DEFAULTS = {"flags": [], "server": None}
+
+
+def _window_default(field: dataclasses.Field):
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return None if field.default is dataclasses.MISSING else field.default
+
+
+_WINDOW_DEFAULTS = {f.name: _window_default(f) for f in dataclasses.fields(Window)}
+
+
+def stored_round(measurement: dict) -> dict:
+    """A round as the store holds it (the report, its `flags` and the server's monitor `window`),
+    in this version's shape: the report `filled`, and a field of the round or of its window it
+    lacks None or its default."""
+    out = {**copy.deepcopy(_ROUND_DEFAULTS), **filled(measurement)}
+    if out["server"] is not None:
+        out["server"] = {**copy.deepcopy(_WINDOW_DEFAULTS), **out["server"]}
+    return out
+
+
+def stored_host(host: dict) -> dict:
+    """A run's host as the store holds it, in this version's shape: the server host's facts (the
+    report's HostFacts, filled in), where the sweep placed server and client (`placement`), and on
+    a cluster what a resume must be told (`cluster`); None where a run of before lacks them."""
+    return {"placement": None, "cluster": None, **filled(host or {}, HostFacts)}
 
 
 def summary(**given: Optional[float]) -> Summary:
     """A latency summary with only the fields a tool gives set."""
-    extra = set(given) - set(SUMMARY_FIELDS)
+    extra = set(given) - set(Summary.__annotations__)
     assert not extra, extra
-    return Summary(**{**_unknown(Summary), **given})
+    return Summary(**{**blank(Summary), **given})
 
 
-def tool_report(tool: str) -> LoadReport:
-    """A client tool's report with every field present and unknown (None), for its parser to fill
-    in."""
-    return LoadReport(
-        schema=SCHEMA,
-        engine=None,
-        spec=None,
-        validation=None,
-        started_at=None,
-        duration_s=None,
-        requests=_unknown(Requests),
-        open_loop=None,
-        status=_unknown(Status),
-        errors={},
-        errors_total=None,
-        bytes=_unknown(Bytes),
-        connections=_unknown(Connections),
-        latency=Latency(total=summary(), service=None, first_byte=None, connect=None),
-        timeseries=None,
-        client=ClientUse(**{**_unknown(ClientUse), "tool": tool}),
-        aborted=None,
-        host=None,
-    )
+def tool_report(tool: str) -> Report:
+    """A client tool's report, for its parser to fill in: every value None, so what the tool does
+    not measure stays so (its engine, spec, validation and host facts among them)."""
+    report = blank()
+    report.update(schema=SCHEMA, errors={})
+    report["client"]["tool"] = tool
+    return report

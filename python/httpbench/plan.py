@@ -157,7 +157,7 @@ class Plan:
                 hint = f"its command's program {self.adapter(name).program!r} is not found"
             else:
                 hint = f"install it with 'httpbench servers install {name}' ({servers.get(name).install_command()})"
-            from httpbench.planfile import line_of
+            from httpbench.plan_lines import line_of
 
             line = line_of(self.text, ("servers",))
             raise PlanError(

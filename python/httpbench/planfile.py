@@ -3,18 +3,16 @@ names the file, the line and the key:
 
     myplan.toml line 12: levels.step must be more than 0, got -10
 
-tomllib gives no positions, so `_Lines` finds them by scanning the text for table headers and
-`key =` lines.
+Each value is checked by httpbench.plan_values, which finds its line with httpbench.plan_lines.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
+from typing import Any, Dict, NoReturn, Optional, Tuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -23,6 +21,7 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
 
 from httpbench import workload as workloads
 from httpbench.plan import Budget, Plan, PlanError, Rounds
+from httpbench.plan_values import ValueChecks, is_int, key_name, show
 from httpbench.servers.base import PROFILES
 from httpbench.workload import Workload, WorkloadError
 
@@ -69,115 +68,9 @@ def read(text: str, source: str, base_dir: Optional[Path] = None) -> Plan:
     return _Parser(source, text, Path(base_dir) if base_dir else Path(".")).plan(data)
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def parse_duration(value: Any) -> Optional[float]:
-    """ "2s", "500ms", "1m", "1h", "1.5" or a number: seconds; None if it is none of those."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    match = _DURATION.match(value) if isinstance(value, str) else None
-    return float(match.group(1)) * _UNITS[match.group(2)] if match else None
-
-
-def _show(value: Any) -> str:
-    """A value as it would be written in TOML."""
-    try:
-        return json.dumps(value)
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def _name(path: Tuple) -> str:
-    """("workload", 1, "size") -> "workload.size": the line says which workload."""
-    return ".".join(str(part) for part in path if not isinstance(part, int))
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-class _Parser:
-    def __init__(self, source: str, text: str, base_dir: Path) -> None:
-        self.source = source
-        self.text = text
-        self.base_dir = base_dir
-        self.lines = _Lines(text)
-
-    def fail(self, path: Tuple, message: str) -> NoReturn:
-        raise PlanError(f"{self.source} line {self.lines.find(path)}: {message}")
-
-    # -- small checks, each naming the key --
-
-    def keys(self, table: Any, allowed: Sequence[str], path: Tuple) -> Dict[str, Any]:
-        if not isinstance(table, dict):
-            self.fail(path, f"{_name(path)} must be a table, got {_show(table)}")
-        for key in table:
-            if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-                hint = (
-                    f"did you mean {_name(path + (close[0],))!r}?"
-                    if close
-                    else f"known keys here: {', '.join(allowed) or 'none'}"
-                )
-                self.fail(path + (key,), f"unknown key {_name(path + (key,))!r}; {hint}")
-        return table
-
-    def integer(self, value: Any, path: Tuple, minimum: int) -> int:
-        if not _is_int(value):
-            self.fail(path, f"{_name(path)} must be a whole number, got {_show(value)}")
-        if value < minimum:
-            what = "more than 0" if minimum == 1 else f"at least {minimum}"
-            self.fail(path, f"{_name(path)} must be {what}, got {value}")
-        return value
-
-    def string(self, value: Any, path: Tuple, choices: Sequence[str] = ()) -> str:
-        if not isinstance(value, str):
-            self.fail(path, f"{_name(path)} must be a string, got {_show(value)}")
-        if choices and value not in choices:
-            close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            self.fail(path, f"{_name(path)} must be one of {', '.join(map(repr, choices))}, got {value!r}{hint}")
-        return value
-
-    def duration(self, value: Any, path: Tuple, zero_ok: bool) -> float:
-        seconds = parse_duration(value)
-        if seconds is None:
-            self.fail(
-                path,
-                f'{_name(path)} must be a duration like "2s", "500ms", "1m" or a number of seconds, got {_show(value)}',
-            )
-        if seconds < 0 or seconds == 0 and not zero_ok:
-            self.fail(path, f"{_name(path)} must be more than 0 s, got {_show(value)}")
-        return seconds
-
-    def array(self, value: Any, path: Tuple, item, allow_scalar: bool = False) -> Tuple:
-        """A non-empty list without repeats, each item checked by `item(value, path)`."""
-        if allow_scalar and not isinstance(value, list):
-            value = [value]
-        if not isinstance(value, list) or not value:
-            self.fail(path, f"{_name(path)} must be a non-empty list, got {_show(value)}")
-        items = tuple(item(v, path) for v in value)
-        for i, v in enumerate(items):
-            if v in items[:i]:
-                self.fail(path, f"{_name(path)} has {_show(value[i])} twice")
-        return items
-
-    def boolean(self, value: Any, path: Tuple) -> bool:
-        if not isinstance(value, bool):
-            self.fail(path, f"{_name(path)} must be true or false, got {_show(value)}")
-        return value
-
-    def file_path(self, value: Any, path: Tuple) -> Path:
-        full = self.base_dir / self.string(value, path)
-        if not full.exists():
-            self.fail(path, f"{_name(path)}: no such file or directory: {full}")
-        return full.resolve()
-
-    # -- the plan --
+class _Parser(ValueChecks):
+    """The plan itself: its keys, the servers and workloads it names, its levels and budgets, and
+    what they allow together."""
 
     def plan(self, data: Dict[str, Any]) -> Plan:
         from httpbench import servers as adapters
@@ -198,7 +91,7 @@ class _Parser:
         commands: Dict[str, str] = {}
         tables = data.get("server", {})
         if not isinstance(tables, dict):
-            self.fail(("server",), "server must be tables like [server.nginx], got " + _show(tables))
+            self.fail(("server",), "server must be tables like [server.nginx], got " + show(tables))
         for server, table in tables.items():
             path = ("server", server)
             self.keys(table, SERVER_KEYS, path)
@@ -250,8 +143,8 @@ class _Parser:
         allow_errors = self.boolean(data.get("allow_errors", False), ("allow_errors",))
         rounds = data.get("rounds", 1)
         if rounds != "auto":
-            if not _is_int(rounds):
-                self.fail(("rounds",), f'rounds must be a whole number or "auto", got {_show(rounds)}')
+            if not is_int(rounds):
+                self.fail(("rounds",), f'rounds must be a whole number or "auto", got {show(rounds)}')
             self.integer(rounds, ("rounds",), 1)
         most = self.integer(data.get("max_rounds", 10), ("max_rounds",), 2 if rounds == "auto" else 1)
 
@@ -301,7 +194,7 @@ class _Parser:
 
     def list_of(self, value: Any, path: Tuple) -> list:
         if not isinstance(value, list):
-            self.fail(path, f"{_name(path)} must be a list, got {_show(value)}")
+            self.fail(path, f"{key_name(path)} must be a list, got {show(value)}")
         return value
 
     def unknown_server(self, server: str, path: Tuple, known: set) -> NoReturn:
@@ -309,13 +202,13 @@ class _Parser:
         hint = f"did you mean {close[0]!r}? " if close else ""
         self.fail(
             path,
-            f"{_name(path)}: unknown server {server!r}; {hint}known servers: {', '.join(sorted(known))} "
+            f"{key_name(path)}: unknown server {server!r}; {hint}known servers: {', '.join(sorted(known))} "
             '(or declare a command server with [server.NAME] command = "...")',
         )
 
     def workload(self, table: Any, path: Tuple) -> Workload:
         if not isinstance(table, dict):
-            self.fail(path, f"workload must be a table, got {_show(table)}")
+            self.fail(path, f"workload must be a table, got {show(table)}")
         kind = self.string(table.get("kind", "generated"), path + ("kind",), KINDS)
         for key in table:
             if key not in WORKLOAD_KEYS[kind] and any(key in keys for keys in WORKLOAD_KEYS.values()):
@@ -445,93 +338,3 @@ class _Parser:
                     f"budget.requests = {fewest} is less than the rate of {max(levels)} "
                     "req/s: each level needs at least one second of load",
                 )
-
-
-# ---- where a key is ---------------------------------------------------------------------------
-
-
-class _Lines:
-    """Line numbers of a TOML text's tables and keys, found by scanning it: `[levels]` is
-    ("levels",), the second `[[workload]]` is ("workload", 1), `step = 10` in [levels] is
-    ("levels", "step"). Multi-line strings and arrays are skipped, so a line of `notes` that
-    looks like `key = value` is not taken for a key."""
-
-    _HEADER = re.compile(r"^\s*(\[\[?)\s*(.+?)\s*\]\]?\s*(?:#.*)?$")
-    _KEY = re.compile(
-        r"^\s*((?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*'))*)\s*="
-    )
-
-    def __init__(self, text: str) -> None:
-        self.where: Dict[Tuple, int] = {}
-        table: Tuple = ()
-        arrays: Dict[Tuple, int] = {}
-        self.open_string: Optional[str] = None
-        self.depth = 0
-        for number, line in enumerate(text.splitlines(), start=1):
-            rest = line
-            if self.open_string:
-                end = line.find(self.open_string)
-                if end < 0:
-                    continue
-                rest, self.open_string = line[end + 3 :], None
-            elif self.depth == 0:
-                header = self._HEADER.match(line)
-                key = self._KEY.match(line)
-                if header and not key:
-                    parts = tuple(_split_key(header.group(2)))
-                    if header.group(1) == "[[":
-                        arrays[parts] = arrays.get(parts, -1) + 1
-                        table = parts + (arrays[parts],)
-                    else:
-                        table = parts
-                    self.where.setdefault(table, number)
-                    continue
-                if key:
-                    self.where.setdefault(table + tuple(_split_key(key.group(1))), number)
-                    rest = line[key.end() :]
-            self._scan(rest)
-
-    def _scan(self, fragment: str) -> None:
-        """Follow strings, comments and brackets through the rest of a line."""
-        i = 0
-        while i < len(fragment):
-            c = fragment[i]
-            if c == "#":
-                return
-            if fragment.startswith(('"""', "'''"), i):
-                delimiter = fragment[i : i + 3]
-                end = fragment.find(delimiter, i + 3)
-                if end < 0:
-                    self.open_string = delimiter
-                    return
-                i = end + 3
-                continue
-            if c in "\"'":
-                i += 1
-                while i < len(fragment) and fragment[i] != c:
-                    i += 2 if c == '"' and fragment[i] == "\\" else 1
-            elif c in "[{":
-                self.depth += 1
-            elif c in "]}":
-                self.depth = max(0, self.depth - 1)
-            i += 1
-
-    def find(self, path: Tuple) -> int:
-        """The line of `path`, or of the nearest enclosing table or key that is written down
-        (an inline table, or a missing key's table); line 1 for what is not there at all."""
-        path = tuple(path)
-        while path:
-            if path in self.where:
-                return self.where[path]
-            path = path[:-1]
-        return 1
-
-
-def _split_key(text: str) -> List[str]:
-    """`server."my server".directives` -> ["server", "my server", "directives"]."""
-    return [part.strip().strip("\"'") for part in re.findall(r"\"[^\"]*\"|'[^']*'|[^.]+", text)]
-
-
-def line_of(text: str, path: Tuple) -> int:
-    """The line of `text` that sets the key at `path`."""
-    return _Lines(text).find(path)

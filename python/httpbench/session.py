@@ -16,8 +16,10 @@ from typing import List, Optional
 from httpbench import plan as plans
 from httpbench import results
 from httpbench.honesty import stops_cell
+from httpbench.load_report import stored_host
 from httpbench.placement import Placement, PlacementError, parse_cpus, show_cpus
-from httpbench.store import Store, StoreError, owner_alive
+from httpbench.store import Store, StoreError
+from httpbench.store.owner import owner_alive
 from httpbench.sweep import Progress, Stopped, Sweep
 
 
@@ -54,7 +56,7 @@ def resume_command(run_id: int, db: str, host: dict, only: Optional[List[str]] =
     words = ["httpbench", "run", "--resume", str(run_id), "--db", db]
     if only:
         words += ["--servers", ",".join(only)]
-    cluster = host.get("cluster")
+    cluster = host["cluster"]
     if cluster:
         # Resumed without them, the rest of the run would be measured from this host alone.
         words += ["--cluster", cluster["scheduler"]]
@@ -82,7 +84,7 @@ class Session:
         self.store.check()  # a damaged file is refused before anything is measured that it could not keep
         self.run_id = resume
         self.finished = False
-        self.stored: dict = {"host": {}, "cells": []}
+        self.stored: dict = {"host": stored_host({}), "cells": []}
         self.measured: Optional[results.RunResults] = None  # the run as the sweep ended it
         if resume is None:
             self.plan = plans.load(plan_name or "quick")
@@ -97,7 +99,7 @@ class Session:
             )
         self.finished = _finished(self.stored, only)
         self.plan = plans.parse(self.stored["plan_text"], f"run {resume}")
-        self.setup = _placed_as_stored(resume, self.stored["host"].get("placement"), setup)
+        self.setup = _placed_as_stored(resume, self.stored["host"]["placement"], setup)
 
     def __enter__(self) -> "Session":
         """Everything the sweep needs: SIGTERM taken as Ctrl-C, the cluster opened, server and

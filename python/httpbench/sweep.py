@@ -163,6 +163,11 @@ class Sweep:
             return self.cluster.server_host(self.placement.server)
         return ServerHost(self.placement.server)
 
+    def _lost_hosts(self, measurement: dict) -> List[str]:
+        """The client hosts the cluster lost during `measurement` (a LevelReport); none off a
+        cluster, where the engine's report has no hosts."""
+        return measurement["lost_hosts"] if self.cluster else []
+
     def _on_server_host(self, function: Callable, *args):
         """`function(*args)` where the servers run: on the cluster's server host, or here."""
         return self.cluster.on_server_host(function, *args) if self.cluster else function(*args)
@@ -183,7 +188,7 @@ class Sweep:
             rounds: List[float] = []
             while len(rounds) < CEILING_ROUNDS:
                 measurement = self.load(spec)
-                lost = measurement.get("lost_hosts")
+                lost = self._lost_hosts(measurement)
                 if lost and self.on_client_loss == "stop":
                     raise Stopped(
                         f"client host(s) {', '.join(lost)} lost while measuring the client ceiling "
@@ -296,7 +301,7 @@ class Sweep:
                 self.store.add_round(cell_id, level, index, measurement, replace=True)
                 self.progress.on_round(cell, level, index, measurement)
                 values.append(measurement["requests"]["per_second"] or 0.0)
-                if measurement.get("lost_hosts") and self.on_client_loss == "stop":
+                if self._lost_hosts(measurement) and self.on_client_loss == "stop":
                     raise Stopped(
                         f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level}, "
                         "stored as partial (--on-client-loss stop)"
@@ -342,7 +347,7 @@ class Sweep:
             flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
         # On a cluster the client hosts' waits are judged with their saturation, host by host.
         flags.append(
-            honesty.contended(cell.server, measurement["server"], None if self.cluster else measurement.get("client"))
+            honesty.contended(cell.server, measurement["server"], None if self.cluster else measurement["client"])
         )
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
         measurement["flags"] = [asdict(f) for f in _merged(flags)]

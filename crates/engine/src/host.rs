@@ -3,6 +3,7 @@
 //! Everything is read from /proc, /sys and libc calls: no process is spawned, so gathering facts
 //! is cheap and cannot fail for want of a tool. A fact that cannot be read is left empty rather
 //! than failing the run.
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -25,7 +26,7 @@ pub const SYSCTLS: &[&str] = &[
     "net.core.wmem_max",
 ];
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct HostFacts {
     /// `model name` of /proc/cpuinfo; `None` where the architecture does not report one.
     pub cpu_model: Option<String>,

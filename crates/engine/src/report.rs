@@ -2,12 +2,17 @@
 //!
 //! The schema is versioned by `schema` and documented in docs/json-schema.md; a field is never
 //! renamed or given a new meaning within one version.
+//!
+//! Every type here derives `JsonSchema`: Python's typed view of the report
+//! (python/httpbench/report_fields.py) is generated from it by `make generate`, and
+//! tests/test_load_report.py fails when that view is stale or a field is missing from the doc.
 
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::host::HostFacts;
@@ -20,7 +25,13 @@ pub const SCHEMA: &str = "httpbench-load/1";
 /// An open loop whose achieved rate is below this share of its target fell short.
 pub const FELL_SHORT_BELOW: f64 = 0.95;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The report's JSON Schema (draft 2020-12), derived from these types: what front ends generate
+/// their typed views of the report from, and check its documentation against.
+pub fn schema() -> serde_json::Value {
+    schemars::schema_for!(Report).to_value()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
     pub schema: String,
     pub engine: Engine,
@@ -48,7 +59,7 @@ pub struct Report {
     pub host: HostFacts,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Engine {
     pub version: String,
     /// "io_uring" or "epoll".
@@ -56,7 +67,7 @@ pub struct Engine {
 }
 
 /// The single request made before the load, unless the spec turned it off.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Validation {
     /// Whether it was made: the server saw one request more than the load's (reports from before
     /// the field always made it).
@@ -85,7 +96,7 @@ impl Validation {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Requests {
     pub sent: u64,
     /// Complete responses of any status.
@@ -102,7 +113,7 @@ pub struct Requests {
     pub per_second: f64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct OpenLoop {
     pub target_rate: f64,
     /// Requests sent per second of measurement.
@@ -114,7 +125,7 @@ pub struct OpenLoop {
     pub fell_short: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Status {
     #[serde(rename = "1xx")]
     pub s1xx: u64,
@@ -129,7 +140,7 @@ pub struct Status {
     pub other: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Bytes {
     /// Status lines and headers of responses.
     pub head: u64,
@@ -140,14 +151,14 @@ pub struct Bytes {
     pub written: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Connections {
     pub opened: u64,
     /// Times the server closed a connection, or said it would, while the run went on.
     pub server_closes: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct LatencyReport {
     /// To the complete response, from when the request was meant to be sent (open loop:
     /// coordinated omission corrected) or was sent (closed loop).
@@ -159,7 +170,7 @@ pub struct LatencyReport {
 }
 
 /// A latency distribution in microseconds, with the full histogram for exact merging.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     pub count: u64,
     pub min_us: u64,
@@ -248,7 +259,7 @@ pub fn percentile_spectrum(h: &Histogram<u64>, ticks: u32) -> Vec<(f64, u64)> {
 }
 
 /// The engine's own use of the machine.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Client {
     pub threads: Vec<ThreadUse>,
     pub user_s: f64,
@@ -265,7 +276,7 @@ pub struct Client {
     pub handling_delay_us: f64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ThreadUse {
     pub cpu: Option<usize>,
     pub user_s: f64,

@@ -7,12 +7,13 @@
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, ErrorKind};
 
 /// When the run ends.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stop {
     /// After exactly this many requests have been sent (ab's and weighttp's `-n`).
@@ -23,7 +24,7 @@ pub enum Stop {
 }
 
 /// Which I/O interface the engine threads use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IoChoice {
     /// io_uring when the kernel allows it, epoll otherwise.
@@ -33,7 +34,7 @@ pub enum IoChoice {
     Epoll,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadSpec {
     /// Requested round robin; all must share one scheme, host and port.
@@ -78,6 +79,7 @@ pub struct LoadSpec {
     /// it, and a report leaves it out.
     #[doc(hidden)]
     #[serde(rename = "_panic", skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub panic: Option<PanicAt>,
 }
 

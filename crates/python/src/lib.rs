@@ -128,6 +128,13 @@ fn host_facts() -> PyResult<String> {
 
 /// Merge encoded latency histograms exactly; returns the merged summary (schema's `summary`) as
 /// JSON.
+/// The report's JSON Schema, derived from the engine's types: what
+/// python/httpbench/report_fields.py is generated from.
+#[pyfunction]
+fn report_schema() -> String {
+    httpbench_engine::report::schema().to_string()
+}
+
 #[pyfunction]
 fn merge_latency(hdrs: Vec<String>) -> PyResult<String> {
     let merged = httpbench_engine::report::merge_histograms(hdrs.iter().map(String::as_str))
@@ -188,6 +195,7 @@ fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(host_facts, m)?)?;
+    m.add_function(wrap_pyfunction!(report_schema, m)?)?;
     m.add_function(wrap_pyfunction!(load_main, m)?)?;
     m.add_function(wrap_pyfunction!(serve_reference, m)?)?;
     m.add_function(wrap_pyfunction!(merge_latency, m)?)?;

@@ -23,10 +23,10 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from httpbench.errors import Error
-from httpbench.load_report import LoadReport
+from httpbench.load_report import Report
 
 CLIENTS = ("ab", "wrk", "h2load")
 # Time allowed beyond the duration budget: start-up, connecting, and the tool's own summary.
@@ -42,6 +42,27 @@ class ClientError(Error):
     """A client run that cannot be done or did not produce figures; one line saying why."""
 
 
+@dataclass(frozen=True)
+class Level:
+    """One level for a tool, as `run` checked it: exactly one budget set, `cpus` the ones the tool
+    is pinned to (none: not pinned), `timeout` how long it may run."""
+
+    url: str
+    connections: int
+    budget_requests: Optional[int]
+    budget_seconds: Optional[float]
+    keep_alive: bool
+    cpus: Tuple[int, ...]
+    pipeline: int
+    timeout: float
+
+    @property
+    def threads(self) -> int:
+        """A tool that takes a thread count (wrk, h2load) gets one per pinned CPU, but no more
+        than its connections."""
+        return min(max(1, len(self.cpus)), self.connections)
+
+
 def run(
     client: str,
     url: str,
@@ -52,7 +73,7 @@ def run(
     cpus: Sequence[int],
     pipeline: int = 1,
     timeout: Optional[float] = None,
-) -> LoadReport:
+) -> Report:
     """Run `client` for one level against `url` and return its report. Exactly one budget is set.
     `cpus` pins the tool (empty: not pinned); `timeout` overrides the default bound."""
     if client not in CLIENTS:
@@ -66,7 +87,9 @@ def run(
     if timeout is None:
         timeout = time_limit(connections, budget_seconds) if budget_seconds is not None else REQUESTS_TIMEOUT_S
     module = importlib.import_module(f"{__name__}.{client}")
-    return module.run(url, connections, budget_requests, budget_seconds, keep_alive, list(cpus), pipeline, timeout)
+    return module.run(
+        Level(url, connections, budget_requests, budget_seconds, keep_alive, tuple(cpus), pipeline, timeout)
+    )
 
 
 # ---------------------------------------------------------------- shared by the tool modules
@@ -190,7 +213,7 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def finish(report: LoadReport, done: Finished, tool_version: Optional[str], threads: int, timeout: float) -> LoadReport:
+def finish(report: Report, done: Finished, tool_version: Optional[str], threads: int, timeout: float) -> Report:
     """Add what we measured around the tool, or raise if it produced no figures."""
     tail = (done.stderr.strip() or done.stdout.strip()).splitlines()[-1:] or [""]
     if report["requests"]["per_second"] is None or report["requests"]["completed"] is None:

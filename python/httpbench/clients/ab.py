@@ -13,11 +13,11 @@ import math
 import os
 import re
 import tempfile
-from typing import List, Optional, Sequence
+from typing import List, Optional
 from urllib.parse import urlsplit
 
-from httpbench.clients import ClientError, execute, finish, number, version, whole_seconds
-from httpbench.load_report import LoadReport, summary, tool_report
+from httpbench.clients import ClientError, Level, execute, finish, number, version, whole_seconds
+from httpbench.load_report import Report, summary, tool_report
 
 # With a duration, -n is ab's request cap (it stops at whichever comes first) and it allocates
 # its per-request table for all of them up front: enough for a single-threaded client at
@@ -25,35 +25,28 @@ from httpbench.load_report import LoadReport, summary, tool_report
 CAP_PER_SECOND = 500_000
 
 
-def argv(
-    url: str,
-    connections: int,
-    budget_requests: Optional[int],
-    budget_seconds: Optional[float],
-    keep_alive: bool,
-    pipeline: int,
-    csv_path: str,
-) -> List[str]:
-    if pipeline > 1:
+def argv(level: Level, csv_path: str) -> List[str]:
+    url, connections, budget_requests = level.url, level.connections, level.budget_requests
+    if level.pipeline > 1:
         raise ClientError("ab cannot pipeline requests: use wrk, h2load or the engine")
     if not urlsplit(url).path:
         url += "/"  # ab refuses a URL without a path
     # -r: go on after a receive error (counted as a failure) instead of abandoning the level;
     # -q: no progress lines. Without -k, ab closes the connection after every request.
-    args = ["ab", "-q", "-r"] + (["-k"] if keep_alive else [])
+    args = ["ab", "-q", "-r"] + (["-k"] if level.keep_alive else [])
     if budget_requests is not None:
         if connections > budget_requests:
             raise ClientError(f"ab: -c {connections} cannot exceed -n {budget_requests}")
         args += ["-c", str(connections), "-n", str(budget_requests)]
     else:
         # -t sets the cap to 50,000 requests, so -n must come after it.
-        seconds = whole_seconds(budget_seconds)
+        seconds = whole_seconds(level.budget_seconds)
         cap = max(connections, math.ceil(seconds * CAP_PER_SECOND))
         args += ["-c", str(connections), "-t", str(seconds), "-n", str(cap)]
     return args + ["-e", csv_path, url]
 
 
-def parse(stdout: str, csv_text: Optional[str] = None) -> LoadReport:
+def parse(stdout: str, csv_text: Optional[str] = None) -> Report:
     report = tool_report("ab")
     done = number(r"^Complete requests:\s+(\d+)", stdout, int)
     rps = number(r"^Requests per second:\s+([\d.]+)", stdout)
@@ -106,20 +99,9 @@ def tool_version() -> Optional[str]:
     return version(("ab", "-V"), r"Version ([\w.]+)")
 
 
-def run(
-    url: str,
-    connections: int,
-    budget_requests: Optional[int],
-    budget_seconds: Optional[float],
-    keep_alive: bool,
-    cpus: Sequence[int],
-    pipeline: int,
-    timeout: float,
-) -> LoadReport:
+def run(level: Level) -> Report:
     with tempfile.TemporaryDirectory(prefix="httpbench-ab-") as tmp:
         csv_path = os.path.join(tmp, "percentiles.csv")
-        done = execute(
-            argv(url, connections, budget_requests, budget_seconds, keep_alive, pipeline, csv_path), cpus, timeout
-        )
+        done = execute(argv(level, csv_path), level.cpus, level.timeout)
         csv_text = open(csv_path).read() if os.path.exists(csv_path) else None
-    return finish(parse(done.stdout, csv_text), done, tool_version(), 1, timeout)
+    return finish(parse(done.stdout, csv_text), done, tool_version(), 1, level.timeout)

@@ -9,10 +9,10 @@ not the engine's `first_byte` and is left out.
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
-from httpbench.clients import TIME, ClientError, execute, finish, to_us, version
-from httpbench.load_report import LoadReport, summary, tool_report
+from httpbench.clients import TIME, ClientError, Level, execute, finish, to_us, version
+from httpbench.load_report import Report, summary, tool_report
 
 REQUESTS = (
     r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, "
@@ -20,28 +20,21 @@ REQUESTS = (
 )
 
 
-def argv(
-    url: str,
-    connections: int,
-    budget_requests: Optional[int],
-    budget_seconds: Optional[float],
-    keep_alive: bool,
-    threads: int,
-    pipeline: int,
-) -> List[str]:
-    if not keep_alive:
+def argv(level: Level) -> List[str]:
+    connections, budget_requests = level.connections, level.budget_requests
+    if not level.keep_alive:
         raise ClientError("h2load cannot turn keep-alive off: use ab or the engine")
-    args = ["h2load", "--h1", "-t", str(min(threads, connections)), "-c", str(connections), "-m", str(pipeline)]
+    args = ["h2load", "--h1", "-t", str(level.threads), "-c", str(connections), "-m", str(level.pipeline)]
     if budget_requests is not None:
         if budget_requests < connections:
             raise ClientError(f"h2load: -n {budget_requests} must be at least -c {connections}")
         args += ["-n", str(budget_requests)]
     else:
-        args += ["-D", f"{max(1, round(budget_seconds * 1000))}ms"]  # -D takes units; "1.5" it refuses
-    return args + [url]
+        args += ["-D", f"{max(1, round(level.budget_seconds * 1000))}ms"]  # -D takes units; "1.5" it refuses
+    return args + [level.url]
 
 
-def parse(stdout: str) -> LoadReport:
+def parse(stdout: str) -> Report:
     report = tool_report("h2load")
     m = re.search(r"^finished in " + TIME + r", ([\d.]+) req/s", stdout, re.M)
     if m:
@@ -82,18 +75,6 @@ def tool_version() -> Optional[str]:
     return version(("h2load", "--version"), r"^h2load (\S+)")
 
 
-def run(
-    url: str,
-    connections: int,
-    budget_requests: Optional[int],
-    budget_seconds: Optional[float],
-    keep_alive: bool,
-    cpus: Sequence[int],
-    pipeline: int,
-    timeout: float,
-) -> LoadReport:
-    threads = min(max(1, len(cpus)), connections)
-    done = execute(
-        argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, pipeline), cpus, timeout
-    )
-    return finish(parse(done.stdout), done, tool_version(), threads, timeout)
+def run(level: Level) -> Report:
+    done = execute(argv(level), level.cpus, level.timeout)
+    return finish(parse(done.stdout), done, tool_version(), level.threads, level.timeout)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
-from httpbench.clients import TIME, ClientError, execute, finish, number, to_us, version, whole_seconds
-from httpbench.load_report import LoadReport, summary, tool_report
+from httpbench.clients import TIME, ClientError, Level, execute, finish, number, to_us, version, whole_seconds
+from httpbench.load_report import Report, summary, tool_report
 
 PIPELINE_LUA = """\
 -- wrk's examples/scripts/pipeline.lua, with depth {depth} and the URL's own path
@@ -30,36 +30,28 @@ end
 """
 
 
-def argv(
-    url: str,
-    connections: int,
-    budget_requests: Optional[int],
-    budget_seconds: Optional[float],
-    keep_alive: bool,
-    threads: int,
-    script: Optional[str],
-) -> List[str]:
-    if not keep_alive:
+def argv(level: Level, script: Optional[str]) -> List[str]:
+    if not level.keep_alive:
         raise ClientError(
             "wrk cannot turn keep-alive off (a 'Connection: close' header makes the server close, "
             "which is not the same): use ab or the engine"
         )
-    if budget_requests is not None:
+    if level.budget_requests is not None:
         raise ClientError("wrk has no request budget (-n): give the level a duration")
     args = [
         "wrk",
         "-t",
-        str(min(threads, connections)),
+        str(level.threads),
         "-c",
-        str(connections),
+        str(level.connections),
         "-d",
-        f"{whole_seconds(budget_seconds)}s",
+        f"{whole_seconds(level.budget_seconds)}s",
         "--latency",
     ]
-    return args + (["-s", script] if script else []) + [url]
+    return args + (["-s", script] if script else []) + [level.url]
 
 
-def parse(stdout: str) -> LoadReport:
+def parse(stdout: str) -> Report:
     report = tool_report("wrk")
     requests = report["requests"]
     m = re.search(r"^\s*(\d+) requests in " + TIME, stdout, re.M)
@@ -103,20 +95,8 @@ def tool_version() -> Optional[str]:
     return version(("wrk", "-v"), r"^wrk (\S+)")
 
 
-def run(
-    url: str,
-    connections: int,
-    budget_requests: Optional[int],
-    budget_seconds: Optional[float],
-    keep_alive: bool,
-    cpus: Sequence[int],
-    pipeline: int,
-    timeout: float,
-) -> LoadReport:
-    threads = min(max(1, len(cpus)), connections)
+def run(level: Level) -> Report:
     with tempfile.TemporaryDirectory(prefix="httpbench-wrk-") as tmp:
-        script = pipeline_script(tmp, pipeline) if pipeline > 1 else None
-        done = execute(
-            argv(url, connections, budget_requests, budget_seconds, keep_alive, threads, script), cpus, timeout
-        )
-    return finish(parse(done.stdout), done, tool_version(), threads, timeout)
+        script = pipeline_script(tmp, level.pipeline) if level.pipeline > 1 else None
+        done = execute(argv(level, script), level.cpus, level.timeout)
+    return finish(parse(done.stdout), done, tool_version(), level.threads, level.timeout)

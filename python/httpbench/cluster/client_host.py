@@ -15,7 +15,7 @@ from typing import List, Optional
 
 from httpbench import engine
 from httpbench.cluster.errors import ClusterError
-from httpbench.load_report import LoadReport
+from httpbench.load_report import Report, filled
 
 # How long the client hosts have to get their engines ready for a level. Once the load runs there
 # is no time limit: a level takes as long as its budget and the engine's own timeouts say, and a
@@ -55,7 +55,7 @@ def _stop_at_next_line() -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def share_at_barrier(spec: dict, level: str) -> Optional[LoadReport]:
+def share_at_barrier(spec: dict, level: str) -> Optional[Report]:
     """On a client worker: start this host's engine process, say ready, wait for every host, then
     run. Returns the report with `started_at`, or None when the level was stopped."""
     from distributed import Event, Queue, get_worker
@@ -93,7 +93,7 @@ def _wait_for_go(go, stop) -> bool:
     raise ClusterError(f"no word from the controller within {2 * READY_TIMEOUT_S:.0f} s of being ready")
 
 
-def report_of(process: subprocess.Popen, stop, host: str) -> Optional[LoadReport]:
+def report_of(process: subprocess.Popen, stop, host: str) -> Optional[Report]:
     """The engine process's report, with the wall-clock time its load started; None when the
     level is stopped meanwhile (the process is told to stop)."""
     printed: List[str] = []
@@ -121,4 +121,5 @@ def report_of(process: subprocess.Popen, stop, host: str) -> Optional[LoadReport
         ) from None
     if "error" in out:
         raise engine.EngineError(**out["error"])
-    return out["report"]
+    # A client host's httpbench may be another version than the controller's.
+    return filled(out["report"])

@@ -15,14 +15,14 @@ from httpbench.cluster.daemons import cause, only_critical_logs
 from httpbench.cluster.errors import ClusterError, NoClientHost, SchedulerLost, ServerHostLost
 from httpbench.cluster.security import check_address, security
 from httpbench.cluster.server_host import RemoteServerHost
-from httpbench.load_report import LevelReport, LoadReport
+from httpbench.load_report import LevelReport, Report
 from httpbench.servers import ServerFailed
 
 # One call to the server host: well beyond a server's own start-up (20 s) and verification limits.
 SERVER_CALL_TIMEOUT_S = 120.0
 
 
-def merge_hosts(reports: Sequence[LoadReport], hosts: Sequence[str], spec: dict) -> LevelReport:
+def merge_hosts(reports: Sequence[Report], hosts: Sequence[str], spec: dict) -> LevelReport:
     """The level `spec`'s report from its hosts' reports, merged by the engine (counts and
     histograms added, rates and means derived again); the level's spec at the top, and each
     host's own figures, its share of the spec, its facts and when its load started, under
@@ -170,13 +170,13 @@ class ClusterLoad:
             except TimeoutError:
                 pass
 
-    def _collect(self, running: Dict[str, object]) -> Tuple[Dict[str, LoadReport], List[str]]:
+    def _collect(self, running: Dict[str, object]) -> Tuple[Dict[str, Report], List[str]]:
         """Every running host's report, however long the level takes: a host is lost only when its
         worker leaves the cluster (its task could run nowhere else). A host's error is raised:
         the level failed, and `run` stops the others."""
         from distributed import wait
 
-        reports: Dict[str, LoadReport] = {}
+        reports: Dict[str, Report] = {}
         lost: List[str] = []
         while running:
             try:

@@ -8,7 +8,7 @@ import importlib
 from typing import Sequence
 
 from httpbench.errors import Error
-from httpbench.results import RunResults
+from httpbench.results.model import RunResults
 
 FORMATS = ("csv", "json", "markdown")
 

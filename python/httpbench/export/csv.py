@@ -7,7 +7,7 @@ import io
 from typing import Sequence
 
 from httpbench.report import tables
-from httpbench.results import RunResults
+from httpbench.results.model import RunResults
 
 
 def render(runs: Sequence[RunResults]) -> str:

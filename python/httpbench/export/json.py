@@ -7,7 +7,7 @@ import json
 from typing import Sequence
 
 from httpbench.report import tables
-from httpbench.results import RunResults
+from httpbench.results.model import RunResults
 
 SCHEMA = "httpbench-export/1"
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import List, Sequence
 
 from httpbench.report import summary, tables
-from httpbench.results import RunResults, groups, levels_text
+from httpbench.results.comparison import groups
+from httpbench.results.model import RunResults, levels_text
 
 
 def _row(cells: Sequence[str]) -> str:

@@ -13,7 +13,7 @@ from typing import List, Sequence
 
 from httpbench.errors import Error
 from httpbench.report.charts import Chart, Choices, Measured, all_charts, every_chart, vega
-from httpbench.results import RunResults
+from httpbench.results.model import RunResults
 
 FORMATS = ("png", "svg")
 

@@ -22,7 +22,7 @@ from httpbench.report.marks import (
     quantity,
     unless_hidden,
 )
-from httpbench.results import SAME_REQUESTS, Figures
+from httpbench.results.comparison import SAME_REQUESTS, Figures
 
 
 def _bars(

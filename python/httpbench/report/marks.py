@@ -13,7 +13,8 @@ from typing import Dict, List, Optional, Sequence
 import altair as alt
 
 from httpbench.errors import Error
-from httpbench.results import CellResult, Group, LevelResult, RunResults, groups
+from httpbench.results.comparison import Group, groups
+from httpbench.results.model import CellResult, LevelResult, RunResults
 
 WIDTH, HEIGHT = 380, 240
 WIDE = 760

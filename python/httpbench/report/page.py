@@ -14,7 +14,7 @@ from markupsafe import Markup
 from httpbench import __version__
 from httpbench.report import summary, tables
 from httpbench.report.charts import Chart, Measured, ratings, vega
-from httpbench.results import RunResults
+from httpbench.results.model import RunResults
 
 SHORT = {
     "throughput": "Requests/s",
@@ -119,35 +119,40 @@ def _level_tables(runs: Sequence[RunResults]) -> List[dict]:
 
 def _facts(run: RunResults) -> List[tuple]:
     host = run.host
-    placement = host.get("placement") or {}
-    memory = host.get("memory_bytes")
+    placement = host["placement"] or {"server": None, "client": None}
+    memory = host["memory_bytes"]
     facts = [
         ("started", f"{str(run.started)[:19]} UTC, ended {str(run.ended or '-')[:19]}"),
         (
             "host",
-            f"{host.get('hostname', '-')}: {host.get('cpu_model', '-')}, {host.get('cpus', '-')} CPUs, "
+            f"{_known(host['hostname'])}: {_known(host['cpu_model'])}, {_known(host['cpus'])} CPUs, "
             + (f"{memory / 2**30:.1f} GiB" if memory else "memory unknown"),
         ),
         (
             "system",
-            f"{host.get('distro', '-')}, kernel {host.get('kernel', '-')}, io_uring "
-            f"{'on' if host.get('io_uring_enabled') else 'off'}, open files {host.get('nofile_soft', '-')}",
+            f"{_known(host['distro'])}, kernel {_known(host['kernel'])}, io_uring "
+            f"{'on' if host['io_uring_enabled'] else 'off'}, open files {_known(host['nofile_soft'])}",
         ),
-        ("CPUs", f"server {placement.get('server', '-')}, client {placement.get('client', '-')}"),
+        ("CPUs", f"server {_known(placement['server'])}, client {_known(placement['client'])}"),
         ("client", run.client if run.client != "engine" else f"httpbench-load {__version__} (the engine)"),
     ]
     facts += [(f"{server}", version or "version unknown") for server, version in sorted(run.versions.items())]
     return facts
 
 
+def _known(value) -> str:
+    """A fact of the host as shown: "-" where a run stored none."""
+    return "-" if value is None else str(value)
+
+
 def _subtitle(host: dict) -> str:
     return " · ".join(
         str(part)
         for part in (
-            host.get("hostname"),
-            host.get("cpu_model"),
-            host.get("cpus") and f"{host['cpus']} CPUs",
-            host.get("kernel") and f"Linux {host['kernel']}",
+            host["hostname"],
+            host["cpu_model"],
+            host["cpus"] and f"{host['cpus']} CPUs",
+            host["kernel"] and f"Linux {host['kernel']}",
         )
         if part
     )
@@ -192,7 +197,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
                 "status": r.status,
                 "plan_text": r.plan_text,
                 "facts": _facts(r),
-                "sysctls": "\n".join(f"{k} = {v}" for k, v in sorted((r.host.get("sysctls") or {}).items())),
+                "sysctls": "\n".join(f"{k} = {v}" for k, v in sorted((r.host["sysctls"] or {}).items())),
                 "configs": [
                     {"key": c.key, "version": c.server_version, "text": c.config_text or "(none recorded)"}
                     for c in r.cells

@@ -14,7 +14,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from httpbench import compare
 from httpbench.honesty import NOISY_CV
-from httpbench.results import CellResult, Figures, Group, RunResults, groups, levels_text
+from httpbench.results.comparison import Figures, Group, groups
+from httpbench.results.model import CellResult, RunResults, levels_text
 from httpbench.stats import LevelStats
 
 

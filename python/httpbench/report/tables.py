@@ -8,7 +8,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from httpbench.results import CellResult, Group, RunResults, groups, levels_text
+from httpbench.results.comparison import Group, groups
+from httpbench.results.model import CellResult, RunResults, levels_text
 
 
 def _count(v) -> str:

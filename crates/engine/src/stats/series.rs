@@ -67,7 +67,7 @@ impl SecondRecorder {
 }
 
 /// One point of the merged series.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct SecondPoint {
     pub second: u64,
     pub requests: u64,

@@ -16,114 +16,29 @@ import datetime as dt
 import functools
 import json
 import math
-import os
-import socket
 from pathlib import Path
 from typing import Collection, Dict, List, Optional, Set, Tuple
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Boolean,
-    Column,
-    DateTime,
-    Float,
-    ForeignKey,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    create_engine,
-    event,
-    func,
-    insert,
-    inspect,
-    select,
-    text,
-    update,
-)
+from sqlalchemy import Table, create_engine, event, func, insert, inspect, select, update
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.schema import CreateColumn
 
-from httpbench import procfs
 from httpbench.errors import Error
 from httpbench.honesty import stops_cell
-
-SCHEMA_VERSION = 4
-
-metadata = MetaData()
-meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
-runs = Table(
-    "runs",
+from httpbench.load_report import stored_host, stored_round
+from httpbench.store import owner
+from httpbench.store.schema import (
+    FILLED,
+    SCHEMA_LOCK,
+    SCHEMA_VERSION,
+    added_since,
+    cells,
+    meta,
     metadata,
-    Column("id", Integer, primary_key=True),
-    Column("plan_name", String(200), nullable=False),
-    Column("plan_text", Text, nullable=False),
-    Column("host", JSON, nullable=False),
-    Column("versions", JSON, nullable=False),
-    Column("started", DateTime, nullable=False),
-    Column("ended", DateTime),
-    Column("status", String(20), nullable=False),
-    # The process measuring the run: a "running" run whose process is gone was interrupted.
-    Column("owner_host", String(255)),
-    Column("owner_pid", Integer),
-    # The process's start in clock ticks after its host's boot, and that boot's id: pids are
-    # reused, and a start in wall-clock seconds moves when the clock is stepped.
-    Column("owner_started", Float),
-    Column("owner_boot", String(36)),
+    migrate,
+    rounds,
+    runs,
 )
-cells = Table(
-    "cells",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    Column("run_id", ForeignKey("runs.id"), nullable=False),
-    Column("key", String(300), nullable=False),
-    Column("server", String(100), nullable=False),
-    Column("profile", String(20), nullable=False),
-    Column("workload", String(200), nullable=False),
-    Column("keep_alive", Boolean, nullable=False),
-    Column("cpus", Integer, nullable=False),
-    Column("config_text", Text, nullable=False),
-    Column("server_version", String(300), nullable=False),
-    Column("seconds", Float),
-    Column("status", String(20), nullable=False),
-    Column("error", Text),
-    Column("sessions", Integer),  # how many times the cell was started: more than 1 when resumed
-    # The cell's own budget, when its plan sweeps several (plan.Cell.budget); null: the plan's one.
-    Column("budget_requests", BigInteger),
-    Column("budget_seconds", Float),
-    UniqueConstraint("run_id", "key"),
-)
-rounds = Table(
-    "rounds",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    Column("cell_id", ForeignKey("cells.id"), nullable=False),
-    Column("level", Integer, nullable=False),
-    Column("round", Integer, nullable=False),
-    Column("requests_per_second", Float),
-    Column("completed", BigInteger),  # a long round at a few million requests/s passes 2**31
-    Column("errors_total", BigInteger),
-    Column("p50_us", Integer),
-    Column("p99_us", Integer),
-    Column("client_busy_share", Float),
-    Column("measurement", JSON, nullable=False),
-    UniqueConstraint("cell_id", "level", "round"),
-)
-# The columns each schema version added; an older store gets them when this httpbench opens it.
-ADDED = {
-    2: [runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, cells.c.sessions],
-    3: [runs.c.owner_boot],
-    4: [cells.c.budget_requests, cells.c.budget_seconds],
-}
-
-
-# Held while a `run` reads the schema version and migrates (PostgreSQL's advisory lock, this
-# database's only): any number, as long as it is always this one.
-SCHEMA_LOCK = 0x68747470
 
 
 class StoreError(Error):
@@ -183,71 +98,6 @@ def _headline(m: dict, *path):
     return _finite(m)
 
 
-def _owner() -> dict:
-    """This process, as a run's owner."""
-    me = procfs.stat(os.getpid())
-    return {
-        "owner_host": socket.gethostname(),
-        "owner_pid": me.pid,
-        "owner_started": me.started,
-        "owner_boot": procfs.boot_id(),
-    }
-
-
-def owner_alive(run: dict) -> Optional[bool]:
-    """Whether the process that owns `run` still runs: None when that cannot be told here (no
-    owner stored, or not its boot: a store of before schema version 3; or it ran on another host)."""
-    if run.get("owner_boot") is None or run.get("owner_host") != socket.gethostname():
-        return None
-    if run["owner_boot"] != procfs.boot_id():
-        return False  # the host booted since: every process it ran then is gone
-    process = procfs.stat(run["owner_pid"])
-    return process is not None and not process.zombie and process.started == run["owner_started"]
-
-
-def _as_seen(run: dict) -> dict:
-    """A stored run with the status it has: one still "running" whose process is gone (killed, or
-    its host rebooted) was interrupted, whatever it could not write."""
-    if run["status"] == "running" and owner_alive(run) is False:
-        return {**run, "status": "interrupted"}
-    return run
-
-
-def _budget_of_key(cell: dict) -> dict:
-    """Version 4's budget columns, for a cell stored before: a cell's own budget was only in its
-    key's last part, as plan.Budget.label wrote it ("n100", "2s")."""
-    parts = cell["key"].split("/")
-    if len(parts) <= 5:
-        return {}
-    label = parts[5]
-    return {"budget_requests": int(label[1:])} if label.startswith("n") else {"budget_seconds": float(label[:-1])}
-
-
-# What the columns a version added hold for a row stored before, where that can be told from the
-# row: the table, and a function of the row giving their values. A migration stores them, and a
-# command reading an older store without migrating it reads them so.
-FILLED = {4: (cells, _budget_of_key)}
-
-
-def _added_since(version: int) -> list:
-    return [column for added in range(version + 1, SCHEMA_VERSION + 1) for column in ADDED[added]]
-
-
-def _migrate(conn, version: int) -> None:
-    """Bring a store of an older schema `version` to this one: its columns added and filled,
-    nothing lost."""
-    for column in _added_since(version):
-        conn.execute(
-            text(f"ALTER TABLE {column.table.name} ADD COLUMN {CreateColumn(column).compile(dialect=conn.dialect)}")
-        )
-    for table, fill in (FILLED[added] for added in sorted(FILLED) if added > version):
-        for row in conn.execute(select(table)).mappings().all():
-            values = fill(row)
-            if values:
-                conn.execute(update(table).where(table.c.id == row["id"]).values(**values))
-    conn.execute(update(meta).values(schema_version=SCHEMA_VERSION))
-
-
 def _one_line(method):
     """A database that fails under a store operation (a damaged SQLite file, a lost server) ends
     in one line saying so, not a traceback."""
@@ -264,6 +114,12 @@ def _one_line(method):
 
 def _reason(error: Exception) -> str:
     return str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+
+
+def _run_as_read(run: dict) -> dict:
+    """A stored run as this version reads it: its host in this version's shape, whichever version
+    stored it, and the status it has now (owner.as_seen)."""
+    return owner.as_seen({**run, "host": stored_host(run["host"])})
 
 
 def _foreign_keys_on(dbapi_connection, _record) -> None:
@@ -308,13 +164,13 @@ class Store:
                 self.version = SCHEMA_VERSION if create else version
                 # Only `run` migrates: a command that reads reads an older store as it is, so a
                 # read-only file, or a role that may only read, can still be shown.
-                self.absent = {(c.table.name, c.name) for c in _added_since(self.version)}
+                self.absent = {(c.table.name, c.name) for c in added_since(self.version)}
                 if create:
                     metadata.create_all(conn)
                     if version is None:
                         conn.execute(insert(meta).values(schema_version=SCHEMA_VERSION))
                     elif version < SCHEMA_VERSION:
-                        _migrate(conn, version)
+                        migrate(conn, version)
                     conn.commit()
         except (SQLAlchemyError, OSError, ImportError) as e:  # ImportError: a URL for a driver not installed
             reason = _reason(e)
@@ -367,7 +223,7 @@ class Store:
                     versions=versions,
                     started=_now(),
                     status="running",
-                    **_owner(),
+                    **owner.of_this_process(),
                 )
             ).inserted_primary_key[0]
 
@@ -375,7 +231,9 @@ class Store:
     def claim(self, run_id: int) -> None:
         """This process resumes `run_id`: it is running again, and this process owns it."""
         with self.engine.begin() as conn:
-            conn.execute(update(runs).where(runs.c.id == run_id).values(status="running", ended=None, **_owner()))
+            conn.execute(
+                update(runs).where(runs.c.id == run_id).values(status="running", ended=None, **owner.of_this_process())
+            )
 
     @_one_line
     def cell(self, run_id: int, cell, config_text: str, server_version: str) -> int:
@@ -454,7 +312,7 @@ class Store:
             return {
                 (r.level, r.round): r.requests_per_second or 0.0
                 for r in conn.execute(select(*read).where(rounds.c.cell_id == cell_id))
-                if not redo or not stops_cell(r.measurement, redo)
+                if not redo or not stops_cell(stored_round(r.measurement), redo)
             }
 
     @_one_line
@@ -492,7 +350,7 @@ class Store:
                 runs.c.owner_boot,
             )
             return [
-                _as_seen({**dict.fromkeys(c.name for c in listed), **r._asdict(), "cells": counts.get(r.id, 0)})
+                _run_as_read({**dict.fromkeys(c.name for c in listed), **r._asdict(), "cells": counts.get(r.id, 0)})
                 for r in conn.execute(select(*self._columns(*listed)).order_by(runs.c.id))
             ]
 
@@ -512,8 +370,9 @@ class Store:
                 select(*self._columns(*cells.columns)).where(cells.c.run_id == run_id).order_by(cells.c.id)
             ):
                 cell = self._read(cells, c)
+                # Each round in this version's shape, whichever version stored it.
                 cell["rounds"] = [
-                    r._asdict()
+                    {**r._asdict(), "measurement": stored_round(r.measurement)}
                     for r in conn.execute(
                         select(rounds.c.level, rounds.c.round, rounds.c.measurement)
                         .where(rounds.c.cell_id == c.id)
@@ -521,4 +380,4 @@ class Store:
                     )
                 ]
                 out["cells"].append(cell)
-            return _as_seen(out)
+            return _run_as_read(out)

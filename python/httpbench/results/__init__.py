@@ -1,0 +1,168 @@
+"""A stored run read back as results: per cell, per level, the statistics of its rounds, latency
+merged from their histograms, the server's CPU and memory, errors and honesty flags.
+
+Everything that shows a run (the terminal summary, the HTML report, exports, comparisons) reads
+these; none of them re-runs anything or looks into raw measurements itself.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Dict, List, Optional, Sequence
+
+from httpbench import engine
+from httpbench.honesty import NOISY_CV
+from httpbench.results.model import CellResult, Latency, LevelResult, RunResults
+from httpbench.stats import LevelStats
+
+
+def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
+    values = [m["requests"]["per_second"] or 0.0 for m in measurements]
+    stats = LevelStats.of(values)
+    flags: Dict[str, str] = {}
+    for m in measurements:
+        for f in m["flags"]:
+            flags.setdefault(f["kind"], f["reason"])
+    if stats.n > 1 and stats.cv > NOISY_CV:
+        flags["noisy"] = (
+            f"rounds vary by {stats.cv:.1%} (coefficient of variation > {NOISY_CV:.0%}): "
+            f"{stats.min:,.0f} to {stats.max:,.0f} req/s"
+        )
+    errors_by_class: Dict[str, int] = defaultdict(int)
+    for m in measurements:
+        for kind, count in (m["errors"] or {}).items():
+            errors_by_class[kind] += count or 0
+    servers = [m["server"] for m in measurements if m["server"]]
+    memory = [s["pss_peak_bytes"] or s["rss_peak_bytes"] for s in servers]
+    busy = [m["client"]["busy_share"] for m in measurements]
+    series, offset = [], 0
+    for index, m in enumerate(measurements):
+        points = m["timeseries"] or []
+        duration = m["duration_s"] or len(points)
+        for p in points:
+            # The last second of a round is usually partial: counts become rates over its length.
+            span = min(1.0, max(duration - p["second"], 1e-3))
+            series.append(
+                {
+                    "second": offset + p["second"],
+                    "round": index,
+                    "requests": p["requests"] / span,
+                    "errors": p["errors"] / span,
+                }
+            )
+        offset += len(points)
+    return LevelResult(
+        level=number,
+        rps_values=tuple(values),
+        rps=stats,
+        latency=_latency(measurements),
+        completed=sum(m["requests"]["completed"] or 0 for m in measurements),
+        errors=sum(m["errors_total"] or 0 for m in measurements),
+        errors_by_class={k: v for k, v in errors_by_class.items() if v},
+        non_2xx=sum(v or 0 for m in measurements for k, v in m["status"].items() if k != "2xx"),
+        # A client tool's wall time where it measured no duration.
+        duration_s=sum(m["duration_s"] or m["client"].get("wall_s") or 0 for m in measurements),
+        server_cpu_user=_mean([s["cpu_user_cores"] for s in servers]),
+        server_cpu_sys=_mean([s["cpu_sys_cores"] for s in servers]),
+        server_memory_bytes=max((v for v in memory if v), default=None),
+        client_busy=max((b for b in busy if b is not None), default=None),
+        flags=flags,
+        timeseries=series,
+    )
+
+
+def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _latency(measurements: Sequence[dict]) -> Latency:
+    summaries = [m["latency"]["total"] for m in measurements]
+    if summaries and all(s["hdr"] for s in summaries):
+        merged = engine.merge_latency(summaries)
+        if not merged["count"]:
+            # Every request failed: the histograms' zeros are no latency, and there is no spectrum.
+            return Latency(None, None, None, None, None, None, exact=True)
+        return Latency(
+            merged["p50_us"],
+            merged["p90_us"],
+            merged["p99_us"],
+            merged["p99_9_us"],
+            merged["mean_us"],
+            merged["max_us"],
+            exact=True,
+            summaries=tuple(summaries),
+        )
+
+    def median(key):
+        known = sorted(s[key] for s in summaries if s[key] is not None)
+        return known[len(known) // 2] if known else None
+
+    return Latency(
+        median("p50_us"),
+        median("p90_us"),
+        median("p99_us"),
+        median("p99_9_us"),
+        median("mean_us"),
+        median("max_us"),
+        exact=False,
+    )
+
+
+def of_run(run: dict) -> RunResults:
+    """Results of a run as `Store.run` returns it."""
+    from httpbench import plan as plans
+
+    try:
+        plan = plans.parse(run["plan_text"], f"run {run['id']}")
+        baseline, client, budget = plan.baseline, plan.client, plan.budget.requests
+    except plans.PlanError:
+        # A plan this httpbench no longer accepts still has results worth showing.
+        baseline, client, budget = None, "engine", None
+    results = RunResults(
+        id=run["id"],
+        plan_name=run["plan_name"],
+        plan_text=run["plan_text"],
+        status=run["status"],
+        started=run["started"],
+        ended=run["ended"],
+        host=run["host"],
+        versions=run["versions"] or {},
+        baseline=baseline,
+        client=client,
+    )
+    for cell in run["cells"]:
+        by_level: Dict[int, List[dict]] = defaultdict(list)
+        for r in cell["rounds"]:
+            by_level[r["level"]].append(r["measurement"])
+        # A cell of a plan sweeping several budgets has its own; the others have the plan's one.
+        own = (
+            plans.Budget(cell["budget_requests"], cell["budget_seconds"])
+            if cell["budget_requests"] is not None or cell["budget_seconds"] is not None
+            else None
+        )
+        results.cells.append(
+            CellResult(
+                run_id=run["id"],
+                key=cell["key"],
+                server=cell["server"],
+                profile=cell["profile"],
+                workload=cell["workload"],
+                keep_alive=cell["keep_alive"],
+                cpus=cell["cpus"],
+                budget=own.label if own else "",
+                requests_budget=own.requests if own else budget,
+                status=cell["status"],
+                error=cell["error"],
+                seconds=cell["seconds"],
+                server_version=cell["server_version"] or "",
+                config_text=cell["config_text"] or "",
+                levels=[_level(n, ms) for n, ms in sorted(by_level.items())],
+                sessions=cell["sessions"] or 1,
+            )
+        )
+    return results
+
+
+def load(store, run_id: int) -> RunResults:
+    return of_run(store.run(run_id))

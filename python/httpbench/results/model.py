@@ -1,0 +1,129 @@
+"""A stored run as results: per cell, per level, the statistics of its rounds, latency merged from
+their histograms, the server's CPU and memory, errors and honesty flags (httpbench.results reads
+them from the store)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from httpbench.honesty import CELL_STOPPERS
+from httpbench.stats import LevelStats
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Total latency of a level in microseconds. `exact`: added from the rounds' HdrHistograms
+    (all None when they hold no request: every one failed); otherwise the median of the rounds'
+    own percentiles (ab, wrk and h2load give no histogram)."""
+
+    p50_us: Optional[float]
+    p90_us: Optional[float]
+    p99_us: Optional[float]
+    p99_9_us: Optional[float]
+    mean_us: Optional[float]
+    max_us: Optional[float]
+    exact: bool
+    summaries: tuple = ()  # the rounds' summaries with histograms, for the percentile spectrum
+
+
+@dataclass(frozen=True)
+class LevelResult:
+    level: int
+    rps_values: tuple  # requests/s of each round
+    rps: LevelStats  # their statistics
+    latency: Latency
+    completed: int
+    errors: int
+    errors_by_class: Dict[str, int]
+    non_2xx: int
+    duration_s: float  # measured seconds, all rounds
+    server_cpu_user: Optional[float]  # cores, mean over the rounds
+    server_cpu_sys: Optional[float]
+    server_memory_bytes: Optional[int]  # PSS peak (RSS where PSS is unreadable), highest round
+    client_busy: Optional[float]  # busiest client thread, highest round
+    flags: Dict[str, str]  # kind -> reason, any round's, plus noisy across rounds
+    timeseries: List[dict]  # per second, rounds one after another: second, round, requests/s, errors/s
+
+
+@dataclass(frozen=True)
+class CellResult:
+    run_id: int
+    key: str
+    server: str
+    profile: str
+    workload: str
+    keep_alive: bool
+    cpus: int
+    budget: str  # "" for the plan's one budget, "n100" when the plan sweeps several
+    requests_budget: Optional[int]
+    status: str
+    error: Optional[str]
+    seconds: Optional[float]  # wall time of the whole cell: start, verify, warm-up, levels, stop
+    server_version: str
+    config_text: str
+    levels: List[LevelResult]
+    sessions: int = 1  # how many times it was started: more than 1 when resumed
+
+    @property
+    def series(self) -> str:
+        """What a line on a chart is: one server in one profile."""
+        return f"{self.server}/{self.profile}"
+
+    @property
+    def group(self) -> str:
+        """Cells in one group differ only by server and profile, so they can be compared."""
+        parts = [self.workload, "keep-alive" if self.keep_alive else "no keep-alive", f"{self.cpus} CPU"]
+        return ", ".join(parts + ([self.budget] if self.budget else []))
+
+    @property
+    def level_numbers(self) -> Tuple[int, ...]:
+        return tuple(lv.level for lv in self.levels)
+
+    @property
+    def finished(self) -> bool:
+        """Whether every level was measured whole on a server alive to the end: a cell that
+        failed (its server died, or a load ended early), was interrupted or stopped is shown,
+        never ranked; so is one marked done that still holds a level that stopped it (a resume
+        measures such a level again, but an older httpbench kept it)."""
+        return self.status == "done" and not self.stopped_by
+
+    @property
+    def stopped_by(self) -> List[str]:
+        """What stopped the cell in a level still stored: "its server died during level 1"."""
+        levels = {kind: tuple(lv.level for lv in self.levels if kind in lv.flags) for kind in CELL_STOPPERS}
+        return [f"{CELL_STOPPERS[kind]} {levels_text(at)}" for kind, at in levels.items() if at]
+
+
+def levels_text(levels: Sequence[int]) -> str:
+    """(1,) -> "level 1", (1, 20) -> "levels 1, 20"."""
+    return f"level{'s' if len(levels) != 1 else ''} {', '.join(map(str, levels))}"
+
+
+@dataclass
+class RunResults:
+    id: int
+    plan_name: str
+    plan_text: str
+    status: str
+    started: object
+    ended: object
+    host: dict
+    versions: dict
+    baseline: Optional[str]
+    client: str
+    cells: List[CellResult] = field(default_factory=list)
+
+    @property
+    def measured(self) -> List[CellResult]:
+        return [c for c in self.cells if c.levels]
+
+    @property
+    def failed(self) -> List[CellResult]:
+        return [c for c in self.cells if c.status == "failed"]
+
+    @property
+    def unfinished(self) -> List[CellResult]:
+        """The cells that did not finish (CellResult.finished): the run is no whole result
+        until a resume measures them."""
+        return [c for c in self.cells if not c.finished]
