@@ -237,6 +237,50 @@ BAD = [
 ]
 
 
+HTTPS = ("keep_alive = [true]", 'keep_alive = [true, false]\nprotocols = ["http", "https"]')
+TLS = ('duration = "2s"\n', 'duration = "2s"\n\n[tls]\nversion = "1.3"\nresumption = ["none", "tickets"]\n')
+BAD += [
+    ("unknown protocol", sub(("keep_alive = [true]", 'protocols = ["htps"]')), "protocols", ["'htps'", "'https'"]),
+    ("tls without a TLS protocol", sub(TLS), "[tls]", ['add "https" to protocols']),
+    (
+        "unknown tls key",
+        sub(HTTPS, TLS, ('version = "1.3"', 'vers = "1.3"')),
+        'vers = "1.3"',
+        ["'tls.vers'", "'tls.version'"],
+    ),
+    ("unknown tls version", sub(HTTPS, TLS, ('version = "1.3"', 'version = "1.1"')), "version =", ["'1.2', '1.3'"]),
+    ("unknown key type", sub(HTTPS, TLS, ('version = "1.3"', 'key = "dsa"')), "key =", ["'ecdsa-p256'", "'dsa'"]),
+    (
+        "session ids over TLS 1.3",
+        sub(HTTPS, TLS, ('"none", "tickets"', '"ids"')),
+        "resumption =",
+        ['tls.resumption = "ids" needs tls.version = "1.2"'],
+    ),
+    (
+        "https with another client",
+        sub(HTTPS, ('client = "engine"', 'client = "ab"')),
+        "protocols =",
+        ['needs client = "engine"'],
+    ),
+]
+
+
+def test_protocols_make_cells_and_keys_name_them():
+    p = plan.parse(sub(HTTPS, TLS)(GOOD), "myplan.toml")
+    assert p.protocols == ("http", "https") and p.tls.version == "1.3" and p.tls.key == "ecdsa-p256"
+    keys = [c.key for c in p.cells(["nginx"])]
+    # A TLS cell without keep-alive once per resumption; plain HTTP keeps its old key, so runs
+    # stored before protocols existed resume.
+    assert keys == [
+        "nginx/tuned/7B/ka/1cpu",
+        "nginx/tuned/7B/close/1cpu",
+        "nginx/tuned/7B/ka/1cpu/https",
+        "nginx/tuned/7B/close/1cpu/https/none",
+        "nginx/tuned/7B/close/1cpu/https/tickets",
+    ]
+    assert p.estimate_seconds(2) > plan.parse(GOOD, "myplan.toml").estimate_seconds(2) * 4
+
+
 @pytest.mark.parametrize("change, key_line, says", [case[1:] for case in BAD], ids=[case[0] for case in BAD])
 def test_each_bad_input_is_one_line_naming_key_and_line(change, key_line, says):
     text = change(GOOD)

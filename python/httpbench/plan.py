@@ -1,9 +1,10 @@
 """Plans: what a run measures, read from TOML and validated completely before anything starts
 (planfile: every mistake one line naming the file, the line and the key).
 
-A plan is a matrix: servers x profiles x workloads x keep-alive x server CPU counts (x budgets,
-when it sweeps several, as the 2007 write-up did) make the cells; each cell is measured at every
-level, for every round. The built-in plans live in `plans/*.toml`, beside this module.
+A plan is a matrix: servers x profiles x workloads x protocols x keep-alive (x TLS resumption,
+for TLS without keep-alive) x server CPU counts (x budgets, when it sweeps several, as the 2007
+write-up did) make the cells; each cell is measured at every level, for every round. The
+built-in plans live in `plans/*.toml`, beside this module.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from httpbench.errors import Error
+from httpbench.protocol import TlsSettings, uses_tls
 from httpbench.workload import Workload
 
 # What `estimate_seconds` adds to the measured time, measured on a 2-core machine: starting,
@@ -89,13 +91,21 @@ class Cell:
     # Set only when the plan sweeps several budgets (the 2007 write-up's -n 100/1000/10000): then
     # the budget is part of what a cell is. None: the plan's one budget applies (Plan.budget_for).
     budget: Optional[Budget] = None
+    protocol: str = "http"
+    # A TLS cell's handshakes without keep-alive: "none" (every one full), "tickets" or "ids";
+    # None for every other cell.
+    resumption: Optional[str] = None
 
     @property
     def key(self) -> str:
-        """Stable and readable, used to resume: "nginx/tuned/7B/ka/1cpu" (+ "/n100")."""
+        """Stable and readable, used to resume: "nginx/tuned/7B/ka/1cpu", then the protocol
+        unless it is plain HTTP ("/https", "/https/tickets") and the budget when the plan sweeps
+        several ("/n100"); a plain HTTP cell keeps the key it had before protocols existed."""
         key = (
             f"{self.server}/{self.profile}/{self.workload.label}/{'ka' if self.keep_alive else 'close'}/{self.cpus}cpu"
         )
+        if self.protocol != "http":
+            key += f"/{self.protocol}" + (f"/{self.resumption}" if self.resumption else "")
         return key + (f"/{self.budget.label}" if self.budget is not None else "")
 
 
@@ -125,6 +135,18 @@ class Plan:
     commands: Dict[str, str] = field(default_factory=dict)  # name -> command line (command adapter)
     source: str = ""  # where the text came from, for messages
     allow_errors: bool = False  # the engine loads a server whose first answer is wrong
+    protocols: Tuple[str, ...] = ("http",)
+    tls: TlsSettings = TlsSettings()
+
+    def connections(self) -> List[Tuple[str, bool, Optional[str]]]:
+        """(protocol, keep-alive, resumption) of each kind of cell a server gets: a TLS cell
+        without keep-alive once per resumption, every other once."""
+        return [
+            (protocol, ka, resumption)
+            for protocol in self.protocols
+            for ka in self.keep_alive
+            for resumption in (self.tls.resumption if uses_tls(protocol) and not ka else (None,))
+        ]
 
     def cells(self, installed: Sequence[str]) -> List[Cell]:
         """Every cell, server-major. `installed` is what may run here: servers the plan names
@@ -136,11 +158,11 @@ class Plan:
             chosen = [s for s in self.servers if s in installed or s in self.commands]
         several = len(self.budgets) > 1
         return [
-            Cell(server, profile, work, ka, cpus, budget if several else None)
+            Cell(server, profile, work, ka, cpus, budget if several else None, protocol, resumption)
             for server in chosen
             for profile in self.profiles
             for work in self.workloads
-            for ka in self.keep_alive
+            for protocol, ka, resumption in self.connections()
             for cpus in self.server_cpus
             for budget in (self.budgets or (self.budget,))
         ]
@@ -183,7 +205,7 @@ class Plan:
         the budgets plus the overheads above. A request budget is timed at `rate` req/s;
         rounds = "auto" counts max_rounds, the longest it may take."""
         rounds = self.rounds.longest
-        per_cell = len(self.workloads) * len(self.keep_alive) * len(self.server_cpus) * len(self.profiles)
+        per_cell = len(self.workloads) * len(self.connections()) * len(self.server_cpus) * len(self.profiles)
         total = 0.0
         for budget in self.budgets or (self.budget,):
             seconds = budget.duration if budget.duration is not None else budget.requests / rate

@@ -20,8 +20,10 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
 from httpbench import workload as workloads
+from httpbench.certificates import KEY_TYPES
 from httpbench.plan import Budget, Plan, PlanError, Rounds
 from httpbench.plan_values import ValueChecks, is_int, key_name, show
+from httpbench.protocol import PROTOCOLS, RESUMPTIONS, TLS_VERSIONS, TlsSettings, uses_tls
 from httpbench.servers.base import PROFILES
 from httpbench.workload import Workload, WorkloadError
 
@@ -49,7 +51,10 @@ TOP_KEYS = (
     "budget",
     "server",
     "allow_errors",
+    "protocols",
+    "tls",
 )
+TLS_KEYS = ("version", "key", "resumption")
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
 WORKLOAD_KEYS = {"generated": ("kind", "size", "name"), "file": ("kind", "path"), "docroot": ("kind", "path", "urls")}
@@ -166,6 +171,10 @@ class _Parser(ValueChecks):
         budgets = self.budgets(data["budget"])
 
         self.combinations(client, model, pipeline, keep_alive, loads, levels, budgets)
+        protocols = self.array(
+            data.get("protocols", ["http"]), ("protocols",), lambda v, p: self.string(v, p, PROTOCOLS)
+        )
+        tls = self.tls(data.get("tls", {}), protocols, client)
         return Plan(
             name=name,
             description=description,
@@ -190,7 +199,35 @@ class _Parser(ValueChecks):
             commands=commands,
             source=self.source,
             allow_errors=allow_errors,
+            protocols=protocols,
+            tls=tls,
         )
+
+    def tls(self, table: Any, protocols: Tuple[str, ...], client: str) -> TlsSettings:
+        """The [tls] table, for the plan's TLS cells."""
+        self.keys(table, TLS_KEYS, ("tls",))
+        if table and not any(uses_tls(p) for p in protocols):
+            self.fail(("tls",), '[tls] applies to TLS cells only: add "https" to protocols, or remove [tls]')
+        if client != "engine" and any(uses_tls(p) for p in protocols):
+            self.fail(
+                ("protocols",), f'protocols = "https" needs client = "engine": {client} cells over TLS are not made'
+            )
+        version = table.get("version")
+        if version is not None:
+            version = self.string(version, ("tls", "version"), TLS_VERSIONS)
+        key = self.string(table.get("key", "ecdsa-p256"), ("tls", "key"), KEY_TYPES)
+        resumption = self.array(
+            table.get("resumption", ["none"]),
+            ("tls", "resumption"),
+            lambda v, p: self.string(v, p, RESUMPTIONS),
+            allow_scalar=True,
+        )
+        if "ids" in resumption and version != "1.2":
+            self.fail(
+                ("tls", "resumption"),
+                'tls.resumption = "ids" needs tls.version = "1.2": TLS 1.3 resumes with tickets only',
+            )
+        return TlsSettings(version, key, resumption)
 
     def list_of(self, value: Any, path: Tuple) -> list:
         if not isinstance(value, list):

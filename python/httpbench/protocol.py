@@ -1,0 +1,48 @@
+"""The protocol a cell is measured over, and its TLS settings.
+
+Cleartext HTTP/1.1 is what the write-ups measured; HTTPS is what their readers asked for ("the
+impact of SSL on each of these servers", 2016). The axis is a list of names so that HTTP/2 (h2
+over TLS, h2c in cleartext) and HTTP/3 join it as names, not as new plan keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from httpbench.certificates import KEY_TYPES
+
+PROTOCOLS = ("http", "https")
+TLS_VERSIONS = ("1.2", "1.3")
+# How a connection after the first makes its handshake: in full, or resumed from a TLS 1.3
+# ticket or a TLS 1.2 session ID. Resumed handshakes cost servers 5-10x less than full ones,
+# which is what a cell without keep-alive mostly measures.
+RESUMPTIONS = ("none", "tickets", "ids")
+
+
+def uses_tls(protocol: str) -> bool:
+    return protocol == "https"
+
+
+def scheme(protocol: str) -> str:
+    return "https" if uses_tls(protocol) else "http"
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """A plan's `[tls]` table, for its TLS cells."""
+
+    # None: whatever the server and the client negotiate (TLS 1.3 with every server here).
+    version: Optional[str] = None
+    key: str = "ecdsa-p256"
+    # One cell per value for TLS cells without keep-alive (with keep-alive, each connection
+    # makes one handshake, and resumption changes nothing worth a cell).
+    resumption: Tuple[str, ...] = ("none",)
+
+    def __post_init__(self) -> None:
+        if self.version not in (None, *TLS_VERSIONS):
+            raise ValueError(f"unknown TLS version {self.version!r}")
+        if self.key not in KEY_TYPES:
+            raise ValueError(f"unknown key type {self.key!r}")
+        if not self.resumption or any(r not in RESUMPTIONS for r in self.resumption):
+            raise ValueError(f"unknown resumption in {self.resumption!r}")
