@@ -11,13 +11,15 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from httpbench.certificates import KEY_TYPES
+from httpbench.servers.base import TLS_VERSIONS
 
 PROTOCOLS = ("http", "https")
-TLS_VERSIONS = ("1.2", "1.3")
 # How a connection after the first makes its handshake: in full, or resumed from a TLS 1.3
 # ticket or a TLS 1.2 session ID. Resumed handshakes cost servers 5-10x less than full ones,
 # which is what a cell without keep-alive mostly measures.
 RESUMPTIONS = ("none", "tickets", "ids")
+# A TLS cell without keep-alive, by the handshakes its connections make, in words.
+HANDSHAKES = {"none": "full handshakes", "tickets": "resumed by tickets", "ids": "resumed by session IDs"}
 
 
 def uses_tls(protocol: str) -> bool:

@@ -159,6 +159,10 @@ def of_run(run: dict) -> RunResults:
                 config_text=cell["config_text"] or "",
                 levels=[_level(n, ms) for n, ms in sorted(by_level.items())],
                 sessions=cell["sessions"] or 1,
+                protocol=cell["protocol"],
+                tls_key=cell["tls_key"],
+                tls_version=cell["tls_version"],
+                resumption=cell["resumption"],
             )
         )
     return results

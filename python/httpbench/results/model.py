@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from httpbench import protocol
 from httpbench.honesty import CELL_STOPPERS
 from httpbench.stats import LevelStats
 
@@ -64,6 +65,10 @@ class CellResult:
     config_text: str
     levels: List[LevelResult]
     sessions: int = 1  # how many times it was started: more than 1 when resumed
+    protocol: str = "http"
+    tls_key: Optional[str] = None  # a TLS cell's certificate key type
+    tls_version: Optional[str] = None  # pinned by the plan; None: negotiated
+    resumption: Optional[str] = None  # a TLS cell without keep-alive: "none", "tickets", "ids"
 
     @property
     def series(self) -> str:
@@ -73,8 +78,21 @@ class CellResult:
     @property
     def group(self) -> str:
         """Cells in one group differ only by server and profile, so they can be compared."""
-        parts = [self.workload, "keep-alive" if self.keep_alive else "no keep-alive", f"{self.cpus} CPU"]
+        parts = [self.workload, *self.connection, f"{self.cpus} CPU"]
         return ", ".join(parts + ([self.budget] if self.budget else []))
+
+    @property
+    def connection(self) -> List[str]:
+        """How the cell was spoken to, in words: keep-alive or not, and for TLS its protocol,
+        version, key type and handshakes; plain HTTP names keep-alive only, as it always did."""
+        words = ["keep-alive" if self.keep_alive else "no keep-alive"]
+        if self.protocol == "http":
+            return words
+        version = f"TLS {self.tls_version}" if self.tls_version else "TLS negotiated"
+        words = [f"{self.protocol.upper()} ({version}, {self.tls_key})"] + words
+        if self.resumption is not None:
+            words.append(protocol.HANDSHAKES[self.resumption])
+        return words
 
     @property
     def level_numbers(self) -> Tuple[int, ...]:

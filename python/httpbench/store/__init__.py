@@ -236,8 +236,9 @@ class Store:
             )
 
     @_one_line
-    def cell(self, run_id: int, cell, config_text: str, server_version: str) -> int:
-        """The stored cell of `run_id` with `cell.key`, created on first use (resume finds it)."""
+    def cell(self, run_id: int, cell, config_text: str, server_version: str, tls=None) -> int:
+        """The stored cell of `run_id` with `cell.key`, created on first use (resume finds it);
+        `tls`: the plan's TlsSettings, for a TLS cell."""
         with self.engine.begin() as conn:
             found = conn.execute(select(cells.c.id).where(cells.c.run_id == run_id, cells.c.key == cell.key)).scalar()
             if found is not None:
@@ -267,6 +268,10 @@ class Store:
                     sessions=1,
                     budget_requests=cell.budget and cell.budget.requests,
                     budget_seconds=cell.budget and cell.budget.duration,
+                    protocol=cell.protocol,
+                    tls_key=tls and tls.key,
+                    tls_version=tls and tls.version,
+                    resumption=cell.resumption,
                 )
             ).inserted_primary_key[0]
 

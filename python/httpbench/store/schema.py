@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateColumn
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
@@ -66,6 +66,12 @@ cells = Table(
     # The cell's own budget, when its plan sweeps several (plan.Cell.budget); null: the plan's one.
     Column("budget_requests", BigInteger),
     Column("budget_seconds", Float),
+    # How the cell was spoken to (plan.Cell): "http" or "https"; for TLS, the plan's key type and
+    # pinned version (null: negotiated), and without keep-alive its handshakes' resumption.
+    Column("protocol", String(20)),
+    Column("tls_key", String(20)),
+    Column("tls_version", String(10)),
+    Column("resumption", String(20)),
     UniqueConstraint("run_id", "key"),
 )
 rounds = Table(
@@ -89,6 +95,7 @@ ADDED = {
     2: [runs.c.owner_host, runs.c.owner_pid, runs.c.owner_started, cells.c.sessions],
     3: [runs.c.owner_boot],
     4: [cells.c.budget_requests, cells.c.budget_seconds],
+    5: [cells.c.protocol, cells.c.tls_key, cells.c.tls_version, cells.c.resumption],
 }
 
 
@@ -110,7 +117,7 @@ def budget_of_key(cell: dict) -> dict:
 # What the columns a version added hold for a row stored before, where that can be told from the
 # row: the table, and a function of the row giving their values. A migration stores them, and a
 # command reading an older store without migrating it reads them so.
-FILLED = {4: (cells, budget_of_key)}
+FILLED = {4: (cells, budget_of_key), 5: (cells, lambda cell: {"protocol": "http"})}
 
 
 def added_since(version: int) -> list:
