@@ -160,7 +160,7 @@ def test_a_resumed_run_keeps_its_cpus_and_servers(plan_file, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name", ["quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image", "tfb-plaintext"]
+    "name", ["quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image", "tfb-plaintext", "ssl-impact"]
 )
 def test_a_shortened_version_of_each_built_in_plan_runs(name, tmp_path):
     # The plan as shipped, cut down: two servers it names (or reference), its first two levels kept
@@ -217,7 +217,9 @@ class ScriptedCluster:
         return function(*args)
 
     def server_host(self, cpus):
-        return SimpleNamespace(start=lambda *args: SimpleNamespace(url="http://127.0.0.1:1/"), stop=lambda: None)
+        return SimpleNamespace(
+            start=lambda *args, **kwargs: SimpleNamespace(url="http://127.0.0.1:1/"), stop=lambda: None
+        )
 
     def run(self, spec: dict) -> dict:
         return self.loads.pop(0)

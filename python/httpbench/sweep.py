@@ -1,8 +1,9 @@
 """A sweep: every cell of a plan, each on a fresh server, every level and round through the
 engine (or the write-up's own client), each round stored the moment it is measured.
 
-A cell is server x profile x workload x keep-alive x CPU count. For each: start the server pinned
-to its CPUs, verify it, warm it up, then measure; the monitor's window of each round is stored
+A cell is server x profile x workload x protocol x keep-alive x CPU count. For each: start the
+server pinned to its CPUs (over TLS with a certificate of its own), verify it, warm it up, then
+measure; the monitor's window of each round is stored
 with the round. A crash or Ctrl-C loses at most the round in flight, and `resume` picks up at the
 first round not stored. A server that dies stops its cell: the round it died in is stored, flagged
 `crashed`, and nothing more is measured against what is left of it. So does a load that ended
@@ -13,18 +14,23 @@ again, in its place, so the cell can finish.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
-from httpbench import clients, engine, honesty, results, servers
+from httpbench import clients, engine, honesty, results, servers, target
 from httpbench.cluster import ClusterDown, ClusterError
 from httpbench.placement import Placement, PlacementError
 from httpbench.plan import Cell, Plan
-from httpbench.servers import ServerProfile
+from httpbench.protocol import uses_tls
+from httpbench.servers import ServerProfile, SiteTLS
 from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
 from httpbench.store import Store
+from httpbench.target import Target
 
 if TYPE_CHECKING:
     from httpbench.cluster import ClusterLoad
@@ -108,14 +114,31 @@ class Sweep:
             installed = list(only)
         else:
             plan.check_installed(installed, where)
-        self.cells: List[Cell] = [c for c in plan.cells(installed) if not only or c.server in only]
+        cells = [c for c in plan.cells(installed) if not only or c.server in only]
+        self.cells: List[Cell] = self._served(cells, named=bool(only) or plan.servers is not None)
         for cell in self.cells:
             if cell.cpus > len(placement.server):
                 raise PlacementError(
                     f"the plan gives {cell.server} {cell.cpus} CPUs but --server-cpus gives "
                     f"{len(placement.server)}; name more CPUs or drop that count from server_cpus"
                 )
-        self.ceiling: Optional[float] = None
+        # The client's ceiling for each kind of connection the cells make (target.kind).
+        self.ceilings: Dict[target.Kind, Optional[float]] = {}
+        # Where a TLS cell's authority is written for the engine to verify against.
+        self.scratch = Path(tempfile.mkdtemp(prefix="httpbench-sweep-"))
+
+    def _served(self, cells: List[Cell], named: bool) -> List[Cell]:
+        """`cells` without the TLS cells of servers that cannot serve them as the plan asks. A
+        server the plan or --servers names is refused in one line; one that is there because it is
+        installed only loses its TLS cells, and a note says so."""
+        tls = SiteTLS(Path(), Path(), Path(), self.plan.tls.key, self.plan.tls.version)
+        refusals = {c.server: self.plan.adapter(c.server).tls_refusal(tls) for c in cells if uses_tls(c.protocol)}
+        refused = {server: why for server, why in refusals.items() if why is not None}
+        if refused and named:
+            raise servers.TLSUnsupported(next(iter(refused.values())))
+        for server, why in refused.items():
+            self.progress.on_note(f"{server}: no HTTPS cells: {why}")
+        return [c for c in cells if not (uses_tls(c.protocol) and c.server in refused)]
 
     def start(self, setup: Optional[dict] = None) -> int:
         """A new run in the store, with the facts of the servers' host and the servers' versions;
@@ -137,7 +160,8 @@ class Sweep:
         `interrupted`, resumable."""
         status = "failed"
         try:
-            self.ceiling = self._client_ceiling()
+            for kind in dict.fromkeys(target.kind(c.protocol, c.keep_alive, c.resumption) for c in self.cells):
+                self.ceilings[kind] = self._client_ceiling(kind)
             for index, cell in enumerate(self.cells):
                 self.progress.on_cell(index, len(self.cells), cell)
                 self._cell(run_id, cell)
@@ -155,6 +179,7 @@ class Sweep:
             status = "stopped"
             raise Stopped(str(e)) from None
         finally:
+            shutil.rmtree(self.scratch, ignore_errors=True)
             ended = self.store.finish_run(run_id, status)
         return replace(measured, status=status, ended=ended)
 
@@ -172,19 +197,27 @@ class Sweep:
         """`function(*args)` where the servers run: on the cluster's server host, or here."""
         return self.cluster.on_server_host(function, *args) if self.cluster else function(*args)
 
-    def _client_ceiling(self) -> Optional[float]:
-        """The clients' throughput against the reference server (on the server's host): no server
-        measured here can be told apart from the client above it. On a cluster it is the
-        throughput of the client hosts that go on to load the run: a host lost meanwhile starts
-        the measurement again without it (or stops the run, under --on-client-loss stop)."""
+    def _client_ceiling(self, kind: target.Kind) -> Optional[float]:
+        """The clients' throughput against the reference server (on the server's host) for this
+        `kind` of connection: no server measured here can be told apart from the client above it.
+        On a cluster it is the throughput of the client hosts that go on to load the run: a host
+        lost meanwhile starts the measurement again without it (or stops the run, under
+        --on-client-loss stop)."""
         if "reference" not in servers.names():
             return None
+        protocol, keep_alive, resumption = kind
         host = self._server_host()
         try:
-            started = host.start(servers.get("reference"), ServerProfile("tuned"), self.plan.workloads[0], 1)
-            spec = self._spec(
-                started.url, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive=True
+            # Over TLS the reference speaks both versions; the engine offers the plan's.
+            started = host.start(
+                servers.get("reference"),
+                ServerProfile("tuned"),
+                self.plan.workloads[0],
+                1,
+                tls_key=self.plan.tls.key if uses_tls(protocol) else None,
             )
+            to = self._target(started, protocol, resumption, "ceiling")
+            spec = self._spec(to, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive)
             rounds: List[float] = []
             while len(rounds) < CEILING_ROUNDS:
                 measurement = self.load(spec)
@@ -205,14 +238,22 @@ class Sweep:
         finally:
             host.stop()
         ceiling = max(rounds)
-        self.progress.on_note(f"client ceiling (engine against the reference server): {ceiling:,.0f} req/s")
+        self.progress.on_note(
+            f"client ceiling (engine against the reference server{target.describe(kind)}): {ceiling:,.0f} req/s"
+        )
         return ceiling
 
-    def _spec(self, url: str, workload, level: int, stop: dict, keep_alive: bool) -> dict:
+    def _target(self, started, protocol: str, resumption: Optional[str], name: str) -> Target:
+        return target.of(started, protocol, self.plan.tls.version, resumption, self.scratch / f"{name}-ca.pem")
+
+    def _ceiling(self, cell: Cell) -> Optional[float]:
+        return self.ceilings.get(target.kind(cell.protocol, cell.keep_alive, cell.resumption))
+
+    def _spec(self, to: Target, workload, level: int, stop: dict, keep_alive: bool) -> dict:
         # On a cluster each client host's engine uses that host's CPUs, and threads to match.
         client_cpus = [] if self.cluster else list(self.placement.client)
         spec = {
-            "urls": [url.rstrip("/") + path for path in workload.paths],
+            "urls": [to.url.rstrip("/") + path for path in workload.paths],
             "keep_alive": keep_alive,
             "pipeline": self.plan.pipeline,
             "stop": stop,
@@ -220,6 +261,8 @@ class Sweep:
             "expect_length": None,
             "allow_errors": self.plan.allow_errors,
         }
+        if to.tls is not None:
+            spec["tls"] = to.tls
         if self.plan.model == "open":
             spec.update(connections=max(1, min(WARM_CONNECTIONS, level)), rate=float(level))
         else:
@@ -242,21 +285,21 @@ class Sweep:
         host = None
         try:
             host = self._server_host()
-            started = host.start(adapter, profile, cell.workload, cell.cpus)
-            cell_id = self.store.cell(run_id, cell, started.config_text, started.version)
+            tls = self.plan.tls if uses_tls(cell.protocol) else None
+            started = host.start(adapter, profile, cell.workload, cell.cpus, tls and tls.key, tls and tls.version)
+            to = self._target(started, cell.protocol, cell.resumption, "cell")
+            cell_id = self.store.cell(run_id, cell, started.config_text, started.version, tls)
             # The rounds stored, with their requests/s (rounds = "auto" judges a level on them all);
             # a round that stopped the cell before (its server died) is measured again, on this server.
             done = self.store.throughputs(cell_id, redo=honesty.CELL_STOPPERS)
             host.verify()
             if self.plan.warmup > 0:
                 self.load(
-                    self._spec(
-                        started.url, cell.workload, WARM_CONNECTIONS, {"duration": self.plan.warmup}, cell.keep_alive
-                    )
+                    self._spec(to, cell.workload, WARM_CONNECTIONS, {"duration": self.plan.warmup}, cell.keep_alive)
                 )
             host.watch()
             for level in self.plan.levels:
-                self._level(cell, cell_id, started.url, host, level, done)
+                self._level(cell, cell_id, to, host, level, done)
             if not host.alive():
                 raise servers.ServerFailed(f"{cell.server} died after its last level was measured")
             self.store.finish_cell(cell_id, "done", time.monotonic() - started_at, None)
@@ -289,7 +332,7 @@ class Sweep:
                 host.stop()
 
     def _level(
-        self, cell: Cell, cell_id: int, url: str, host: ServerHost, level: int, done: Dict[Tuple[int, int], float]
+        self, cell: Cell, cell_id: int, to: Target, host: ServerHost, level: int, done: Dict[Tuple[int, int], float]
     ) -> None:
         values: List[float] = []  # every round's requests/s, stored before or measured now
         while self.plan.rounds.more(values):
@@ -297,7 +340,7 @@ class Sweep:
             if (level, index) in done:
                 values.append(done[(level, index)])
             else:
-                measurement = self._round(cell, url, host, level)
+                measurement = self._round(cell, to, host, level)
                 self.store.add_round(cell_id, level, index, measurement, replace=True)
                 self.progress.on_round(cell, level, index, measurement)
                 values.append(measurement["requests"]["per_second"] or 0.0)
@@ -319,15 +362,15 @@ class Sweep:
         if "server_restarted" in reasons:
             self.progress.on_note(f"{cell.key}: level {level} flagged server_restarted: {reasons['server_restarted']}")
 
-    def _round(self, cell: Cell, url: str, host: ServerHost, level: int) -> dict:
+    def _round(self, cell: Cell, to: Target, host: ServerHost, level: int) -> dict:
         host.start_window()
         if self.plan.client == "engine":
-            measurement = self.load(self._spec(url, cell.workload, level, self._stop(cell), cell.keep_alive))
+            measurement = self.load(self._spec(to, cell.workload, level, self._stop(cell), cell.keep_alive))
         else:
             budget = self.plan.budget_for(cell)
             measurement = clients.run(
                 self.plan.client,
-                url.rstrip("/") + cell.workload.paths[0],
+                to.url.rstrip("/") + cell.workload.paths[0],
                 max(1, level),
                 budget.requests,
                 budget.duration,
@@ -337,9 +380,9 @@ class Sweep:
             )
         measurement["server"] = host.end_window()
         flags = (
-            cluster_flags(measurement, self.ceiling)
+            cluster_flags(measurement, self._ceiling(cell))
             if self.cluster
-            else [honesty.client_saturated([measurement], self.ceiling, len(self.placement.client))]
+            else [honesty.client_saturated([measurement], self._ceiling(cell), len(self.placement.client))]
         )
         if self.plan.model == "closed" and self.plan.client == "engine":
             flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))

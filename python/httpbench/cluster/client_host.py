@@ -9,8 +9,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import List, Optional
 
 from httpbench import engine
@@ -55,9 +57,19 @@ def _stop_at_next_line() -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def share_at_barrier(spec: dict, level: str) -> Optional[Report]:
+def share_at_barrier(spec: dict, level: str, authority: Optional[str] = None) -> Optional[Report]:
     """On a client worker: start this host's engine process, say ready, wait for every host, then
-    run. Returns the report with `started_at`, or None when the level was stopped."""
+    run. Returns the report with `started_at`, or None when the level was stopped. `authority`:
+    over TLS, the certificate authority (PEM) to verify the server against, written here."""
+    with tempfile.TemporaryDirectory(prefix="httpbench-level-") as scratch:
+        if authority is not None:
+            cacert = Path(scratch) / "ca.pem"
+            cacert.write_text(authority)
+            spec = {**spec, "tls": {**spec["tls"], "cacert": str(cacert)}}
+        return _share(spec, level)
+
+
+def _share(spec: dict, level: str) -> Optional[Report]:
     from distributed import Event, Queue, get_worker
 
     go, stop = Event(f"{level}-go"), Event(f"{level}-stop")

@@ -100,6 +100,10 @@ class ClusterLoad:
         self.client_hosts_seen.update(dict.fromkeys(workers.values()))
         shares = engine.split_spec(spec, len(workers))
         chosen = list(workers)[: len(shares)]
+        # A TLS level verifies against the cell's own authority, written here: each client host
+        # gets its text, to write where its engine runs.
+        cacert = (spec.get("tls") or {}).get("cacert")
+        authority = Path(cacert).read_text() if cacert else None
         # The level's name for its Events, Queue and tasks: unique, since the scheduler keeps them.
         level = f"httpbench-level-{uuid.uuid4().hex}"
         stop = Event(f"{level}-stop", client=self.client)
@@ -108,6 +112,7 @@ class ClusterLoad:
                 client_host.share_at_barrier,
                 share,
                 level,
+                authority,
                 workers=[addr],
                 resources={"client": 1},
                 pure=False,
