@@ -380,7 +380,7 @@ def test_cells_follow_installed_and_check_installed_is_one_line():
     assert [c.server for c in everything.cells(["nginx", "lighttpd"])] == ["nginx", "lighttpd", "reference"]
 
 
-EXPECTED = {"quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image", "tfb-plaintext"}
+EXPECTED = {"quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image", "tfb-plaintext", "ssl-impact"}
 
 
 def test_every_builtin_plan_validates_and_explains_itself():
@@ -433,6 +433,16 @@ def test_quick_finishes_in_under_three_minutes_with_twelve_servers():
     seconds = quick.estimate_seconds(12 + 1)  # 12 installed + reference
     assert seconds < 180, seconds
     assert f"{seconds:.0f} s" in quick.notes or "about 158 s" in quick.notes
+
+
+def test_ssl_impact_finishes_in_under_eight_minutes_with_every_tls_server():
+    ssl = plan.builtin()["ssl-impact"]
+    tls_servers = [name for name in servers.names() if servers.get(name).tls_refusal() is None]
+    assert len(tls_servers) == 12, tls_servers  # reference among them; mighttpd2 has no TLS
+    seconds = ssl.estimate_seconds(len(tls_servers))
+    assert seconds < 8 * 60, seconds
+    # Five cells a server: http and https with keep-alive, http without, https without twice.
+    assert len([c for c in ssl.cells(["nginx"]) if c.server == "nginx"]) == 5
 
 
 def test_plans_command_lists_one_line_per_plan():
