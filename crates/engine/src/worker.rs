@@ -808,12 +808,14 @@ impl<'a> Worker<'a> {
             self.received(reactor, i, &plaintext, at);
         }
         self.plaintext = plaintext;
-        if self.conns[i].state == State::Open {
-            if done_handshaking {
-                self.send_more(reactor, i);
-            }
-            self.flush_tls(reactor, i);
+        // The handshake's next flight, or the first requests with the handshake's last
+        // message, in one send; nothing if the parser closed the connection meanwhile.
+        match self.conns[i].state {
+            State::Open if done_handshaking => self.send_more(reactor, i),
+            State::Open | State::Handshaking => {}
+            State::Closed | State::Connecting => return,
         }
+        self.flush_tls(reactor, i);
     }
 
     /// Connection `i`'s handshake is over: time and count it; it may carry requests now.
@@ -849,7 +851,11 @@ impl<'a> Worker<'a> {
         }
         match completion {
             Completion::Connected => {
-                self.progressed();
+                // Over TLS the server is there once a handshake ends: one that accepts
+                // connections and never finishes a handshake must not keep a run going.
+                if self.shared.tls.is_none() {
+                    self.progressed();
+                }
                 let c = &mut self.conns[i];
                 c.state = State::Open;
                 let started = c.connect_started;
