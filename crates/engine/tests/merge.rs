@@ -166,3 +166,92 @@ fn an_open_loop_that_falls_short_says_so_once_merged() {
         Some("stopped on request before the end")
     );
 }
+
+/// `serve` over TLS (rustls, the engine's test certificate for localhost), each connection
+/// answering until the client closes it.
+fn serve_tls() -> SocketAddr {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/src/tls/testdata/");
+    let certs = CertificateDer::pem_file_iter(format!("{data}server.pem"))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_file(format!("{data}server-key.pem")).unwrap();
+    let config = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap(),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+            std::thread::spawn(move || {
+                let mut tls = rustls::StreamOwned::new(conn, stream);
+                let mut buf = vec![0u8; 16 * 1024];
+                while let Ok(n) = tls.read(&mut buf) {
+                    if n == 0
+                        || tls
+                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn tls_handshakes_and_their_latencies_add_up_when_merged() {
+    let addr = serve_tls();
+    let spec = LoadSpec {
+        urls: vec![format!("https://localhost:{}/", addr.port())],
+        keep_alive: false,
+        validate: false,
+        tls: httpbench_engine::spec::TlsSpec {
+            cacert: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/src/tls/testdata/ca.pem").into()),
+            ..Default::default()
+        },
+        ..spec(addr, 1, 1, 30)
+    };
+    let parts: Vec<Report> = (0..3)
+        .map(|_| httpbench_engine::run(&spec).unwrap())
+        .collect();
+    for r in &parts {
+        let tls = r.tls.as_ref().unwrap();
+        // One connection at a time: the first handshake full, every later one resumed.
+        assert_eq!((tls.handshakes_full, tls.handshakes_resumed), (1, 29));
+        assert_eq!(r.latency.tls_handshake.count, 30);
+        assert_eq!(r.latency.connect.count, 30);
+    }
+    let merged = Report::merge(&spec, &parts).unwrap();
+    let tls = merged.tls.as_ref().unwrap();
+    assert_eq!((tls.handshakes_full, tls.handshakes_resumed), (3, 87));
+    assert!(tls.verified && tls.version.is_some() && tls.alpn.is_none());
+    let mut added = decode_histogram(&parts[0].latency.tls_handshake.hdr).unwrap();
+    for r in &parts[1..] {
+        added
+            .add(decode_histogram(&r.latency.tls_handshake.hdr).unwrap())
+            .unwrap();
+    }
+    assert_eq!(
+        decode_histogram(&merged.latency.tls_handshake.hdr).unwrap(),
+        added
+    );
+    // A part of a plain run has no TLS; merged with one that has, the counts are the TLS part's.
+    let mut plain = parts[0].clone();
+    plain.tls = None;
+    let mixed = Report::merge(&spec, &[plain, parts[1].clone()]).unwrap();
+    assert_eq!(mixed.tls.unwrap().handshakes_resumed, 29);
+}
