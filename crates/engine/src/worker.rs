@@ -5,7 +5,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::io::{Read, Write};
 use std::net::IpAddr;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -129,7 +128,7 @@ struct Conn {
     /// RequestSet, or ciphertext in `tls_out`.
     sending: Option<(*const u8, usize)>,
     /// https://: the TLS connection, from TCP's establishment to the close.
-    tls: Option<Box<rustls::ClientConnection>>,
+    tls: Option<Box<tls::Session>>,
     /// Ciphertext on its way to the kernel; kept, with its capacity, across reconnects of the
     /// slot, and never touched while a send from it is under way.
     tls_out: Vec<u8>,
@@ -190,6 +189,8 @@ pub struct Worker<'a> {
     tls_config: Option<Arc<rustls::ClientConfig>>,
     /// Plaintext of the records of one receive, handed to the response parser.
     plaintext: Vec<u8>,
+    /// Where the records of one receive are decrypted, in place.
+    ciphertext: Vec<u8>,
     negotiated: Option<Negotiated>,
 }
 
@@ -293,6 +294,7 @@ impl<'a> Worker<'a> {
             gather: Gather::NONE,
             tls_config: shared.tls.as_ref().map(|t| t.for_thread(a.connections)),
             plaintext: Vec::new(),
+            ciphertext: Vec::new(),
             negotiated: None,
         }
     }
@@ -704,9 +706,10 @@ impl<'a> Worker<'a> {
         c.on_connection += k;
         self.outstanding += k as usize;
         if let Some(tls) = c.tls.as_mut() {
-            // Buffered by rustls until flushed (writing to it cannot fail before a close).
-            let _ = tls.writer().write_all(data);
-            self.flush_tls(reactor, i);
+            match tls.write(data) {
+                Ok(()) => self.flush_tls(reactor, i),
+                Err(_) => self.fail(reactor, i, ErrorClass::TlsProtocol),
+            }
             return;
         }
         c.sending = Some((data.as_ptr(), data.len()));
@@ -724,11 +727,7 @@ impl<'a> Worker<'a> {
         if c.sending.is_some() || !tls.wants_write() {
             return;
         }
-        c.tls_out.clear();
-        while tls.wants_write() {
-            // Writing into a Vec cannot fail.
-            let _ = tls.write_tls(&mut c.tls_out);
-        }
+        tls.take_queued(&mut c.tls_out);
         c.sending = Some((c.tls_out.as_ptr(), c.tls_out.len()));
         // SAFETY: `tls_out` is left alone until this send completes or the socket closes; its
         // heap buffer stays where it is when the connection vector moves.
@@ -740,7 +739,7 @@ impl<'a> Worker<'a> {
         let (Some(client), Some(config)) = (&self.shared.tls, &self.tls_config) else {
             return;
         };
-        match client.connect(config) {
+        match tls::Session::new(client, config) {
             Ok(tls) => {
                 let c = &mut self.conns[i];
                 c.tls = Some(Box::new(tls));
@@ -766,32 +765,11 @@ impl<'a> Worker<'a> {
         let c = &mut self.conns[i];
         let Some(tls) = c.tls.as_mut() else { return };
         let handshaking = c.state == State::Handshaking;
-        let mut rest = data;
-        let mut failed = None;
-        while !rest.is_empty() && failed.is_none() {
-            if tls.read_tls(&mut rest).is_err() {
-                // Only a full buffer of undecrypted records, which the loop never leaves.
-                failed = Some(if handshaking {
-                    ErrorClass::TlsHandshake
-                } else {
-                    ErrorClass::TlsProtocol
-                });
-                break;
-            }
-            match tls.process_new_packets() {
-                Ok(state) => {
-                    let n = state.plaintext_bytes_to_read();
-                    if n > 0 {
-                        let from = plaintext.len();
-                        plaintext.resize(from + n, 0);
-                        // As many bytes as rustls said it holds.
-                        let _ = tls.reader().read_exact(&mut plaintext[from..]);
-                    }
-                }
-                Err(e) => failed = Some(tls::class_of(&e, tls.is_handshaking())),
-            }
-        }
-        let done_handshaking = handshaking && failed.is_none() && !tls.is_handshaking();
+        let failed = tls
+            .receive(data, &mut self.ciphertext, &mut plaintext)
+            .err()
+            .map(|e| tls::class_of(&e, tls.state().is_handshaking()));
+        let done_handshaking = handshaking && failed.is_none() && !tls.state().is_handshaking();
         if let Some(class) = failed {
             self.plaintext = plaintext;
             if handshaking {
@@ -824,7 +802,13 @@ impl<'a> Worker<'a> {
         let measuring = self.measuring(self.conns[i].handshake_started);
         let c = &mut self.conns[i];
         c.state = State::Open;
-        let Some(tls) = c.tls.as_deref() else { return };
+        if c.sending.is_none() {
+            // The ClientHello's room; requests need a fraction of it.
+            c.tls_out = Vec::new();
+        }
+        let Some(tls) = c.tls.as_deref().map(tls::Session::state) else {
+            return;
+        };
         if measuring {
             if tls::resumed(tls) {
                 self.counters.handshakes_resumed += 1;
@@ -991,10 +975,7 @@ impl<'a> Worker<'a> {
         }
         // Without close_notify, a close may be an attacker's truncation: inside a body it is a
         // TLS failure; between responses, as most servers close, none.
-        let truncated = c.tls.as_mut().is_some_and(|tls| {
-            !tls.process_new_packets()
-                .is_ok_and(|state| state.peer_has_closed())
-        });
+        let truncated = c.tls.as_ref().is_some_and(|tls| !tls.peer_closed());
         let (outcome, _) = self.parse(i, self.now, |parser, sink| parser.feed_eof(sink));
         let class = match outcome {
             EofOutcome::MidBody if truncated => ErrorClass::TlsProtocol,

@@ -6,6 +6,7 @@
 //! back plaintext for the response parser; requests are encrypted into the connection's own
 //! send buffer, which the reactor sends as it sends plain requests.
 
+mod session;
 mod store;
 
 use std::sync::Arc;
@@ -16,14 +17,15 @@ use rustls::crypto::{ring, CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
-    CertificateError, ClientConfig, ClientConnection, DigitallySignedStruct, HandshakeKind,
-    RootCertStore, SignatureScheme,
+    CertificateError, ClientConfig, ClientConnection, CommonState, DigitallySignedStruct,
+    HandshakeKind, RootCertStore, SignatureScheme,
 };
 
 use crate::spec::{Resumption, TlsSpec, TlsVersion};
 use crate::stats::ErrorClass;
 use crate::{Error, ErrorKind};
 
+pub use session::Session;
 pub use store::SessionStore;
 
 /// ALPN offers: HTTP/1.1, the only protocol the engine speaks today (`h2` joins it here).
@@ -123,7 +125,8 @@ impl TlsClient {
         Arc::new(config)
     }
 
-    /// A new client connection, its ClientHello ready to be written.
+    /// A new client connection, its ClientHello ready to be written (the validation
+    /// request's, and the unit tests'; the load's are [`Session`]s).
     pub fn connect(&self, config: &Arc<ClientConfig>) -> Result<ClientConnection, rustls::Error> {
         ClientConnection::new(config.clone(), self.server_name.clone())
     }
@@ -325,7 +328,7 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
-    pub fn of(c: &ClientConnection) -> Negotiated {
+    pub fn of(c: &CommonState) -> Negotiated {
         Negotiated {
             version: c.protocol_version().map(|v| match v {
                 rustls::ProtocolVersion::TLSv1_2 => "1.2".to_string(),
@@ -344,7 +347,7 @@ impl Negotiated {
 }
 
 /// Whether a finished handshake resumed a session.
-pub fn resumed(c: &ClientConnection) -> bool {
+pub fn resumed(c: &CommonState) -> bool {
     c.handshake_kind() == Some(HandshakeKind::Resumed)
 }
 
