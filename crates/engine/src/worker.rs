@@ -129,8 +129,10 @@ struct Conn {
     sending: Option<(*const u8, usize)>,
     /// https://: the TLS connection, from TCP's establishment to the close.
     tls: Option<Box<tls::Session>>,
-    /// Ciphertext on its way to the kernel; kept, with its capacity, across reconnects of the
-    /// slot, and never touched while a send from it is under way.
+    /// Ciphertext on its way to the kernel, swapped with the session's queue (both keep their
+    /// capacity), and never touched while a send from it is under way. A close does not wait
+    /// for such a send: the kernel may then read a buffer the next session of the slot reuses,
+    /// and send its bytes on the socket being closed, never on another.
     tls_out: Vec<u8>,
     /// When the TLS handshake began (TCP established), in ns since `start`.
     handshake_started: u64,
