@@ -105,12 +105,13 @@ def test_resumed_handshakes_agree_with_nginx(server, version, resumption):
     assert reused == (0 if resumption == "none" else 39)
 
 
-def test_many_connections_without_keep_alive_resume_after_their_first(server):
+@pytest.mark.parametrize("io", ["io-uring", "epoll"])
+def test_many_connections_without_keep_alive_resume_after_their_first(server, io):
     # Every connection's first handshake is full (no ticket yet), every later one resumed: the
     # store serves them all, where rustls' own would run out of TLS 1.3 tickets.
     before = len(log_lines(server.log))
     rc, r, _, err = load(
-        "--json", "-n", "600", "-c", "30", "--no-keepalive", "--no-validate", "--cacert", str(server.ca),
+        "--json", "-n", "600", "-c", "30", "--no-keepalive", "--no-validate", "--io", io, "--cacert", str(server.ca),
         server.url() + "index.html",
     )  # fmt: skip
     assert rc == 0, err
@@ -207,3 +208,26 @@ def test_httpbench_load_runs_the_same_tls_flags(server, capfd):
     code = cli.main(["load", "-n", "20", "--insecure", server.plain_url])
     out, err = capfd.readouterr()
     assert code == 2 and err.startswith("httpbench load: --insecure is for https:// URLs"), err
+
+
+def test_a_stalled_handshake_times_out_as_tls_handshake():
+    # A listening socket nobody accepts on: the kernel completes TCP, nothing ever answers the
+    # ClientHello.
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        url = f"https://127.0.0.1:{listener.getsockname()[1]}/"
+        rc, _, out, err = load("-n", "10", "-c", "2", "--connect-timeout", "500ms", url, timeout=30)
+        assert rc == 2 and out == "" and "no TLS handshake with" in err and "within 500ms" in err, err
+        started = time.monotonic()
+        rc, r, _, err = load(
+            "--json", "-n", "10", "-c", "2", "--no-validate", "--connect-timeout", "500ms", "--timeout", "1s", url,
+            timeout=30,
+        )  # fmt: skip
+        # No handshake ever ends, so the run gives up after the connect and request timeouts
+        # and a second, instead of waiting for requests it can never send.
+        assert rc == 1 and time.monotonic() - started < 10, err
+        assert r["errors"]["tls_handshake"] > 0 and r["requests"]["sent"] == 0 and r["aborted"], r["errors"]
+        accounted(r)
