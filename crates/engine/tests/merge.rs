@@ -4,6 +4,8 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 
+mod common;
+
 use httpbench_engine::report::decode_histogram;
 use httpbench_engine::spec::Stop;
 use httpbench_engine::{LoadSpec, Report};
@@ -167,60 +169,29 @@ fn an_open_loop_that_falls_short_says_so_once_merged() {
     );
 }
 
-/// `serve` over TLS (rustls, the engine's test certificate for localhost), each connection
-/// answering until the client closes it.
-fn serve_tls() -> SocketAddr {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/src/tls/testdata/");
-    let certs = CertificateDer::pem_file_iter(format!("{data}server.pem"))
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    let key = PrivateKeyDer::from_pem_file(format!("{data}server-key.pem")).unwrap();
-    let config = std::sync::Arc::new(
-        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap(),
-    );
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
-            std::thread::spawn(move || {
-                let mut tls = rustls::StreamOwned::new(conn, stream);
-                let mut buf = vec![0u8; 16 * 1024];
-                while let Ok(n) = tls.read(&mut buf) {
-                    if n == 0
-                        || tls
-                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                            .is_err()
-                    {
-                        return;
-                    }
-                }
-            });
+/// Answers every read with `serve`'s response until the client closes the connection.
+fn answer_each_read(tls: &mut common::Tls) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = tls.read(&mut buf) {
+        if n == 0
+            || tls
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+        {
+            return;
         }
-    });
-    addr
+    }
 }
 
 #[test]
 fn tls_handshakes_and_their_latencies_add_up_when_merged() {
-    let addr = serve_tls();
+    let addr = common::serve_tls(answer_each_read);
     let spec = LoadSpec {
         urls: vec![format!("https://localhost:{}/", addr.port())],
         keep_alive: false,
         validate: false,
         tls: httpbench_engine::spec::TlsSpec {
-            cacert: Some(concat!(env!("CARGO_MANIFEST_DIR"), "/src/tls/testdata/ca.pem").into()),
+            cacert: Some(format!("{}ca.pem", common::TESTDATA).into()),
             ..Default::default()
         },
         ..spec(addr, 1, 1, 30)
