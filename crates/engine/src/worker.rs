@@ -163,9 +163,10 @@ pub struct Worker<'a> {
     series: SecondRecorder,
     /// Connections to act on at a time: (time, connection).
     wakes: BinaryHeap<Reverse<(u64, u32)>>,
-    /// Connects under way, in deadline order (the timeout is the same for all): (deadline,
-    /// connection, generation).
-    connect_deadlines: VecDeque<(u64, u32, u32)>,
+    /// Connects and TLS handshakes under way, in deadline order (the timeout is the same for
+    /// all, and each is queued as it starts): (deadline, connection, generation, the state it
+    /// times: `Connecting` or `Handshaking`).
+    connect_deadlines: VecDeque<(u64, u32, u32, State)>,
     /// Connections whose pipeline has room, refilled once the whole batch of completions is
     /// in: a server that answers pipelined requests one segment at a time would otherwise get
     /// as many one-request sends, each a packet with its full cost in the kernel.
@@ -515,8 +516,12 @@ impl<'a> Worker<'a> {
                 c.state = State::Connecting;
                 c.connect_started = self.now;
                 let deadline = self.now + ns(self.shared.spec.connect_timeout);
-                self.connect_deadlines
-                    .push_back((deadline, i as u32, c.generation));
+                self.connect_deadlines.push_back((
+                    deadline,
+                    i as u32,
+                    c.generation,
+                    State::Connecting,
+                ));
                 let token = self.token(i);
                 reactor.connect(token, fd, &self.shared.addr);
             }
@@ -607,20 +612,18 @@ impl<'a> Worker<'a> {
         self.reconnect(reactor, i);
     }
 
-    /// Connects and TLS handshakes past their timeout (each has the connect timeout) fail as
-    /// such; entries of those that ended otherwise are dropped on the way. A handshake's entry
-    /// comes after its connect's, with a later deadline: the queue stays in deadline order.
+    /// Connects and TLS handshakes past their timeout (each has the whole connect timeout)
+    /// fail as such; entries of those that ended otherwise are dropped on the way.
     fn expire_connects<R: Reactor>(&mut self, reactor: &mut R) {
-        while let Some(&(deadline, i, generation)) = self.connect_deadlines.front() {
+        while let Some(&(deadline, i, generation, phase)) = self.connect_deadlines.front() {
             let c = &self.conns[i as usize];
-            let waiting = matches!(c.state, State::Connecting | State::Handshaking)
-                && c.generation == generation;
+            let waiting = c.state == phase && c.generation == generation;
             if waiting && deadline > self.now {
                 break;
             }
             self.connect_deadlines.pop_front();
             if waiting {
-                let class = if c.state == State::Connecting {
+                let class = if phase == State::Connecting {
                     ErrorClass::of_connect(libc::ETIMEDOUT)
                 } else {
                     ErrorClass::TlsHandshake
@@ -748,8 +751,12 @@ impl<'a> Worker<'a> {
                 c.state = State::Handshaking;
                 c.handshake_started = self.now;
                 let deadline = self.now + ns(self.shared.spec.connect_timeout);
-                self.connect_deadlines
-                    .push_back((deadline, i as u32, c.generation));
+                self.connect_deadlines.push_back((
+                    deadline,
+                    i as u32,
+                    c.generation,
+                    State::Handshaking,
+                ));
                 self.flush_tls(reactor, i);
             }
             Err(_) => self.connect_ended(reactor, i, ErrorClass::TlsHandshake),
