@@ -189,6 +189,11 @@ def test_tls_flags_with_an_http_url_are_refused(server, args, says):
         (("--tls-version", "1.3", "--tls-resumption", "ids"), "add --tls-version 1.2"),
         (("--tls-resumption", "ids"), "TLS 1.3 resumes with tickets only"),
         (("--insecure", "--cacert", "{ca}"), "drop one of the two"),
+        # nginx's certificate is ECDSA: an RSA-only suite leaves it nothing to choose.
+        (
+            ("--tls-version", "1.2", "--tls-ciphers", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"),
+            "the server speaks TLS but refused what was offered; check --tls-version, --tls-ciphers",
+        ),
     ],
 )
 def test_bad_tls_input_is_one_line_and_exit_2(server, args, says):

@@ -110,9 +110,11 @@ pub enum ErrorKind {
         host: String,
         problem: String,
     },
-    /// The validation request's TLS handshake failed otherwise: nothing to measure.
+    /// The validation request's TLS handshake failed otherwise: nothing to measure. `refused`:
+    /// the server answered with an alert (it speaks TLS, but not what was offered).
     TlsHandshake {
         addr: String,
+        refused: bool,
         problem: String,
     },
     /// An engine thread panicked: a bug, reported instead of taking its caller down where
@@ -267,6 +269,9 @@ impl std::fmt::Display for ErrorKind {
             ErrorKind::TlsSettings { field, .. } => format!("change {field}"),
             ErrorKind::TlsCertificate { .. } => {
                 "set tls.cacert to the CA that signed it, or tls.insecure".into()
+            }
+            ErrorKind::TlsHandshake { refused: true, .. } => {
+                "offer the server other TLS versions, ciphers or groups".into()
             }
             ErrorKind::TlsHandshake { .. } => "does the server speak TLS there?".into(),
         };

@@ -485,6 +485,7 @@ fn handshake(
     let addr = resolved.addr.to_string();
     let failed = |problem: String| ErrorKind::TlsHandshake {
         addr: addr.clone(),
+        refused: false,
         problem,
     };
     let config = client.for_thread(1);
@@ -517,7 +518,12 @@ fn handshake(
                 }
                 _ => format!("the TLS handshake with {addr} failed: {e}"),
             };
-            return Err(failed(problem).into());
+            return Err(ErrorKind::TlsHandshake {
+                addr: addr.clone(),
+                refused: matches!(tls_error, Some(rustls::Error::AlertReceived(_))),
+                problem,
+            }
+            .into());
         }
     }
     tcp.set_read_timeout(Some(resolved.request_timeout))

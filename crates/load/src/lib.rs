@@ -117,6 +117,10 @@ fn in_flags(kind: &ErrorKind) -> String {
             "the server's certificate is not trusted ({reason}){}: pass --cacert FILE with the CA that signed it, or --insecure",
             if reason == "name mismatch" { format!(": it does not name {host}") } else { String::new() }
         ),
+        ErrorKind::TlsHandshake { refused: true, .. } => format!(
+            "{}: the server speaks TLS but refused what was offered; check --tls-version, --tls-ciphers and --tls-groups",
+            kind.fact()
+        ),
         ErrorKind::TlsHandshake { .. } => format!("{}; does the server speak TLS on that port?", kind.fact()),
         ErrorKind::SourceAddress { .. } => format!("--bind: {kind}"),
         ErrorKind::InvalidUrl { .. }
