@@ -154,6 +154,30 @@ def testserver():
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
 
+def start_nginx(prefix: Path, http: str) -> subprocess.Popen:
+    """nginx in the foreground with one worker and everything it writes under `prefix`, `http`
+    inside its http block."""
+    conf = prefix / "nginx.conf"
+    conf.write_text(f"""
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log;
+worker_rlimit_nofile 8192;
+events {{ worker_connections 4096; }}
+http {{
+    keepalive_requests 1000000;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    {http}
+}}
+""")
+    user = "daemon off; user root;" if os.geteuid() == 0 else "daemon off;"
+    return subprocess.Popen([NGINX, "-p", str(prefix), "-c", str(conf), "-g", user])
+
+
 @pytest.fixture
 def nginx(tmp_path):
     """Factory: a real nginx from Debian's package, one worker, serving `files` from a private
@@ -172,26 +196,7 @@ def nginx(tmp_path):
         log_line = (
             f"log_format conn '$connection $request'; access_log {log} conn;" if access_log else "access_log off;"
         )
-        conf = tmp_path / "nginx.conf"
-        conf.write_text(f"""
-worker_processes 1;
-pid {tmp_path}/nginx.pid;
-error_log {tmp_path}/error.log;
-worker_rlimit_nofile 8192;
-events {{ worker_connections 4096; }}
-http {{
-    {log_line}
-    keepalive_requests 1000000;
-    client_body_temp_path {tmp_path}/body;
-    proxy_temp_path {tmp_path}/proxy;
-    fastcgi_temp_path {tmp_path}/fastcgi;
-    uwsgi_temp_path {tmp_path}/uwsgi;
-    scgi_temp_path {tmp_path}/scgi;
-    server {{ listen 127.0.0.1:{port}; root {root}; }}
-}}
-""")
-        user = [] if os.geteuid() != 0 else ["-g", "daemon off; user root;"]
-        proc = subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(conf), *(user or ["-g", "daemon off;"])])
+        proc = start_nginx(tmp_path, f"{log_line}\n    server {{ listen 127.0.0.1:{port}; root {root}; }}")
         procs.append(proc)
         wait_for_port(port, proc)
         return f"http://127.0.0.1:{port}/", log
@@ -199,6 +204,64 @@ http {{
     start.procs = procs  # so a test can stop its server mid-run, by PID
     yield start
     for proc in procs:
+        stop(proc)
+
+
+class TlsNginx:
+    """A real nginx over TLS (see `tls_nginx`): `url(site)` is an https base URL (`plain_url` one
+    over http), `ca` the CA of the suite's certificate, `log` the access log, one line per request:
+    connection serial, request line, `$ssl_protocol` and `$ssl_session_reused` (r or .)."""
+
+    def __init__(self, ports: dict[str, int], plain_port: int, ca: Path, log: Path) -> None:
+        self.ports, self.plain_url, self.ca, self.log = ports, f"http://127.0.0.1:{plain_port}/", ca, log
+
+    def url(self, site: str = "ok") -> str:
+        return f"https://127.0.0.1:{self.ports[site]}/"
+
+
+@contextmanager
+def tls_nginx(folder: Path, files: dict[str, bytes], sites: dict | None = None):
+    """nginx from Debian's package, one worker, serving `files` over TLS 1.2 and 1.3 with the
+    suite's certificate for the loopback names (site "ok"), each of `sites` (name: (certificate
+    PEM, key PEM)) on a port of its own, and over plain HTTP on one more; session cache and
+    tickets on, as the tuned profiles have them. Stopped by PID on the way out."""
+    from httpbench.certificates import make_site_certificate
+
+    if not os.path.exists(NGINX):
+        pytest.fail("nginx is not installed: apt-get install -y nginx-light")
+    root = folder / "www"
+    root.mkdir(parents=True)
+    for name, body in files.items():
+        (root / name).write_bytes(body)
+    site = make_site_certificate(folder / "certs")
+    pairs = {"ok": (site.cert, site.key)}
+    for name, (cert, key) in (sites or {}).items():
+        pairs[name] = (folder / "certs" / f"{name}.pem", folder / "certs" / f"{name}-key.pem")
+        pairs[name][0].write_bytes(cert)
+        pairs[name][1].write_bytes(key)
+    ports = {name: free_port() for name in pairs}
+    plain_port = free_port()
+    servers = "\n".join(
+        f"server {{ listen 127.0.0.1:{ports[name]} ssl; ssl_certificate {cert}; ssl_certificate_key {key}; }}"
+        for name, (cert, key) in pairs.items()
+    )
+    log = folder / "access.log"
+    proc = start_nginx(
+        folder,
+        f"""log_format tls '$connection $request $ssl_protocol $ssl_session_reused';
+    access_log {log} tls;
+    root {root};
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_session_cache shared:SSL:10m;
+    ssl_session_tickets on;
+    {servers}
+    server {{ listen 127.0.0.1:{plain_port}; }}""",
+    )
+    try:
+        for port in [*ports.values(), plain_port]:
+            wait_for_port(port, proc)
+        yield TlsNginx(ports, plain_port, site.ca, log)
+    finally:
         stop(proc)
 
 

@@ -318,7 +318,7 @@ def test_per_second_series_and_client_self_knowledge(nginx, load):
     "args,says",
     [
         (["not-a-url"], "no scheme"),
-        (["https://127.0.0.1/"], "https is not supported"),
+        (["ftp://127.0.0.1/"], "use http:// or https://"),
         (["http://127.0.0.1:99999/"], "port"),
         (["-c", "0", "http://127.0.0.1:1/"], "at least 1"),
         (["-c", "-5", "http://127.0.0.1:1/"], ""),

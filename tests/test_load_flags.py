@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import binary, stop
+from conftest import binary, stop, tls_nginx
 
 BODY = b"x" * 7  # what the test server's `ok` mode answers
 
@@ -26,6 +26,13 @@ def url():
         yield f"http://{line[1]}/"
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory):
+    """nginx over TLS, for the TLS flags: the test server speaks plain HTTP only."""
+    with tls_nginx(tmp_path_factory.mktemp("tls-nginx"), {"index.html": BODY}) as nginx:
+        yield nginx
 
 
 @pytest.fixture(params=["httpbench-load", "httpbench load"])
@@ -124,6 +131,25 @@ FLAGS = {
     ),
 }
 
+# The TLS flags, run against nginx over https ({ca}: the CA of its certificate).
+TLS_FLAGS = {
+    "--tls-version": (n(20, "--tls-version", "1.2", "--cacert", "{ca}"), lambda r: r["tls"]["version"] == "1.2"),
+    "--tls-ciphers": (
+        n(20, "--tls-ciphers", "TLS_CHACHA20_POLY1305_SHA256,TLS_AES_128_GCM_SHA256", "--cacert", "{ca}"),
+        lambda r: r["tls"]["cipher"] == "TLS_CHACHA20_POLY1305_SHA256",
+    ),
+    "--tls-groups": (
+        n(20, "--tls-groups", "secp256r1", "--cacert", "{ca}"),
+        lambda r: r["tls"]["group"] == "secp256r1",
+    ),
+    "--cacert": (n(20, "--cacert", "{ca}"), lambda r: r["tls"]["verified"] and r["requests"]["completed"] == 20),
+    "--insecure": (n(20, "--insecure"), lambda r: not r["tls"]["verified"] and r["requests"]["completed"] == 20),
+    "--tls-resumption": (
+        ("-n", "10", "-c", "1", "--no-keepalive", "--tls-resumption", "none", "--cacert", "{ca}"),
+        lambda r: r["tls"]["handshakes_resumed"] == 0 and r["tls"]["handshakes_full"] == 10,
+    ),
+}
+
 
 @pytest.mark.parametrize("flag", sorted(FLAGS))
 def test_each_flag_does_what_its_help_says(front, url, flag, tmp_path):
@@ -137,6 +163,13 @@ def test_each_flag_does_what_its_help_says(front, url, flag, tmp_path):
         url,
     )
     assert check(r), (flag, r["spec"])
+
+
+@pytest.mark.parametrize("flag", sorted(TLS_FLAGS))
+def test_each_tls_flag_does_what_its_help_says(front, tls_server, flag):
+    args, check = TLS_FLAGS[flag]
+    r = measured(front, *[a.format(ca=tls_server.ca) for a in args], tls_server.url() + "index.html")
+    assert check(r), (flag, r["spec"], r["tls"])
 
 
 @pytest.mark.parametrize("io", ["auto", "io-uring", "io_uring"])
@@ -166,7 +199,7 @@ def test_every_flag_in_the_help_is_tested_here():
     # A flag added later without a run here fails this test.
     done = subprocess.run([str(binary("httpbench-load")), "--help"], capture_output=True, text=True, timeout=10)
     documented = set(re.findall(r"--[a-z][a-z0-9.-]*", done.stdout))
-    tested = set(FLAGS) | {"--json", "--help", "--version"}
+    tested = set(FLAGS) | set(TLS_FLAGS) | {"--json", "--help", "--version"}
     assert documented == tested
 
 

@@ -82,6 +82,41 @@ pub enum ErrorKind {
     },
     /// An expected body without the validation request, the only response it is compared with.
     ExpectedBodyUnchecked,
+    /// A TLS setting (`field`, e.g. `tls.cacert`) for a run whose URLs are http://.
+    TlsWithoutHttps {
+        field: &'static str,
+    },
+    /// The CA file cannot be read, or holds no PEM certificate.
+    CaCert {
+        path: PathBuf,
+        problem: String,
+    },
+    /// A cipher suite or key-exchange group (`field`: `tls.ciphers`, `tls.groups`) this client
+    /// does not know; `known` are those it does.
+    UnknownTlsName {
+        field: &'static str,
+        name: String,
+        known: Vec<String>,
+    },
+    /// A TLS setting that cannot be: `field` is the one to change.
+    TlsSettings {
+        field: &'static str,
+        problem: String,
+    },
+    /// The validation request's TLS handshake failed on the server's certificate; `reason` is
+    /// short ("unknown CA", "name mismatch", "expired"), `problem` the whole story.
+    TlsCertificate {
+        reason: String,
+        host: String,
+        problem: String,
+    },
+    /// The validation request's TLS handshake failed otherwise: nothing to measure. `refused`:
+    /// the server answered with an alert (it speaks TLS, but not what was offered).
+    TlsHandshake {
+        addr: String,
+        refused: bool,
+        problem: String,
+    },
     /// An engine thread panicked: a bug, reported instead of taking its caller down where
     /// panics unwind (the Python module).
     Panicked {
@@ -191,6 +226,15 @@ impl ErrorKind {
             ErrorKind::ExpectedBodyUnchecked => {
                 "an expected body is compared with the validation request's answer only, and validate is off".into()
             }
+            ErrorKind::TlsWithoutHttps { field } => format!("{field} is set but the URLs are http://, which speaks no TLS"),
+            ErrorKind::CaCert { path, problem } => format!("cannot use {} as CA certificates: {problem}", path.display()),
+            ErrorKind::UnknownTlsName { field, name, known } => {
+                format!("{field}: {name:?} is not one this client offers (it knows {})", known.join(", "))
+            }
+            ErrorKind::TlsSettings { problem, .. } | ErrorKind::TlsHandshake { problem, .. } => problem.clone(),
+            ErrorKind::TlsCertificate { reason, host, .. } => {
+                format!("the server's certificate is not trusted for {host} ({reason})")
+            }
         }
     }
 }
@@ -219,6 +263,17 @@ impl std::fmt::Display for ErrorKind {
             }
             ErrorKind::SourceAddress { .. } => "give addresses this host has (ip address lists them; a server on loopback accepts all of 127.0.0.0/8)".into(),
             ErrorKind::ExpectedBodyUnchecked => "validate, or drop the expected body".into(),
+            ErrorKind::TlsWithoutHttps { .. } => "use an https:// URL, or drop the TLS settings".into(),
+            ErrorKind::CaCert { .. } => "give a readable PEM file of the CA that signed the server's certificate".into(),
+            ErrorKind::UnknownTlsName { .. } => "choose among those".into(),
+            ErrorKind::TlsSettings { field, .. } => format!("change {field}"),
+            ErrorKind::TlsCertificate { .. } => {
+                "set tls.cacert to the CA that signed it, or tls.insecure".into()
+            }
+            ErrorKind::TlsHandshake { refused: true, .. } => {
+                "offer the server other TLS versions, ciphers or groups".into()
+            }
+            ErrorKind::TlsHandshake { .. } => "does the server speak TLS there?".into(),
         };
         write!(f, "{}; {remedy}", self.fact())
     }

@@ -11,6 +11,7 @@ pub mod report;
 mod run;
 pub mod spec;
 pub mod stats;
+pub mod tls;
 mod worker;
 
 pub use error::{Error, ErrorKind, OpenFiles};

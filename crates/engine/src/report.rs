@@ -51,6 +51,10 @@ pub struct Report {
     pub errors_total: u64,
     pub bytes: Bytes,
     pub connections: Connections,
+    /// https:// runs: what TLS negotiated and how many handshakes it took; null otherwise
+    /// (and in reports from before the field).
+    #[serde(default)]
+    pub tls: Option<Tls>,
     pub latency: LatencyReport,
     pub timeseries: Vec<SecondPoint>,
     pub client: Client,
@@ -159,14 +163,59 @@ pub struct Connections {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Tls {
+    /// "1.2" or "1.3"; null when no handshake completed (so too `cipher`, `group`, `alpn`).
+    pub version: Option<String>,
+    /// The cipher suite's IANA name, e.g. TLS_AES_128_GCM_SHA256.
+    pub cipher: Option<String>,
+    /// The key-exchange group, e.g. X25519 or secp256r1.
+    pub group: Option<String>,
+    /// The protocol ALPN chose (null: the server chose none).
+    pub alpn: Option<String>,
+    /// Whether the server's certificate was verified (false: `insecure`).
+    pub verified: bool,
+    /// Handshakes completed during measurement: full, and resumed (a session ticket or ID).
+    pub handshakes_full: u64,
+    pub handshakes_resumed: u64,
+}
+
+impl Tls {
+    pub fn new(
+        negotiated: Option<crate::tls::Negotiated>,
+        verified: bool,
+        handshakes_full: u64,
+        handshakes_resumed: u64,
+    ) -> Tls {
+        let n = negotiated.unwrap_or_default();
+        Tls {
+            version: n.version,
+            cipher: n.cipher,
+            group: n.group,
+            alpn: n.alpn,
+            verified,
+            handshakes_full,
+            handshakes_resumed,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct LatencyReport {
     /// To the complete response, from when the request was meant to be sent (open loop:
     /// coordinated omission corrected) or was sent (closed loop).
     pub total: Summary,
     pub first_byte: Summary,
     pub connect: Summary,
+    /// From TCP's establishment to the end of the TLS handshake (empty for http://; absent from
+    /// reports from before the field).
+    #[serde(default = "no_latencies")]
+    pub tls_handshake: Summary,
     /// From the actual send: the uncorrected service time (equals `total` in closed loop).
     pub service: Summary,
+}
+
+fn no_latencies() -> Summary {
+    Summary::of(&crate::stats::histogram())
 }
 
 /// A latency distribution in microseconds, with the full histogram for exact merging.
@@ -466,10 +515,12 @@ impl Report {
                 opened: sum(|r| r.connections.opened),
                 server_closes: sum(|r| r.connections.server_closes),
             },
+            tls: merge_tls(parts),
             latency: LatencyReport {
                 total: latency(|l| &l.total)?,
                 first_byte: latency(|l| &l.first_byte)?,
                 connect: latency(|l| &l.connect)?,
+                tls_handshake: latency(|l| &l.tls_handshake)?,
                 service: latency(|l| &l.service)?,
             },
             timeseries: merge_series(parts.iter().map(|r| r.timeseries.as_slice())),
@@ -478,6 +529,19 @@ impl Report {
             host: first.host.clone(),
         })
     }
+}
+
+/// The parts' TLS: what the first that negotiated something negotiated (hosts of one run offer
+/// the same), handshakes added; verified only if every part verified.
+fn merge_tls(parts: &[Report]) -> Option<Tls> {
+    let tls: Vec<&Tls> = parts.iter().filter_map(|r| r.tls.as_ref()).collect();
+    let first = tls.iter().find(|t| t.version.is_some()).or(tls.first())?;
+    Some(Tls {
+        verified: tls.iter().all(|t| t.verified),
+        handshakes_full: tls.iter().map(|t| t.handshakes_full).sum(),
+        handshakes_resumed: tls.iter().map(|t| t.handshakes_resumed).sum(),
+        ..(*first).clone()
+    })
 }
 
 /// Points added by second; a second that several parts had keeps no percentiles.
@@ -536,6 +600,7 @@ impl LatencyReport {
             total: Summary::of(&l.total),
             first_byte: Summary::of(&l.first_byte),
             connect: Summary::of(&l.connect),
+            tls_handshake: Summary::of(&l.tls_handshake),
             service: Summary::of(&l.service),
         }
     }

@@ -18,6 +18,7 @@ use crate::spec::{IoChoice, LoadSpec, PanicAt, Resolved, Stop};
 use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
 use crate::stats::{Counters, Latencies};
+use crate::tls::{self, TlsClient};
 use crate::worker::{wall_clock_of, Assignment, Outcome, Shared, Worker};
 use crate::{host, Error, ErrorKind, OpenFiles};
 
@@ -37,9 +38,21 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         })?),
         None => None,
     };
+    let first = &resolved.targets[0];
+    let tls = if first.tls {
+        Some(TlsClient::new(&spec.tls, &first.host)?)
+    } else {
+        None
+    };
     let requests = RequestSet::build(spec, &resolved.targets, resolved.pipeline as usize);
     let validation = if spec.validate {
-        validate(spec, &resolved, &requests, expect_body.as_deref())?
+        validate(
+            spec,
+            &resolved,
+            tls.as_ref(),
+            &requests,
+            expect_body.as_deref(),
+        )?
     } else {
         report::Validation::skipped()
     };
@@ -48,6 +61,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     let shared = Shared {
         addr: SockAddr::new(&resolved.addr),
         bind: spec.bind.clone(),
+        tls,
         head_request: spec.method.eq_ignore_ascii_case("HEAD"),
         expect_length: spec.expect_length,
         tickets: AtomicU64::new(match resolved.stop {
@@ -105,8 +119,10 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         });
     // The wall clock of time zero, for lining up engines on several hosts.
     let started_at = wall_clock_of(shared.start).as_secs_f64();
+    let verified = shared.tls.as_ref().map(|t| t.verified);
     Ok(summarise(
         spec,
+        verified,
         io,
         validation,
         started_at,
@@ -319,26 +335,37 @@ impl ResponseSink for One {
 fn validate(
     spec: &LoadSpec,
     resolved: &Resolved,
+    tls: Option<&TlsClient>,
     requests: &RequestSet,
     expect_body: Option<&[u8]>,
 ) -> Result<report::Validation, Error> {
     let target = &resolved.targets[0];
     let url = &spec.urls[0];
     // Nothing to measure when the server cannot even be reached, whatever `allow_errors` says.
-    let mut stream =
+    let tcp =
         TcpStream::connect_timeout(&resolved.addr, resolved.connect_timeout).map_err(|e| {
             ErrorKind::Unreachable {
                 addr: resolved.addr.to_string(),
                 problem: e.to_string(),
             }
         })?;
+    let set_up = tcp
+        .set_nodelay(true)
+        .and_then(|()| tcp.set_read_timeout(Some(resolved.request_timeout)));
+    set_up.map_err(|e| ErrorKind::Unreachable {
+        addr: resolved.addr.to_string(),
+        problem: e.to_string(),
+    })?;
+    let mut stream: Box<dyn ReadWrite> = match tls {
+        Some(client) => Box::new(handshake(client, tcp, resolved)?),
+        None => Box::new(tcp),
+    };
     let answer = (|| -> Result<(Response, Vec<u8>), String> {
         stream
-            .set_read_timeout(Some(resolved.request_timeout))
-            .map_err(|e| e.to_string())?;
-        stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        stream
             .write_all(requests.window(0, 1))
+            .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
+        stream
+            .flush()
             .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
         let mut parser = ResponseParser::new(spec.method.eq_ignore_ascii_case("HEAD"));
         parser.capture_bodies();
@@ -357,6 +384,8 @@ fn validate(
             }
             let n = match stream.read(&mut buf) {
                 Ok(n) => n,
+                // A close without close_notify: as many servers close, the parser judges it.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
                 // A signal, or the task work of an io_uring this thread has closed.
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e)
@@ -441,6 +470,67 @@ fn validate(
     })
 }
 
+/// Both directions of the validation request's connection, plain or TLS.
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+/// The validation request's TLS handshake, made before anything is sent: a certificate that
+/// does not verify, or a server that speaks no TLS, is refused here with its reason rather than
+/// measured as a run of failed handshakes. The timeouts are the run's.
+fn handshake(
+    client: &TlsClient,
+    mut tcp: TcpStream,
+    resolved: &Resolved,
+) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, Error> {
+    let addr = resolved.addr.to_string();
+    let failed = |problem: String| ErrorKind::TlsHandshake {
+        addr: addr.clone(),
+        refused: false,
+        problem,
+    };
+    let config = client.for_thread(1);
+    let mut conn = client
+        .connect(&config)
+        .map_err(|e| failed(format!("cannot start a TLS handshake with {addr}: {e}")))?;
+    let io = |e: std::io::Error| failed(format!("cannot set up the connection to {addr}: {e}"));
+    tcp.set_read_timeout(Some(resolved.connect_timeout))
+        .map_err(io)?;
+    while conn.is_handshaking() {
+        if let Err(e) = conn.complete_io(&mut tcp) {
+            let tls_error = e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+            if let Some(reason) = tls_error.and_then(tls::certificate_reason) {
+                return Err(ErrorKind::TlsCertificate {
+                    reason,
+                    host: resolved.targets[0].host.clone(),
+                    problem: e.to_string(),
+                }
+                .into());
+            }
+            let problem = match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!(
+                    "no TLS handshake with {addr} within {:?}",
+                    resolved.connect_timeout
+                ),
+                std::io::ErrorKind::UnexpectedEof => {
+                    format!("{addr} closed the connection in the TLS handshake")
+                }
+                _ => format!("the TLS handshake with {addr} failed: {e}"),
+            };
+            return Err(ErrorKind::TlsHandshake {
+                addr: addr.clone(),
+                refused: matches!(tls_error, Some(rustls::Error::AlertReceived(_))),
+                problem,
+            }
+            .into());
+        }
+    }
+    tcp.set_read_timeout(Some(resolved.request_timeout))
+        .map_err(io)?;
+    Ok(rustls::StreamOwned::new(conn, tcp))
+}
+
 /// The run's report: the threads' outcomes added (counts, and histograms for exact
 /// percentiles), every figure derived from those by the report's constructors, as
 /// `Report::merge` derives them for a run's hosts; and the series the threads' per-second
@@ -448,6 +538,7 @@ fn validate(
 #[allow(clippy::too_many_arguments)]
 fn summarise(
     spec: &LoadSpec,
+    verified: Option<bool>,
     io: Io,
     validation: report::Validation,
     started_at: f64,
@@ -515,6 +606,14 @@ fn summarise(
             opened: c.connects,
             server_closes: c.server_closes,
         },
+        tls: verified.map(|verified| {
+            report::Tls::new(
+                outcomes.iter().find_map(|o| o.negotiated.clone()),
+                verified,
+                c.handshakes_full,
+                c.handshakes_resumed,
+            )
+        }),
         latency: report::LatencyReport::of(&latencies),
         timeseries,
         client: report::Client::new(

@@ -23,6 +23,77 @@ pub enum Stop {
     Duration(f64),
 }
 
+/// A TLS protocol version the client may negotiate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TlsVersion {
+    #[serde(rename = "1.2")]
+    Tls12,
+    #[serde(rename = "1.3")]
+    Tls13,
+}
+
+impl TlsVersion {
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsVersion::Tls12 => "1.2",
+            TlsVersion::Tls13 => "1.3",
+        }
+    }
+}
+
+/// Whether handshakes after a connection's first resume an earlier session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Resumption {
+    /// Every handshake is full.
+    None,
+    /// TLS 1.3 PSK tickets, or TLS 1.2 session tickets (RFC 5077) where the server issues them
+    /// and session IDs where it does not.
+    #[default]
+    Tickets,
+    /// TLS 1.2 session IDs only (TLS 1.3 resumes with tickets only).
+    Ids,
+}
+
+/// How an https:// run speaks TLS; every field at its default leaves the choice to rustls and
+/// the server. Set on an http:// run, any of them is refused.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsSpec {
+    /// The one version to offer; `None`: 1.3 and 1.2, the server choosing.
+    pub version: Option<TlsVersion>,
+    /// Cipher suites to offer, in order of preference, by IANA or rustls name
+    /// (TLS_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256); empty: rustls' list.
+    pub ciphers: Vec<String>,
+    /// Key-exchange groups to offer, in order (X25519, secp256r1, secp384r1); empty: rustls'.
+    pub groups: Vec<String>,
+    /// Verify the server's certificate against the CA certificates in this PEM file instead of
+    /// the system's.
+    pub cacert: Option<std::path::PathBuf>,
+    /// Verify no certificate (the handshake's own signature is still checked), as wrk and h2load
+    /// do; the report says so.
+    pub insecure: bool,
+    pub resumption: Resumption,
+}
+
+impl TlsSpec {
+    /// The fields set away from their defaults, by their names in the spec.
+    pub fn fields_set(&self) -> Vec<&'static str> {
+        let d = TlsSpec::default();
+        [
+            ("tls.version", self.version != d.version),
+            ("tls.ciphers", self.ciphers != d.ciphers),
+            ("tls.groups", self.groups != d.groups),
+            ("tls.cacert", self.cacert != d.cacert),
+            ("tls.insecure", self.insecure != d.insecure),
+            ("tls.resumption", self.resumption != d.resumption),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect()
+    }
+}
+
 /// Which I/O interface the engine threads use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -75,6 +146,8 @@ pub struct LoadSpec {
     pub expect_length: Option<u64>,
     /// Load even when the validation request fails.
     pub allow_errors: bool,
+    /// TLS settings of an https:// run.
+    pub tls: TlsSpec,
     /// Panic there: a bug on demand, for tests that a front end survives one. No front end sets
     /// it, and a report leaves it out.
     #[doc(hidden)]
@@ -120,6 +193,7 @@ impl Default for LoadSpec {
             expect_body_file: None,
             expect_length: None,
             allow_errors: false,
+            tls: TlsSpec::default(),
             panic: None,
         }
     }
@@ -128,6 +202,8 @@ impl Default for LoadSpec {
 /// One URL, split into what the engine needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
+    /// https://: the connection speaks TLS.
+    pub tls: bool,
     /// `host` or `host:port` as the Host header carries it.
     pub authority: String,
     pub host: String,
@@ -145,15 +221,17 @@ impl Target {
             }))
         };
         let Some((scheme, rest)) = url.split_once("://") else {
-            return fail("it has no scheme; write it as http://HOST[:PORT]/PATH");
+            return fail("it has no scheme; write it as http://HOST[:PORT]/PATH or https://...");
         };
-        match scheme.to_ascii_lowercase().as_str() {
-            "http" => {}
-            "https" => {
-                return fail("https is not supported yet; benchmark the server over http://")
+        let tls = match scheme.to_ascii_lowercase().as_str() {
+            "http" => false,
+            "https" => true,
+            other => {
+                return fail(&format!(
+                    "scheme {other:?} is not supported; use http:// or https://"
+                ))
             }
-            other => return fail(&format!("scheme {other:?} is not supported; use http://")),
-        }
+        };
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], &rest[i..]),
             Some(i) => (&rest[..i], &rest[i..]),
@@ -190,6 +268,7 @@ impl Target {
             return fail("it has no host");
         }
         let port = match port {
+            None if tls => 443,
             None => 80,
             Some(p) => match p.parse::<u16>() {
                 Ok(p) if p > 0 => p,
@@ -197,6 +276,7 @@ impl Target {
             },
         };
         Ok(Target {
+            tls,
             authority: authority.to_string(),
             host,
             port,
@@ -253,15 +333,20 @@ impl LoadSpec {
         let first = &targets[0];
         if let Some(t) = targets
             .iter()
-            .find(|t| (&t.host, t.port) != (&first.host, first.port))
+            .find(|t| (&t.host, t.port, t.tls) != (&first.host, first.port, first.tls))
         {
             return Err(Error::spec(
                 "urls",
                 format!(
-                "all URLs must share one host and port ({}:{} and {}:{}); run one load per host",
+                "all URLs must share one scheme, host and port ({}:{} and {}:{}); run one load per host",
                 first.host, first.port, t.host, t.port
             ),
             ));
+        }
+        if !first.tls {
+            if let Some(&field) = self.tls.fields_set().first() {
+                return Err(ErrorKind::TlsWithoutHttps { field }.into());
+            }
         }
         let count = |field: &'static str, v: u32| {
             if v == 0 {
@@ -406,9 +491,10 @@ mod tests {
         let t = Target::parse("http://[::1]/").unwrap();
         assert_eq!((t.host.as_str(), t.port), ("::1", 80));
         assert_eq!(Target::parse("http://localhost?x=1").unwrap().path, "/?x=1");
+        let t = Target::parse("HTTPS://localhost/").unwrap();
+        assert!(t.tls && t.port == 443);
         for bad in [
             "127.0.0.1:80/",
-            "https://x/",
             "ftp://x/",
             "http://:80/",
             "http://x:0/",

@@ -9,6 +9,7 @@ use std::net::IpAddr;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::http::request::RequestSet;
@@ -18,6 +19,7 @@ use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
 use crate::stats::series::{SecondRecorder, SecondSample};
 use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
+use crate::tls::{self, Negotiated, TlsClient};
 
 /// What all threads of a run share.
 pub struct Shared {
@@ -27,6 +29,8 @@ pub struct Shared {
     pub expect_length: Option<u64>,
     pub addr: SockAddr,
     pub bind: Vec<IpAddr>,
+    /// https://: how connections speak TLS.
+    pub tls: Option<TlsClient>,
     /// Requests still to send when the run stops after a count.
     pub tickets: AtomicU64,
     /// Set to end the run early (Ctrl-C, or a thread that found the server gone).
@@ -95,12 +99,16 @@ pub struct Outcome {
     pub wall: Duration,
     /// Open loop: requests that were due in the measured window but never sent.
     pub behind_schedule: u64,
+    /// What this thread's first TLS handshake negotiated.
+    pub negotiated: Option<Negotiated>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Closed,
     Connecting,
+    /// Connected, in the TLS handshake: no request goes before it ends.
+    Handshaking,
     Open,
 }
 
@@ -116,8 +124,18 @@ struct Conn {
     fd: RawFd,
     generation: u32,
     state: State,
-    /// The unsent rest of the current send, if one is under way.
+    /// The unsent rest of the current send, if one is under way: requests in the run's
+    /// RequestSet, or ciphertext in `tls_out`.
     sending: Option<(*const u8, usize)>,
+    /// https://: the TLS connection, from TCP's establishment to the close.
+    tls: Option<Box<tls::Session>>,
+    /// Ciphertext on its way to the kernel, swapped with the session's queue (both keep their
+    /// capacity), and never touched while a send from it is under way. A close does not wait
+    /// for such a send: the kernel may then read a buffer the next session of the slot reuses,
+    /// and send its bytes on the socket being closed, never on another.
+    tls_out: Vec<u8>,
+    /// When the TLS handshake began (TCP established), in ns since `start`.
+    handshake_started: u64,
     pending: VecDeque<Pending>,
     parser: ResponseParser,
     first_byte: u64,
@@ -145,9 +163,10 @@ pub struct Worker<'a> {
     series: SecondRecorder,
     /// Connections to act on at a time: (time, connection).
     wakes: BinaryHeap<Reverse<(u64, u32)>>,
-    /// Connects under way, in deadline order (the timeout is the same for all): (deadline,
-    /// connection, generation).
-    connect_deadlines: VecDeque<(u64, u32, u32)>,
+    /// Connects and TLS handshakes under way, in deadline order (the timeout is the same for
+    /// all, and each is queued as it starts): (deadline, connection, generation, the state it
+    /// times: `Connecting` or `Handshaking`).
+    connect_deadlines: VecDeque<(u64, u32, u32, State)>,
     /// Connections whose pipeline has room, refilled once the whole batch of completions is
     /// in: a server that answers pipelined requests one segment at a time would otherwise get
     /// as many one-request sends, each a packet with its full cost in the kernel.
@@ -169,6 +188,13 @@ pub struct Worker<'a> {
     /// Service times of the responses since the last tick, warm-up included.
     recent: Recent,
     gather: Gather,
+    /// https://: this thread's TLS configuration, with its session store.
+    tls_config: Option<Arc<rustls::ClientConfig>>,
+    /// Plaintext of the records of one receive, handed to the response parser.
+    plaintext: Vec<u8>,
+    /// Where the records of one receive are decrypted, in place.
+    ciphertext: Vec<u8>,
+    negotiated: Option<Negotiated>,
 }
 
 /// Sum and count of service times, in ns.
@@ -230,6 +256,9 @@ impl<'a> Worker<'a> {
                     generation: 0,
                     state: State::Closed,
                     sending: None,
+                    tls: None,
+                    tls_out: Vec::new(),
+                    handshake_started: 0,
                     pending: VecDeque::with_capacity(spec.pipeline as usize),
                     parser: ResponseParser::new(shared.head_request),
                     first_byte: 0,
@@ -266,6 +295,10 @@ impl<'a> Worker<'a> {
             realtime_offset: 0,
             recent: Recent::default(),
             gather: Gather::NONE,
+            tls_config: shared.tls.as_ref().map(|t| t.for_thread(a.connections)),
+            plaintext: Vec::new(),
+            ciphertext: Vec::new(),
+            negotiated: None,
         }
     }
 
@@ -465,6 +498,7 @@ impl<'a> Worker<'a> {
             cpu,
             wall,
             behind_schedule: behind,
+            negotiated: self.negotiated,
         }
     }
 
@@ -482,31 +516,36 @@ impl<'a> Worker<'a> {
                 c.state = State::Connecting;
                 c.connect_started = self.now;
                 let deadline = self.now + ns(self.shared.spec.connect_timeout);
-                self.connect_deadlines
-                    .push_back((deadline, i as u32, c.generation));
+                self.connect_deadlines.push_back((
+                    deadline,
+                    i as u32,
+                    c.generation,
+                    State::Connecting,
+                ));
                 let token = self.token(i);
                 reactor.connect(token, fd, &self.shared.addr);
             }
             Err(e) => {
                 let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                self.connect_failed(i, errno);
+                self.connect_failed(i, ErrorClass::of_connect(errno));
             }
         }
     }
 
-    /// A connect failed, or took too long: give up its socket.
-    fn connect_ended<R: Reactor>(&mut self, reactor: &mut R, i: usize, errno: i32) {
+    /// A connect or a TLS handshake failed, or took too long: give up its socket.
+    fn connect_ended<R: Reactor>(&mut self, reactor: &mut R, i: usize, class: ErrorClass) {
         reactor.close(self.token(i), self.conns[i].fd);
         self.conns[i].fd = -1;
-        self.connect_failed(i, errno);
+        self.conns[i].tls = None;
+        self.connect_failed(i, class);
     }
 
-    fn connect_failed(&mut self, i: usize, errno: i32) {
-        if errno == libc::ECONNREFUSED {
+    fn connect_failed(&mut self, i: usize, class: ErrorClass) {
+        if class == ErrorClass::ConnectRefused {
             self.refused_since.get_or_insert(self.now);
         }
         if self.measuring(self.now) {
-            self.counters.error(ErrorClass::of_connect(errno), 1);
+            self.counters.error(class, 1);
             let second = self.second();
             self.series.at(second).errors += 1;
         }
@@ -519,7 +558,7 @@ impl<'a> Worker<'a> {
         match self.conns[i].state {
             State::Closed => self.connect(reactor, i),
             State::Open => self.send_more(reactor, i),
-            State::Connecting => {}
+            State::Connecting | State::Handshaking => {}
         }
     }
 
@@ -532,6 +571,7 @@ impl<'a> Worker<'a> {
         c.fd = -1;
         c.state = State::Closed;
         c.sending = None;
+        c.tls = None;
         c.server_closing = false;
         c.on_connection = 0;
         c.parser.reset();
@@ -572,18 +612,23 @@ impl<'a> Worker<'a> {
         self.reconnect(reactor, i);
     }
 
-    /// Connects past their timeout fail as such; entries of connects that ended otherwise are
-    /// dropped on the way.
+    /// Connects and TLS handshakes past their timeout (each has the whole connect timeout)
+    /// fail as such; entries of those that ended otherwise are dropped on the way.
     fn expire_connects<R: Reactor>(&mut self, reactor: &mut R) {
-        while let Some(&(deadline, i, generation)) = self.connect_deadlines.front() {
+        while let Some(&(deadline, i, generation, phase)) = self.connect_deadlines.front() {
             let c = &self.conns[i as usize];
-            let still_connecting = c.state == State::Connecting && c.generation == generation;
-            if still_connecting && deadline > self.now {
+            let waiting = c.state == phase && c.generation == generation;
+            if waiting && deadline > self.now {
                 break;
             }
             self.connect_deadlines.pop_front();
-            if still_connecting {
-                self.connect_ended(reactor, i as usize, libc::ETIMEDOUT);
+            if waiting {
+                let class = if phase == State::Connecting {
+                    ErrorClass::of_connect(libc::ETIMEDOUT)
+                } else {
+                    ErrorClass::TlsHandshake
+                };
+                self.connect_ended(reactor, i as usize, class);
             }
         }
     }
@@ -664,11 +709,129 @@ impl<'a> Worker<'a> {
         }
         c.next_url = (c.next_url + k as usize) % self.shared.requests.cycle();
         c.on_connection += k;
-        c.sending = Some((data.as_ptr(), data.len()));
         self.outstanding += k as usize;
+        if let Some(tls) = c.tls.as_mut() {
+            match tls.write(data) {
+                Ok(()) => self.flush_tls(reactor, i),
+                Err(_) => self.fail(reactor, i, ErrorClass::TlsProtocol),
+            }
+            return;
+        }
+        c.sending = Some((data.as_ptr(), data.len()));
         let (fd, token) = (c.fd, self.token(i));
         // SAFETY: `data` lives in the run's RequestSet, which outlives every worker.
         unsafe { reactor.send(token, fd, data.as_ptr(), data.len()) };
+    }
+
+    /// Send what TLS has to say on connection `i` (handshake messages, encrypted requests), in
+    /// one send, unless a send is under way: its completion calls this again.
+    fn flush_tls<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        let token = self.token(i);
+        let c = &mut self.conns[i];
+        let Some(tls) = c.tls.as_mut() else { return };
+        if c.sending.is_some() || !tls.wants_write() {
+            return;
+        }
+        tls.take_queued(&mut c.tls_out);
+        c.sending = Some((c.tls_out.as_ptr(), c.tls_out.len()));
+        // SAFETY: `tls_out` is left alone until this send completes or the socket closes; its
+        // heap buffer stays where it is when the connection vector moves.
+        unsafe { reactor.send(token, c.fd, c.tls_out.as_ptr(), c.tls_out.len()) };
+    }
+
+    /// TCP is up on connection `i`: start its TLS handshake, under the connect timeout.
+    fn start_handshake<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        let (Some(client), Some(config)) = (&self.shared.tls, &self.tls_config) else {
+            return;
+        };
+        match tls::Session::new(client, config) {
+            Ok(tls) => {
+                let c = &mut self.conns[i];
+                c.tls = Some(Box::new(tls));
+                c.state = State::Handshaking;
+                c.handshake_started = self.now;
+                let deadline = self.now + ns(self.shared.spec.connect_timeout);
+                self.connect_deadlines.push_back((
+                    deadline,
+                    i as u32,
+                    c.generation,
+                    State::Handshaking,
+                ));
+                self.flush_tls(reactor, i);
+            }
+            Err(_) => self.connect_ended(reactor, i, ErrorClass::TlsHandshake),
+        }
+    }
+
+    /// Ciphertext arrived on connection `i` at `at`: decrypt it, finish the handshake if this
+    /// ends it, and hand the plaintext to the response parser.
+    fn tls_received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8], at: u64) {
+        if self.measuring(self.now) {
+            self.counters.bytes_read += data.len() as u64;
+        }
+        let mut plaintext = std::mem::take(&mut self.plaintext);
+        plaintext.clear();
+        let c = &mut self.conns[i];
+        let Some(tls) = c.tls.as_mut() else { return };
+        let handshaking = c.state == State::Handshaking;
+        let failed = tls
+            .receive(data, &mut self.ciphertext, &mut plaintext)
+            .err()
+            .map(|e| tls::class_of(&e, tls.state().is_handshaking()));
+        let done_handshaking = handshaking && failed.is_none() && !tls.state().is_handshaking();
+        if let Some(class) = failed {
+            self.plaintext = plaintext;
+            if handshaking {
+                self.connect_ended(reactor, i, class);
+            } else {
+                self.fail(reactor, i, class);
+            }
+            return;
+        }
+        if done_handshaking {
+            self.handshake_done(i);
+        }
+        if !plaintext.is_empty() {
+            self.received(reactor, i, &plaintext, at);
+        }
+        self.plaintext = plaintext;
+        // The handshake's next flight, or the first requests with the handshake's last
+        // message, in one send; nothing if the parser closed the connection meanwhile.
+        match self.conns[i].state {
+            State::Open if done_handshaking => self.send_more(reactor, i),
+            State::Open | State::Handshaking => {}
+            State::Closed | State::Connecting => return,
+        }
+        self.flush_tls(reactor, i);
+    }
+
+    /// Connection `i`'s handshake is over: time and count it; it may carry requests now.
+    fn handshake_done(&mut self, i: usize) {
+        self.progressed();
+        let measuring = self.measuring(self.conns[i].handshake_started);
+        let c = &mut self.conns[i];
+        c.state = State::Open;
+        if c.sending.is_none() {
+            // The ClientHello's room; requests need a fraction of it.
+            c.tls_out = Vec::new();
+        }
+        let Some(tls) = c.tls.as_deref().map(tls::Session::state) else {
+            return;
+        };
+        if measuring {
+            if tls::resumed(tls) {
+                self.counters.handshakes_resumed += 1;
+            } else {
+                self.counters.handshakes_full += 1;
+            }
+            record_ns(
+                &mut self.latencies.tls_handshake,
+                self.now - c.handshake_started,
+            );
+        }
+        if self.negotiated.is_none() {
+            self.negotiated = Some(Negotiated::of(tls));
+        }
     }
 
     fn complete<R: Reactor>(&mut self, reactor: &mut R, token: Token, completion: Completion<'_>) {
@@ -681,7 +844,11 @@ impl<'a> Worker<'a> {
         }
         match completion {
             Completion::Connected => {
-                self.progressed();
+                // Over TLS the server is there once a handshake ends: one that accepts
+                // connections and never finishes a handshake must not keep a run going.
+                if self.shared.tls.is_none() {
+                    self.progressed();
+                }
                 let c = &mut self.conns[i];
                 c.state = State::Open;
                 let started = c.connect_started;
@@ -690,9 +857,15 @@ impl<'a> Worker<'a> {
                     self.counters.connects += 1;
                     record_ns(&mut self.latencies.connect, took);
                 }
-                self.send_more(reactor, i);
+                if self.shared.tls.is_some() {
+                    self.start_handshake(reactor, i);
+                } else {
+                    self.send_more(reactor, i);
+                }
             }
-            Completion::ConnectFailed(errno) => self.connect_ended(reactor, i, errno),
+            Completion::ConnectFailed(errno) => {
+                self.connect_ended(reactor, i, ErrorClass::of_connect(errno))
+            }
             Completion::Sent(n) => {
                 if self.measuring(self.now) {
                     self.counters.bytes_written += n as u64;
@@ -700,14 +873,17 @@ impl<'a> Worker<'a> {
                 let c = &mut self.conns[i];
                 let Some((ptr, len)) = c.sending else { return };
                 if n < len {
-                    // SAFETY: the rest of the same RequestSet window.
+                    // SAFETY: the rest of the same RequestSet window or `tls_out`.
                     let rest = unsafe { ptr.add(n) };
                     c.sending = Some((rest, len - n));
                     let fd = c.fd;
                     unsafe { reactor.send(token, fd, rest, len - n) };
                 } else {
                     c.sending = None;
-                    self.mark_for_refill(i);
+                    self.flush_tls(reactor, i);
+                    if self.conns[i].sending.is_none() {
+                        self.mark_for_refill(i);
+                    }
                 }
             }
             Completion::SendFailed(errno) | Completion::RecvFailed(errno) => {
@@ -719,7 +895,14 @@ impl<'a> Worker<'a> {
                 let at = arrived
                     .and_then(|t| t.checked_sub(self.realtime_offset))
                     .map_or(self.now, |t| t.min(self.now));
-                self.received(reactor, i, data, at)
+                if self.conns[i].tls.is_some() {
+                    self.tls_received(reactor, i, data, at);
+                } else {
+                    if self.measuring(self.now) {
+                        self.counters.bytes_read += data.len() as u64;
+                    }
+                    self.received(reactor, i, data, at);
+                }
             }
             Completion::Eof => self.eof(reactor, i),
         }
@@ -759,11 +942,8 @@ impl<'a> Worker<'a> {
         (out, unsolicited)
     }
 
-    /// `data` arrived at `at` (ns since `start`).
+    /// Response bytes `data` arrived at `at` (ns since `start`).
     fn received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8], at: u64) {
-        if self.measuring(self.now) {
-            self.counters.bytes_read += data.len() as u64;
-        }
         match self.parse(i, at, |parser, sink| parser.feed(data, sink)) {
             (Err(_), _) | (Ok(()), true) => self.fail(reactor, i, ErrorClass::Protocol),
             (Ok(()), false) => self.after_responses(reactor, i),
@@ -797,8 +977,17 @@ impl<'a> Worker<'a> {
     }
 
     fn eof<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        let c = &mut self.conns[i];
+        if c.state == State::Handshaking {
+            self.connect_ended(reactor, i, ErrorClass::TlsHandshake);
+            return;
+        }
+        // Without close_notify, a close may be an attacker's truncation: inside a body it is a
+        // TLS failure; between responses, as most servers close, none.
+        let truncated = c.tls.as_ref().is_some_and(|tls| !tls.peer_closed());
         let (outcome, _) = self.parse(i, self.now, |parser, sink| parser.feed_eof(sink));
         let class = match outcome {
+            EofOutcome::MidBody if truncated => ErrorClass::TlsProtocol,
             EofOutcome::MidBody => ErrorClass::LengthMismatch,
             _ => ErrorClass::Eof,
         };

@@ -4,6 +4,8 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 
+mod common;
+
 use httpbench_engine::report::decode_histogram;
 use httpbench_engine::spec::Stop;
 use httpbench_engine::{LoadSpec, Report};
@@ -165,4 +167,62 @@ fn an_open_loop_that_falls_short_says_so_once_merged() {
         merged.aborted.as_deref(),
         Some("stopped on request before the end")
     );
+}
+
+/// Answers every read with `serve`'s response until the client closes the connection.
+fn answer_each_read(tls: &mut common::Tls) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n) = tls.read(&mut buf) {
+        if n == 0
+            || tls
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+        {
+            return;
+        }
+    }
+}
+
+#[test]
+fn tls_handshakes_and_their_latencies_add_up_when_merged() {
+    let addr = common::serve_tls(answer_each_read);
+    let spec = LoadSpec {
+        urls: vec![format!("https://localhost:{}/", addr.port())],
+        keep_alive: false,
+        validate: false,
+        tls: httpbench_engine::spec::TlsSpec {
+            cacert: Some(format!("{}ca.pem", common::TESTDATA).into()),
+            ..Default::default()
+        },
+        ..spec(addr, 1, 1, 30)
+    };
+    let parts: Vec<Report> = (0..3)
+        .map(|_| httpbench_engine::run(&spec).unwrap())
+        .collect();
+    for r in &parts {
+        let tls = r.tls.as_ref().unwrap();
+        // One connection at a time: the first handshake full, every later one resumed.
+        assert_eq!((tls.handshakes_full, tls.handshakes_resumed), (1, 29));
+        assert_eq!(r.latency.tls_handshake.count, 30);
+        assert_eq!(r.latency.connect.count, 30);
+    }
+    let merged = Report::merge(&spec, &parts).unwrap();
+    let tls = merged.tls.as_ref().unwrap();
+    assert_eq!((tls.handshakes_full, tls.handshakes_resumed), (3, 87));
+    assert!(tls.verified && tls.version.is_some() && tls.alpn.is_none());
+    let mut added = decode_histogram(&parts[0].latency.tls_handshake.hdr).unwrap();
+    for r in &parts[1..] {
+        added
+            .add(decode_histogram(&r.latency.tls_handshake.hdr).unwrap())
+            .unwrap();
+    }
+    assert_eq!(
+        decode_histogram(&merged.latency.tls_handshake.hdr).unwrap(),
+        added
+    );
+    // A part of a plain run has no TLS; merged with one that has, the counts are the TLS part's.
+    let mut plain = parts[0].clone();
+    plain.tls = None;
+    let mixed = Report::merge(&spec, &[plain, parts[1].clone()]).unwrap();
+    assert_eq!(mixed.tls.unwrap().handshakes_resumed, 29);
 }

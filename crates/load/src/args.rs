@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use httpbench_engine::spec::{IoChoice, LoadSpec, Stop};
+use httpbench_engine::spec::{IoChoice, LoadSpec, Resumption, Stop, TlsSpec, TlsVersion};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -89,6 +89,24 @@ pub struct Cli {
     /// Send no validation request before the load, so the server sees exactly the load's requests; nothing is checked first (a wrong URL is measured, not refused), and --expect-body cannot be used
     #[arg(long)]
     no_validate: bool,
+    /// https: offer only this TLS version, 1.2 or 1.3 (default: both, the server chooses)
+    #[arg(long, value_name = "VERSION", value_parser = ["1.2", "1.3"])]
+    tls_version: Option<String>,
+    /// https: offer these cipher suites, in order, by IANA name, e.g. TLS_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    tls_ciphers: Vec<String>,
+    /// https: offer these key-exchange groups, in order, e.g. X25519,secp256r1
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    tls_groups: Vec<String>,
+    /// https: verify the server's certificate against the CA certificates in this PEM file instead of the system's
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
+    /// https: verify no certificate, as wrk and h2load do (the summary says so)
+    #[arg(long)]
+    insecure: bool,
+    /// https: handshakes after a connection's first resume with tickets (TLS 1.3 PSK, TLS 1.2 tickets or IDs), session IDs only (TLS 1.2), or none (every handshake full)
+    #[arg(long, value_name = "HOW", default_value = "tickets", value_parser = ["none", "tickets", "ids"])]
+    tls_resumption: String,
     /// Print the result as JSON (schema httpbench-load/1, see docs/json-schema.md)
     #[arg(long)]
     pub json: bool,
@@ -190,6 +208,21 @@ impl Cli {
             expect_length: self.expect_length,
             allow_errors: self.allow_errors,
             validate: !self.no_validate,
+            tls: TlsSpec {
+                version: self.tls_version.as_deref().map(|v| match v {
+                    "1.2" => TlsVersion::Tls12,
+                    _ => TlsVersion::Tls13,
+                }),
+                ciphers: self.tls_ciphers.clone(),
+                groups: self.tls_groups.clone(),
+                cacert: self.cacert.clone(),
+                insecure: self.insecure,
+                resumption: match self.tls_resumption.as_str() {
+                    "none" => Resumption::None,
+                    "ids" => Resumption::Ids,
+                    _ => Resumption::Tickets,
+                },
+            },
             ..LoadSpec::default()
         })
     }

@@ -90,6 +90,38 @@ fn in_flags(kind: &ErrorKind) -> String {
         ErrorKind::IoUringUnavailable { .. } => format!("{}; use --io epoll or --io auto", kind.fact()),
         ErrorKind::ExpectedBodyUnchecked => "--expect-body needs the validation request, the only answer it is compared with, which --no-validate skips; drop one of the two".into(),
         ErrorKind::CpuNotAllowed { .. } => format!("--cpus: {kind}"),
+        ErrorKind::TlsWithoutHttps { field } => format!(
+            "{} is for https:// URLs and the URL is http://; use https:// or drop {0}",
+            flag(field).unwrap_or(field)
+        ),
+        ErrorKind::CaCert { .. } => format!(
+            "--cacert: {}; give a readable PEM file of the CA that signed the server's certificate",
+            kind.fact()
+        ),
+        ErrorKind::UnknownTlsName { field, name, known } => format!(
+            "{}: {name:?} is not one this client offers; choose among {}",
+            flag(field).unwrap_or(field),
+            known.join(",")
+        ),
+        ErrorKind::TlsSettings { field: "tls.insecure", .. } => {
+            "--insecure verifies no certificate, so --cacert would not be used: drop one of the two".into()
+        }
+        ErrorKind::TlsSettings { field: "tls.version", .. } => {
+            "--tls-resumption ids resumes TLS 1.2 sessions only (TLS 1.3 resumes with tickets only): add --tls-version 1.2, or use --tls-resumption tickets".into()
+        }
+        ErrorKind::TlsSettings { field, problem } => match flag(field) {
+            Some(flag) => format!("{flag}: {problem}"),
+            None => problem.clone(),
+        },
+        ErrorKind::TlsCertificate { reason, host, .. } => format!(
+            "the server's certificate is not trusted ({reason}){}: pass --cacert FILE with the CA that signed it, or --insecure",
+            if reason == "name mismatch" { format!(": it does not name {host}") } else { String::new() }
+        ),
+        ErrorKind::TlsHandshake { refused: true, .. } => format!(
+            "{}: the server speaks TLS but refused what was offered; check --tls-version, --tls-ciphers and --tls-groups",
+            kind.fact()
+        ),
+        ErrorKind::TlsHandshake { .. } => format!("{}; does the server speak TLS on that port?", kind.fact()),
         ErrorKind::SourceAddress { .. } => format!("--bind: {kind}"),
         ErrorKind::InvalidUrl { .. }
         | ErrorKind::Unresolved { .. }
@@ -115,6 +147,12 @@ fn flag(field: &str) -> Option<&'static str> {
         "warmup" => "--warmup",
         "connect_timeout" => "--connect-timeout",
         "request_timeout" => "--timeout",
+        "tls.version" => "--tls-version",
+        "tls.ciphers" => "--tls-ciphers",
+        "tls.groups" => "--tls-groups",
+        "tls.cacert" => "--cacert",
+        "tls.insecure" => "--insecure",
+        "tls.resumption" => "--tls-resumption",
         _ => return None,
     })
 }

@@ -81,6 +81,9 @@ pub fn render(r: &Report) -> String {
     }
     latency_row(&mut out, "first byte", &r.latency.first_byte);
     latency_row(&mut out, "connect", &r.latency.connect);
+    if r.tls.is_some() {
+        latency_row(&mut out, "handshake", &r.latency.tls_handshake);
+    }
     let q = &r.requests;
     let _ = writeln!(
         out,
@@ -131,6 +134,23 @@ pub fn render(r: &Report) -> String {
         if r.errors["source_ports_exhausted"] > 0 {
             let _ = writeln!(out, "    source ports ran out on this host: widen net.ipv4.ip_local_port_range or spread connections with --bind 127.0.0.2,127.0.0.3");
         }
+    }
+    if let Some(t) = &r.tls {
+        let _ = writeln!(
+            out,
+            "  TLS {} {} {} (ALPN {}), {}; handshakes {} full, {} resumed",
+            t.version.as_deref().unwrap_or("(no handshake completed)"),
+            t.cipher.as_deref().unwrap_or(""),
+            t.group.as_deref().unwrap_or(""),
+            t.alpn.as_deref().unwrap_or("none"),
+            if t.verified {
+                "certificate verified"
+            } else {
+                "certificate not verified"
+            },
+            t.handshakes_full,
+            t.handshakes_resumed
+        );
     }
     let _ = writeln!(out, "Requests/sec: {:.2}", q.per_second);
     let _ = writeln!(

@@ -1,13 +1,14 @@
 //! TLS for the reference server: its rustls configuration, and the socket as rustls reads and
 //! writes it.
 //!
-//! The crypto provider is aws-lc-rs, rustls' default, measured against ring on this kind of host:
-//! this server is the client's ceiling, so what it spends per handshake lowers the handshake rate a
-//! client can be shown to reach. With the suite's default key (ECDSA P-256) the server's side of a
-//! full TLS 1.3 handshake cost 116-143 us of CPU with aws-lc-rs against 154-174 us with ring; with
-//! RSA-2048, and per request and answer record, the two were within the noise (docs/DESIGN-engine.md,
-//! "The suite's own servers over TLS"). Its cost is a C build (a C compiler, which linking needs
-//! anyway), paid once by the workspace.
+//! The crypto provider is ring, as the engine's (one provider for the workspace). aws-lc-rs,
+//! rustls' default, was measured against it on this kind of host: this server is the client's
+//! ceiling, and with the suite's default key (ECDSA P-256) the server's side of a full TLS 1.3
+//! handshake cost 116-143 us of CPU with aws-lc-rs against 154-174 us with ring; with RSA-2048,
+//! and per request and answer record, the two were within the noise (docs/DESIGN-engine.md, "The
+//! suite's own servers over TLS"). The engine's own client spends about 324 us per full
+//! handshake, twice the server's either way, so the ceiling without keep-alive stays the
+//! client's; aws-lc-rs's C build (over 4 minutes here, once per cargo profile) did not pay.
 //!
 //! rustls' buffered `ServerConnection`, not its unbuffered API: in rustls 0.23 both allocate one
 //! buffer per record received and one per record sent (the unbuffered API's in-place decryption is
@@ -20,7 +21,7 @@ use std::os::fd::RawFd;
 use std::path::Path;
 use std::sync::Arc;
 
-use rustls::crypto::aws_lc_rs;
+use rustls::crypto::ring;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::ServerSessionMemoryCache;
@@ -72,7 +73,7 @@ fn pem_error(what: &str, path: &Path, e: rustls::pki_types::pem::Error) -> Strin
 /// (stateless tickets for TLS 1.3 and 1.2, a session cache for TLS 1.2 session IDs).
 pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
     let (chain, key_der) = identity(cert, key)?;
-    let mut config = ServerConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
+    let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
         .with_protocol_versions(rustls::ALL_VERSIONS)
         .map_err(|e| format!("TLS configuration: {e}"))?
         .with_no_client_auth()
@@ -87,8 +88,7 @@ pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>
         })?;
     config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
     config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
-    config.ticketer =
-        aws_lc_rs::Ticketer::new().map_err(|e| format!("TLS session tickets: {e}"))?;
+    config.ticketer = ring::Ticketer::new().map_err(|e| format!("TLS session tickets: {e}"))?;
     Ok(Arc::new(config))
 }
 

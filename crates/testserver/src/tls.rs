@@ -30,7 +30,7 @@ pub fn config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
     let (chain, key_der) = httpbench_reference::tls::identity(cert, key)?;
     // The reference server's provider (see its tls module), named rather than left to the crate
     // features of the workspace.
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS configuration: {e}"))?

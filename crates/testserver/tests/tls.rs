@@ -29,7 +29,7 @@ impl Identity {
         std::fs::write(dir.join("key.pem"), made.key_pair.serialize_pem()).unwrap();
         let mut roots = RootCertStore::empty();
         roots.add(made.cert.der().clone()).unwrap();
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let client = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()

@@ -26,10 +26,18 @@ pub enum ErrorClass {
     Timeout,
     /// Any other socket error while sending or receiving.
     Io,
+    /// The TLS handshake failed: an alert from the server, no common version, suite or group,
+    /// something other than TLS in answer, or no handshake within the connect timeout.
+    TlsHandshake,
+    /// The server's certificate did not verify.
+    TlsCertificate,
+    /// After the handshake: a record that does not decrypt or parse, or the connection closed
+    /// without close_notify inside a response.
+    TlsProtocol,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 10] = [
+    pub const ALL: [ErrorClass; 13] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::SourcePortsExhausted,
@@ -40,6 +48,9 @@ impl ErrorClass {
         ErrorClass::LengthMismatch,
         ErrorClass::Timeout,
         ErrorClass::Io,
+        ErrorClass::TlsHandshake,
+        ErrorClass::TlsCertificate,
+        ErrorClass::TlsProtocol,
     ];
 
     pub fn name(self) -> &'static str {
@@ -54,9 +65,14 @@ impl ErrorClass {
             ErrorClass::LengthMismatch => "length_mismatch",
             ErrorClass::Timeout => "timeout",
             ErrorClass::Io => "io",
+            ErrorClass::TlsHandshake => "tls_handshake",
+            ErrorClass::TlsCertificate => "tls_certificate",
+            ErrorClass::TlsProtocol => "tls_protocol",
         }
     }
 
+    /// A connection that failed before it could carry a request (a connect, or a TLS
+    /// handshake): it counts an attempt, not a request.
     pub fn is_connect(self) -> bool {
         matches!(
             self,
@@ -64,6 +80,8 @@ impl ErrorClass {
                 | ErrorClass::ConnectTimeout
                 | ErrorClass::SourcePortsExhausted
                 | ErrorClass::ConnectOther
+                | ErrorClass::TlsHandshake
+                | ErrorClass::TlsCertificate
         )
     }
 
@@ -101,6 +119,9 @@ pub struct Counters {
     pub connects: u64,
     /// Connections the server closed (or announced it would) while we still had work for them.
     pub server_closes: u64,
+    /// TLS handshakes completed during measurement, full and resumed.
+    pub handshakes_full: u64,
+    pub handshakes_resumed: u64,
     /// Interim 1xx responses seen before final ones.
     pub interim: u64,
     /// Sum over completed responses of the time from their arrival in the kernel to the
@@ -141,6 +162,8 @@ impl Counters {
         self.bytes_written += o.bytes_written;
         self.connects += o.connects;
         self.server_closes += o.server_closes;
+        self.handshakes_full += o.handshakes_full;
+        self.handshakes_resumed += o.handshakes_resumed;
         self.interim += o.interim;
         self.handling_delay_ns += o.handling_delay_ns;
     }
@@ -166,6 +189,8 @@ pub struct Latencies {
     /// From the send to the first byte of the response.
     pub first_byte: Histogram<u64>,
     pub connect: Histogram<u64>,
+    /// From the TCP connection's establishment to the end of the TLS handshake.
+    pub tls_handshake: Histogram<u64>,
     /// From the actual send to the complete response: the uncorrected figure, which equals
     /// `total` in closed loop.
     pub service: Histogram<u64>,
@@ -177,6 +202,7 @@ impl Default for Latencies {
             total: histogram(),
             first_byte: histogram(),
             connect: histogram(),
+            tls_handshake: histogram(),
             service: histogram(),
         }
     }
@@ -188,6 +214,7 @@ impl Latencies {
             (&mut self.total, &o.total),
             (&mut self.first_byte, &o.first_byte),
             (&mut self.connect, &o.connect),
+            (&mut self.tls_handshake, &o.tls_handshake),
             (&mut self.service, &o.service),
         ] {
             a.add(b).expect("histograms share bounds");

@@ -1,7 +1,7 @@
 //! The server over TLS, seen by a rustls client: certificates are made here, per test.
 
 use rustls::client::{Resumption, Tls12Resumption};
-use rustls::crypto::aws_lc_rs;
+use rustls::crypto::ring;
 use rustls::pki_types::ServerName;
 use rustls::{
     ClientConfig, ClientConnection, HandshakeKind, ProtocolVersion, RootCertStore, StreamOwned,
@@ -61,7 +61,7 @@ fn client(
 ) -> Arc<ClientConfig> {
     let mut roots = RootCertStore::empty();
     roots.add(id.der.clone()).unwrap();
-    let mut config = ClientConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
+    let mut config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
         .with_protocol_versions(&[version])
         .unwrap()
         .with_root_certificates(roots)
