@@ -130,6 +130,9 @@ LatencyReport = TypedDict(
         "first_byte": Summary,
         # From the actual send: the uncorrected service time (equals `total` in closed loop).
         "service": Summary,
+        # From TCP's establishment to the end of the TLS handshake (empty for http://; absent from
+        # reports from before the field).
+        "tls_handshake": Optional[Summary],
         # To the complete response, from when the request was meant to be sent (open loop:
         # coordinated omission corrected) or was sent (closed loop).
         "total": Summary,
@@ -169,6 +172,28 @@ Requests = TypedDict(
     },
 )
 
+# How an https:// run speaks TLS; every field at its default leaves the choice to rustls and
+# the server. Set on an http:// run, any of them is refused.
+TlsSpec = TypedDict(
+    "TlsSpec",
+    {
+        # Verify the server's certificate against the CA certificates in this PEM file instead of
+        # the system's.
+        "cacert": Optional[str],
+        # Cipher suites to offer, in order of preference, by IANA or rustls name
+        # (TLS_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256); empty: rustls' list.
+        "ciphers": Optional[List[str]],
+        # Key-exchange groups to offer, in order (X25519, secp256r1, secp384r1); empty: rustls'.
+        "groups": Optional[List[str]],
+        # Verify no certificate (the handshake's own signature is still checked), as wrk and h2load
+        # do; the report says so.
+        "insecure": Optional[bool],
+        "resumption": Optional[str],
+        # The one version to offer; `None`: 1.3 and 1.2, the server choosing.
+        "version": Optional[str],
+    },
+)
+
 LoadSpec = TypedDict(
     "LoadSpec",
     {
@@ -202,6 +227,8 @@ LoadSpec = TypedDict(
         "requests_per_connection": Optional[int],
         "stop": Optional[dict],
         "threads": Optional[int],
+        # TLS settings of an https:// run.
+        "tls": Optional[TlsSpec],
         # Requested round robin; all must share one scheme, host and port.
         "urls": Optional[List[str]],
         # Send one request before the load and check its answer (status, expected body and
@@ -236,6 +263,25 @@ SecondPoint = TypedDict(
         "p99_us": Optional[int],
         "requests": Optional[int],
         "second": Optional[int],
+    },
+)
+
+Tls = TypedDict(
+    "Tls",
+    {
+        # The protocol ALPN chose (null: the server chose none).
+        "alpn": Optional[str],
+        # The cipher suite's IANA name, e.g. TLS_AES_128_GCM_SHA256.
+        "cipher": Optional[str],
+        # The key-exchange group, e.g. X25519 or secp256r1.
+        "group": Optional[str],
+        # Handshakes completed during measurement: full, and resumed (a session ticket or ID).
+        "handshakes_full": Optional[int],
+        "handshakes_resumed": Optional[int],
+        # Whether the server's certificate was verified (false: `insecure`).
+        "verified": Optional[bool],
+        # "1.2" or "1.3"; null when no handshake completed (so too `cipher`, `group`, `alpn`).
+        "version": Optional[str],
     },
 )
 
@@ -279,6 +325,9 @@ Report = TypedDict(
         "started_at": Optional[float],
         "status": Status,
         "timeseries": Optional[List[SecondPoint]],
+        # https:// runs: what TLS negotiated and how many handshakes it took; null otherwise
+        # (and in reports from before the field).
+        "tls": Optional[Tls],
         "validation": Validation,
     },
 )
@@ -286,6 +335,17 @@ Report = TypedDict(
 # What the engine reads for a field a report lacks, where it reads anything but None (serde's
 # defaults): how a report stored before the field was made is read.
 DEFAULTS = {
+    "LatencyReport": {
+        "tls_handshake": {"count": 0, "hdr": "HISTFAAAAB94nJNpmSzMwMDAyAABzFAazGee3M5g/wEqAgBJjQOY", "max_us": 0, "mean_us": 0.0, "min_us": 0, "p50_us": 0, "p75_us": 0, "p90_us": 0, "p99_99_us": 0, "p99_9_us": 0, "p99_us": 0, "stdev_us": 0.0},
+    },
+    "TlsSpec": {
+        "cacert": None,
+        "ciphers": [],
+        "groups": [],
+        "insecure": False,
+        "resumption": "tickets",
+        "version": None,
+    },
     "LoadSpec": {
         "allow_errors": False,
         "bind": [],
@@ -306,11 +366,15 @@ DEFAULTS = {
         "requests_per_connection": None,
         "stop": {"duration": 10.0},
         "threads": 1,
+        "tls": {"cacert": None, "ciphers": [], "groups": [], "insecure": False, "resumption": "tickets", "version": None},
         "urls": [],
         "validate": True,
         "warmup": 0.0,
     },
     "Validation": {
         "sent": True,
+    },
+    "Report": {
+        "tls": None,
     },
 }
