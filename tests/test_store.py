@@ -19,6 +19,7 @@ import pytest
 from conftest import free_port
 from httpbench.load_report import stored_round
 from httpbench.plan import Budget
+from httpbench.protocol import TlsSettings
 from httpbench.store import Store, StoreError
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -58,6 +59,8 @@ class FakeCell:
     keep_alive: bool = True
     cpus: int = 1
     budget: Optional[Budget] = None
+    protocol: str = "http"
+    resumption: Optional[str] = None
 
 
 def summary(p50: int, hdr: str) -> dict:
@@ -278,7 +281,7 @@ def test_schema_version_mismatch_is_one_line(db):
     with Store(db).engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
     with pytest.raises(
-        StoreError, match=r"schema version 99, this httpbench writes version 4; use another --db"
+        StoreError, match=r"schema version 99, this httpbench writes version 5; use another --db"
     ) as failed:
         Store(db)
     assert "\n" not in str(failed.value)
@@ -343,7 +346,7 @@ def version_1_store(db: str) -> None:
 def test_a_version_1_store_is_migrated_and_keeps_its_runs(db):
     version_1_store(db)
     store = Store(db)  # `run` migrates (a command that only reads does not)
-    assert schema_version(db) == 4
+    assert schema_version(db) == 5
     old = store.run(1)
     assert old["status"] == "running" and old["owner_pid"] is None  # whose process it was is unknown
     assert [len(c["rounds"]) for c in old["cells"]] == [1] and old["cells"][0]["sessions"] is None
@@ -373,7 +376,7 @@ def test_a_version_3_store_gets_each_cells_budget_from_its_key(db):
     from httpbench import results
 
     # Read as it is (a command that only reads), then migrated (`run`): the same budgets.
-    for create, version in ((False, 3), (True, 4)):
+    for create, version in ((False, 3), (True, 5)):
         store = Store(db, create=create)
         assert schema_version(db) == version
         stored = store.run(1)
@@ -387,6 +390,31 @@ def test_a_version_3_store_gets_each_cells_budget_from_its_key(db):
     # A cell stored now keeps its budget in those columns, whatever its key says.
     cell_id = store.cell(1, FakeCell(key="nginx/tuned/7B/ka/1cpu/x", budget=Budget(requests=1000)), "", "v1")
     assert [c["budget_requests"] for c in store.run(1)["cells"] if c["id"] == cell_id] == [1000]
+
+
+def test_a_version_4_store_reads_its_cells_as_plain_http(db):
+    # Version 5 added a cell's protocol: everything stored before it was measured over http.
+    older_store(db, 4, status="done", owner_host="h", owner_pid=1, owner_started=1.0, owner_boot="b")
+    from httpbench import results
+
+    for create, version in ((False, 4), (True, 5)):
+        store = Store(db, create=create)
+        assert schema_version(db) == version
+        (cell,) = results.of_run(store.run(1)).cells
+        assert (cell.protocol, cell.resumption, cell.group) == ("http", None, "7B, keep-alive, 1 CPU")
+    # A TLS cell stored now keeps how it was spoken to, and its group says so.
+    tls = FakeCell(
+        key="nginx/tuned/7B/close/1cpu/https/tickets", keep_alive=False, protocol="https", resumption="tickets"
+    )
+    store.cell(1, tls, "", "v1", TlsSettings(version="1.3", resumption=("tickets",)))
+    stored = results.of_run(store.run(1)).cells[-1]
+    assert (stored.protocol, stored.tls_key, stored.tls_version, stored.resumption) == (
+        "https",
+        "ecdsa-p256",
+        "1.3",
+        "tickets",
+    )
+    assert stored.group == "7B, HTTPS (TLS 1.3, ecdsa-p256), no keep-alive, resumed by tickets, 1 CPU"
 
 
 TWO_BUDGETS = """name = "tiny"
