@@ -553,7 +553,8 @@ store = Store(sys.argv[1])
 m = json.loads(sys.argv[2])
 run_id = store.start_run(NS(name="crash", text=""), {}, {})
 cell_id = store.cell(run_id, NS(key="nginx/tuned/7B/ka/1cpu", server="nginx", profile="tuned",
-                                workload=NS(label="7B"), keep_alive=True, cpus=1, budget=None), "", "v1")
+                                workload=NS(label="7B"), keep_alive=True, cpus=1, budget=None, protocol="http",
+                                resumption=None), "", "v1")
 print(run_id, cell_id, flush=True)
 for index in range(10**6):
     store.add_round(cell_id, 1, index, m)
