@@ -240,6 +240,9 @@ def scripted_sweep(tmp_path, plan_file, loads: list, on_client_loss: str = "cont
     )
 
 
+HTTP = ("http", True, None)  # the ceiling plain HTTP cells share (target.kind)
+
+
 def merged(per_second: float, lost=()) -> dict:
     return {"requests": {"per_second": per_second}, "lost_hosts": list(lost)}
 
@@ -251,11 +254,11 @@ def test_a_client_host_lost_while_measuring_the_ceiling_has_it_measured_again(tm
     # at best. The hosts that load the rest of the run are c1's: its ceiling is theirs.
     loads = [merged(1000), merged(400, ["c2"]), merged(600), merged(650), merged(640)]
     notes = []
-    assert scripted_sweep(tmp_path, plan_file, loads, notes=notes)._client_ceiling() == 650
+    assert scripted_sweep(tmp_path, plan_file, loads, notes=notes)._client_ceiling(HTTP) == 650
     assert loads == [] and "client host(s) c2 lost while measuring the client ceiling" in notes[0]
     stopping = scripted_sweep(tmp_path, plan_file, [merged(1000), merged(400, ["c2"])], on_client_loss="stop")
     with pytest.raises(Stopped, match=r"c2 lost while measuring the client ceiling \(--on-client-loss stop\)"):
-        stopping._client_ceiling()
+        stopping._client_ceiling(HTTP)
 
 
 def client_host(name: str, busy: float, waiting: float) -> dict:
@@ -279,7 +282,7 @@ def client_host(name: str, busy: float, waiting: float) -> dict:
 
 
 def test_one_saturated_client_host_flags_the_level_naming_that_host():
-    from httpbench.sweep import cluster_flags
+    from httpbench.honesty import cluster_level
 
     # c1's busiest thread is half busy and waits for its CPU most of the rest; c2 is at ease.
     level = {
@@ -288,11 +291,11 @@ def test_one_saturated_client_host_flags_the_level_naming_that_host():
         "lost_hosts": [],
         "absent_hosts": [],
     }
-    (flag,) = [f for f in cluster_flags(level, 100_000.0) if f]
+    (flag,) = [f for f in cluster_level(level, 100_000.0) if f]
     assert flag.kind == "client_saturated"
     assert flag.reason == "client host c1: busiest client thread 50.0% busy and 45.0% waiting for its CPU (> 90%)"
     level["hosts"][0] = client_host("c1", 0.5, 0.02)
-    assert [f for f in cluster_flags(level, 100_000.0) if f] == []
+    assert [f for f in cluster_level(level, 100_000.0) if f] == []
 
 
 def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_file):

@@ -13,6 +13,7 @@ differs from what the installed engine gives.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List
@@ -44,7 +45,21 @@ def render(schema: dict) -> str:
     for name in objects:
         parts.append(_typed_dict(name, types[name], types))
     parts.append(_defaults(objects, types))
-    return "\n\n".join(parts)
+    return _formatted("\n\n".join(parts))
+
+
+def _formatted(text: str) -> str:
+    """`text` as ruff formats it under the project's settings, so that `make lint` and the check
+    that the file is what the engine's types give agree on one text (a default too long for a
+    line is wrapped)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(TARGET), "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
 
 
 def _add_in_use_order(name: str, types: Dict[str, dict], objects: List[str]) -> None:

@@ -253,3 +253,38 @@ def needs_more_rounds(values: Sequence[float], max_rounds: int) -> bool:
     if len(values) < AUTO_MIN_ROUNDS:
         return True
     return LevelStats.of(values).cv >= AUTO_CV
+
+
+def merged(flags: Sequence[Optional[Flag]]) -> List[Flag]:
+    """One flag per kind, reasons joined: a level is saturated once, for every reason it is."""
+    by_kind: dict = {}
+    for flag in flags:
+        if flag is not None:
+            by_kind.setdefault(flag.kind, []).append(flag.reason)
+    return [Flag(kind, "; ".join(reasons)) for kind, reasons in by_kind.items()]
+
+
+def cluster_level(measurement: dict, ceiling: Optional[float]) -> List[Optional[Flag]]:
+    """A cluster level's flags: the merged figures against the cluster's client `ceiling`, each
+    client host's saturation on its own (one saturated host distorts the whole level), and the
+    hosts the level lacked."""
+    flags = [clients_at_ceiling([measurement], ceiling)]
+    flags += [client_host_saturated(part["host"], part["report"]) for part in measurement["hosts"]]
+    if measurement["lost_hosts"]:
+        flags.append(
+            Flag(
+                "partial",
+                f"client host(s) {', '.join(measurement['lost_hosts'])} lost during "
+                "the level: the figures are the other hosts' only",
+            )
+        )
+    if measurement["absent_hosts"]:
+        ran_on = ", ".join(h["host"] for h in measurement["hosts"])
+        flags.append(
+            Flag(
+                "fewer_hosts",
+                f"client host(s) {', '.join(measurement['absent_hosts'])} lost "
+                f"earlier in the run: this level ran on {ran_on} only",
+            )
+        )
+    return flags

@@ -336,7 +336,20 @@ Report = TypedDict(
 # defaults): how a report stored before the field was made is read.
 DEFAULTS = {
     "LatencyReport": {
-        "tls_handshake": {"count": 0, "hdr": "HISTFAAAAB94nJNpmSzMwMDAyAABzFAazGee3M5g/wEqAgBJjQOY", "max_us": 0, "mean_us": 0.0, "min_us": 0, "p50_us": 0, "p75_us": 0, "p90_us": 0, "p99_99_us": 0, "p99_9_us": 0, "p99_us": 0, "stdev_us": 0.0},
+        "tls_handshake": {
+            "count": 0,
+            "hdr": "HISTFAAAAB94nJNpmSzMwMDAyAABzFAazGee3M5g/wEqAgBJjQOY",
+            "max_us": 0,
+            "mean_us": 0.0,
+            "min_us": 0,
+            "p50_us": 0,
+            "p75_us": 0,
+            "p90_us": 0,
+            "p99_99_us": 0,
+            "p99_9_us": 0,
+            "p99_us": 0,
+            "stdev_us": 0.0,
+        },
     },
     "TlsSpec": {
         "cacert": None,
@@ -366,7 +379,14 @@ DEFAULTS = {
         "requests_per_connection": None,
         "stop": {"duration": 10.0},
         "threads": 1,
-        "tls": {"cacert": None, "ciphers": [], "groups": [], "insecure": False, "resumption": "tickets", "version": None},
+        "tls": {
+            "cacert": None,
+            "ciphers": [],
+            "groups": [],
+            "insecure": False,
+            "resumption": "tickets",
+            "version": None,
+        },
         "urls": [],
         "validate": True,
         "warmup": 0.0,

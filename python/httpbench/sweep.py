@@ -59,15 +59,6 @@ class Progress:
     on_note: Callable[[str], None] = lambda text: None
 
 
-def _merged(flags: Sequence[Optional[honesty.Flag]]) -> List[honesty.Flag]:
-    """One flag per kind, reasons joined: a level is saturated once, for every reason it is."""
-    by_kind: dict = {}
-    for flag in flags:
-        if flag is not None:
-            by_kind.setdefault(flag.kind, []).append(flag.reason)
-    return [honesty.Flag(kind, "; ".join(reasons)) for kind, reasons in by_kind.items()]
-
-
 class Sweep:
     def __init__(
         self,
@@ -380,7 +371,7 @@ class Sweep:
             )
         measurement["server"] = host.end_window()
         flags = (
-            cluster_flags(measurement, self._ceiling(cell))
+            honesty.cluster_level(measurement, self._ceiling(cell))
             if self.cluster
             else [honesty.client_saturated([measurement], self._ceiling(cell), len(self.placement.client))]
         )
@@ -393,31 +384,5 @@ class Sweep:
             honesty.contended(cell.server, measurement["server"], None if self.cluster else measurement["client"])
         )
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
-        measurement["flags"] = [asdict(f) for f in _merged(flags)]
+        measurement["flags"] = [asdict(f) for f in honesty.merged(flags)]
         return measurement
-
-
-def cluster_flags(measurement: dict, ceiling: Optional[float]) -> List[Optional[honesty.Flag]]:
-    """A cluster level's flags: the merged figures against the cluster's client `ceiling`, each
-    client host's saturation on its own (one saturated host distorts the whole level), and the
-    hosts the level lacked."""
-    flags = [honesty.clients_at_ceiling([measurement], ceiling)]
-    flags += [honesty.client_host_saturated(part["host"], part["report"]) for part in measurement["hosts"]]
-    if measurement["lost_hosts"]:
-        flags.append(
-            honesty.Flag(
-                "partial",
-                f"client host(s) {', '.join(measurement['lost_hosts'])} lost during "
-                "the level: the figures are the other hosts' only",
-            )
-        )
-    if measurement["absent_hosts"]:
-        ran_on = ", ".join(h["host"] for h in measurement["hosts"])
-        flags.append(
-            honesty.Flag(
-                "fewer_hosts",
-                f"client host(s) {', '.join(measurement['absent_hosts'])} lost "
-                f"earlier in the run: this level ran on {ran_on} only",
-            )
-        )
-    return flags
