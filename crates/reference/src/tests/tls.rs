@@ -33,7 +33,23 @@ fn identity(alg: &'static rcgen::SignatureAlgorithm) -> Identity {
         N.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    let key = rcgen::KeyPair::generate_for(alg).unwrap();
+    let key = if *alg == rcgen::PKCS_RSA_SHA256 {
+        // ring signs with RSA keys but cannot make them: OpenSSL's command line does.
+        let made = std::process::Command::new("openssl")
+            .args([
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+            ])
+            .output()
+            .expect("openssl makes the test's RSA key");
+        let pem = String::from_utf8(made.stdout).unwrap();
+        rcgen::KeyPair::from_pem_and_sign_algo(&pem, alg).unwrap()
+    } else {
+        rcgen::KeyPair::generate_for(alg).unwrap()
+    };
     let cert = rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
         .unwrap()
         .self_signed(&key)
