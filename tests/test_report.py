@@ -127,6 +127,8 @@ def copy_run(
                 "keep_alive": cell["keep_alive"],
                 "cpus": cell["cpus"],
                 "budget": None,
+                "protocol": cell["protocol"],
+                "resumption": cell["resumption"],
             },
         )
         cell_id = store.cell(new_id, shape, cell["config_text"], cell["server_version"])

@@ -313,7 +313,7 @@ def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_fi
         stop=lambda: None,
     )
     sweep.cluster.server_host = lambda cpus: host
-    sweep._client_ceiling = lambda: None
+    sweep._client_ceiling = lambda kind: None
     measured = []
     sweep._round = lambda cell, url, host, level: measured.append(level) or stored_round(1000.0)
     sweep.cells = sweep.cells[:1]
