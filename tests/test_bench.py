@@ -107,7 +107,7 @@ def test_one_tiny_scenario():
     assert done.returncode == 0, done.stderr
     rows = _rows(done.stdout)
     for tool in HTTP_TOOLS:
-        req_s, errors, note = rows[tool][1], rows[tool][4], rows[tool][9]
+        req_s, errors, note = rows[tool][1], rows[tool][4], rows[tool][-1]
         assert req_s not in ("n/a", "-") and errors == "0" and note == "", (tool, rows[tool], done.stderr)
     assert rows["nginx-ka-10: req/s httpbench/wrk >= 1.00"][2] in ("PASS", "FAIL")
     assert "httpbench: httpbench-load" in done.stdout and "(io: " in done.stdout

@@ -32,6 +32,7 @@ class Run:
     errors: Optional[int] = None  # transport errors plus failing statuses
     us_per_req: Optional[float] = None  # the client's own user+sys CPU / completed requests
     server_pct: Optional[float] = None  # the server's CPU over the run, 100 = one core
+    client_pct: Optional[float] = None  # the client's own CPU over its wall time, 100 = one core
     others_pct: Optional[float] = None  # every other process's CPU meanwhile
     problem: Optional[str] = None
     noisy: bool = False

@@ -11,12 +11,14 @@ from vs_peers.targets import Target
 
 LEGEND = (
     "req/s and client us/req are medians over runs; client us/req = the client's own "
-    "user+sys CPU / completed requests; errors = max over runs; server cpu% = the server's "
-    "CPU over the run (100 = its core saturated); others cpu% = CPU of every other "
-    "process on the host meanwhile (noise: high values make the run suspect). Over https: "
-    "handshakes full/resumed = httpbench-load's own counts (median run); without keep-alive "
-    "client us/handshake = the client's CPU / handshakes, a peer's one per request (wrk, ab "
-    "and oha cannot resume); every client --insecure or not verifying, TLS 1.3."
+    "user+sys CPU / completed requests; errors = max over runs; client cpu% = the client's CPU "
+    "over its run (100 = its core saturated, less: it waited for the server or for a CPU that "
+    "others held); server cpu% = the server's CPU over the run (100 = its core saturated); "
+    "others cpu% = CPU of every other process on the host meanwhile (noise: high values make "
+    "the run suspect). Over https: handshakes full/resumed = httpbench-load's own counts "
+    "(median run); without keep-alive client us/handshake = the client's CPU / handshakes, a "
+    "peer's one per request (wrk, ab and oha cannot resume); no client verifies the certificate "
+    "chain (httpbench-load and oha --insecure), all speak TLS 1.3."
 )
 IDLE_HEAD = ["scheme", f"RSS at {FEW}", "RSS at N", "N", "KiB per connection", "note"]
 
@@ -27,7 +29,7 @@ def head(s: Scenario) -> List[str]:
         columns.append("handshakes full/resumed")
         if s.mode == "close":
             columns.append("client us/handshake")
-    columns += ["server cpu%", "others cpu%", f"req/s / {s.baseline}", f"us/req / {s.baseline}", "note"]
+    columns += ["client cpu%", "server cpu%", "others cpu%", f"req/s / {s.baseline}", f"us/req / {s.baseline}", "note"]
     return columns
 
 
@@ -74,7 +76,7 @@ def rows(s: Scenario) -> List[List[str]]:
             row.append(handshakes(s, tool))
             if s.mode == "close":
                 row.append(fmt(s.med(tool, "us_per_handshake"), 1))
-        row += [fmt(s.med(tool, "server_pct")), fmt(s.med(tool, "others_pct"))]
+        row += [fmt(s.med(tool, "client_pct")), fmt(s.med(tool, "server_pct")), fmt(s.med(tool, "others_pct"))]
         out.append(row + [quotient(rps, base_rps), quotient(us, base_us), note(s, tool)])
     return out
 

@@ -114,6 +114,8 @@ def judge(tool: str, scenario: Scenario, done: clients.Finished, report: Optiona
     # The process's rusage for every tool alike (httpbench-load's own client figure counts its
     # threads during the load only).
     run.us_per_req = done.cpu_us_per_request(requests["completed"])
+    # Below 100 with one thread, the client waited: for the server, or for a CPU others held.
+    run.client_pct = 100 * (done.user_s + done.sys_s) / done.wall_s if done.wall_s > 0 else None
     if done.interrupted:
         run.problem = "stopped at its time limit"
     elif done.returncode != 0:
