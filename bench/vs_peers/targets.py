@@ -121,11 +121,12 @@ def tls_targets(levels: Sequence[int], scenarios: Sequence[Scenario], idles: Seq
         for peer in ("wrk", "h2load"):
             us = ratio(s, "httpbench", peer, "us_per_req")
             out.append(verdict(f"{key}: us/req httpbench/{peer} <= 0.75", *us, at_most(0.75)))
-    s = find(scenarios, f"nginx-tls-close-{TLS_CLOSE_CONNS}")
-    if s is not None:
-        out.append(
-            verdict(f"{s.key}: handshakes/s httpbench/best peer >= 1.25", *best_peer_ratio(s, "rps"), at_least(1.25))
-        )
+    for server in ("nginx", "reference"):
+        s = find(scenarios, f"{server}-tls-close-{TLS_CLOSE_CONNS}")
+        if s is None:
+            continue
+        rps = best_peer_ratio(s, "rps")
+        out.append(verdict(f"{s.key}: handshakes/s httpbench/best peer >= 1.25", *rps, at_least(1.25)))
         us = ratio(s, "httpbench", "oha", "us_per_handshake")
         out.append(verdict(f"{s.key}: us/handshake httpbench/oha <= 0.50", *us, at_most(0.5)))
     s = find(scenarios, f"nginx-tls-resume-{TLS_CLOSE_CONNS}")
