@@ -70,7 +70,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument(
         "--tls",
         action="store_true",
-        help=f"the HTTPS scenarios only (issue 14, ~9 min): --scenarios {','.join(TLS_SCENARIOS)}",
+        help=f"the HTTPS scenarios only (issue 14, 9-12 min): --scenarios {','.join(TLS_SCENARIOS)}",
     )
     ap.add_argument(
         "--idle",
