@@ -1,6 +1,7 @@
 """bench/engine_vs_peers, so that it cannot rot: its error count on captured h2load output, the
-command lines it gives each tool, and one tiny scenario end to end (nginx, 10 connections, every
-tool for one second). The numbers are not judged: the bench is a benchmark, not a test."""
+command lines it gives each tool, its oha parser, and two tiny runs end to end (nginx, 10
+connections, every tool for one second, over http; and over https with keep-alive and with
+resumed handshakes). The numbers are not judged: the bench is a benchmark, not a test."""
 
 import subprocess
 import sys
@@ -12,7 +13,8 @@ from test_clients import H2LOAD_503, H2LOAD_REFUSED
 BENCH = ROOT / "bench" / "engine_vs_peers"
 sys.path.insert(0, str(BENCH.parent))
 
-from vs_peers.matrix import BASE_CONNS, PIPELINE, TOOLS, build  # noqa: E402
+from vs_peers import oha  # noqa: E402
+from vs_peers.matrix import BASE_CONNS, HTTP_TOOLS, PIPELINE, TLS_CLOSE_CONNS, TOOLS, build  # noqa: E402
 from vs_peers.tools import command, failures  # noqa: E402
 
 
@@ -23,7 +25,8 @@ def test_h2load_failures_are_counted_once():
 
 
 def _scenario(key):
-    return next(s for s in build([10], 0, ["ka", "pipeline", "close"], TOOLS) if s.key == key)
+    scenarios = ["ka", "pipeline", "close", "tls-ka", "tls-close", "tls-resume"]
+    return next(s for s in build([10], 0, scenarios, TOOLS) if s.key == key)
 
 
 def test_command_lines_say_what_the_readme_says(tmp_path):
@@ -43,6 +46,46 @@ def test_command_lines_say_what_the_readme_says(tmp_path):
     assert argv("httpbench", close)[-2:] == ["--no-keepalive", url]
 
 
+def test_tls_command_lines(tmp_path):
+    url = "https://127.0.0.1:1/index.html"
+    close, resume = f"nginx-tls-close-{TLS_CLOSE_CONNS}", f"nginx-tls-resume-{TLS_CLOSE_CONNS}"
+
+    def argv(tool, key):
+        return command(tool, url, _scenario(key), 5, "httpbench-load", str(tmp_path))
+
+    # The peers verify nothing, so neither does the engine; full handshakes unless resuming.
+    tls = ["--insecure", "--tls-version", "1.3", "--tls-resumption", "none", url]
+    assert argv("httpbench", close)[-7:] == ["--no-keepalive", *tls]
+    assert argv("httpbench", resume)[-3:] == ["--tls-resumption", "tickets", url]
+    assert "--no-keepalive" not in argv("httpbench", "nginx-tls-ka-10")
+    assert argv("oha", close)[-2:] == ["--disable-keepalive", url] and "--insecure" in argv("oha", close)
+    assert "--disable-keepalive" not in argv("oha", "nginx-tls-ka-10")
+    assert argv("wrk", close)[-3:] == ["-H", "Connection: close", url]
+    assert [s.tools for s in build([10], 0, ["tls-resume"], TOOLS)] == [["httpbench"]]
+
+
+# `oha --no-tui --output-format json -z 1s -c 2 --disable-keepalive --insecure` against nginx over
+# TLS (oha 1.x), trimmed: the deadline's unfinished requests are no errors.
+OHA_JSON = """{"summary":{"successRate":0.99,"total":1.0012,"slowest":0.0121,"fastest":0.0009,
+"average":0.0021,"requestsPerSec":955.8,"totalData":6664,"sizePerRequest":7,"sizePerSec":6655.9},
+"statusCodeDistribution":{"200":950,"503":2},"errorDistribution":{"aborted due to deadline":2,
+"connection closed before message completed":1}}"""
+
+
+def test_oha_parser():
+    report = oha.parse(OHA_JSON)
+    assert report["requests"]["completed"] == 952 and report["errors_total"] == 1
+    assert report["status"]["non_2xx"] == 2 and failures(report) == 3
+    assert abs(report["requests"]["per_second"] - 952 / 1.0012) < 1e-6
+    assert oha.parse("not json")["requests"]["per_second"] is None
+
+
+def _rows(markdown):
+    """Each Markdown table row by its first cell (a later table's row wins)."""
+    lines = [line.strip("|").split("|") for line in markdown.splitlines() if line.startswith("| ")]
+    return {cells[0].strip(): [c.strip() for c in cells] for cells in lines}
+
+
 def _bench(*args, timeout=120):
     return subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=timeout)
 
@@ -52,39 +95,40 @@ def test_a_bad_option_is_one_line_and_exit_2():
     assert done.returncode == 2 and "unknown nope" in done.stderr and "Traceback" not in done.stderr
 
 
+def _tiny(scenarios):
+    """The bench for one second per tool and level, at 10 connections, as Markdown."""
+    args = ["--runs", "1", "--duration", "1", "--levels", "10", "--big", "0", "--noisy", "0", "--markdown"]
+    cpus = ["--server-cpu", str(SERVER_CPU), "--client-cpu", str(CLIENT_CPU)]
+    return _bench("--httpbench", str(binary("httpbench-load")), "--scenarios", scenarios, *args, *cpus)
+
+
 def test_one_tiny_scenario():
-    done = _bench(
-        "--httpbench",
-        str(binary("httpbench-load")),
-        "--runs",
-        "1",
-        "--duration",
-        "1",
-        "--levels",
-        "10",
-        "--big",
-        "0",
-        "--scenarios",
-        "ka",
-        "--noisy",
-        "0",
-        "--server-cpu",
-        str(SERVER_CPU),
-        "--client-cpu",
-        str(CLIENT_CPU),
-        "--markdown",
-    )
+    done = _tiny("ka")
     assert done.returncode == 0, done.stderr
-    rows = {
-        cells[0]: cells
-        for cells in (
-            [c.strip() for c in line.strip("|").split("|")]
-            for line in done.stdout.splitlines()
-            if line.startswith("| ")
-        )
-    }
-    for tool in TOOLS:
-        req_s, errors, note = rows[tool][1], rows[tool][4], rows[tool][9]
+    rows = _rows(done.stdout)
+    for tool in HTTP_TOOLS:
+        req_s, errors, note = rows[tool][1], rows[tool][4], rows[tool][-1]
         assert req_s not in ("n/a", "-") and errors == "0" and note == "", (tool, rows[tool], done.stderr)
     assert rows["nginx-ka-10: req/s httpbench/wrk >= 1.00"][2] in ("PASS", "FAIL")
     assert "httpbench: httpbench-load" in done.stdout and "(io: " in done.stdout
+
+
+def test_one_tiny_tls_scenario():
+    """nginx over TLS 1.3: every tool with keep-alive, then httpbench-load resuming without it."""
+    done = _tiny("tls-ka,tls-resume")
+    assert done.returncode == 0, done.stderr
+    ka, resumed = done.stdout.split("### nginx over TLS 1.3, keep-alive off")
+    rows = _rows(ka)
+    for tool in TOOLS:
+        if tool == "oha" and rows[tool][1] == "n/a":
+            assert "cargo install --locked oha" in rows[tool][-1]  # skipped, and says how to get it
+            continue
+        req_s, errors, note = rows[tool][1], rows[tool][4], rows[tool][-1]
+        assert req_s not in ("n/a", "-") and errors == "0" and note == "", (tool, rows[tool], done.stderr)
+    full, resumed_count = (int(n.replace(",", "")) for n in rows["httpbench"][5].split("/"))
+    assert full == 10 and resumed_count == 0, rows["httpbench"]  # keep-alive: one handshake per connection
+    rows = _rows(resumed)
+    full, resumed_count = (int(n.replace(",", "")) for n in rows["httpbench"][5].split("/"))
+    assert resumed_count > full, rows["httpbench"]
+    assert rows[f"nginx-tls-resume-{TLS_CLOSE_CONNS}: share of handshakes resumed >= 0.99"][2] in ("PASS", "FAIL")
+    assert rows["nginx-tls-ka-10: req/s httpbench/best peer >= 1.00"][2] in ("PASS", "FAIL")

@@ -21,9 +21,9 @@ from httpbench.placement import PlacementError, parse_cpus
 from httpbench.servers import ServerFailed, VerificationFailed
 from httpbench.servers.host import ServerHost
 
-from vs_peers import report, servers, targets
-from vs_peers.matrix import SCENARIOS, SERVERS, TOOLS, Run, Scenario, build
-from vs_peers.tools import APT_HINT, PEERS, measure
+from vs_peers import idle, report, servers, targets
+from vs_peers.matrix import SCENARIOS, SERVERS, TLS_SCENARIOS, TOOLS, Run, Scenario, build
+from vs_peers.tools import PEERS, install_hint, measure
 
 # Seconds between two client runs: lets TIME_WAIT and the server's teardown settle a little.
 PAUSE_S = 0.5
@@ -42,8 +42,8 @@ def log(message: str) -> None:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="bench/engine_vs_peers",
-        description="Benchmark httpbench-load side by side with wrk, h2load and ab against nginx, h2o and "
-        "the reference server on 127.0.0.1 (see bench/README.md).",
+        description="Benchmark httpbench-load side by side with wrk, h2load, ab and oha against nginx, h2o "
+        "and the reference server on 127.0.0.1, over http and https (see bench/README.md).",
     )
     ap.add_argument(
         "--httpbench",
@@ -67,6 +67,19 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="1 run of 2 s each")
     ap.add_argument("--tools", default=",".join(TOOLS), help="subset of %(default)s")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="subset of %(default)s")
+    ap.add_argument(
+        "--tls",
+        action="store_true",
+        help=f"the HTTPS scenarios only (issue 14, 9-12 min): --scenarios {','.join(TLS_SCENARIOS)}",
+    )
+    ap.add_argument(
+        "--idle",
+        type=int,
+        default=5000,
+        metavar="N",
+        help="tls-idle: httpbench-load's memory with N idle connections (client and nginx share the "
+        "open-file limit; default %(default)s)",
+    )
     ap.add_argument("--server-cpu", default="0", help="CPU list for servers, e.g. 0 or 0-1 (default 0)")
     ap.add_argument("--client-cpu", default="1", help="CPU list for clients (default 1)")
     ap.add_argument(
@@ -89,13 +102,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     except ValueError:
         ap.error(f"--levels {a.levels!r} is not a list of connection counts such as 10,100")
     a.tools = [t.strip() for t in a.tools.split(",") if t.strip()]
-    a.scenarios = [s.strip() for s in a.scenarios.split(",") if s.strip()]
+    a.scenarios = list(TLS_SCENARIOS) if a.tls else [s.strip() for s in a.scenarios.split(",") if s.strip()]
     for flag, given, known in (("--tools", a.tools, TOOLS), ("--scenarios", a.scenarios, SCENARIOS)):
         unknown = [x for x in given if x not in known]
         if unknown:
             ap.error(f"{flag}: unknown {', '.join(unknown)}; choose from {','.join(known)}")
     if a.runs < 1 or a.duration < 1 or min(a.levels, default=1) < 1 or a.big < 0:
         ap.error("--runs, --duration and --levels must be >= 1, --big >= 0")
+    if a.idle <= idle.FEW:
+        ap.error(f"--idle {a.idle}: give more connections than the {idle.FEW} it is compared with")
     try:
         a.server_cpus = parse_cpus(a.server_cpu, "--server-cpu")
         a.client_cpus = parse_cpus(a.client_cpu, "--client-cpu")
@@ -131,7 +146,7 @@ def raise_file_limit(options: argparse.Namespace) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    need = max(options.levels + [options.big]) + 100
+    need = max(options.levels + [options.big, options.idle]) + 100
     if hard < need:
         log(f"warning: open-file limit {hard} < {need} needed for the largest level")
 
@@ -151,7 +166,7 @@ def skip_unavailable(scenario: Scenario, hb_why: Optional[str]) -> None:
         if tool == "httpbench" and hb_why:
             scenario.skipped[tool] = f"not available ({hb_why})"
         elif tool in PEERS and shutil.which(tool) is None:
-            scenario.skipped[tool] = f"missing ({APT_HINT})"
+            scenario.skipped[tool] = f"missing ({install_hint(tool)})"
 
 
 def run_once(
@@ -197,15 +212,16 @@ def run_scenario(scenario: Scenario, url: str, host: ServerHost, options, workdi
             time.sleep(PAUSE_S)
 
 
-def run_server(name: str, scenarios: List[Scenario], options, workdir: str, progress: Progress) -> bool:
-    """Every scenario against server `name`, started once for all of them; False if it would
-    not start or answered wrongly (its scenarios say so and the others still run)."""
+def run_server(name: str, https: bool, scenarios: List[Scenario], options, workdir: str, progress: Progress) -> bool:
+    """Every scenario against server `name` (over https if `https`), started once for all of
+    them; False if it would not start or answered wrongly (its scenarios say so and the others
+    still run)."""
     if not servers.installed(name):
         for s in scenarios:
             s.skipped.update({tool: f"{name} missing ({servers.install_hint(name)})" for tool in s.tools})
         return True
     try:
-        host, url = servers.start(name, options.server_cpus)
+        host, url = servers.start(name, options.server_cpus, https, workdir)
     except (ServerFailed, VerificationFailed) as e:
         log(f"error: {e}")
         for s in scenarios:
@@ -220,8 +236,22 @@ def run_server(name: str, scenarios: List[Scenario], options, workdir: str, prog
     return True
 
 
-def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str]) -> int:
-    """Run every scenario, server by server; 0, or 1 if a server failed (what ran is kept)."""
+def run_idle(options, hb_why: Optional[str], workdir: str) -> List[idle.Idle]:
+    if "tls-idle" not in options.scenarios or "httpbench" not in options.tools:
+        return []
+    if hb_why or not servers.installed("nginx"):
+        log("tls-idle: skipped (" + (f"httpbench-load: {hb_why}" if hb_why else "nginx missing") + ")")
+        return []
+    log(f"-- tls-idle: httpbench-load's RSS with {idle.FEW} and {options.idle} idle connections")
+    found = idle.measure(options.httpbench, options.idle, options.server_cpus, options.client_cpus, workdir)
+    for row in found:
+        log(f"   {row.scheme}: {report.fmt(row.kib_per_connection, 1)} KiB per connection {row.problem or ''}")
+    return found
+
+
+def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str], idles: List[idle.Idle]) -> int:
+    """Run every scenario, server by server, then tls-idle (into `idles`); 0, or 1 if a server
+    failed (what ran is kept)."""
     for s in scenarios:
         skip_unavailable(s, hb_why)
     runs = sum(len(s.tools) - len(s.skipped) for s in scenarios) * options.runs
@@ -230,13 +260,18 @@ def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str]) -> int
         f"matrix: {len(scenarios)} scenarios, {runs} client runs of {options.duration} s "
         f"(~{int(runs * (options.duration + 1.5) + 30) // 60 + 1} min with start-up)"
     )
-    by_server: Dict[str, List[Scenario]] = {name: [s for s in scenarios if s.server == name] for name in SERVERS}
+    by_server: Dict[Tuple[str, bool], List[Scenario]] = {
+        (name, https): [s for s in scenarios if s.server == name and s.https == https]
+        for name in SERVERS
+        for https in (False, True)
+    }
     workdir = tempfile.mkdtemp(prefix="httpbench-evp-")
     started = True
     try:
-        for name, mine in by_server.items():
+        for (name, https), mine in by_server.items():
             if mine:
-                started = run_server(name, mine, options, workdir, progress) and started
+                started = run_server(name, https, mine, options, workdir, progress) and started
+        idles += run_idle(options, hb_why, workdir)
     except ServerDied as e:
         log(f"error: {e}")
         return 1
@@ -271,7 +306,8 @@ def main(argv: Sequence[str]) -> int:
 
     scenarios = build(options.levels, options.big, options.scenarios, options.tools)
     started = time.monotonic()
-    code = run_matrix(scenarios, options, hb_why)
+    idles: List[idle.Idle] = []
+    code = run_matrix(scenarios, options, hb_why, idles)
     log(f"elapsed {time.monotonic() - started:.0f} s")
 
     io = next((run.engine_io for s in scenarios for run in s.runs.get("httpbench", []) if run.engine_io), None)
@@ -282,6 +318,6 @@ def main(argv: Sequence[str]) -> int:
         f"{options.server_cpu}, client to CPU {options.client_cpu}, one client thread"
     )
     facts = (host, shlex.join([sys.argv[0], *argv]), method, found)
-    checked = targets.targets(options.levels, options.big, scenarios)
-    print((report.markdown if options.markdown else report.text)(facts, scenarios, checked))
+    checked = targets.targets(options.levels, options.big, scenarios, idles)
+    print((report.markdown if options.markdown else report.text)(facts, scenarios, idles, checked))
     return code

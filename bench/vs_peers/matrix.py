@@ -7,11 +7,20 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-TOOLS = ("wrk", "h2load", "ab", "httpbench")
-SCENARIOS = ("ka", "pipeline", "close", "big", "h2o", "reference")
-SERVERS = ("nginx", "h2o", "reference")  # in the order they run
+TOOLS = ("wrk", "h2load", "ab", "oha", "httpbench")
+# oha joined with the HTTPS scenarios; the cleartext ones keep the tools their recorded runs had.
+HTTP_TOOLS = ("wrk", "h2load", "ab", "httpbench")
+PEERS = tuple(tool for tool in TOOLS if tool != "httpbench")
+HTTP_SCENARIOS = ("ka", "pipeline", "close", "big", "h2o", "reference")
+# tls-idle is no scenario of tools but httpbench-load's memory per idle connection (vs_peers/idle.py).
+TLS_SCENARIOS = ("tls-ka", "tls-close", "tls-resume", "tls-reference", "tls-idle")
+SCENARIOS = HTTP_SCENARIOS + TLS_SCENARIOS
+SERVERS = ("nginx", "h2o", "reference")  # in the order they run, each over http, then https
 PIPELINE = 16
 BASE_CONNS = 100
+# Without keep-alive every request is a handshake and the client is the limit long before the
+# connection count matters; 20 is what the figures of issue 14 were measured with.
+TLS_CLOSE_CONNS = 20
 
 
 @dataclass
@@ -23,10 +32,16 @@ class Run:
     errors: Optional[int] = None  # transport errors plus failing statuses
     us_per_req: Optional[float] = None  # the client's own user+sys CPU / completed requests
     server_pct: Optional[float] = None  # the server's CPU over the run, 100 = one core
+    client_pct: Optional[float] = None  # the client's own CPU over its wall time, 100 = one core
     others_pct: Optional[float] = None  # every other process's CPU meanwhile
     problem: Optional[str] = None
     noisy: bool = False
     engine_io: Optional[str] = None  # httpbench-load's I/O interface, from its report
+    # Over HTTPS, httpbench-load's own counts; a peer without keep-alive makes one full handshake
+    # per request and cannot resume, so its counts stay None.
+    handshakes_full: Optional[int] = None
+    handshakes_resumed: Optional[int] = None
+    us_per_handshake: Optional[float] = None  # without keep-alive: the client's CPU / handshakes
 
 
 @dataclass
@@ -37,6 +52,9 @@ class Scenario:
     conns: int
     tools: List[str]
     title: str
+    https: bool = False
+    resumption: str = "none"  # httpbench-load's --tls-resumption over https
+    baseline: str = "wrk"  # the peer the table's ratio columns divide by
     runs: Dict[str, List[Run]] = field(default_factory=dict)
     skipped: Dict[str, str] = field(default_factory=dict)  # tool -> why it did not run
 
@@ -68,14 +86,14 @@ def build(levels: Sequence[int], big: int, scenarios: Sequence[str], tools: Sequ
     """The scenarios asked for, each with the asked-for tools that have its mode."""
     out = []
 
-    def add(key, server, mode, conns, candidates, title):
+    def add(key, server, mode, conns, candidates, title, **tls):
         chosen = [tool for tool in candidates if tool in tools]
         if chosen:
-            out.append(Scenario(key, server, mode, conns, chosen, title))
+            out.append(Scenario(key, server, mode, conns, chosen, title, **tls))
 
     if "ka" in scenarios:
         for conns in levels:
-            add(f"nginx-ka-{conns}", "nginx", "ka", conns, TOOLS, f"nginx, keep-alive, {conns} connections")
+            add(f"nginx-ka-{conns}", "nginx", "ka", conns, HTTP_TOOLS, f"nginx, keep-alive, {conns} connections")
     if "pipeline" in scenarios:
         add(
             f"nginx-pipe-{BASE_CONNS}",
@@ -109,7 +127,60 @@ def build(levels: Sequence[int], big: int, scenarios: Sequence[str], tools: Sequ
                 ("wrk", "h2load", "httpbench"),
                 title.format(BASE_CONNS),
             )
+    add_tls(levels, scenarios, add)
     return out
+
+
+def add_tls(levels: Sequence[int], scenarios: Sequence[str], add) -> None:
+    """Add the HTTPS scenarios of issue 14: TLS 1.3, ECDSA P-256, against nginx and the reference server."""
+    if "tls-ka" in scenarios:
+        for conns in levels:
+            add(
+                f"nginx-tls-ka-{conns}",
+                "nginx",
+                "ka",
+                conns,
+                TOOLS,
+                f"nginx over TLS 1.3, keep-alive, {conns} connections",
+                https=True,
+            )
+    if "tls-close" in scenarios:
+        # Against the reference server too: its rustls spends less per handshake than nginx, so
+        # there the client is the limit even for the fastest client.
+        for server, name in (("nginx", "nginx"), ("reference", "reference server")):
+            add(
+                f"{server}-tls-close-{TLS_CLOSE_CONNS}",
+                server,
+                "close",
+                TLS_CLOSE_CONNS,
+                ("ab", "oha", "wrk", "httpbench"),
+                f"{name} over TLS 1.3, keep-alive off, one full handshake per request, {TLS_CLOSE_CONNS} "
+                "connections (wrk: -H 'Connection: close', not the same thing)",
+                https=True,
+                baseline="ab",
+            )
+    if "tls-resume" in scenarios:
+        add(
+            f"nginx-tls-resume-{TLS_CLOSE_CONNS}",
+            "nginx",
+            "close",
+            TLS_CLOSE_CONNS,
+            ("httpbench",),
+            f"nginx over TLS 1.3, keep-alive off, resumed handshakes (tickets), {TLS_CLOSE_CONNS} connections "
+            "(the peers cannot resume: wrk, ab and oha make a full handshake per connection)",
+            https=True,
+            resumption="tickets",
+        )
+    if "tls-reference" in scenarios:
+        add(
+            f"reference-tls-ka-{BASE_CONNS}",
+            "reference",
+            "ka",
+            BASE_CONNS,
+            TOOLS,
+            f"reference server over TLS 1.3, keep-alive, {BASE_CONNS} connections (the client is the limit)",
+            https=True,
+        )
 
 
 def find(scenarios: Sequence[Scenario], key: str) -> Optional[Scenario]:

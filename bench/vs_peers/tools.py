@@ -14,10 +14,11 @@ from httpbench.clients import ClientError, ab, h2load, wrk
 from httpbench.load_report import filled
 from httpbench.servers.host import ServerHost
 
+from vs_peers import oha
 from vs_peers.matrix import PIPELINE, Run, Scenario
 
 APT_HINT = "apt-get install -y wrk apache2-utils nghttp2-client"
-PEERS = {"wrk": wrk, "h2load": h2load, "ab": ab}
+PEERS = {"wrk": wrk, "h2load": h2load, "ab": ab, "oha": oha}
 # Status groups that are failures, under each parser's own names (ab's non_2xx counts 3xx too).
 FAILING_STATUS = ("4xx", "5xx", "non_2xx", "non_2xx_3xx")
 
@@ -41,8 +42,18 @@ def command(tool: str, url: str, scenario: Scenario, duration: int, httpbench: s
         return h2load.argv(level)
     if tool == "ab":
         return ab.argv(level, _ab_csv(workdir))
+    if tool == "oha":
+        return oha.argv(level)
     mode = {"pipe": ["--pipeline", str(PIPELINE)], "close": ["--no-keepalive"]}.get(scenario.mode, [])
+    if scenario.https:
+        # --insecure: the peers verify no certificate either (each side still checks the
+        # handshake's signature), so every client does the same work per handshake.
+        mode += ["--insecure", "--tls-version", "1.3", "--tls-resumption", scenario.resumption]
     return [httpbench, "-c", str(scenario.conns), "-t", "1", "-d", f"{duration}s", "--json", *mode, url]
+
+
+def install_hint(tool: str) -> str:
+    return oha.INSTALL_HINT if tool == "oha" else APT_HINT
 
 
 def _ab_csv(workdir: str) -> str:
@@ -70,7 +81,7 @@ def measure(tool: str, url: str, scenario: Scenario, host: ServerHost, options, 
         return Run(tool, problem=str(e))
     finally:
         window = host.end_window()
-    return judge(tool, done, parse(tool, done, workdir), window)
+    return judge(tool, scenario, done, parse(tool, done, workdir), window)
 
 
 def parse(tool: str, done: clients.Finished, workdir: str) -> Optional[dict]:
@@ -86,7 +97,7 @@ def parse(tool: str, done: clients.Finished, workdir: str) -> Optional[dict]:
         return None
 
 
-def judge(tool: str, done: clients.Finished, report: Optional[dict], window: dict) -> Run:
+def judge(tool: str, scenario: Scenario, done: clients.Finished, report: Optional[dict], window: dict) -> Run:
     """The run's figures, and what was wrong with it if anything."""
     others = window["others_cpu_cores"]
     run = Run(
@@ -103,10 +114,21 @@ def judge(tool: str, done: clients.Finished, report: Optional[dict], window: dic
     # The process's rusage for every tool alike (httpbench-load's own client figure counts its
     # threads during the load only).
     run.us_per_req = done.cpu_us_per_request(requests["completed"])
+    # Below 100 with one thread, the client waited: for the server, or for a CPU others held.
+    run.client_pct = 100 * (done.user_s + done.sys_s) / done.wall_s if done.wall_s > 0 else None
     if done.interrupted:
         run.problem = "stopped at its time limit"
     elif done.returncode != 0:
         run.problem = f"exit {done.returncode}"
     if tool == "httpbench":
         run.engine_io = report["engine"]["io"]
+        if report["tls"]:
+            run.handshakes_full = report["tls"]["handshakes_full"]
+            run.handshakes_resumed = report["tls"]["handshakes_resumed"]
+    if scenario.https and scenario.mode == "close":
+        # A peer without keep-alive connects, and so shakes hands, once per request.
+        handshakes = requests["completed"]
+        if run.handshakes_full is not None:
+            handshakes = run.handshakes_full + run.handshakes_resumed
+        run.us_per_handshake = done.cpu_us_per_request(handshakes)
     return run
