@@ -8,19 +8,9 @@ import threading
 import time
 
 import pytest
-from conftest import free_port, log_lines, stop
+from conftest import accounted, free_port, log_lines, stop
 
 SEVEN = b"hello!\n"
-
-
-def accounted(r: dict) -> None:
-    """Every request sent is completed, failed, or in flight at the end; nothing else."""
-    q = r["requests"]
-    assert q["sent"] == q["completed"] + q["failed"] + q["in_flight"], q
-    connect_errors = sum(
-        r["errors"][k] for k in ("connect_refused", "connect_timeout", "source_ports_exhausted", "connect_other")
-    )
-    assert q["failed"] == r["errors_total"] - connect_errors
 
 
 @pytest.mark.parametrize("io", ["io-uring", "epoll"])

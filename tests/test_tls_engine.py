@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import binary, log_lines, tls_nginx
+from conftest import accounted, binary, log_lines, tls_nginx
 
 SEVEN = b"hello!\n"
 
@@ -52,11 +52,6 @@ def logged(server, before: int, expected: int) -> list[list[str]]:
     """The access log's lines after the first `before`, split: serial, method, path, protocol,
     TLS version, session reused (r or .)."""
     return [line.split() for line in log_lines(server.log, before + expected)[before:]]
-
-
-def accounted(r: dict) -> None:
-    q = r["requests"]
-    assert q["sent"] == q["completed"] + q["failed"] + q["in_flight"], q
 
 
 @pytest.mark.parametrize("io", ["io-uring", "epoll"])
