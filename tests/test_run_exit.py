@@ -1,5 +1,5 @@
 """A run that measured with failures says so: in its exit code, its stored status and its summary,
-in the plan's terms."""
+in the plan's terms; a plan that cannot be run as written is refused in one line, exit 2."""
 
 import resource
 import subprocess
