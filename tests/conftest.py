@@ -405,7 +405,7 @@ def quick_sweep(plan: Path, db: Path, notes: list):
     sweep = Sweep(
         plans.load(str(plan)), Store(str(db)), Placement.choose("0", "1"), progress=Progress(on_note=notes.append)
     )
-    sweep._client_ceiling = lambda: None
+    sweep._client_ceiling = lambda kind: None
     return sweep
 
 
