@@ -178,6 +178,11 @@ def test_tls_flags_with_an_http_url_are_refused(server, args, says):
     [
         (("--cacert", "/nonexistent/ca.pem"), "--cacert: cannot use /nonexistent/ca.pem as CA certificates: No such"),
         (("--cacert", "{log}"), "holds no PEM certificate"),
+        (("--cacert", "/"), "--cacert: cannot use / as CA certificates: Is a directory"),
+        (
+            ("--tls-version", "1.3", "--tls-ciphers", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"),
+            "--tls-ciphers: none of the cipher suites offered is for TLS 1.3: offer one of TLS_AES_256_GCM_SHA384,",
+        ),
         (("--tls-version", "1.1"), "'1.1'"),
         (("--tls-ciphers", "RC4-MD5"), '--tls-ciphers: "RC4-MD5" is not one this client offers; choose among'),
         (("--tls-groups", "ffdhe1024"), '--tls-groups: "ffdhe1024" is not one this client offers'),
