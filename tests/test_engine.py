@@ -160,6 +160,17 @@ def test_faults_land_in_their_error_class(testserver, load, mode, errors):
         assert r["latency"]["total"]["min_us"] >= 500_000 - 256
 
 
+@pytest.mark.parametrize("io", ["io-uring", "epoll"])
+def test_a_body_cut_short_by_the_close_fails_at_once(testserver, load, io):
+    # The server's FIN comes right behind the body's last bytes, often in the same readiness
+    # edge: each request fails when the connection ends, not when its 5 s timeout would.
+    url = testserver("short-body")
+    rc, r, err = load("-c", "2", "-d", "300ms", "--timeout", "5s", "--no-validate", "--io", io, url)
+    assert rc == 0, err
+    assert r["errors"]["length_mismatch"] > 2 and r["errors"]["timeout"] == 0, r["errors"]
+    accounted(r)
+
+
 def test_requests_unanswered_at_the_end_say_how_long_they_waited(testserver, load):
     # The server reads each request and never answers: each connection's one request is still in
     # flight at the end (wrk forgets those), sent when the load began a second before.

@@ -1,8 +1,9 @@
 """TLS faults through the engine: the purpose-built server's TLS modes (docs/DESIGN-engine.md, "The
 suite's own servers over TLS") and a plain-HTTP server behind an https:// URL, each loaded by
-`httpbench-load` and by the Python engine module. Each fault lands in its error class, the run ends
-within its timeouts, nothing panics, and every request is accounted for. One server per mode for the
-module; every load targets 127.0.0.1 and is bounded by -d and a subprocess timeout."""
+`httpbench-load` (on io_uring and on epoll) and by the Python engine module. Each fault lands in
+its error class, the run ends within its timeouts, nothing panics, and every request is accounted
+for. One server per mode for the module; every load targets 127.0.0.1 and is bounded by -d and a
+subprocess timeout."""
 
 import json
 import subprocess
@@ -40,11 +41,11 @@ def faults(tmp_path_factory):
         started.stop()
 
 
-def through_httpbench_load(url: str, ca) -> dict:
+def through_httpbench_load(url: str, ca, io: str) -> dict:
     done = subprocess.run(
         [
             str(binary("httpbench-load")),
-            "--json", "-d", f"{DURATION}s", "-c", "2", "--no-validate", "--cacert", str(ca),
+            "--json", "-d", f"{DURATION}s", "-c", "2", "--no-validate", "--cacert", str(ca), "--io", io,
             "--connect-timeout", f"{CONNECT_TIMEOUT}s", "--timeout", f"{REQUEST_TIMEOUT}s", url,
         ],
         capture_output=True, text=True, timeout=60,
@@ -54,23 +55,31 @@ def through_httpbench_load(url: str, ca) -> dict:
     return json.loads(done.stdout)
 
 
-def through_engine_module(url: str, ca) -> dict:
+def through_engine_module(url: str, ca, io: str) -> dict:
     from httpbench import engine
 
     spec = {
-        "urls": [url], "connections": 2, "stop": {"duration": DURATION}, "validate": False,
+        "urls": [url], "connections": 2, "stop": {"duration": DURATION}, "validate": False, "io": io,
         "connect_timeout": CONNECT_TIMEOUT, "request_timeout": REQUEST_TIMEOUT, "tls": {"cacert": str(ca)},
     }  # fmt: skip
     return engine.run(spec)
 
 
-@pytest.mark.parametrize("front", [through_httpbench_load, through_engine_module], ids=["httpbench-load", "engine"])
+FRONTS = {
+    "httpbench-load-io_uring": (through_httpbench_load, "io-uring"),
+    "httpbench-load-epoll": (through_httpbench_load, "epoll"),
+    "engine-module": (through_engine_module, "auto"),
+}
+
+
+@pytest.mark.parametrize("front", FRONTS)
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_tls_fault_lands_in_its_class_and_ends_in_time(faults, fault, front):
     urls, ca = faults
     mode, classes = FAULTS[fault]
+    run, io = FRONTS[front]
     started = time.monotonic()
-    r = front(urls[mode], ca)
+    r = run(urls[mode], ca, io)
     assert time.monotonic() - started < BOUND_S
     assert {name for name, count in r["errors"].items() if count} == classes, r["errors"]
     accounted(r)
