@@ -121,12 +121,43 @@ def load() -> Load:
     return Load()
 
 
-@pytest.fixture
-def testserver():
-    """Factory: start the purpose-built server in a mode; returns its base URL."""
-    procs = []
+def accounted(r: dict) -> None:
+    """Every request sent is completed, failed, or in flight at the end; nothing else. A
+    connection that failed before it could carry a request (its connect, or its TLS handshake or
+    certificate) counts an attempt, not a failed request."""
+    q = r["requests"]
+    assert q["sent"] == q["completed"] + q["failed"] + q["in_flight"], q
+    attempts = ("connect_refused", "connect_timeout", "source_ports_exhausted", "connect_other")
+    attempts += ("tls_handshake", "tls_certificate")
+    assert q["failed"] == r["errors_total"] - sum(r["errors"][k] for k in attempts), r["errors"]
 
-    def start(mode: str, *options: str) -> str:
+
+class Testservers:
+    """Starts the purpose-built server in a mode and returns its base URL: https:// for the
+    tls-* modes, which present a certificate of the suite's for the loopback names (`ca` verifies
+    it; made once, on the first TLS start). Each server is stopped by PID in `stop`."""
+
+    __test__ = False  # a fixture's helper, though its name starts like a test class
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.procs, self.certificate = folder, [], None
+
+    @property
+    def ca(self) -> Path:
+        return self._certificate().ca
+
+    def _certificate(self):
+        from httpbench.certificates import make_site_certificate
+
+        if self.certificate is None:
+            self.certificate = make_site_certificate(self.folder / "testserver-tls")
+        return self.certificate
+
+    def __call__(self, mode: str, *options: str) -> str:
+        tls = mode.startswith("tls-")
+        if tls:
+            certificate = self._certificate()
+            options = ("--tls-cert", str(certificate.cert), "--tls-key", str(certificate.key), *options)
         proc = subprocess.Popen(
             [
                 str(binary("httpbench-testserver")),
@@ -141,14 +172,22 @@ def testserver():
             stdout=subprocess.PIPE,
             text=True,
         )
-        procs.append(proc)
+        self.procs.append(proc)
         line = proc.stdout.readline().split()
         assert line and line[0] == "listening", f"testserver said {line!r}"
-        return f"http://{line[1]}/"
+        return f"{'https' if tls else 'http'}://{line[1]}/"
 
-    yield start
-    for proc in procs:
-        stop(proc)
+    def stop(self) -> None:
+        for proc in self.procs:
+            stop(proc)
+
+
+@pytest.fixture
+def testserver(tmp_path):
+    """Factory: start the purpose-built server in a mode; returns its base URL (see Testservers)."""
+    started = Testservers(tmp_path)
+    yield started
+    started.stop()
 
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import free_port, log_lines, nginx_plan, short_plan, stop_group
+from conftest import free_port, log_lines, nginx_plan, short_plan, stop_group, tls_nginx
 from httpbench import cluster, engine
 from httpbench.cluster import client_host, daemons
 from httpbench.cluster.server_host import RemoteServerHost
@@ -404,6 +404,31 @@ def test_a_level_over_two_tls_client_workers_counts_every_request(tls_cluster, n
     starts = [h["started_at"] for h in merged["hosts"]]
     measured(f"start spread of two client workers on loopback: {spread * 1000:.1f} ms")
     assert 0 <= spread < 1.0 and spread == max(starts) - min(starts), f"start spread {spread * 1000:.1f} ms"
+
+
+def test_a_tls_level_over_two_client_workers_merges_its_handshakes_exactly(tls_cluster, tmp_path):
+    # Without keep-alive, a handshake per request: each host verifies nginx against the CA's text
+    # it was handed, and the level's handshake counts and histogram are the sum of the hosts'.
+    _, load = tls_cluster
+    with tls_nginx(tmp_path / "nginx", {"index.html": SEVEN}) as server:
+        level = {
+            "urls": [server.url() + "index.html"], "connections": 4, "keep_alive": False,
+            "stop": {"requests": 400}, "tls": {"cacert": str(server.ca)},
+        }  # fmt: skip
+        merged = load.run(level)
+        lines = log_lines(server.log, 400 + 2)
+    assert merged["requests"]["completed"] == 400 and merged["errors_total"] == 0
+    assert_is_the_engines_merge(merged)
+    hosts = [h["report"]["tls"] for h in merged["hosts"]]
+    assert len(hosts) == 2 and all(tls["verified"] and tls["version"] == "1.3" for tls in hosts), hosts
+    tls = merged["tls"]
+    for count in ("handshakes_full", "handshakes_resumed"):
+        assert tls[count] == sum(h[count] for h in hosts), (count, tls, hosts)
+    assert tls["handshakes_resumed"] > 0 and tls["verified"]
+    handshakes = [h["report"]["latency"]["tls_handshake"]["count"] for h in merged["hosts"]]
+    assert merged["latency"]["tls_handshake"]["count"] == sum(handshakes) > 0
+    # Each host's validation request, then the level's requests, every one over TLS.
+    assert len(lines) == 400 + 2 and {line.split()[4] for line in lines} == {"TLSv1.3"}
 
 
 def test_a_plain_client_cannot_join_a_tls_scheduler(tls_cluster):

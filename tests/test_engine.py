@@ -8,19 +8,9 @@ import threading
 import time
 
 import pytest
-from conftest import free_port, log_lines, stop
+from conftest import accounted, free_port, log_lines, stop
 
 SEVEN = b"hello!\n"
-
-
-def accounted(r: dict) -> None:
-    """Every request sent is completed, failed, or in flight at the end; nothing else."""
-    q = r["requests"]
-    assert q["sent"] == q["completed"] + q["failed"] + q["in_flight"], q
-    connect_errors = sum(
-        r["errors"][k] for k in ("connect_refused", "connect_timeout", "source_ports_exhausted", "connect_other")
-    )
-    assert q["failed"] == r["errors_total"] - connect_errors
 
 
 @pytest.mark.parametrize("io", ["io-uring", "epoll"])
@@ -168,6 +158,17 @@ def test_faults_land_in_their_error_class(testserver, load, mode, errors):
         assert r["latency"]["total"]["count"] == r["errors"]["timeout"] > 0
         # (min_us is the floor of its histogram bucket: 3 significant digits, 256 us wide here.)
         assert r["latency"]["total"]["min_us"] >= 500_000 - 256
+
+
+@pytest.mark.parametrize("io", ["io-uring", "epoll"])
+def test_a_body_cut_short_by_the_close_fails_at_once(testserver, load, io):
+    # The server's FIN comes right behind the body's last bytes, often in the same readiness
+    # edge: each request fails when the connection ends, not when its 5 s timeout would.
+    url = testserver("short-body")
+    rc, r, err = load("-c", "2", "-d", "300ms", "--timeout", "5s", "--no-validate", "--io", io, url)
+    assert rc == 0, err
+    assert r["errors"]["length_mismatch"] > 2 and r["errors"]["timeout"] == 0, r["errors"]
+    accounted(r)
 
 
 def test_requests_unanswered_at_the_end_say_how_long_they_waited(testserver, load):

@@ -20,8 +20,6 @@ from httpbench.servers import ServerProfile, SiteTLS, TLSUnsupported, Verificati
 from httpbench.servers.process import session_pids
 
 TLS_SERVERS = [name for name in servers.names() if servers.get(name).speaks_tls]
-# Servers that speak TLS but cannot be held to one version (tested unpinned below).
-UNPINNABLE = {"reference"}
 
 
 # The key type each pinned start uses: every server meets all three key types without starting
@@ -62,7 +60,7 @@ def test_tls_speakers_are_known():
 
 @pytest.mark.parametrize("version", ["1.2", "1.3"])
 @pytest.mark.parametrize("profile", ["default", "tuned"])
-@pytest.mark.parametrize("name", [name for name in TLS_SERVERS if name not in UNPINNABLE])
+@pytest.mark.parametrize("name", TLS_SERVERS)
 def test_server_serves_https_in_the_pinned_version_and_stops_clean(https_site, certificates, name, profile, version):
     certificate = certificates[KEY_TYPE_OF.get((profile, version), "ecdsa-p256")]
     # tuned promises resumption (session caches, tickets): a resumed handshake is checked too.
@@ -107,17 +105,8 @@ def _resumed_handshakes(site, reconnects: int) -> int:
     return resumed
 
 
-def _reference_speaks_tls() -> bool:
-    done = subprocess.run(
-        [sys.executable, "-m", "httpbench.servers.reference_main", "--help"], capture_output=True, text=True, timeout=30
-    )
-    return "--tls-cert" in done.stdout
-
-
 @pytest.mark.parametrize("profile", ["default", "tuned"])
 def test_reference_serves_https_unpinned(https_site, profile):
-    if not _reference_speaks_tls():
-        pytest.skip("this build's reference server has no --tls-cert yet (the tls-peers branch adds it)")
     _serves_https("reference", https_site, profile)
 
 
@@ -145,9 +134,14 @@ def test_a_server_host_starts_https_with_a_certificate_of_its_own():
         host.stop()
 
 
-def test_reference_refuses_a_pinned_version_in_one_line(https_site):
-    site = replace(https_site, tls=replace(https_site.tls, version="1.2"))
-    assert "pin the client's version instead" in _refused(servers.get("reference"), site)
+def test_reference_main_refuses_a_version_without_a_certificate_in_one_line(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "httpbench.servers.reference_main", "--root", str(tmp_path), "--tls-version", "1.2"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2 and "--tls-version pins HTTPS's version" in done.stderr, done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """`httpbench run` for real: a short quick-shaped sweep against nginx and reference, stored and
 shown; a sweep killed with SIGKILL and resumed loses and duplicates no round; a resumed run keeps
-its CPUs and servers. And the sweep's cluster logic on scripted loads: the client ceiling when a
-client host is lost, and each client host's saturation."""
+its CPUs and servers; a plan pinned to TLS 1.2 measures the reference server at it. And the
+sweep's cluster logic on scripted loads: the client ceiling when a client host is lost, and each
+client host's saturation."""
 
 import shlex
 import signal
@@ -11,7 +12,7 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from conftest import httpbench
+from conftest import httpbench, quick_sweep, short_plan
 from httpbench.store import Store
 
 PLAN = """
@@ -245,6 +246,24 @@ HTTP = ("http", True, None)  # the ceiling plain HTTP cells share (target.kind)
 
 def merged(per_second: float, lost=()) -> dict:
     return {"requests": {"per_second": per_second}, "lost_hosts": list(lost)}
+
+
+def test_a_plan_pinned_to_tls_1_2_measures_the_reference_server_at_it(tmp_path):
+    # The reference server pins the version as the other servers do: its cell is made, its
+    # verification sees TLS 1.2 negotiated with a client that offers both, and the load's
+    # handshakes are TLS 1.2.
+    pinned = '[tls]\nversion = "1.2"\n'
+    plan = short_plan(tmp_path, '["reference"]', "4", "requests = 400", extra='protocols = ["https"]', tables=pinned)
+    notes: list = []
+    sweep = quick_sweep(plan, tmp_path / "r.db", notes)
+    assert [(c.server, c.protocol) for c in sweep.cells] == [("reference", "https")], notes
+    run_id = sweep.start()
+    sweep.run(run_id)
+    (cell,) = sweep.store.run(run_id)["cells"]
+    assert cell["status"] == "done", cell["error"]
+    (measured,) = [r["measurement"] for r in cell["rounds"]]
+    assert measured["tls"]["version"] == "1.2" and measured["tls"]["verified"], measured["tls"]
+    assert measured["requests"]["completed"] == 400 and measured["errors_total"] == 0
 
 
 def test_a_client_host_lost_while_measuring_the_ceiling_has_it_measured_again(tmp_path, plan_file):

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import binary, log_lines, tls_nginx
+from conftest import accounted, binary, log_lines, tls_nginx
 
 SEVEN = b"hello!\n"
 
@@ -52,11 +52,6 @@ def logged(server, before: int, expected: int) -> list[list[str]]:
     """The access log's lines after the first `before`, split: serial, method, path, protocol,
     TLS version, session reused (r or .)."""
     return [line.split() for line in log_lines(server.log, before + expected)[before:]]
-
-
-def accounted(r: dict) -> None:
-    q = r["requests"]
-    assert q["sent"] == q["completed"] + q["failed"] + q["in_flight"], q
 
 
 @pytest.mark.parametrize("io", ["io-uring", "epoll"])
@@ -183,6 +178,11 @@ def test_tls_flags_with_an_http_url_are_refused(server, args, says):
     [
         (("--cacert", "/nonexistent/ca.pem"), "--cacert: cannot use /nonexistent/ca.pem as CA certificates: No such"),
         (("--cacert", "{log}"), "holds no PEM certificate"),
+        (("--cacert", "/"), "--cacert: cannot use / as CA certificates: Is a directory"),
+        (
+            ("--tls-version", "1.3", "--tls-ciphers", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"),
+            "--tls-ciphers: none of the cipher suites offered is for TLS 1.3: offer one of TLS_AES_256_GCM_SHA384,",
+        ),
         (("--tls-version", "1.1"), "'1.1'"),
         (("--tls-ciphers", "RC4-MD5"), '--tls-ciphers: "RC4-MD5" is not one this client offers; choose among'),
         (("--tls-groups", "ffdhe1024"), '--tls-groups: "ffdhe1024" is not one this client offers'),

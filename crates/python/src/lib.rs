@@ -77,29 +77,25 @@ fn run(py: Python<'_>, spec_json: &str) -> PyResult<String> {
 /// Serve `root` with the suite's reference server (`httpbench-reference`) until a Python signal
 /// handler raises (Ctrl-C; SIGTERM once Python handles it): the exception ends the serving, which
 /// closes the sockets, and propagates. `threads` 0 means one event loop per CPU of the affinity
-/// mask. With `tls_cert` and `tls_key` (PEM files, both or neither) it serves HTTPS.
+/// mask. With `tls`, (certificate PEM file, its key's PEM file, version "1.2" or "1.3" or None
+/// for both), it serves HTTPS.
 #[pyfunction]
-#[pyo3(signature = (root, host, port, threads, tls_cert=None, tls_key=None))]
+#[pyo3(signature = (root, host, port, threads, tls=None))]
 fn serve_reference(
     py: Python<'_>,
     root: std::path::PathBuf,
     host: &str,
     port: u16,
     threads: usize,
-    tls_cert: Option<std::path::PathBuf>,
-    tls_key: Option<std::path::PathBuf>,
+    tls: Option<(std::path::PathBuf, std::path::PathBuf, Option<String>)>,
 ) -> PyResult<()> {
-    let server = httpbench_reference::Server::bind(&root, host, port, threads).and_then(|server| {
-        match (tls_cert, tls_key) {
-            (Some(cert), Some(key)) => server.with_tls(&cert, &key),
-            (None, None) => Ok(server),
-            _ => Err(
-                "a TLS certificate needs its key and a key its certificate: give both, \
-                      or neither for HTTP"
-                    .into(),
-            ),
-        }
-    });
+    let server =
+        httpbench_reference::Server::bind(&root, host, port, threads).and_then(
+            |server| match &tls {
+                Some((cert, key, version)) => server.with_tls(cert, key, version.as_deref()),
+                None => Ok(server),
+            },
+        );
     let server = server.map_err(EngineError::new_err)?;
     eprintln!("{}", server.banner(&root));
     let stop = Arc::new(AtomicBool::new(false));

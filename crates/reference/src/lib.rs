@@ -94,10 +94,16 @@ impl Server {
         })
     }
 
-    /// Serve over TLS with the certificate chain in `cert` and its private key in `key` (PEM);
-    /// an error says which file is wrong and how.
-    pub fn with_tls(mut self, cert: &Path, key: &Path) -> Result<Server, String> {
-        self.tls = Some(tls::server_config(cert, key)?);
+    /// Serve over TLS with the certificate chain in `cert` and its private key in `key` (PEM),
+    /// speaking only `version` ("1.2" or "1.3") when one is given; an error says which file or
+    /// version is wrong and how.
+    pub fn with_tls(
+        mut self,
+        cert: &Path,
+        key: &Path,
+        version: Option<&str>,
+    ) -> Result<Server, String> {
+        self.tls = Some(tls::server_config(cert, key, version)?);
         Ok(self)
     }
 

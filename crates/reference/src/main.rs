@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 const USAGE: &str = "\
 usage: httpbench-reference --root DIR [--host 127.0.0.1] [--port 8080] [--threads N]
-                           [--tls-cert FILE --tls-key FILE]
+                           [--tls-cert FILE --tls-key FILE [--tls-version 1.2|1.3]]
 
 Serves the files under DIR, read into memory at start, over HTTP/1.1 until SIGINT
 or SIGTERM. --threads: event loops, each pinned to one CPU of the process's
@@ -16,6 +16,8 @@ affinity mask (default 0: one per CPU of the mask).
 PEM, the certificate chain (server's first) and its private key (ECDSA or RSA;
 PKCS#8, SEC1 or PKCS#1). TLS 1.3 and 1.2 with rustls, ALPN http/1.1, session
 resumption by TLS 1.3 tickets, TLS 1.2 tickets and TLS 1.2 session IDs.
+--tls-version: speak that version only (a plan that pins one measures every
+server at it).
 ";
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -27,7 +29,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 fn main() {
     let (mut root, mut host, mut port, mut threads) =
         (None, "127.0.0.1".to_string(), 8080u16, 0usize);
-    let (mut cert, mut key) = (None, None);
+    let (mut cert, mut key, mut version) = (None, None, None);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
@@ -44,12 +46,16 @@ fn main() {
             "--threads" => threads = number(&flag, &value),
             "--tls-cert" => cert = Some(PathBuf::from(&value)),
             "--tls-key" => key = Some(PathBuf::from(&value)),
+            "--tls-version" => version = Some(value.clone()),
             _ => usage_error(&format!("unknown option {flag}")),
         }
     }
     let root = root.unwrap_or_else(|| usage_error("--root is required"));
     let tls = match (cert, key) {
         (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) if version.is_some() => {
+            usage_error("--tls-version needs --tls-cert and --tls-key: it pins HTTPS's version")
+        }
         (None, None) => None,
         (Some(_), None) => {
             usage_error("--tls-cert needs --tls-key: give both, or neither for HTTP")
@@ -65,7 +71,7 @@ fn main() {
     }
     let server = httpbench_reference::Server::bind(&root, &host, port, threads)
         .and_then(|server| match &tls {
-            Some((cert, key)) => server.with_tls(cert, key),
+            Some((cert, key)) => server.with_tls(cert, key, version.as_deref()),
             None => Ok(server),
         })
         .unwrap_or_else(|e| fail(&e));

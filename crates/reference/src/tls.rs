@@ -25,7 +25,7 @@ use rustls::crypto::ring;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::ServerSessionMemoryCache;
-use rustls::ServerConfig;
+use rustls::{ServerConfig, SupportedProtocolVersion};
 
 /// TLS 1.2 sessions kept for resumption by session ID: enough for a load run's tens of thousands
 /// of clients (rustls' default of 256 would turn most resumptions into full handshakes). An entry
@@ -69,12 +69,36 @@ fn pem_error(what: &str, path: &Path, e: rustls::pki_types::pem::Error) -> Strin
     }
 }
 
-/// The server's TLS configuration: TLS 1.3 and 1.2, ALPN `http/1.1`, and resumption both ways
-/// (stateless tickets for TLS 1.3 and 1.2, a session cache for TLS 1.2 session IDs).
-pub(crate) fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+static TLS12_ONLY: &[&SupportedProtocolVersion] = &[&rustls::version::TLS12];
+static TLS13_ONLY: &[&SupportedProtocolVersion] = &[&rustls::version::TLS13];
+
+/// The versions spoken: `version` alone when one is pinned ("1.2" or "1.3"), so that a plan
+/// measuring TLS 1.2 against 1.3 measures this server at each as it does the others; else both.
+fn protocol_versions(
+    version: Option<&str>,
+) -> Result<&'static [&'static SupportedProtocolVersion], String> {
+    match version {
+        None => Ok(rustls::ALL_VERSIONS),
+        Some("1.2") => Ok(TLS12_ONLY),
+        Some("1.3") => Ok(TLS13_ONLY),
+        Some(other) => Err(format!(
+            "TLS version {other:?} is not one this server speaks: give 1.2 or 1.3, or none for both"
+        )),
+    }
+}
+
+/// The server's TLS configuration: TLS 1.3 and 1.2 (or the one `version` pins), ALPN `http/1.1`,
+/// and resumption both ways (stateless tickets for TLS 1.3 and 1.2, a session cache for TLS 1.2
+/// session IDs).
+pub(crate) fn server_config(
+    cert: &Path,
+    key: &Path,
+    version: Option<&str>,
+) -> Result<Arc<ServerConfig>, String> {
+    let versions = protocol_versions(version)?;
     let (chain, key_der) = identity(cert, key)?;
     let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
-        .with_protocol_versions(rustls::ALL_VERSIONS)
+        .with_protocol_versions(versions)
         .map_err(|e| format!("TLS configuration: {e}"))?
         .with_no_client_auth()
         .with_single_cert(chain, key_der)

@@ -79,10 +79,13 @@ impl EpollReactor {
         }
     }
 
+    /// Read what `fd` holds. `closing`: the event said the peer closed (or the socket failed),
+    /// so the reads go on to the end, whatever their size.
     fn readable<F: FnMut(&mut Self, Token, Completion<'_>)>(
         &mut self,
         fd: RawFd,
         token: Token,
+        closing: bool,
         on: &mut F,
     ) {
         let buf = std::mem::take(&mut self.buf);
@@ -92,7 +95,9 @@ impl EpollReactor {
             if n > 0 {
                 on(self, token, Completion::Received(&buf[..n as usize], None));
                 // Edge-triggered: a short read drained the socket; more data means a new edge.
-                if (n as usize) < buf.len() || !self.is_current(fd, token) {
+                // Not so the close: a FIN that came with the last data was in this edge already,
+                // and no other comes, so a short body would wait for its timeout.
+                if ((n as usize) < buf.len() && !closing) || !self.is_current(fd, token) {
                     break;
                 }
             } else if n == 0 {
@@ -229,7 +234,8 @@ impl Reactor for EpollReactor {
             if (event.is_readable() || event.is_read_closed() || event.is_error())
                 && self.is_current(fd, token)
             {
-                self.readable(fd, token, &mut on);
+                let closing = event.is_read_closed() || event.is_error();
+                self.readable(fd, token, closing, &mut on);
             }
         }
         self.events = events;

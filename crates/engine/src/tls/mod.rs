@@ -70,16 +70,29 @@ impl TlsClient {
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(versions)
             .map_err(|e| {
-                Error::from(ErrorKind::TlsSettings {
-                    field: if spec.ciphers.is_empty() {
-                        "tls.groups"
-                    } else {
-                        "tls.ciphers"
-                    },
-                    problem: format!(
-                        "no cipher suite or group offered fits TLS {}: {e}",
-                        spec.version.map_or("1.2 or 1.3", TlsVersion::name)
-                    ),
+                let version = spec.version.map_or("1.2 or 1.3", TlsVersion::name);
+                Error::from(if spec.ciphers.is_empty() {
+                    ErrorKind::TlsSettings {
+                        field: "tls.groups",
+                        problem: format!("no group offered fits TLS {version}: {e}"),
+                    }
+                } else {
+                    // rustls' own words ("no usable cipher suites configured") do not say which
+                    // suites would do: the version's own are named.
+                    let fitting: Vec<String> = ring::default_provider()
+                        .cipher_suites
+                        .iter()
+                        .filter(|s| versions.iter().any(|v| v.version == s.version().version))
+                        .map(|s| suite_name(s.suite()))
+                        .collect();
+                    ErrorKind::TlsSettings {
+                        field: "tls.ciphers",
+                        problem: format!(
+                            "none of the cipher suites offered is for TLS {version}: offer one of \
+                             {}, or another version",
+                            fitting.join(",")
+                        ),
+                    }
                 })
             })?;
         let mut config = if spec.insecure {

@@ -66,7 +66,9 @@ fn identity(alg: &'static rcgen::SignatureAlgorithm) -> Identity {
 }
 
 fn start_tls(big: usize, id: &Identity) -> Running {
-    start_with(big, |server| server.with_tls(&id.cert, &id.key).unwrap())
+    start_with(big, |server| {
+        server.with_tls(&id.cert, &id.key, None).unwrap()
+    })
 }
 
 /// A client trusting `id` only, speaking `version`, offering ALPN http/1.1.
@@ -75,10 +77,19 @@ fn client(
     version: &'static SupportedProtocolVersion,
     resumption: Resumption,
 ) -> Arc<ClientConfig> {
+    client_of(id, &[version], resumption)
+}
+
+/// A client trusting `id` only, offering `versions` and ALPN http/1.1.
+fn client_of(
+    id: &Identity,
+    versions: &[&'static SupportedProtocolVersion],
+    resumption: Resumption,
+) -> Arc<ClientConfig> {
     let mut roots = RootCertStore::empty();
     roots.add(id.der.clone()).unwrap();
     let mut config = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
-        .with_protocol_versions(&[version])
+        .with_protocol_versions(versions)
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
@@ -126,6 +137,41 @@ fn tls_1_3_and_1_2_serve_with_ecdsa_and_rsa_keys() {
             assert_eq!(c.conn.handshake_kind(), Some(HandshakeKind::Full));
         }
     }
+}
+
+#[test]
+fn a_pinned_version_is_the_only_one_spoken() {
+    let id = identity(&rcgen::PKCS_ECDSA_P256_SHA256);
+    for (pinned, wire, other) in [
+        ("1.2", ProtocolVersion::TLSv1_2, &rustls::version::TLS13),
+        ("1.3", ProtocolVersion::TLSv1_3, &rustls::version::TLS12),
+    ] {
+        let s = start_with(10, |server| {
+            server.with_tls(&id.cert, &id.key, Some(pinned)).unwrap()
+        });
+        // A client offering both gets the pinned one ...
+        let both = client_of(&id, rustls::ALL_VERSIONS, Resumption::disabled());
+        let mut c = connect_tls(&s, &both);
+        get_index(&mut c);
+        assert_eq!(c.conn.protocol_version(), Some(wire));
+        // ... and one offering only the other is refused in the handshake.
+        let mut c = connect_tls(&s, &client(&id, other, Resumption::disabled()));
+        let refused = c.conn.complete_io(&mut c.sock).unwrap_err();
+        assert_eq!(
+            refused.kind(),
+            std::io::ErrorKind::InvalidData,
+            "{refused:?}"
+        );
+    }
+    let err = Server::bind(&id.dir, "127.0.0.1", 0, 1)
+        .unwrap()
+        .with_tls(&id.cert, &id.key, Some("1.1"))
+        .err()
+        .unwrap();
+    assert!(
+        err.contains("\"1.1\" is not one this server speaks: give 1.2 or 1.3"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -253,7 +299,7 @@ fn a_key_that_is_not_the_certificates_or_not_pem_is_refused_at_start() {
     let tls = |cert: &Path, key: &Path| {
         Server::bind(&a.dir, "127.0.0.1", 0, 1)
             .unwrap()
-            .with_tls(cert, key)
+            .with_tls(cert, key, None)
             .err()
             .unwrap()
     };

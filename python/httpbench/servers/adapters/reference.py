@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from httpbench import __version__
-from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
+from httpbench.servers.base import Config, Server, ServerProfile, Site
 
 
 class Reference(Server):
@@ -18,14 +18,6 @@ class Reference(Server):
     packages = ()
     program = sys.executable
     speaks_tls = True  # rustls, so the client's ceiling can be measured over TLS too
-
-    def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
-        if tls is not None and tls.version is not None:
-            return (
-                "the reference server speaks TLS 1.3 and 1.2 and cannot be pinned to one; "
-                "leave tls.version unset for it and pin the client's version instead"
-            )
-        return None
 
     def installed(self) -> bool:
         return True
@@ -67,12 +59,14 @@ threads = {site.workers}    # one per CPU given, each loop pinned to one
             "--threads",
             str(site.workers),
             *(["--tls-cert", str(site.tls.cert), "--tls-key", str(site.tls.key)] if site.tls else []),
+            *(["--tls-version", site.tls.version] if site.tls and site.tls.version else []),
         ]
 
 
 def _tls(site: Site) -> str:
     if site.tls is None:
         return ""
-    return f"""tls_cert = {site.tls.cert}    # HTTPS by rustls, TLS 1.3 and 1.2, with its defaults
+    versions = f"TLS {site.tls.version} only, as pinned" if site.tls.version else "TLS 1.3 and 1.2"
+    return f"""tls_cert = {site.tls.cert}    # HTTPS by rustls, {versions}, with its defaults
 tls_key = {site.tls.key}
 """
