@@ -44,7 +44,8 @@ def _cells(runs: Sequence[RunResults]) -> List[dict]:
     table = tables.cells(runs)
     keys = [c.key for c in table.columns]
     out = []
-    for raw, shown, flags in zip(table.rows, table.shown(), table.flags):
+    cells = [c for r in runs for c in r.cells]
+    for cell, raw, shown, flags in zip(cells, table.rows, table.shown(), table.flags):
         row = dict(zip(keys, shown))
         out.append(
             {
@@ -57,6 +58,7 @@ def _cells(runs: Sequence[RunResults]) -> List[dict]:
                 "mean": row["rps_mean"],
                 "max": row["rps_max"],
                 "seconds": row["seconds"],
+                "tls": tables.tls_words(cell),
                 "flags": _flags(flags),
             }
         )
@@ -110,6 +112,8 @@ def _level_tables(runs: Sequence[RunResults]) -> List[dict]:
                 {
                     "key": cell.key + (f" (run {run.id})" if len(runs) > 1 else ""),
                     "version": cell.server_version,
+                    "tls": tables.tls_words(cell),
+                    "header": [c.title for c in table.columns],
                     "rows": [{"cells": shown, "flagged": bool(flags)} for shown, flags in rows],
                     "flags": [{"level": shown[0], **flag} for shown, flags in rows for flag in _flags(flags)],
                 }
@@ -175,6 +179,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
     ids = ", ".join(str(r.id) for r in runs)
     plans = ", ".join(dict.fromkeys(r.plan_name for r in runs))
     level_tables = _level_tables(runs)
+    cells = _cells(runs)
     return env.get_template("page.html.j2").render(
         version=__version__,
         made=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -185,10 +190,11 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         missing=missing,
         specs=_script_json({c.name: vega(c.vega_lite) for c in charts}),
         winners=summary.winners(runs),
+        tls_costs=summary.tls_costs(runs),
         cautions=summary.cautions(runs),
-        cells=_cells(runs),
+        cells=cells,
+        tls_column=any(c["tls"] for c in cells),
         rating=rating and _rating(m, rating),
-        level_header=[c.title for c in tables.LEVEL_COLUMNS],
         level_tables=level_tables,
         runs=[
             {
