@@ -26,6 +26,8 @@ SHORT = {
     "end_memory": "End memory",
     "rating": "Rating",
     "differences": "Differences",
+    "tls_share": "HTTPS share",
+    "tls_handshakes": "Handshakes",
     "spectrum": "Percentiles",
     "timeline": "Timeline",
 }
