@@ -104,20 +104,25 @@ def _rating(m: Measured, chart: Chart) -> dict:
 
 def _level_tables(runs: Sequence[RunResults]) -> List[dict]:
     """Each cell's levels; their flags with the reasons go under the table, which a column of
-    them would push past the page's width."""
+    them would push past the page's width, and so does what a request (and a TLS cell's
+    handshake) cost, in a table of its own."""
+    split = len(tables.LEVEL_COLUMNS)
     out = []
     for run in runs:
         for cell in run.measured:
             table = tables.levels(cell)
             rows = list(zip(table.shown(), table.flags))
+            titles = [c.title for c in table.columns]
             out.append(
                 {
                     "key": cell.key + (f" (run {run.id})" if len(runs) > 1 else ""),
                     "version": cell.server_version,
                     "tls": tables.tls_words(cell),
-                    "header": [c.title for c in table.columns],
-                    "rows": [{"cells": shown, "flagged": bool(flags)} for shown, flags in rows],
+                    "header": titles[:split],
+                    "rows": [{"cells": shown[:split], "flagged": bool(flags)} for shown, flags in rows],
                     "flags": [{"level": shown[0], **flag} for shown, flags in rows for flag in _flags(flags)],
+                    "cost_header": titles[:1] + titles[split:],
+                    "cost_rows": [shown[:1] + shown[split:] for shown, _ in rows],
                 }
             )
     return out

@@ -270,7 +270,9 @@ def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
             continue
         multiple = _Ratio.of(rate / base, compare.spread(_rates(resumed)), compare.spread(_rates(against)))
         bound, held = _bound(resumed, against), "at least " if _saturated(resumed) else ""
-        times = f"as many{multiple.why_tie()}" if multiple.tie else f"{bound}{multiple.value:.2f} times"
+        # Within parentheses already: the tie's own reason joins them rather than nesting its own.
+        why = multiple.why_tie().strip(" ()")
+        times = f"as many{', ' + why if why else ''}" if multiple.tie else f"{bound}{multiple.value:.2f} times"
         line += f", {held}{rate:,.0f} {how} ({times}{_over(pair)})" + _both_held(resumed, against, "multiple")
     return line + (f" ({where.lstrip(', ')})" if where else "") + "."
 

@@ -99,12 +99,16 @@ LEVEL_COLUMNS = [
     Column("server_cpu_sys", "system", _cores),
     Column("server_memory_bytes", "server memory", _mib),
     Column("client_busy", "client busy", _share),
-    Column("server_cpu_per_request_us", "server CPU per request", _ms),
 ]
-# A TLS cell's levels have these too (the exports have them for every cell, empty for plain HTTP).
+# What a request costs the server, which TLS raises even where the client sets the pace.
+COST_COLUMNS = [Column("server_cpu_per_request_us", "server CPU per request", _ms)]
+# A TLS cell's levels have these too; the exports have them for every cell (empty for plain HTTP),
+# and the handshakes' counts, which the cost of TLS shows per second.
 TLS_LEVEL_COLUMNS = [
     Column("tls_handshake_p50_us", "handshake p50", _ms),
     Column("tls_handshake_p99_us", "handshake p99", _ms),
+]
+HANDSHAKE_COLUMNS = [
     Column("handshakes_full", "full handshakes", _count),
     Column("handshakes_resumed", "resumed", _count),
 ]
@@ -160,7 +164,6 @@ def _level_values(lv) -> list:
         lv.server_cpu_sys,
         lv.server_memory_bytes,
         lv.client_busy,
-        lv.server_cpu_per_request_us,
     ]
 
 
@@ -176,30 +179,28 @@ def tls_words(cell: CellResult) -> str:
 
 def _tls_values(lv) -> list:
     handshake = lv.handshake
-    return [
-        handshake and handshake.p50_us,
-        handshake and handshake.p99_us,
-        lv.handshakes_full,
-        lv.handshakes_resumed,
-    ]
+    return [handshake and handshake.p50_us, handshake and handshake.p99_us]
 
 
 def levels(cell: CellResult) -> Table:
-    """Every level of one cell; a TLS cell's with its handshakes."""
+    """Every level of one cell, with what a request cost the server; a TLS cell's with its
+    handshakes' latency."""
     tls = uses_tls(cell.protocol)
-    table = Table(LEVEL_COLUMNS + (TLS_LEVEL_COLUMNS if tls else []))
+    table = Table(LEVEL_COLUMNS + COST_COLUMNS + (TLS_LEVEL_COLUMNS if tls else []))
     for lv in cell.levels:
-        table.add(_level_values(lv) + (_tls_values(lv) if tls else []), lv.flags)
+        table.add(_level_values(lv) + [lv.server_cpu_per_request_us] + (_tls_values(lv) if tls else []), lv.flags)
     return table
 
 
 def all_levels(runs: Sequence[RunResults]) -> Table:
     """Every level of every cell in one long table: the CSV export."""
-    table = Table(CELL_COLUMNS + LEVEL_COLUMNS + TLS_LEVEL_COLUMNS)
+    table = Table(CELL_COLUMNS + LEVEL_COLUMNS + COST_COLUMNS + TLS_LEVEL_COLUMNS + HANDSHAKE_COLUMNS)
     for run in runs:
         for cell in run.measured:
             for lv in cell.levels:
-                table.add(_cell_values(cell) + _level_values(lv) + _tls_values(lv), lv.flags)
+                handshakes = [lv.handshakes_full, lv.handshakes_resumed]
+                cost = [lv.server_cpu_per_request_us]
+                table.add(_cell_values(cell) + _level_values(lv) + cost + _tls_values(lv) + handshakes, lv.flags)
     return table
 
 
