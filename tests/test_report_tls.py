@@ -245,3 +245,23 @@ def test_exports_name_protocol_tls_version_key_and_resumption(tls_run):
         "tickets",
     )
     assert cells["nginx/tuned/7B/ka/1cpu"]["protocol"] == "http" and cells["nginx/tuned/7B/ka/1cpu"]["tls_key"] is None
+    markdown = httpbench("export", str(run_id), "--db", str(db), "--format", "markdown").stdout
+    assert "### 7B, HTTPS (TLS negotiated, ecdsa-p256), no keep-alive, resumed by tickets, 1 CPU" in markdown
+    assert "### Cost of TLS\n\n- nginx/tuned serves " in markdown
+
+
+def test_a_servers_http_and_https_levels_are_never_one_line(tls_run):
+    """The charts against concurrency have a panel per protocol, keep-alive and handshakes: one
+    with both would join a server's http and https levels into one zigzag line."""
+    db, run_id = tls_run
+    (throughput,) = [c for c in charts.all_charts([_load(db, run_id)]) if c.name == "throughput"]
+    rows = throughput.spec.to_dict()["data"]["values"]
+    points = [(r["series"], r["context"], r["cpus"], r["level"]) for r in rows]
+    assert len(points) == len(set(points)) == 10 * 2
+    assert {r["context"] for r in rows} == {
+        "7B, keep-alive",
+        "7B, no keep-alive",
+        "7B, HTTPS (TLS negotiated, ecdsa-p256), keep-alive",
+        "7B, HTTPS (TLS negotiated, ecdsa-p256), no keep-alive, full handshakes",
+        "7B, HTTPS (TLS negotiated, ecdsa-p256), no keep-alive, resumed by tickets",
+    }
