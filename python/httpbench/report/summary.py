@@ -230,15 +230,12 @@ def _over(pair: tls_cost.Pair) -> str:
 
 def _https_share(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
     """With keep-alive: https req/s as a share of http's, the tie and the bounds as in the verdicts."""
-    pair = cost.keep_alive
-    if not pair or not pair.levels:
+    if cost.keep_alive_figures is None:
         return None
-    https, http = pair.figures(pair.cell), pair.figures(pair.against)
-    if not http.mean_rps or https.mean_rps is None:
-        return None
+    https, http = cost.keep_alive_figures
     share = _Ratio.of(https.mean_rps / http.mean_rps, compare.spread(_rates(https)), compare.spread(_rates(http)))
     bound = _bound(https, http)
-    place = f"(keep-alive{where}{_over(pair)})"
+    place = f"(keep-alive{where}{_over(cost.keep_alive)})"
     if share.tie:
         line = f"{name} serves {bound}as many requests per second over HTTPS as over HTTP {place}{share.why_tie()}"
     else:
@@ -252,10 +249,9 @@ def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
     """Without keep-alive: full handshakes per second, and resumed ones as a multiple of them.
     Each request makes one handshake, so the rates vary from round to round as the requests/s do,
     and their noise is taken from those."""
-    if cost.full is None:
+    full = cost.full_figures
+    if full is None:
         return None
-    first = cost.resumed[0] if cost.resumed else None
-    full = first.figures(cost.full) if first else Figures(tuple(cost.full.levels), None)
     full_rate = tls_cost.handshake_rate(full, resumed=False)
     if full_rate is None:
         return None

@@ -50,12 +50,10 @@ def _missing(m: Measured, what: str) -> str:
 def share(m: Measured) -> Chart:
     rows = []
     for cost in _costs(m):
+        if cost.keep_alive_figures is None:
+            continue
+        https, http = cost.keep_alive_figures
         pair = cost.keep_alive
-        if not pair or not pair.levels:
-            continue
-        https, http = pair.figures(pair.cell), pair.figures(pair.against)
-        if not http.mean_rps or https.mean_rps is None:
-            continue
         rows.append(
             {
                 "series": m.series_of(pair.cell),
@@ -94,10 +92,9 @@ def share(m: Measured) -> Chart:
 def handshakes(m: Measured) -> Chart:
     rows = []
     for cost in _costs(m):
-        if cost.full is None:
+        full = cost.full_figures
+        if full is None:
             continue
-        first = cost.resumed[0] if cost.resumed else None
-        full = first.figures(cost.full) if first else Figures(tuple(cost.full.levels), None)
         measured = [("full handshakes", full, False)] + [
             (HANDSHAKES[pair.cell.resumption], pair.figures(pair.cell), True) for pair in cost.resumed
         ]

@@ -53,7 +53,25 @@ class Cost:
 
     @property
     def shown(self) -> bool:
-        return bool(self.keep_alive and self.keep_alive.levels) or self.full is not None
+        return self.keep_alive_figures is not None or self.full is not None
+
+    @property
+    def keep_alive_figures(self) -> Optional[Tuple[Figures, Figures]]:
+        """The https and the http cell's figures with keep-alive, on the levels both measured;
+        None without both, or without an http throughput to divide by."""
+        pair = self.keep_alive
+        if not pair or not pair.levels:
+            return None
+        https, http = pair.figures(pair.cell), pair.figures(pair.against)
+        return (https, http) if http.mean_rps and https.mean_rps is not None else None
+
+    @property
+    def full_figures(self) -> Optional[Figures]:
+        """The full handshakes' cell's figures: on the levels the (first) resumed cell measured
+        too, so that the rates said side by side are of the same levels."""
+        if self.full is None:
+            return None
+        return self.resumed[0].figures(self.full) if self.resumed else Figures(tuple(self.full.levels), None)
 
 
 def _context(cell: CellResult) -> str:
