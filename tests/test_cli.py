@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, binary, httpbench, short_plan
 from httpbench import cli, console, results
+from httpbench.protocol import TlsSettings
 from httpbench.store import Store
 from rich.console import Console
 from test_store import FakeCell, FakePlan, fill, measurement
@@ -85,14 +86,21 @@ def test_outputs_that_cannot_be_written_are_one_line(filled, tmp_path):
 
 def long_run(db: Path) -> results.RunResults:
     """A run with the widest figures a terminal must hold: long cell keys, millions of requests/s,
-    long latencies, flags with long reasons."""
+    long latencies, flags with long reasons, and a TLS cell with its handshakes' columns."""
     store = Store(str(db))
     run_id = store.start_run(FakePlan(), {}, {})
-    for key in ("trafficserver/default/25KB/close/16cpu", "apache2-prefork/default/25KB/close/16cpu"):
-        cell_id = store.cell(run_id, FakeCell(key=key, server=key.split("/")[0], profile="default"), "", "v1")
+    tls_key = "trafficserver/default/25KB/close/16cpu/https/tickets"
+    for key in ("trafficserver/default/25KB/close/16cpu", "apache2-prefork/default/25KB/close/16cpu", tls_key):
+        https = dict(protocol="https", resumption="tickets") if key == tls_key else {}
+        tls = TlsSettings(key="rsa-4096") if https else None
+        cell = FakeCell(key=key, server=key.split("/")[0], profile="default", **https)
+        cell_id = store.cell(run_id, cell, "", "v1", tls)
         for level in (1, 10000):
             for index in (0, 1):
                 m = measurement(level, index)
+                if https:
+                    m["tls"] = {"version": "1.3", "handshakes_full": 12, "handshakes_resumed": 123_456_789}
+                    m["latency"]["tls_handshake"] = m["latency"]["total"]
                 m["requests"]["per_second"] = 12_345_678.9 + index * 1_000_000
                 m["flags"].append(
                     {
@@ -124,6 +132,7 @@ def test_show_fits_the_terminal_with_every_flag_and_reason_under_the_table(tmp_p
         "level 10000: client_saturated: busiest client thread 95.0% busy and 3.0% waiting for its CPU (> 90%)" in words
     ), text
     assert "littles_law: 1 connections, throughput x latency says 3.9" in words
+    assert "(v1; TLS 1.3 (negotiated), rsa-4096, resumed by tickets)" in words and "handshake" in words
 
 
 def test_show_piped_into_head_exits_quietly(filled):

@@ -131,7 +131,8 @@ def copy_run(
                 "resumption": cell["resumption"],
             },
         )
-        cell_id = store.cell(new_id, shape, cell["config_text"], cell["server_version"])
+        tls = cell["tls_key"] and type("Tls", (), {"key": cell["tls_key"], "version": cell["tls_version"]})
+        cell_id = store.cell(new_id, shape, cell["config_text"], cell["server_version"], tls)
         for r in rounds:
             m = copy.deepcopy(r["measurement"])
             m["requests"]["per_second"] *= throughput_scale
@@ -186,16 +187,13 @@ def _expect_hidden(page, chart: str, hidden: dict) -> None:
         )
 
 
-def test_the_page_draws_every_chart_offline_in_chromium(stored, tmp_path):
+def draw_offline(page_file: Path, shot: Path, act=lambda page: None) -> tuple:
+    """Open a report page in the real headless Chromium with the network off, wait until every
+    chart is drawn, screenshot it and `act(page)` on it: (problems: requests, console errors and
+    warnings, page errors; [chart element id, marks drawn]; rows of failed cells)."""
     from playwright import sync_api  # in the test extras: missing, this test fails rather than skips
 
     assert Path(CHROMIUM).exists(), "Chromium is missing: apt-get install -y chromium (make test-deps does)"
-    db, run_id, _ = stored
-    page_file = tmp_path / "report.html"
-    made = httpbench("report", str(run_id), "--db", str(db), "-o", str(page_file))
-    assert made.returncode == 0, made.stderr
-    names = [c.name for c in charts.all_charts([results.load(Store(str(db)), run_id)])]
-    assert EVERY_CHART <= set(names)
     problems = []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -218,24 +216,39 @@ def test_the_page_draws_every_chart_offline_in_chromium(stored, tmp_path):
             drawn = page.eval_on_selector_all(
                 ".chart", "els => els.map(e => [e.id, e.querySelectorAll('svg.marks path, svg.marks line').length])"
             )
-            shot = tmp_path / "report.png"
             page.screenshot(path=str(shot), full_page=True)
             failed = page.eval_on_selector_all("tr.failed", "rows => rows.length")
-            # The legend: a click hides that series, shift-click another too, a double-click shows all.
-            chart = "#chart-throughput"
-
-            def entry(name):
-                return page.locator(f"{chart} .role-legend-label text", has_text=name).first
-
-            _expect_hidden(page, chart, {"nginx/tuned": False, "reference/tuned": False})
-            entry("nginx/tuned").click()
-            _expect_hidden(page, chart, {"nginx/tuned": True, "reference/tuned": False})
-            entry("reference/tuned").click(modifiers=["Shift"])
-            _expect_hidden(page, chart, {"nginx/tuned": True, "reference/tuned": True})
-            entry("nginx/tuned").dblclick()
-            _expect_hidden(page, chart, {"nginx/tuned": False, "reference/tuned": False})
+            act(page)
         finally:
             browser.close()
+    return problems, drawn, failed
+
+
+def test_the_page_draws_every_chart_offline_in_chromium(stored, tmp_path):
+    db, run_id, _ = stored
+    page_file = tmp_path / "report.html"
+    made = httpbench("report", str(run_id), "--db", str(db), "-o", str(page_file))
+    assert made.returncode == 0, made.stderr
+    names = [c.name for c in charts.all_charts([results.load(Store(str(db)), run_id)])]
+    assert EVERY_CHART <= set(names)
+
+    def legend(page):
+        """A click hides that series, shift-click another too, a double-click shows all."""
+        chart = "#chart-throughput"
+
+        def entry(name):
+            return page.locator(f"{chart} .role-legend-label text", has_text=name).first
+
+        _expect_hidden(page, chart, {"nginx/tuned": False, "reference/tuned": False})
+        entry("nginx/tuned").click()
+        _expect_hidden(page, chart, {"nginx/tuned": True, "reference/tuned": False})
+        entry("reference/tuned").click(modifiers=["Shift"])
+        _expect_hidden(page, chart, {"nginx/tuned": True, "reference/tuned": True})
+        entry("nginx/tuned").dblclick()
+        _expect_hidden(page, chart, {"nginx/tuned": False, "reference/tuned": False})
+
+    shot = tmp_path / "report.png"
+    problems, drawn, failed = draw_offline(page_file, shot, legend)
     assert problems == []
     assert sorted(name.removeprefix("chart-") for name, _ in drawn) == sorted(names)
     assert all(marks > 5 for _, marks in drawn), drawn
@@ -259,10 +272,10 @@ def _quantity_encodings(node, path=()):
             yield from _quantity_encodings(value, path + (i,))
 
 
-def test_every_quantity_axis_starts_at_zero(stored):
-    db, run_id, _ = stored
+def axes_from_zero(drawn) -> int:
+    """Check that every quantity axis of the `drawn` charts starts at 0; how many were checked."""
     checked = 0
-    for chart in charts.all_charts([results.load(Store(str(db)), run_id)]):
+    for chart in drawn:
         for where, enc in _quantity_encodings(chart.spec.to_dict()):
             scale = enc.get("scale") or {}
             if scale.get("type") == "log":
@@ -271,7 +284,12 @@ def test_every_quantity_axis_starts_at_zero(stored):
                 assert scale.get("zero") is True, (chart.name, where, enc)
                 assert "domain" not in scale or min(scale["domain"]) <= 0, (chart.name, where, enc)
                 checked += 1
-    assert checked >= 11
+    return checked
+
+
+def test_every_quantity_axis_starts_at_zero(stored):
+    db, run_id, _ = stored
+    assert axes_from_zero(charts.all_charts([results.load(Store(str(db)), run_id)])) >= 11
 
 
 def test_png_and_svg_charts_are_written_and_not_blank(stored, tmp_path):
@@ -367,18 +385,18 @@ def _nodes(node):
             yield from _nodes(value)
 
 
-def test_the_legend_selection_holds_the_hidden_series(stored):
-    """The spec: the selection is the series clicked in the legend; an empty one hides nothing;
-    every mark of a series (line, band, dot, bar, whisker) goes to opacity 0 when it is selected;
-    the legend fades the selected entries and a double-click clears the selection."""
-    db, run_id, _ = stored
-    for chart in charts.all_charts([results.load(Store(str(db)), run_id)]):
+def legend_hides_every_mark(drawn) -> None:
+    """The spec of each of the `drawn` charts: the selection is the series clicked in the legend;
+    an empty one hides nothing; every mark of a series (line, band, dot, bar, whisker) goes to
+    opacity 0 when it is selected; the legend fades the selected entries and a double-click
+    clears the selection."""
+    for chart in drawn:
         spec = chart.spec.to_dict()
         (selection,) = [n for n in _nodes(spec) if n.get("name") == charts.HIDDEN and "select" in n]
         assert selection["select"] == {"type": "point", "fields": ["series"]} and selection["bind"] == "legend"
         opacities = [n["encoding"]["opacity"] for n in _nodes(spec) if "opacity" in (n.get("encoding") or {})]
-        marks = [n for n in _nodes(spec) if "mark" in n and n.get("encoding", {}).get("y") != {"datum": 100}]
-        assert len(opacities) == len(marks), chart.name  # every mark but the rating's line at 100
+        marks = [n for n in _nodes(spec) if "mark" in n and "datum" not in n.get("encoding", {}).get("y", {})]
+        assert len(opacities) == len(marks), chart.name  # every mark but a reference line (the rating's 100)
         for opacity in opacities:
             assert opacity["condition"] == {"param": charts.HIDDEN, "empty": False, "value": 0.0}, (chart.name, opacity)
             assert opacity["value"] > 0, (chart.name, opacity)
@@ -390,6 +408,11 @@ def test_the_legend_selection_holds_the_hidden_series(stored):
             assert shown == {"value": 1}
         (clicked,) = [s for s in compiled["signals"] if s["name"] == f"{charts.HIDDEN}_series_legend"]
         assert {"events": [{"source": "view", "type": "dblclick"}], "update": "null", "force": True} in clicked["on"]
+
+
+def test_the_legend_selection_holds_the_hidden_series(stored):
+    db, run_id, _ = stored
+    legend_hides_every_mark(charts.all_charts([results.load(Store(str(db)), run_id)]))
 
 
 def test_a_flagged_level_is_marked_on_every_chart(stored):

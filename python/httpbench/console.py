@@ -31,6 +31,19 @@ console = Console(stderr=True)
 
 # What a terminal shows of each level (80 columns hold them); the report and exports have the rest.
 LEVEL_COLUMNS = ["level", "rounds", "rps_mean", "rps_ci95", "p50_us", "p99_us", "errors", "server_cpu_user"]
+# A TLS cell's: its handshakes' latency, and what a request cost the server (TLS's cost shows
+# there even where the client set the pace), in the room of the 95% interval and errors, which
+# its summary under the table still names.
+TLS_LEVEL_COLUMNS = [
+    "level",
+    "rounds",
+    "rps_mean",
+    "p50_us",
+    "p99_us",
+    "tls_handshake_p50_us",
+    "tls_handshake_p99_us",
+    "server_cpu_per_request_us",
+]
 CELL_COLUMNS = ["status", "levels", "rps_mean", "seconds"]
 
 
@@ -170,6 +183,11 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         out.print(f"{verdict.group}: {verdict.headline}", markup=False)
         for line in verdict.details:
             out.print(f"  {line}", markup=False)
+    costs = report_summary.tls_costs([run])
+    if costs:
+        out.print("cost of TLS:", markup=False)
+        for line in costs:
+            out.print(f"  {line}", markup=False)
     busy = report_summary.busy_machine([run])
     if busy:
         out.print(busy, style="red", markup=False)
@@ -180,7 +198,9 @@ def levels(run: RunResults, out: Console) -> None:
     memory, and under it the honesty flags with their reasons."""
     for cell in run.measured:
         table = tables.levels(cell)
-        out.print(_rich(f"{cell.key} ({cell.server_version})", *_columns(table, LEVEL_COLUMNS)))
+        tls = tables.tls_words(cell)
+        title = f"{cell.key} ({cell.server_version}" + (f"; {tls})" if tls else ")")
+        out.print(_rich(title, *_columns(table, TLS_LEVEL_COLUMNS if tls else LEVEL_COLUMNS)))
         _flags(out, [(f"level {lv.level}", flags) for lv, flags in zip(cell.levels, table.flags)])
 
 

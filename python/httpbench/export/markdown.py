@@ -1,6 +1,6 @@
 """hyperfine-style Markdown: per group of comparable cells, the mean requests/s, how noisy the
 rounds were, min, max and each server's requests/s relative to the fastest's, with the verdict
-sentences; ready to paste under a post."""
+sentences, and the cost of TLS where a run has both protocols; ready to paste under a post."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ def render(runs: Sequence[RunResults]) -> str:
         if group.name in verdicts:
             lines += ["", verdicts[group.name].headline] + [f"- {d}" for d in verdicts[group.name].details]
         lines.append("")
+    costs = summary.tls_costs(runs)
+    if costs:
+        lines += ["### Cost of TLS", ""] + [f"- {line}" for line in costs] + [""]
     for caution in summary.cautions(runs):
         lines.append(f"> {caution}")
     return "\n".join(lines).rstrip() + "\n"

@@ -25,7 +25,7 @@ from httpbench.report.marks import (
 from httpbench.results.comparison import SAME_REQUESTS, Figures
 
 
-def _bars(
+def series_bars(
     m: Measured,
     rows: List[dict],
     y_field: str,
@@ -59,7 +59,31 @@ def _bars(
     )
 
 
-def _per_group(bars: alt.LayerChart) -> alt.FacetChart:
+def series_beside(
+    m: Measured, rows: List[dict], x: alt.X, y_field: str, y_title: str, tooltip: Sequence[alt.Tooltip]
+) -> alt.FacetChart:
+    """At each value of `x`, a bar per series side by side, outlined in black when flagged; a
+    panel per group."""
+    hidden = legend_toggle()
+    return (
+        alt.Chart(alt.Data(values=rows))
+        .mark_bar()
+        .encode(
+            x=x,
+            xOffset=alt.XOffset("series:N", sort=m.series),
+            y=quantity(f"{y_field}:Q", y_title),
+            color=m.color(),
+            opacity=unless_hidden(hidden),
+            **outlined_if_flagged(),
+            tooltip=[alt.Tooltip("series:N"), *tooltip, alt.Tooltip("flags:N", title="flagged")],
+        )
+        .add_params(hidden)
+        .properties(width=panel_width(rows, "group"), height=HEIGHT)
+        .facet(facet=alt.Facet("group:N", title=None), columns=2)
+    )
+
+
+def per_group(bars: alt.LayerChart) -> alt.FacetChart:
     """A panel per group (workload, keep-alive, CPUs), each on its own scale."""
     return bars.facet(column=alt.Column("group:N", title=None)).resolve_scale(y="independent")
 
@@ -85,8 +109,8 @@ def rps_bars(m: Measured) -> Chart:
         lambda base: base.mark_tick(color="black", thickness=2).encode(y="min:Q"),
         lambda base: base.mark_tick(color="black", thickness=2).encode(y="max:Q"),
     )
-    spec = _per_group(
-        _bars(
+    spec = per_group(
+        series_bars(
             m,
             rows,
             "mean",
@@ -121,7 +145,7 @@ def total_time(m: Measured) -> Chart:
         )
     else:
         note = f"Measured where every cell of a group served one requests budget: {wall}; elsewhere {derived}"
-    spec = _per_group(_bars(m, rows, "seconds", "seconds"))
+    spec = per_group(series_bars(m, rows, "seconds", "seconds"))
     return Chart(
         "total_time",
         "Total time to serve the same requests",
@@ -135,7 +159,7 @@ def end_memory(m: Measured) -> Chart:
     return Chart(
         "end_memory",
         "Server memory at the end of each test",
-        _per_group(_bars(m, rows, "mib", "MiB (PSS)")),
+        per_group(series_bars(m, rows, "mib", "MiB (PSS)")),
         "The server's peak PSS during the highest level every cell of the group measured; each cell starts "
         "a fresh server, so nothing carries over.",
     )
@@ -170,7 +194,7 @@ def ratings(m: Measured) -> List[dict]:
 def rating(m: Measured) -> Chart:
     rows = [{**r, "keep-alive": "keep-alive on" if r["keep_alive"] else "keep-alive off"} for r in ratings(m)]
     both = len({r["keep_alive"] for r in rows}) == 2
-    bars = _bars(
+    bars = series_bars(
         m,
         rows,
         "rating",
@@ -219,28 +243,17 @@ def differences(m: Measured) -> Chart:
                             **flagged(lv.flags),
                         }
                     )
-    hidden = legend_toggle()
-    spec = (
-        alt.Chart(alt.Data(values=rows))
-        .mark_bar()
-        .encode(
-            x=alt.X("level:O", title="concurrent connections", sort=None),
-            xOffset=alt.XOffset("series:N", sort=m.series),
-            y=quantity("percent:Q", f"difference to {m.baseline_label} (%)"),
-            color=m.color(),
-            opacity=unless_hidden(hidden),
-            **outlined_if_flagged(),
-            tooltip=[
-                alt.Tooltip("series:N"),
-                alt.Tooltip("level:N", title="connections"),
-                alt.Tooltip("percent:Q", format="+.1f"),
-                alt.Tooltip("baseline:N"),
-                alt.Tooltip("flags:N", title="flagged"),
-            ],
-        )
-        .add_params(hidden)
-        .properties(width=panel_width(rows, "group"), height=HEIGHT)
-        .facet(facet=alt.Facet("group:N", title=None), columns=2)
+    spec = series_beside(
+        m,
+        rows,
+        alt.X("level:O", title="concurrent connections", sort=None),
+        "percent",
+        f"difference to {m.baseline_label} (%)",
+        [
+            alt.Tooltip("level:N", title="connections"),
+            alt.Tooltip("percent:Q", format="+.1f"),
+            alt.Tooltip("baseline:N"),
+        ],
     )
     return Chart(
         "differences",

@@ -18,6 +18,7 @@ import vl_convert
 from httpbench.report.bars import differences, end_memory, rating, ratings, rps_bars, total_time
 from httpbench.report.lines import latency, server_cpu, server_memory, spectrum, throughput, timeline
 from httpbench.report.marks import FLAG_OUTLINE, HIDDEN, Chart, Choices, Measured
+from httpbench.report.tls_bars import handshakes, share
 from httpbench.results.model import RunResults
 
 __all__ = [
@@ -44,6 +45,8 @@ BUILDERS: Sequence[Callable[[Measured], Chart]] = (
     end_memory,
     rating,
     differences,
+    share,
+    handshakes,
     spectrum,
     timeline,
 )

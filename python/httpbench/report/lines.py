@@ -65,7 +65,14 @@ def _per_level(
     return (
         alt.layer(*layers, data=alt.Data(values=rows))
         .properties(width=panel_width(rows, "cpus"), height=HEIGHT)
-        .facet(column=alt.Column("cpus:N", title=None), row=alt.Row("context:N", title=None))
+        .facet(
+            column=alt.Column("cpus:N", title=None),
+            # Above its panel, level: a TLS row's words (protocol, version, key, handshakes) are
+            # longer than a panel is high.
+            row=alt.Row(
+                "context:N", title=None, header=alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start")
+            ),
+        )
     )
 
 

@@ -191,8 +191,9 @@ class Measured:
 
 
 def _context(cell: CellResult) -> str:
-    """A cell's group without its CPU count: panels are per CPU count within it."""
-    parts = [cell.workload, "keep-alive" if cell.keep_alive else "no keep-alive"]
+    """A cell's group without its CPU count: panels are per CPU count within it. Its protocol is
+    part of it, so a server's http and https levels are never one line."""
+    parts = [cell.workload, *cell.connection]
     return ", ".join(parts + ([cell.budget] if cell.budget else []))
 
 

@@ -26,6 +26,8 @@ SHORT = {
     "end_memory": "End memory",
     "rating": "Rating",
     "differences": "Differences",
+    "tls_share": "HTTPS share",
+    "tls_handshakes": "Handshakes",
     "spectrum": "Percentiles",
     "timeline": "Timeline",
 }
@@ -44,7 +46,8 @@ def _cells(runs: Sequence[RunResults]) -> List[dict]:
     table = tables.cells(runs)
     keys = [c.key for c in table.columns]
     out = []
-    for raw, shown, flags in zip(table.rows, table.shown(), table.flags):
+    cells = [c for r in runs for c in r.cells]
+    for cell, raw, shown, flags in zip(cells, table.rows, table.shown(), table.flags):
         row = dict(zip(keys, shown))
         out.append(
             {
@@ -57,6 +60,7 @@ def _cells(runs: Sequence[RunResults]) -> List[dict]:
                 "mean": row["rps_mean"],
                 "max": row["rps_max"],
                 "seconds": row["seconds"],
+                "tls": tables.tls_words(cell),
                 "flags": _flags(flags),
             }
         )
@@ -100,18 +104,25 @@ def _rating(m: Measured, chart: Chart) -> dict:
 
 def _level_tables(runs: Sequence[RunResults]) -> List[dict]:
     """Each cell's levels; their flags with the reasons go under the table, which a column of
-    them would push past the page's width."""
+    them would push past the page's width, and so does what a request (and a TLS cell's
+    handshake) cost, in a table of its own."""
+    split = len(tables.LEVEL_COLUMNS)
     out = []
     for run in runs:
         for cell in run.measured:
             table = tables.levels(cell)
             rows = list(zip(table.shown(), table.flags))
+            titles = [c.title for c in table.columns]
             out.append(
                 {
                     "key": cell.key + (f" (run {run.id})" if len(runs) > 1 else ""),
                     "version": cell.server_version,
-                    "rows": [{"cells": shown, "flagged": bool(flags)} for shown, flags in rows],
+                    "tls": tables.tls_words(cell),
+                    "header": titles[:split],
+                    "rows": [{"cells": shown[:split], "flagged": bool(flags)} for shown, flags in rows],
                     "flags": [{"level": shown[0], **flag} for shown, flags in rows for flag in _flags(flags)],
+                    "cost_header": titles[:1] + titles[split:],
+                    "cost_rows": [shown[:1] + shown[split:] for shown, _ in rows],
                 }
             )
     return out
@@ -175,6 +186,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
     ids = ", ".join(str(r.id) for r in runs)
     plans = ", ".join(dict.fromkeys(r.plan_name for r in runs))
     level_tables = _level_tables(runs)
+    cells = _cells(runs)
     return env.get_template("page.html.j2").render(
         version=__version__,
         made=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
@@ -185,10 +197,11 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         missing=missing,
         specs=_script_json({c.name: vega(c.vega_lite) for c in charts}),
         winners=summary.winners(runs),
+        tls_costs=summary.tls_costs(runs),
         cautions=summary.cautions(runs),
-        cells=_cells(runs),
+        cells=cells,
+        tls_column=any(c["tls"] for c in cells),
         rating=rating and _rating(m, rating),
-        level_header=[c.title for c in tables.LEVEL_COLUMNS],
         level_tables=level_tables,
         runs=[
             {

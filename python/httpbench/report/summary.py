@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from httpbench import compare
+from httpbench import compare, protocol
 from httpbench.honesty import NOISY_CV
+from httpbench.results import tls_cost
 from httpbench.results.comparison import Figures, Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
 from httpbench.stats import LevelStats
@@ -211,4 +212,78 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
             f"{count} of {total} levels are flagged {kind}: {meaning.get(kind, kind)} "
             "(outlined in black on the charts; hover for the reason)."
         )
+    return out
+
+
+def _both_held(a: Figures, b: Figures, what: str) -> str:
+    if _saturated(a) and _saturated(b):
+        return f" (the client set the pace of both at some of these levels, so the {what} may be the client's)"
+    return ""
+
+
+def _over(pair: tls_cost.Pair) -> str:
+    """The levels a pair is compared on, when one of its cells measured more."""
+    if pair.levels == pair.cell.level_numbers == pair.against.level_numbers:
+        return ""
+    return f", over {levels_text(pair.levels)}, the levels both measured"
+
+
+def _https_share(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
+    """With keep-alive: https req/s as a share of http's, the tie and the bounds as in the verdicts."""
+    if cost.keep_alive_figures is None:
+        return None
+    https, http = cost.keep_alive_figures
+    share = _Ratio.of(https.mean_rps / http.mean_rps, compare.spread(_rates(https)), compare.spread(_rates(http)))
+    bound = _bound(https, http)
+    place = f"(keep-alive{where}{_over(cost.keep_alive)})"
+    if share.tie:
+        line = f"{name} serves {bound}as many requests per second over HTTPS as over HTTP {place}{share.why_tie()}"
+    else:
+        line = (
+            f"{name} serves {bound}{share.value:.2f} times as many requests per second over HTTPS as over HTTP {place}"
+        )
+    return line + _both_held(https, http, "share") + "."
+
+
+def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
+    """Without keep-alive: full handshakes per second, and resumed ones as a multiple of them.
+    Each request makes one handshake, so the rates vary from round to round as the requests/s do,
+    and their noise is taken from those."""
+    full = cost.full_figures
+    if full is None:
+        return None
+    full_rate = tls_cost.handshake_rate(full, resumed=False)
+    if full_rate is None:
+        return None
+    held = "at least " if _saturated(full) else ""
+    line = f"Without keep-alive, {name} completes {held}{full_rate:,.0f} full TLS handshakes per second"
+    for pair in cost.resumed:
+        resumed, against = pair.figures(pair.cell), pair.figures(cost.full)
+        how = protocol.HANDSHAKES[pair.cell.resumption]
+        rate, base = tls_cost.handshake_rate(resumed, resumed=True), tls_cost.handshake_rate(against, resumed=False)
+        if not rate or not base:
+            line += f", none {how} (its server resumed no handshake: every one was full)"
+            continue
+        multiple = _Ratio.of(rate / base, compare.spread(_rates(resumed)), compare.spread(_rates(against)))
+        bound, held = _bound(resumed, against), "at least " if _saturated(resumed) else ""
+        # Within parentheses already: the tie's own reason joins them rather than nesting its own.
+        why = multiple.why_tie().strip(" ()")
+        times = f"as many{', ' + why if why else ''}" if multiple.tie else f"{bound}{multiple.value:.2f} times"
+        line += f", {held}{rate:,.0f} {how} ({times}{_over(pair)})" + _both_held(resumed, against, "multiple")
+    return line + (f" ({where.lstrip(', ')})" if where else "") + "."
+
+
+def tls_costs(runs: Sequence[RunResults]) -> List[str]:
+    """The cost of TLS per server/profile, in the write-ups' words: "nginx/tuned serves 0.52 times
+    as many requests per second over HTTPS as over HTTP (keep-alive)"; "Without keep-alive,
+    nginx/tuned completes 1,900 full TLS handshakes per second, 2,200 resumed by tickets (1.16
+    times)". The context is named when the runs hold several."""
+    costs = tls_cost.costs([c for r in runs for c in r.measured])
+    several_contexts = len({c.context for c in costs}) > 1
+    out = []
+    for cost in costs:
+        cell = (cost.keep_alive and cost.keep_alive.cell) or cost.full
+        name = _name(cell, len(runs) > 1)
+        where = f", {cost.context}" if several_contexts else ""
+        out += [line for line in (_https_share(cost, name, where), _handshakes(cost, name, where)) if line]
     return out

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from httpbench.protocol import HANDSHAKES, uses_tls
 from httpbench.results.comparison import Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
 
@@ -99,6 +100,18 @@ LEVEL_COLUMNS = [
     Column("server_memory_bytes", "server memory", _mib),
     Column("client_busy", "client busy", _share),
 ]
+# What a request costs the server, which TLS raises even where the client sets the pace.
+COST_COLUMNS = [Column("server_cpu_per_request_us", "server CPU per request", _ms)]
+# A TLS cell's levels have these too; the exports have them for every cell (empty for plain HTTP),
+# and the handshakes' counts, which the cost of TLS shows per second.
+TLS_LEVEL_COLUMNS = [
+    Column("tls_handshake_p50_us", "handshake p50", _ms),
+    Column("tls_handshake_p99_us", "handshake p99", _ms),
+]
+HANDSHAKE_COLUMNS = [
+    Column("handshakes_full", "full handshakes", _count),
+    Column("handshakes_resumed", "resumed", _count),
+]
 CELL_COLUMNS = [
     Column("run", "run"),
     Column("cell", "cell"),
@@ -108,11 +121,28 @@ CELL_COLUMNS = [
     Column("keep_alive", "keep-alive"),
     Column("cpus", "CPUs"),
     Column("budget", "budget"),
+    Column("protocol", "protocol"),
+    Column("tls_version", "TLS version"),
+    Column("tls_key", "key type"),
+    Column("resumption", "resumption"),
 ]
 
 
 def _cell_values(cell: CellResult) -> list:
-    return [cell.run_id, cell.key, cell.server, cell.profile, cell.workload, cell.keep_alive, cell.cpus, cell.budget]
+    return [
+        cell.run_id,
+        cell.key,
+        cell.server,
+        cell.profile,
+        cell.workload,
+        cell.keep_alive,
+        cell.cpus,
+        cell.budget,
+        cell.protocol,
+        cell.tls_version_used,
+        cell.tls_key,
+        cell.resumption,
+    ]
 
 
 def _level_values(lv) -> list:
@@ -137,21 +167,40 @@ def _level_values(lv) -> list:
     ]
 
 
+def tls_words(cell: CellResult) -> str:
+    """How a TLS cell spoke TLS, in words ("TLS 1.3 (negotiated), ecdsa-p256, resumed by
+    tickets"); "" for plain HTTP."""
+    if not uses_tls(cell.protocol):
+        return ""
+    version = cell.tls_version_used
+    words = [f"TLS {version}" + ("" if cell.tls_version or not version else " (negotiated)"), cell.tls_key or "-"]
+    return ", ".join(words + ([HANDSHAKES[cell.resumption]] if cell.resumption else []))
+
+
+def _tls_values(lv) -> list:
+    handshake = lv.handshake
+    return [handshake and handshake.p50_us, handshake and handshake.p99_us]
+
+
 def levels(cell: CellResult) -> Table:
-    """Every level of one cell."""
-    table = Table(LEVEL_COLUMNS)
+    """Every level of one cell, with what a request cost the server; a TLS cell's with its
+    handshakes' latency."""
+    tls = uses_tls(cell.protocol)
+    table = Table(LEVEL_COLUMNS + COST_COLUMNS + (TLS_LEVEL_COLUMNS if tls else []))
     for lv in cell.levels:
-        table.add(_level_values(lv), lv.flags)
+        table.add(_level_values(lv) + [lv.server_cpu_per_request_us] + (_tls_values(lv) if tls else []), lv.flags)
     return table
 
 
 def all_levels(runs: Sequence[RunResults]) -> Table:
     """Every level of every cell in one long table: the CSV export."""
-    table = Table(CELL_COLUMNS + LEVEL_COLUMNS)
+    table = Table(CELL_COLUMNS + LEVEL_COLUMNS + COST_COLUMNS + TLS_LEVEL_COLUMNS + HANDSHAKE_COLUMNS)
     for run in runs:
         for cell in run.measured:
             for lv in cell.levels:
-                table.add(_cell_values(cell) + _level_values(lv), lv.flags)
+                handshakes = [lv.handshakes_full, lv.handshakes_resumed]
+                cost = [lv.server_cpu_per_request_us]
+                table.add(_cell_values(cell) + _level_values(lv) + cost + _tls_values(lv) + handshakes, lv.flags)
     return table
 
 

@@ -68,7 +68,22 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         client_busy=max((b for b in busy if b is not None), default=None),
         flags=flags,
         timeseries=series,
+        **_tls(measurements),
     )
+
+
+def _tls(measurements: Sequence[dict]) -> dict:
+    """A TLS level's handshakes: their latency and counts, and the versions negotiated (the
+    LevelResult fields); nothing for plain HTTP."""
+    sessions = [m["tls"] for m in measurements if m["tls"]]
+    if not sessions:
+        return {}
+    return {
+        "handshake": _latency(measurements, "tls_handshake"),
+        "handshakes_full": sum(t["handshakes_full"] or 0 for t in sessions),
+        "handshakes_resumed": sum(t["handshakes_resumed"] or 0 for t in sessions),
+        "tls_versions": tuple(sorted({t["version"] for t in sessions if t["version"]})),
+    }
 
 
 def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
@@ -76,8 +91,8 @@ def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
     return sum(known) / len(known) if known else None
 
 
-def _latency(measurements: Sequence[dict]) -> Latency:
-    summaries = [m["latency"]["total"] for m in measurements]
+def _latency(measurements: Sequence[dict], kind: str = "total") -> Latency:
+    summaries = [m["latency"][kind] for m in measurements]
     if summaries and all(s["hdr"] for s in summaries):
         merged = engine.merge_latency(summaries)
         if not merged["count"]:

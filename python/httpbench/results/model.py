@@ -14,9 +14,9 @@ from httpbench.stats import LevelStats
 
 @dataclass(frozen=True)
 class Latency:
-    """Total latency of a level in microseconds. `exact`: added from the rounds' HdrHistograms
-    (all None when they hold no request: every one failed); otherwise the median of the rounds'
-    own percentiles (ab, wrk and h2load give no histogram)."""
+    """A latency of a level in microseconds: the total one, or a TLS cell's handshakes'. `exact`:
+    added from the rounds' HdrHistograms (all None when they hold no request: every one failed);
+    otherwise the median of the rounds' own percentiles (ab, wrk and h2load give no histogram)."""
 
     p50_us: Optional[float]
     p90_us: Optional[float]
@@ -45,6 +45,25 @@ class LevelResult:
     client_busy: Optional[float]  # busiest client thread, highest round
     flags: Dict[str, str]  # kind -> reason, any round's, plus noisy across rounds
     timeseries: List[dict]  # per second, rounds one after another: second, round, requests/s, errors/s
+    # A TLS cell's: its handshakes' latency, how many were full and resumed (all rounds), and the
+    # versions negotiated ("1.3"); None, or empty, for plain HTTP.
+    handshake: Optional[Latency] = None
+    handshakes_full: Optional[int] = None
+    handshakes_resumed: Optional[int] = None
+    tls_versions: Tuple[str, ...] = ()
+
+    @property
+    def server_cpu_per_request_us(self) -> Optional[float]:
+        """The server's CPU time (user and system) per request served, in microseconds: what a
+        request costs the server, which TLS raises even where the client sets the pace."""
+        if self.server_cpu_user is None or self.server_cpu_sys is None or self.rps.mean <= 0:
+            return None
+        return (self.server_cpu_user + self.server_cpu_sys) / self.rps.mean * 1e6
+
+    def handshakes_per_second(self, resumed: bool) -> Optional[float]:
+        """Full (or resumed) TLS handshakes completed per second of measurement, all rounds."""
+        count = self.handshakes_resumed if resumed else self.handshakes_full
+        return count / self.duration_s if count is not None and self.duration_s > 0 else None
 
 
 @dataclass(frozen=True)
@@ -93,6 +112,15 @@ class CellResult:
         if self.resumption is not None:
             words.append(protocol.HANDSHAKES[self.resumption])
         return words
+
+    @property
+    def tls_version_used(self) -> Optional[str]:
+        """The TLS version the plan pinned, else the ones its rounds negotiated ("1.3"); None for
+        plain HTTP, or when no handshake completed."""
+        if self.tls_version:
+            return self.tls_version
+        versions = dict.fromkeys(v for lv in self.levels for v in lv.tls_versions)
+        return ", ".join(versions) or None
 
     @property
     def level_numbers(self) -> Tuple[int, ...]:
