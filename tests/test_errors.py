@@ -164,6 +164,15 @@ def test_plan_wording_of_the_engine_refusals_a_plan_can_cause():
     assert f"levels above {refused.fields['most']}" in said and not names_a_flag(said)
     said = engine.in_plan_terms(engine.EngineError("x", "pipeline_without_keep_alive", {"pipeline": 4}))
     assert "pipeline = 4" in said and "keep_alive" in said and not names_a_flag(said)
+    # TLS: the suite made the certificate and the authority, so the remedy is in the plan.
+    said = engine.in_plan_terms(
+        engine.EngineError("x", "tls_certificate", {"reason": "unknown CA", "host": "127.0.0.1", "problem": "p"})
+    )
+    assert "unknown CA" in said and "config_file" in said and not names_a_flag(said)
+    said = engine.in_plan_terms(
+        engine.EngineError("x", "tls_handshake", {"addr": "127.0.0.1:1", "refused": True, "problem": "an alert"})
+    )
+    assert "refused every offer: an alert" in said and "tls.version" in said and not names_a_flag(said)
 
 
 def test_every_domain_error_is_an_httpbench_error():

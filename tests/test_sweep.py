@@ -351,3 +351,15 @@ def stored_round(per_second: float) -> dict:
     m = measurement(1, 0)
     m["requests"]["per_second"], m["flags"], m["lost_hosts"] = per_second, [], []
     return m
+
+
+def test_each_kind_of_connection_has_a_ceiling_of_its_own():
+    # A client that opens a connection per request is bounded far below its keep-alive rate: a
+    # keep-alive ceiling would never call such a cell client-bound.
+    from httpbench import target
+
+    assert target.kind("http", False, None) != target.kind("http", True, None) == HTTP
+    assert target.describe(target.kind("http", False, None)) == " without keep-alive"
+    assert target.describe(target.kind("https", True, None)) == " over HTTPS"
+    resumed = target.kind("https", False, "tickets")
+    assert target.describe(resumed) == " over HTTPS without keep-alive, resumed by tickets"

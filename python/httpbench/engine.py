@@ -46,6 +46,16 @@ def in_plan_terms(error: EngineError) -> str:
             f"pipeline = {f['pipeline']} needs keep_alive = true: connections that close after each request "
             "carry one request at a time; set pipeline = 1 in the plan, or drop false from keep_alive"
         )
+    if error.kind == "tls_certificate":
+        # The suite made the certificate and the authority the engine checks it against: a
+        # server that presents another one was given or kept a certificate of its own.
+        return (
+            f"the server's certificate is not the one httpbench made for the cell ({f['reason']}); "
+            "a directive or config_file of the plan may set another certificate: let the suite's stand"
+        )
+    if error.kind == "tls_handshake":
+        what = "refused every offer" if f["refused"] else "did not complete a TLS handshake"
+        return f"the server {what}: {f['problem']}; check tls.version in the plan and the server's TLS settings"
     return str(error)
 
 

@@ -26,6 +26,9 @@ from httpbench.workload import Workload
 CELL_OVERHEAD_S = 1.5 + 0.5
 LEVEL_OVERHEAD_S = 0.25
 RUN_OVERHEAD_S = 5.0
+# Each kind of connection beyond the first has a client ceiling of its own: the reference server
+# started, then 3 rounds of 1 s.
+CEILING_S = 3.5
 
 
 class PlanError(Error):
@@ -210,7 +213,8 @@ class Plan:
         for budget in self.budgets or (self.budget,):
             seconds = budget.duration if budget.duration is not None else budget.requests / rate
             total += CELL_OVERHEAD_S + self.warmup + len(self.levels) * rounds * (seconds + LEVEL_OVERHEAD_S)
-        return RUN_OVERHEAD_S + n_servers * per_cell * total
+        ceilings = CEILING_S * (len(set(self.connections())) - 1)
+        return RUN_OVERHEAD_S + ceilings + n_servers * per_cell * total
 
 
 # ---- loading ----------------------------------------------------------------------------------

@@ -274,9 +274,9 @@ class Sweep:
         started_at = time.monotonic()
         cell_id = None
         host = None
+        tls = self.plan.tls if uses_tls(cell.protocol) else None
         try:
             host = self._server_host()
-            tls = self.plan.tls if uses_tls(cell.protocol) else None
             started = host.start(adapter, profile, cell.workload, cell.cpus, tls and tls.key, tls and tls.version)
             to = self._target(started, cell.protocol, cell.resumption, "cell")
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version, tls)
@@ -315,7 +315,7 @@ class Sweep:
             # plan's terms (the engine's refusals name no flag a plan does not have).
             reason = engine.in_plan_terms(e) if isinstance(e, engine.EngineError) else str(e)
             if cell_id is None:
-                cell_id = self.store.cell(run_id, cell, "", "")
+                cell_id = self.store.cell(run_id, cell, "", "", tls)
             self.store.finish_cell(cell_id, "failed", time.monotonic() - started_at, reason)
             self.progress.on_note(f"{cell.key}: {reason}")
         finally:

@@ -15,22 +15,23 @@ from httpbench.protocol import HANDSHAKES, uses_tls
 from httpbench.servers.host import Started
 
 # How the load connects, as far as the client's ceiling goes: (protocol, keep-alive, resumption).
-# Plain HTTP has one ceiling, as it always had; each kind of TLS cell has its own, since a client
-# that makes a handshake per request is bounded by its handshakes, not by its requests.
+# Each kind has a ceiling of its own: a client that opens a connection (and makes a handshake) per
+# request is bounded by those, far below what it reaches over kept-alive connections, so a
+# keep-alive ceiling would never call a cell without keep-alive client-bound.
 Kind = Tuple[str, bool, Optional[str]]
 
 
 def kind(protocol: str, keep_alive: bool, resumption: Optional[str]) -> Kind:
-    return (protocol, keep_alive, resumption) if uses_tls(protocol) else ("http", True, None)
+    return (protocol, keep_alive, resumption if uses_tls(protocol) else None)
 
 
 def describe(of: Kind) -> str:
     protocol, keep_alive, resumption = of
-    if not uses_tls(protocol):
-        return ""
+    over = f" over {protocol.upper()}" if uses_tls(protocol) else ""
     if keep_alive:
-        return f" over {protocol.upper()}"
-    return f" over {protocol.upper()} without keep-alive, {HANDSHAKES[resumption or 'none']}"
+        return over
+    handshakes = f", {HANDSHAKES[resumption or 'none']}" if uses_tls(protocol) else ""
+    return f"{over} without keep-alive{handshakes}"
 
 
 @dataclass(frozen=True)

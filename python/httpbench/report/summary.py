@@ -252,7 +252,7 @@ def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
     full = cost.full_figures
     if full is None:
         return None
-    full_rate = tls_cost.handshake_rate(full, resumed=False)
+    full_rate = tls_cost.handshake_rate(full, "full")
     if full_rate is None:
         return None
     held = "at least " if _saturated(full) else ""
@@ -260,24 +260,32 @@ def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
     for pair in cost.resumed:
         resumed, against = pair.figures(pair.cell), pair.figures(cost.full)
         how = protocol.HANDSHAKES[pair.cell.resumption]
-        rate, base = tls_cost.handshake_rate(resumed, resumed=True), tls_cost.handshake_rate(against, resumed=False)
-        if not rate or not base:
+        # The cell's rate is all its handshakes (each connection's first is full), so that a
+        # server resuming some of them is not credited only with those.
+        rate, base = tls_cost.handshake_rate(resumed, "all"), tls_cost.handshake_rate(against, "full")
+        reused = tls_cost.handshake_rate(resumed, "resumed")
+        if not reused:
             line += f", none {how} (its server resumed no handshake: every one was full)"
+            continue
+        if not base:
+            line += f", {rate:,.0f} when {how} ({reused:,.0f} of them resumed; no full handshake to compare with)"
             continue
         multiple = _Ratio.of(rate / base, compare.spread(_rates(resumed)), compare.spread(_rates(against)))
         bound, held = _bound(resumed, against), "at least " if _saturated(resumed) else ""
         # Within parentheses already: the tie's own reason joins them rather than nesting its own.
         why = multiple.why_tie().strip(" ()")
         times = f"as many{', ' + why if why else ''}" if multiple.tie else f"{bound}{multiple.value:.2f} times"
-        line += f", {held}{rate:,.0f} {how} ({times}{_over(pair)})" + _both_held(resumed, against, "multiple")
+        line += f", {held}{rate:,.0f} when {how} ({reused:,.0f} of them resumed; {times}{_over(pair)})" + _both_held(
+            resumed, against, "multiple"
+        )
     return line + (f" ({where.lstrip(', ')})" if where else "") + "."
 
 
 def tls_costs(runs: Sequence[RunResults]) -> List[str]:
     """The cost of TLS per server/profile, in the write-ups' words: "nginx/tuned serves 0.52 times
     as many requests per second over HTTPS as over HTTP (keep-alive)"; "Without keep-alive,
-    nginx/tuned completes 1,900 full TLS handshakes per second, 2,200 resumed by tickets (1.16
-    times)". The context is named when the runs hold several."""
+    nginx/tuned completes 1,900 full TLS handshakes per second, 2,202 when resumed by tickets
+    (2,200 of them resumed; 1.16 times)". The context is named when the runs hold several."""
     costs = tls_cost.costs([c for r in runs for c in r.measured])
     several_contexts = len({c.context for c in costs}) > 1
     out = []

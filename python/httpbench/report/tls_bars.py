@@ -95,11 +95,12 @@ def handshakes(m: Measured) -> Chart:
         full = cost.full_figures
         if full is None:
             continue
-        measured = [("full handshakes", full, False)] + [
-            (HANDSHAKES[pair.cell.resumption], pair.figures(pair.cell), True) for pair in cost.resumed
+        # A resumed cell's rate is all its handshakes: each connection's first is still full.
+        measured = [("full handshakes", full, "full")] + [
+            (HANDSHAKES[pair.cell.resumption], pair.figures(pair.cell), "all") for pair in cost.resumed
         ]
-        for kind, figures, resumed in measured:
-            rate = tls_cost.handshake_rate(figures, resumed)
+        for kind, figures, which in measured:
+            rate = tls_cost.handshake_rate(figures, which)
             if rate is not None:
                 rows.append(
                     {

@@ -60,9 +60,11 @@ class LevelResult:
             return None
         return (self.server_cpu_user + self.server_cpu_sys) / self.rps.mean * 1e6
 
-    def handshakes_per_second(self, resumed: bool) -> Optional[float]:
-        """Full (or resumed) TLS handshakes completed per second of measurement, all rounds."""
-        count = self.handshakes_resumed if resumed else self.handshakes_full
+    def handshakes_per_second(self, which: str) -> Optional[float]:
+        """TLS handshakes completed per second of measurement, all rounds: "full", "resumed", or
+        "all" of them (a cell offering resumption still makes each connection's first in full)."""
+        full, resumed = self.handshakes_full, self.handshakes_resumed
+        count = {"full": full, "resumed": resumed, "all": None if None in (full, resumed) else full + resumed}[which]
         return count / self.duration_s if count is not None and self.duration_s > 0 else None
 
 

@@ -34,9 +34,10 @@ class Pair:
         return Figures(tuple(lv for lv in cell.levels if lv.level in self.levels), None)
 
 
-def handshake_rate(figures: Figures, resumed: bool) -> Optional[float]:
-    """Full (or resumed) handshakes per second, the mean of the levels' (as requests/s are)."""
-    rates = [lv.handshakes_per_second(resumed) for lv in figures.levels]
+def handshake_rate(figures: Figures, which: str) -> Optional[float]:
+    """Handshakes per second ("full", "resumed" or "all"), the mean of the levels' (as
+    requests/s are)."""
+    rates = [lv.handshakes_per_second(which) for lv in figures.levels]
     return statistics.fmean(rates) if rates and None not in rates else None
 
 
