@@ -199,14 +199,8 @@ class Sweep:
         protocol, keep_alive, resumption = kind
         host = self._server_host()
         try:
-            # Over TLS the reference speaks both versions; the engine offers the plan's.
-            started = host.start(
-                servers.get("reference"),
-                ServerProfile("tuned"),
-                self.plan.workloads[0],
-                1,
-                tls_key=self.plan.tls.key if uses_tls(protocol) else None,
-            )
+            tls = self.plan.tls if uses_tls(protocol) else None
+            started = host.start(servers.get("reference"), ServerProfile("tuned"), self.plan.workloads[0], 1, tls)
             to = self._target(started, protocol, resumption, "ceiling")
             spec = self._spec(to, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive)
             rounds: List[float] = []
@@ -277,7 +271,7 @@ class Sweep:
         tls = self.plan.tls if uses_tls(cell.protocol) else None
         try:
             host = self._server_host()
-            started = host.start(adapter, profile, cell.workload, cell.cpus, tls and tls.key, tls and tls.version)
+            started = host.start(adapter, profile, cell.workload, cell.cpus, tls)
             to = self._target(started, cell.protocol, cell.resumption, "cell")
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version, tls)
             # The rounds stored, with their requests/s (rounds = "auto" judges a level on them all);

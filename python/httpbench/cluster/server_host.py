@@ -3,7 +3,7 @@ actor, reached through a proxy with the same methods."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from httpbench.cluster.errors import SchedulerLost, ServerHostLost
 from httpbench.servers.base import Server, ServerProfile
@@ -25,16 +25,8 @@ class RemoteServerHost:
     def _call(self, method: str, *args) -> Any:
         return self._answer(lambda: getattr(self._actor, method)(*args), self.name)
 
-    def start(
-        self,
-        adapter: Server,
-        profile: ServerProfile,
-        workload,
-        cpus: int,
-        tls_key: Optional[str] = None,
-        tls_version: Optional[str] = None,
-    ) -> Started:
-        return self._call("start", adapter, profile, workload, cpus, tls_key, tls_version)
+    def start(self, adapter: Server, profile: ServerProfile, workload, cpus: int, tls=None) -> Started:
+        return self._call("start", adapter, profile, workload, cpus, tls)
 
     def verify(self) -> None:
         self._call("verify")

@@ -56,38 +56,30 @@ class ServerHost:
         self.files: dict = {}
         self.name = ""
 
-    def start(
-        self,
-        adapter: Server,
-        profile: ServerProfile,
-        workload,
-        cpus: int,
-        tls_key: Optional[str] = None,
-        tls_version: Optional[str] = None,
-    ) -> Started:
-        """Start `adapter` on a fresh document root and run directory; over HTTPS when `tls_key`
-        names a key type, with a certificate made here for this host's address (pinned to
-        `tls_version` if given)."""
+    def start(self, adapter: Server, profile: ServerProfile, workload, cpus: int, tls=None) -> Started:
+        """Start `adapter` on a fresh document root and run directory; over HTTPS when `tls` (a
+        plan's protocol.TlsSettings) is given, with a certificate of its key type made here for
+        this host's address, pinned to its version if it has one."""
         self.stop()
         self.base = Path(tempfile.mkdtemp(prefix=f"httpbench-{adapter.name}-"))
         docroot = self.base / "www"
         docroot.mkdir()
         workload.write(docroot)
         self.files, self.name = workload.file_map(), adapter.name
-        tls = None
-        if tls_key is not None:
+        site_tls = None
+        if tls is not None:
             names = tuple(dict.fromkeys((*LOOPBACK_NAMES, self.address)))
-            tls = SiteTLS.of(make_site_certificate(self.base / "tls", tls_key, names), tls_version)
+            site_tls = SiteTLS.of(make_site_certificate(self.base / "tls", tls.key, names), tls.version)
         site = Site(
             docroot=docroot,
             run_dir=self.base / "run",
             port=free_port(self.address),
             host=self.address,
             cpus=self.cpus[:cpus],
-            tls=tls,
+            tls=site_tls,
         )
         self.running = start(adapter, site, profile)
-        ca = tls.ca.read_text() if tls else None
+        ca = site_tls.ca.read_text() if site_tls else None
         return Started(site.url, self.running.config.text, adapter.version() or "", ca)
 
     def verify(self) -> None:
