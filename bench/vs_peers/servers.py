@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Sequence, Tuple
 
 from httpbench import servers, workload
+from httpbench.protocol import TlsSettings
 from httpbench.servers import ServerProfile
 from httpbench.servers.host import ServerHost
 
@@ -43,8 +44,8 @@ def start(name: str, cpus: Sequence[int], https: bool, workdir: str) -> Tuple[Se
     VerificationFailed with the server's own words."""
     host = ServerHost(cpus)
     try:
-        tls_key = TLS_KEY if https else None
-        started = host.start(servers.get(name), profile(name, https, workdir), WORKLOAD, len(cpus), tls_key)
+        tls = TlsSettings(key=TLS_KEY) if https else None
+        started = host.start(servers.get(name), profile(name, https, workdir), WORKLOAD, len(cpus), tls)
         host.verify()
         host.watch()
     except BaseException:
