@@ -119,12 +119,15 @@ def test_a_cache_serves_https_on_ipv6_loopback(tmp_path, certificate, name):
 
 
 def test_a_server_host_starts_https_with_a_certificate_of_its_own():
+    from httpbench.protocol import TlsSettings
     from httpbench.servers.host import ServerHost
     from httpbench.workload import generated
 
     host = ServerHost([SERVER_CPU])
     try:
-        started = host.start(servers.get("nginx"), ServerProfile("tuned"), generated(7), 1, "rsa-2048", "1.2")
+        started = host.start(
+            servers.get("nginx"), ServerProfile("tuned"), generated(7), 1, TlsSettings(version="1.2", key="rsa-2048")
+        )
         assert started.url.startswith("https://127.0.0.1:")
         tls = host.running.site.tls
         assert started.ca == tls.ca.read_text() and tls.key_type == "rsa-2048"
