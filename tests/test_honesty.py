@@ -185,3 +185,15 @@ def test_a_client_starved_by_another_process_is_flagged(nginx):
     assert client["waiting_share"] > 0.2, client
     flag = honesty.client_saturated([report], None, 1)
     assert flag and "waiting for its CPU" in flag.reason, (client, flag)
+
+
+def test_without_keep_alive_connecting_and_the_handshake_are_part_of_the_cycle():
+    # 5,000 req/s, each on a connection of its own: 1 ms of response, 0.4 ms of connect and
+    # 0.6 ms of TLS handshake before it = 2 ms a cycle, 10 in flight.
+    closing = measurement(rps=5_000)
+    closing["latency"]["connect"].update(count=5_000, mean_us=400.0)
+    closing["latency"]["tls_handshake"] = dict(closing["latency"]["connect"], mean_us=600.0)
+    assert honesty.littles_law([closing], 10) is None
+    assert "= 5.0 (off by 50.0%)" in honesty.littles_law([measurement(rps=5_000)], 10).reason
+    closing["latency"]["tls_handshake"] = None  # http://: a connect only, 1.4 ms a cycle
+    assert "x 1,000 us + 2.0 connecting = 7.0" in honesty.littles_law([closing], 10).reason

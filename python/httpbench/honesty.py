@@ -163,9 +163,10 @@ def littles_law(measurements: Sequence[Report], connections: int) -> Optional[Fl
     The law holds for any stable system, so a miss means the latency does not cover the whole
     time a connection holds a request slot: a client that cannot keep its connections busy (CPU
     bound, so the time between a response and the next request is nobody's latency), connections
-    that are not all established (listen backlog overflow, SYN retries), time spent connecting
-    without keep-alive, or errors and reconnects. Each of those is the environment being measured,
-    not the server.
+    that are not all established (listen backlog overflow, SYN retries), or errors and reconnects.
+    Each of those is the environment being measured, not the server. Time spent connecting and
+    shaking hands is in no request's latency but holds a connection all the same (without
+    keep-alive, every request's): it counts, as the engine's connect and handshake times say.
     """
     worst = None
     for index, m in enumerate(measurements, 1):
@@ -183,19 +184,28 @@ def littles_law(measurements: Sequence[Report], connections: int) -> Optional[Fl
         requests = m["requests"]
         waited_s = (requests["in_flight"] or 0) * (requests["in_flight_age_mean_us"] or 0) / 1e6
         unanswered = waited_s / m["duration_s"] if m["duration_s"] else 0.0
-        in_flight = rps * mean_us / 1e6 + unanswered
+        connecting = _setting_up(m)
+        in_flight = rps * mean_us / 1e6 + unanswered + connecting
         off = abs(in_flight / connections - 1)
         if worst is None or off > worst[0]:
-            worst = (off, index, rps, mean_us, unanswered, in_flight)
+            worst = (off, index, rps, mean_us, unanswered, connecting, in_flight)
     if worst is None or worst[0] <= LITTLE_MARGIN:
         return None
-    off, index, rps, mean_us, unanswered, in_flight = worst
+    off, index, rps, mean_us, unanswered, connecting, in_flight = worst
     waiting = f" + {unanswered:,.1f} unanswered at the end" if unanswered >= 0.05 else ""
+    waiting += f" + {connecting:,.1f} connecting" if connecting >= 0.05 else ""
     return Flag(
         "littles_law",
         f"round {index}: {connections} requests in flight, but throughput x mean cycle = "
         f"{rps:,.0f} req/s x {mean_us:,.0f} us{waiting} = {in_flight:,.1f} (off by {off:.1%})",
     )
+
+
+def _setting_up(m: Report) -> float:
+    """Connections busy connecting or in a TLS handshake, on average over the round."""
+    latency, seconds = m["latency"], m["duration_s"]
+    busy_us = sum((s["count"] or 0) * (s["mean_us"] or 0) for s in (latency["connect"], latency["tls_handshake"]) if s)
+    return busy_us / 1e6 / seconds if seconds else 0.0
 
 
 def crashed(m: dict) -> Optional[Flag]:
