@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from httpbench.servers.adapters.nginx import Nginx
-from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
+from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS, read_args
 from httpbench.servers.process import free_port
 
 ARGS = "varnishd.args"
@@ -99,11 +99,6 @@ class Varnish(Server):
         # configuration errors are the likelier) is the leader whose exit says the server failed.
         hitch = [HITCH, f"--config={config_dir / HITCH_CONF}"]
         return ["/bin/sh", "-c", f"{shlex.join(varnishd)} & exec {shlex.join(hitch)}"]
-
-
-def read_args(path: Path) -> List[str]:
-    """The arguments in an args file: shell words, `#` starting a comment."""
-    return shlex.split(path.read_text(), comments=True)
 
 
 def render_hitch(site: Site, profile: ServerProfile, backend_port: int) -> str:
