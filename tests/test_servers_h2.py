@@ -66,7 +66,8 @@ def test_servers_that_cannot_offer_h2_say_so_in_one_line(tmp_path, certificate):
         ("apache2-prefork", "h2"): "mod_http2 does not work with the prefork MPM",
         ("apache2-prefork", "h2c"): "mod_http2 does not work with the prefork MPM",
         ("nghttpd", "https"): "speaks only HTTP/2",
-        ("mighttpd2", "h2c"): "no cleartext HTTP/2",
+        ("reference", "h2"): "cannot offer HTTP/2",
+        ("trafficserver", "h2c"): "no cleartext HTTP/2",
     }
     for (name, protocol), why in cases.items():
         site = _site_in(tmp_path / f"{name}-{protocol}", certificate, protocol)
