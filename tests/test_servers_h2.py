@@ -93,3 +93,10 @@ def test_a_server_answering_http1_fails_verification_naming_what_it_spoke(tmp_pa
     said = str(failed.value)
     assert f"offered {protocol} but spoke" in said and "\n" not in said
     assert ("http/1.1 by ALPN" if protocol == "h2" else "HTTP/1.x (HTTP/1.1 400") in said
+
+
+def test_nghttpd_refuses_a_pinned_tls_version_in_one_line(certificate):
+    # It sets its own range (1.2 to 1.3) over any OpenSSL configuration, so a pin would be ignored.
+    refusal = servers.get("nghttpd").tls_refusal(SiteTLS.of(certificate, "1.2"))
+    assert "cannot be pinned to TLS 1.2" in refusal and "\n" not in refusal
+    assert servers.get("nghttpd").tls_refusal(SiteTLS.of(certificate)) is None
