@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import replace
 
 import pytest
-from conftest import FILES, make_site
+from conftest import FILES, SERVER_CPU, make_site
 from httpbench import servers
 from httpbench.certificates import make_site_certificate
 from httpbench.servers import ProtocolUnsupported, ServerProfile, SiteTLS, VerificationFailed, start, verify
@@ -100,3 +100,17 @@ def test_nghttpd_refuses_a_pinned_tls_version_in_one_line(certificate):
     refusal = servers.get("nghttpd").tls_refusal(SiteTLS.of(certificate, "1.2"))
     assert "cannot be pinned to TLS 1.2" in refusal and "\n" not in refusal
     assert servers.get("nghttpd").tls_refusal(SiteTLS.of(certificate)) is None
+
+
+def test_a_server_host_starts_a_server_offering_h2():
+    from httpbench.protocol import TlsSettings
+    from httpbench.servers.host import ServerHost
+    from httpbench.workload import generated
+
+    host = ServerHost([SERVER_CPU])
+    try:
+        started = host.start(servers.get("h2o"), ServerProfile("tuned"), generated(7), 1, TlsSettings(), http2=True)
+        assert started.url.startswith("https://") and host.running.site.protocol == "h2"
+        host.verify()
+    finally:
+        host.stop()
