@@ -4,8 +4,9 @@
 PY ?= python3
 # The servers `make run` sweeps and the write-ups' own load clients its plans may name (ab, wrk,
 # h2load); what the tests add (a real PostgreSQL, network namespaces, a real Chromium for the
-# HTML report); peers the benchmark scripts measure against.
-SERVER_PACKAGES := nginx-light apache2 lighttpd lighttpd-mod-openssl varnish hitch h2o caddy trafficserver mighttpd2 jetty9 nodejs
+# HTML report); peers the benchmark scripts measure against. curl is the servers' side too: it
+# fetches the workload over HTTP/2 when a server offering h2 is verified.
+SERVER_PACKAGES := nginx-light apache2 lighttpd lighttpd-mod-openssl varnish hitch h2o caddy trafficserver mighttpd2 jetty9 nodejs nghttp2-server curl
 CLIENT_PACKAGES := apache2-utils wrk nghttp2-client
 TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) iproute2 postgresql chromium fonts-liberation
 BENCH_PACKAGES := nginx-light h2o $(CLIENT_PACKAGES)

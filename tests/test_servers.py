@@ -18,8 +18,12 @@ def _require(adapter):
         pytest.fail(f"{adapter.name} is not installed: {adapter.install_command()}")
 
 
+# nghttpd speaks HTTP/2 only: test_servers_h2.py starts it.
+HTTP1_SERVERS = [name for name in servers.names() if servers.get(name).speaks_http1]
+
+
 @pytest.mark.parametrize("profile", ["default", "tuned"])
-@pytest.mark.parametrize("name", servers.names())
+@pytest.mark.parametrize("name", HTTP1_SERVERS)
 def test_adapter_serves_verified_pinned_load_and_stops_clean(site, name, profile):
     adapter = servers.get(name)
     _require(adapter)

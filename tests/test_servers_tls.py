@@ -19,7 +19,8 @@ from httpbench.errors import Error
 from httpbench.servers import ServerProfile, SiteTLS, TLSUnsupported, VerificationFailed, start, verify
 from httpbench.servers.process import session_pids
 
-TLS_SERVERS = [name for name in servers.names() if servers.get(name).speaks_tls]
+# Loaded by ab here, so HTTPS over HTTP/1.1: nghttpd, HTTP/2 only, is test_servers_h2.py's.
+TLS_SERVERS = [name for name in servers.names() if servers.get(name).speaks_tls and servers.get(name).speaks_http1]
 
 
 # The key type each pinned start uses: every server meets all three key types without starting

@@ -25,8 +25,10 @@ class RemoteServerHost:
     def _call(self, method: str, *args) -> Any:
         return self._answer(lambda: getattr(self._actor, method)(*args), self.name)
 
-    def start(self, adapter: Server, profile: ServerProfile, workload, cpus: int, tls=None) -> Started:
-        return self._call("start", adapter, profile, workload, cpus, tls)
+    def start(
+        self, adapter: Server, profile: ServerProfile, workload, cpus: int, tls=None, http2: bool = False
+    ) -> Started:
+        return self._call("start", adapter, profile, workload, cpus, tls, http2)
 
     def verify(self) -> None:
         self._call("verify")

@@ -12,7 +12,17 @@ from typing import Dict, List, Type
 
 from httpbench.errors import Error
 from httpbench.servers import adapters
-from httpbench.servers.base import PROFILES, TLS_VERSIONS, Config, Server, ServerProfile, Site, SiteTLS, TLSUnsupported
+from httpbench.servers.base import (
+    PROFILES,
+    TLS_VERSIONS,
+    Config,
+    ProtocolUnsupported,
+    Server,
+    ServerProfile,
+    Site,
+    SiteTLS,
+    TLSUnsupported,
+)
 from httpbench.servers.process import RunningServer, ServerFailed, free_port, start
 from httpbench.servers.verify import VerificationFailed, verify
 
@@ -49,6 +59,7 @@ def names() -> List[str]:
 __all__ = [
     "ADAPTERS",
     "PROFILES",
+    "ProtocolUnsupported",
     "Config",
     "RunningServer",
     "Server",

@@ -8,6 +8,7 @@ are the same for every server and live in `httpbench.servers.process`.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import subprocess
 from abc import ABC, abstractmethod
@@ -53,6 +54,11 @@ class TLSUnsupported(ServerFailed):
     A ServerFailed, so a sweep that meets one records the cell as failed and goes on."""
 
 
+class ProtocolUnsupported(ServerFailed):
+    """HTTP/2 asked of a server that cannot offer it as asked (at all, or in cleartext as h2c); the
+    message says why and what to do, in one line. A ServerFailed, as TLSUnsupported is."""
+
+
 @dataclass(frozen=True)
 class SiteTLS:
     """HTTPS for a site: the server presents `cert` (with `key`, of `key_type`), signed by the
@@ -94,6 +100,15 @@ class Site:
     upstream: Optional[str] = None
     # HTTPS when set; a fronted origin stays plain HTTP on loopback.
     tls: Optional[SiteTLS] = None
+    # Offer HTTP/2: by ALPN beside http/1.1 when the site has TLS, else h2c by prior knowledge.
+    http2: bool = False
+
+    @property
+    def protocol(self) -> str:
+        """What the site serves, as a plan names it: "h2", "h2c", "https" or "http"."""
+        if self.http2:
+            return "h2" if self.tls else "h2c"
+        return "https" if self.tls else "http"
 
     @property
     def workers(self) -> int:
@@ -142,6 +157,12 @@ class Server(ABC):
     program: ClassVar[str]
     # Whether the adapter renders HTTPS for a site with `tls`; `tls_refusal` says why not.
     speaks_tls: ClassVar[bool] = False
+    # Which HTTP versions the adapter serves: HTTP/1.1; HTTP/2 for a site with `http2`, over TLS
+    # by ALPN (`speaks_h2`), in cleartext by prior knowledge (`speaks_h2c`). `protocol_refusal`
+    # says why not.
+    speaks_http1: ClassVar[bool] = True
+    speaks_h2: ClassVar[bool] = False
+    speaks_h2c: ClassVar[bool] = False
 
     def executable(self) -> Optional[str]:
         return shutil.which(self.program) or (self.program if Path(self.program).is_file() else None)
@@ -182,6 +203,19 @@ class Server(ABC):
             )
         return None
 
+    def protocol_refusal(self, protocol: str) -> Optional[str]:
+        """None when this server can serve `protocol` (a Site.protocol: "http", "https", "h2" or
+        "h2c"; whether it can do TLS as asked is tls_refusal's), else one line saying why not and
+        what to do."""
+        if protocol == "h2" and not self.speaks_h2:
+            return f"{self.name} cannot offer HTTP/2 in httpbench; measure it over https, or choose a server with h2"
+        if protocol == "h2c" and not self.speaks_h2c:
+            other = "over h2 (with TLS)" if self.speaks_h2 else "over http"
+            return f"{self.name} offers no cleartext HTTP/2 (h2c); measure it {other}, or choose a server with h2c"
+        if protocol in ("http", "https") and not self.speaks_http1:
+            return f"{self.name} speaks only HTTP/2; measure it over h2 or h2c"
+        return None
+
     def backend(self) -> Optional["Server"]:
         """A server this one fronts (a cache in front of an origin), started first on its own
         port; None for a server that serves files itself."""
@@ -218,6 +252,12 @@ system_default = system_default_sect
 MinProtocol = TLSv{version}
 MaxProtocol = TLSv{version}
 """
+
+
+def read_args(path: Path) -> List[str]:
+    """The arguments in an args file (a server configured by its command line alone): shell
+    words, `#` starting a comment."""
+    return shlex.split(path.read_text(), comments=True)
 
 
 def fill(template: str, site: Site) -> str:

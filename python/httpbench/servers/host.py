@@ -56,10 +56,13 @@ class ServerHost:
         self.files: dict = {}
         self.name = ""
 
-    def start(self, adapter: Server, profile: ServerProfile, workload, cpus: int, tls=None) -> Started:
+    def start(
+        self, adapter: Server, profile: ServerProfile, workload, cpus: int, tls=None, http2: bool = False
+    ) -> Started:
         """Start `adapter` on a fresh document root and run directory; over HTTPS when `tls` (a
         plan's protocol.TlsSettings) is given, with a certificate of its key type made here for
-        this host's address, pinned to its version if it has one."""
+        this host's address, pinned to its version if it has one; offering HTTP/2 when `http2`
+        (by ALPN with `tls`, else h2c by prior knowledge)."""
         self.stop()
         self.base = Path(tempfile.mkdtemp(prefix=f"httpbench-{adapter.name}-"))
         docroot = self.base / "www"
@@ -77,6 +80,7 @@ class ServerHost:
             host=self.address,
             cpus=self.cpus[:cpus],
             tls=site_tls,
+            http2=http2,
         )
         self.running = start(adapter, site, profile)
         ca = site_tls.ca.read_text() if site_tls else None

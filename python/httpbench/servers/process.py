@@ -25,8 +25,17 @@ from pathlib import Path
 from typing import List, Optional, Set
 
 from httpbench.procfs import session_pids
-from httpbench.servers.base import Config, Server, ServerFailed, ServerProfile, Site, TLSUnsupported, fill
-from httpbench.servers.verify import connection
+from httpbench.servers.base import (
+    Config,
+    ProtocolUnsupported,
+    Server,
+    ServerFailed,
+    ServerProfile,
+    Site,
+    TLSUnsupported,
+    fill,
+)
+from httpbench.servers.verify import CLOSED, connection, h2_probe
 
 _PR_SET_PDEATHSIG = 1
 _running: Set["RunningServer"] = set()
@@ -172,12 +181,16 @@ def render(server: Server, site: Site, profile: ServerProfile) -> Config:
 
 
 def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: float = 20.0) -> RunningServer:
-    """Start `server` for `site` and return once it answers HTTP (HTTPS when the site has TLS)."""
-    # First: installing a server that cannot serve HTTPS as asked would not help.
+    """Start `server` for `site` and return once it answers HTTP (HTTPS when the site has TLS, an
+    HTTP/2 connection when it offers h2)."""
+    # First: installing a server that cannot serve HTTPS or HTTP/2 as asked would not help.
     if site.tls is not None:
         refusal = server.tls_refusal(site.tls)
         if refusal is not None:
             raise TLSUnsupported(refusal)
+    refusal = server.protocol_refusal(site.protocol)
+    if refusal is not None:
+        raise ProtocolUnsupported(refusal)
     if not server.installed():
         raise ServerFailed(f"{server.name} is not installed; install it with: {server.install_command()}")
     if not site.docroot.is_dir():
@@ -188,7 +201,7 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
     origin = server.backend()
     if origin is not None:
         backend_site = replace(
-            site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None, tls=None
+            site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None, tls=None, http2=False
         )
         # The origin gets the profile's name only: directives and a config file are the front's.
         backend = start(origin, backend_site, ServerProfile(profile.name), ready_timeout)
@@ -235,12 +248,8 @@ def _wait_ready(running: RunningServer, timeout: float) -> None:
         if code is not None:
             raise ServerFailed(f"{running.server.name} exited with code {code} at start: {_explain(running)}")
         try:
-            # Over TLS, any certificate and version will do here: verify() judges them.
-            conn = connection(site, timeout=1, check_tls=False)
-            conn.request("GET", "/")
-            conn.getresponse().read()
-            conn.close()
-            return
+            if _answers(site):
+                return
         except (OSError, http.client.HTTPException):
             pass
         if time.monotonic() > deadline:
@@ -248,6 +257,22 @@ def _wait_ready(running: RunningServer, timeout: float) -> None:
                 f"{running.server.name} did not answer on {site.url} within {timeout:.0f} s: {_explain(running)}"
             )
         time.sleep(0.05)
+
+
+def _answers(site: Site) -> bool:
+    """Whether the server answers a request (a site offering HTTP/2: an HTTP/2 connection, which
+    some servers, nghttpd or nginx's h2c, accept in place of HTTP/1.1). Over TLS, any certificate
+    and version will do here, and any protocol spoken back: verify() judges them."""
+    if site.http2:
+        with h2_probe(site, timeout=1, check_tls=False) as (spoken, _):
+            return spoken != CLOSED
+    conn = connection(site, timeout=1, check_tls=False)
+    try:
+        conn.request("GET", "/")
+        conn.getresponse().read()
+    finally:
+        conn.close()
+    return True
 
 
 def _explain(running: RunningServer) -> str:

@@ -9,13 +9,25 @@ Over HTTPS each answer also comes over a connection verified against the suite's
 presenting exactly the site's certificate, in the TLS version the site pins (any version
 otherwise): a server that fell back to a certificate of its own, or ignored the pin, would be
 measured doing something else than the plan says.
+
+A site that offers HTTP/2 must speak it, not fall back to HTTP/1.1: over TLS the server selects
+"h2" by ALPN, in cleartext (h2c, prior knowledge) it answers the client's preface with SETTINGS,
+as RFC 9113 requires of an h2 server. Its files are then fetched over h2 by curl (built with
+nghttp2 in Debian), one connection each: curl 7.88 fails to reuse a prior-knowledge connection.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
+import shutil
+import socket
 import ssl
-from typing import Dict, Optional
+import subprocess
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from httpbench.errors import Error
 from httpbench.servers.base import Site, SiteTLS
@@ -34,42 +46,72 @@ def verify(
     compression: bool = False,
     headers: Optional[Dict[str, str]] = None,
 ) -> None:
+    if site.http2:
+        _check_h2(site, server_name)
+    fetch = _fetch_h2 if site.http2 else _fetch
     for name, expected in files.items():
         path = "/" + name
-        conn = connection(site, timeout=10)
-        try:
-            conn.request("GET", path, headers=headers or {})
-            if site.tls is not None:
-                _check_tls(conn.sock, site.tls, server_name)
-            response = conn.getresponse()
-            body = response.read()
-        except ssl.SSLCertVerificationError as e:
-            raise VerificationFailed(
-                f"{server_name}'s certificate fails verification against the suite's authority ({e.verify_message})"
-            ) from None
-        except (OSError, http.client.HTTPException) as e:
-            raise VerificationFailed(f"{server_name} did not answer GET {path}: {e}") from None
-        finally:
-            conn.close()
-        head = f"{response.status} {response.reason}; " + ", ".join(f"{k}: {v}" for k, v in response.getheaders())
+        status, reason, answer, body = fetch(site, path, headers or {}, server_name)
+        _judge(server_name, path, expected, compression, status, reason, answer, body)
 
-        def fail(what: str) -> VerificationFailed:
-            return VerificationFailed(f"{server_name} failed verification of GET {path}: {what}; it sent {head[:300]}")
 
-        if response.status != 200:
-            raise fail(f"status {response.status}, not 200")
-        encoding = response.getheader("Content-Encoding")
-        if encoding and encoding.lower() != "identity" and not compression:
-            raise fail(f"it compressed the body ({encoding}) though the plan does not ask for compression")
-        length = response.getheader("Content-Length")
-        if length is None:
-            raise fail("no Content-Length")
-        if not length.isdigit():
-            raise fail(f"Content-Length {length!r} is not a number")
-        if not compression and int(length) != len(expected):
-            raise fail(f"Content-Length {length}, not {len(expected)}")
-        if not compression and body != expected:
-            raise fail(f"a body of {len(body)} bytes that differs from the {len(expected)}-byte file")
+# An answer: status, reason phrase (none in HTTP/2), headers in the order sent, body.
+Answer = Tuple[int, str, List[Tuple[str, str]], bytes]
+
+
+def _fetch(site: Site, path: str, headers: Dict[str, str], server_name: str) -> Answer:
+    conn = connection(site, timeout=10)
+    try:
+        conn.request("GET", path, headers=headers)
+        if site.tls is not None:
+            _check_tls(conn.sock, site.tls, server_name)
+        response = conn.getresponse()
+        body = response.read()
+    except ssl.SSLCertVerificationError as e:
+        raise _untrusted(server_name, e) from None
+    except (OSError, http.client.HTTPException) as e:
+        raise VerificationFailed(f"{server_name} did not answer GET {path}: {e}") from None
+    finally:
+        conn.close()
+    return response.status, response.reason, response.getheaders(), body
+
+
+def _judge(
+    server_name: str,
+    path: str,
+    expected: bytes,
+    compression: bool,
+    status: int,
+    reason: str,
+    answer: List[Tuple[str, str]],
+    body: bytes,
+) -> None:
+    head = f"{status} {reason}".rstrip() + "; " + ", ".join(f"{k}: {v}" for k, v in answer)
+    fields = {k.lower(): v for k, v in answer}
+
+    def fail(what: str) -> VerificationFailed:
+        return VerificationFailed(f"{server_name} failed verification of GET {path}: {what}; it sent {head[:300]}")
+
+    if status != 200:
+        raise fail(f"status {status}, not 200")
+    encoding = fields.get("content-encoding")
+    if encoding and encoding.lower() != "identity" and not compression:
+        raise fail(f"it compressed the body ({encoding}) though the plan does not ask for compression")
+    length = fields.get("content-length")
+    if length is None:
+        raise fail("no Content-Length")
+    if not length.isdigit():
+        raise fail(f"Content-Length {length!r} is not a number")
+    if not compression and int(length) != len(expected):
+        raise fail(f"Content-Length {length}, not {len(expected)}")
+    if not compression and body != expected:
+        raise fail(f"a body of {len(body)} bytes that differs from the {len(expected)}-byte file")
+
+
+def _untrusted(server_name: str, e: ssl.SSLCertVerificationError) -> VerificationFailed:
+    return VerificationFailed(
+        f"{server_name}'s certificate fails verification against the suite's authority ({e.verify_message})"
+    )
 
 
 def connection(site: Site, timeout: float, check_tls: bool = True) -> http.client.HTTPConnection:
@@ -77,13 +119,98 @@ def connection(site: Site, timeout: float, check_tls: bool = True) -> http.clien
     TLS and `check_tls`, unverified HTTPS when not `check_tls` (a readiness probe), else HTTP."""
     if site.tls is None:
         return http.client.HTTPConnection(site.host, site.port, timeout=timeout)
+    return http.client.HTTPSConnection(site.host, site.port, timeout=timeout, context=_context(site, check_tls))
+
+
+def _context(site: Site, check_tls: bool) -> ssl.SSLContext:
     if check_tls:
-        context = ssl.create_default_context(cafile=str(site.tls.ca))
-    else:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return http.client.HTTPSConnection(site.host, site.port, timeout=timeout, context=context)
+        return ssl.create_default_context(cafile=str(site.tls.ca))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+# RFC 9113 3.4: the client's connection preface, then its SETTINGS frame (empty: the defaults).
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_SETTINGS = 4
+# What h2_probe says of a server that closed the connection without a word.
+CLOSED = "nothing (it closed the connection)"
+
+
+@contextmanager
+def h2_probe(site: Site, timeout: float, check_tls: bool = True) -> Iterator[Tuple[str, socket.socket]]:
+    """A connection on which the client offered HTTP/2 (ALPN "h2" beside "http/1.1" over TLS,
+    the preface by prior knowledge in cleartext), and what the server spoke back: "h2" when it
+    chose h2 and its first frame is SETTINGS, else a few words naming what it did instead."""
+    sock = socket.create_connection((site.host, site.port), timeout=timeout)
+    try:
+        if site.tls is not None:
+            context = _context(site, check_tls)
+            context.set_alpn_protocols(["h2", "http/1.1"])
+            sock = context.wrap_socket(sock, server_hostname=site.host)
+            chosen = sock.selected_alpn_protocol()
+            if chosen != "h2":
+                yield (f"{chosen} by ALPN" if chosen else "HTTP/1.1 (it selected no protocol by ALPN)"), sock
+                return
+        sock.sendall(H2_PREFACE)
+        yield _first_answer(sock), sock
+    finally:
+        sock.close()
+
+
+def _first_answer(sock: socket.socket) -> str:
+    head = b""
+    while len(head) < 9:
+        chunk = sock.recv(9 - len(head))
+        if not chunk:
+            break
+        head += chunk
+    if len(head) == 9 and head[3] == _SETTINGS and int.from_bytes(head[5:9], "big") & 0x7FFFFFFF == 0:
+        return "h2"
+    if head.startswith(b"HTTP/"):
+        status_line = (head + sock.recv(200)).split(b"\r\n", 1)[0].decode("latin-1")
+        return f"HTTP/1.x ({status_line})"
+    if not head:
+        return CLOSED
+    return f"bytes that are not HTTP/2 frames ({head!r})"
+
+
+def _check_h2(site: Site, server_name: str) -> None:
+    """The server speaks h2 when offered it, on the site's own certificate and pinned version."""
+    try:
+        with h2_probe(site, timeout=10) as (spoken, sock):
+            if site.tls is not None:
+                _check_tls(sock, site.tls, server_name)
+    except ssl.SSLCertVerificationError as e:
+        raise _untrusted(server_name, e) from None
+    except OSError as e:
+        raise VerificationFailed(f"{server_name} did not answer an HTTP/2 connection on {site.url}: {e}") from None
+    if spoken != "h2":
+        raise VerificationFailed(
+            f"{server_name} was offered {site.protocol} but spoke {spoken}: its configuration does not enable HTTP/2"
+        )
+
+
+def _fetch_h2(site: Site, path: str, headers: Dict[str, str], server_name: str) -> Answer:
+    curl = shutil.which("curl")
+    if curl is None:
+        raise VerificationFailed("verifying a server over HTTP/2 needs curl; install it with: apt-get install -y curl")
+    with tempfile.TemporaryDirectory(prefix="httpbench-verify-") as tmp:
+        out = Path(tmp) / "body"
+        command = [curl, "--silent", "--show-error", "--max-time", "10", "--output", str(out)]
+        command += ["--http2", "--cacert", str(site.tls.ca)] if site.tls else ["--http2-prior-knowledge"]
+        command += [arg for name, value in headers.items() for arg in ("--header", f"{name}: {value}")]
+        command += ["--write-out", "%{http_version} %{response_code} %{header_json}", site.url.rstrip("/") + path]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"curl exit code {done.returncode}"
+            raise VerificationFailed(f"{server_name} did not answer GET {path} over {site.protocol}: {said}")
+        version, status, fields = done.stdout.split(" ", 2)
+        if version != "2":
+            raise VerificationFailed(f"{server_name} answered GET {path} in HTTP/{version}, not over {site.protocol}")
+        answer = [(name, value) for name, values in json.loads(fields).items() for value in values]
+        return int(status), "", answer, out.read_bytes() if out.exists() else b""
 
 
 def _check_tls(sock: ssl.SSLSocket, tls: SiteTLS, server_name: str) -> None:

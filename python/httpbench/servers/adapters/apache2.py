@@ -14,7 +14,7 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import ClassVar, List
+from typing import ClassVar, List, Optional
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site
 
@@ -75,6 +75,9 @@ class _Apache(Server):
     packages = ("apache2",)
     program = "/usr/sbin/apache2"
     speaks_tls = True  # mod_ssl ships in apache2-bin, loaded from the rendered config
+    # mod_http2 ships there too: h2 by ALPN beside mod_ssl, h2c by prior knowledge without it
+    speaks_h2 = True
+    speaks_h2c = True
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
         return Config({"apache2.conf": render_conf(site, profile, self.mpm)})
@@ -104,6 +107,18 @@ class ApachePrefork(_Apache):
     name = "apache2-prefork"
     summary = "Apache httpd, prefork MPM: one process per connection"
     mpm = "prefork"
+    speaks_h2 = False
+    speaks_h2c = False
+
+    def protocol_refusal(self, protocol: str) -> Optional[str]:
+        if protocol in ("h2", "h2c"):
+            # mod_http2 runs streams on threads of the connection's process; under prefork it
+            # logs AH10034 and leaves HTTP/2 off.
+            return (
+                "apache2-prefork cannot offer HTTP/2: mod_http2 does not work with the prefork MPM; "
+                "measure apache2-event or apache2-worker over h2"
+            )
+        return super().protocol_refusal(protocol)
 
 
 class ApacheWorker(_Apache):
@@ -182,7 +197,7 @@ AccessFileName .htaccess
 LogFormat "%h %l %u %t \\"%r\\" %>s %O \\"%{{Referer}}i\\" \\"%{{User-Agent}}i\\"" combined
 CustomLog "{run}/access.log" combined"""
     extra = "".join(f"{line}\n" for line in profile.directives)
-    tls = _tls(site, profile)
+    tls = _tls(site, profile) + _h2(site, profile)
     return f"""# rendered by httpbench for profile {profile.name}, {mpm} MPM
 ServerRoot "{run}"
 DefaultRuntimeDir "{run}"
@@ -240,6 +255,27 @@ SSLEngine on
 SSLCertificateFile "{tls.cert}"
 SSLCertificateKeyFile "{tls.key}"
 """
+
+
+def _h2(site: Site, profile: ServerProfile) -> str:
+    """mod_http2 for the whole server: h2 beside http/1.1 (by ALPN over TLS, h2c by prior
+    knowledge in cleartext, mod_http2's H2Direct default there); tuned as its docs advise."""
+    if not site.http2:
+        return ""
+    protocol = "h2" if site.tls else "h2c"
+    text = f"""# mod_http2 and the protocols offered, h2 first so ALPN prefers it
+LoadModule http2_module {MODULES}/mod_http2.so
+Protocols {protocol} http/1.1
+"""
+    if profile.name == "tuned":
+        text += """# mod_http2 docs: streams per connection (default 100): above the plans' 100
+H2MaxSessionStreams 128
+# no server push: nothing here is pushed, so no push bookkeeping per request
+H2Push off
+# Idle h2 connections close after KeepAliveTimeout (60 s above) as HTTP/1.1 ones do. The
+# windows mod_http2 advertises bound only request bodies (GETs have none): H2WindowSize stays.
+"""
+    return text
 
 
 def _tuned_mpm(mpm: str, workers: int) -> str:

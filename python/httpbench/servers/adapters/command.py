@@ -25,6 +25,9 @@ from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS,
 class CommandServer(Server):
     summary = "any server, run from a command line"
     speaks_tls = True  # when its command takes the certificate: see tls_refusal
+    # Whatever the command offers: verification proves it spoke h2 when a site offers HTTP/2.
+    speaks_h2 = True
+    speaks_h2c = True
 
     def __init__(self, command: str, name: str = "command") -> None:
         words = shlex.split(command)

@@ -23,6 +23,10 @@ class Lighttpd(Server):
     packages = ("lighttpd", "lighttpd-mod-openssl")
     program = "/usr/sbin/lighttpd"
     speaks_tls = True
+    # HTTP/2 is on by default since lighttpd 1.4.59 (server.h2proto): h2 by ALPN beside
+    # http/1.1 over TLS, and h2c (server.h2c) by prior knowledge in cleartext.
+    speaks_h2 = True
+    speaks_h2c = True
 
     def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
         if not Path(OPENSSL_MODULE).is_file():
@@ -85,7 +89,7 @@ static-file.exclude-extensions = ( ".php", ".pl", ".fcgi" )
 alias.url += ( "/javascript" => "/usr/share/javascript" )
 server.modules += ( "mod_dirlisting", "mod_staticfile" )"""
     host = site.address
-    tls = _tls(site, profile)
+    tls = _tls(site, profile) + _h2(site, profile)
     # Added last; to change a setting made above, use := (lighttpd refuses a second =).
     extra = "".join(f"{line}\n" for line in profile.directives)
     return f"""# rendered by httpbench for profile {profile.name}
@@ -98,6 +102,18 @@ server.port = {site.port}
 include_shell "/usr/share/lighttpd/create-mime.conf.pl"
 {body}
 {tls}{extra}"""
+
+
+def _h2(site: Site, profile: ServerProfile) -> str:
+    """Tuned's HTTP/2 lines (the default profile has Debian's feature flags, which enable it)."""
+    if not site.http2 or profile.name != "tuned":
+        return ""
+    return """# HTTP/2 (on by default since 1.4.59, said): h2 by ALPN over TLS, h2c by prior knowledge
+server.feature-flags += ( "server.h2proto" => "enable", "server.h2c" => "enable" )
+# lighttpd allows 8 concurrent streams per connection, with no setting to raise it: a client
+# asking for more gets 8 (its SETTINGS_MAX_CONCURRENT_STREAMS), as the report's h2 figures say.
+# Its windows bound only request bodies (GETs have none).
+"""
 
 
 def _tls(site: Site, profile: ServerProfile) -> str:

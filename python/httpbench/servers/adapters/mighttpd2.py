@@ -17,6 +17,14 @@ class Mighttpd2(Server):
     summary = "Mighttpd2 (Haskell, warp), one process, GHC threads on N cores"
     packages = ("mighttpd2",)
     program = "/usr/bin/mighty"
+    # warp answers the HTTP/2 preface on a cleartext connection: h2c by prior knowledge, in both
+    # profiles (checked on Debian 12's 4.0.2); h2 would need the TLS its build lacks.
+    speaks_h2c = True
+
+    def protocol_refusal(self, protocol: str) -> Optional[str]:
+        if protocol == "h2":
+            return "Debian's mighttpd2 is built without TLS, so it offers no h2 by ALPN; measure it over h2c"
+        return super().protocol_refusal(protocol)
 
     def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
         # Checked on Debian 12's 4.0.2: with Service: 1 and the Tls_* settings, mighty stops at

@@ -18,6 +18,9 @@ class Node(Server):
     packages = ("nodejs",)
     program = "node"
     speaks_tls = True  # the https module
+    # the http2 module: h2 by ALPN beside HTTP/1.1 over TLS, h2c by prior knowledge without
+    speaks_h2 = True
+    speaks_h2c = True
 
     def version_args(self) -> List[str]:
         return ["--version"]
@@ -39,7 +42,8 @@ def render_json(site: Site, profile: ServerProfile) -> str:
     settings = {"host": site.host, "port": site.port, "root": str(site.docroot), "workers": 1, "server": {}}
     if profile.name == "tuned":
         settings["workers"] = site.workers  # cluster: one process per core given (the 2016 write-up)
-        settings["server"]["keepAliveTimeout"] = 60000  # the 2016 write-up's keep-alive 60 s (Node's default: 5 s)
+        if not site.http2:  # Node's http2 server keeps idle sessions open (no timeout) already
+            settings["server"]["keepAliveTimeout"] = 60000  # the 2016 write-up's keep-alive 60 s (Node's default: 5 s)
         settings["backlog"] = 4096  # as nginx's tuned backlog (Node's: 511)
         # Not maxRequestsPerSocket=1024 (the 2016 write-up's other keep-alive setting): past it Node answers 503
         # to requests already sent on the connection, an error the load would count.
@@ -53,6 +57,13 @@ def render_json(site: Site, profile: ServerProfile) -> str:
             # Node's docs: cluster workers must share the ticket key, or a ticket resumes only on the
             # worker that issued it; sessions outlive a run's rounds (Node's default: 300 s).
             settings["tls"].update(shareTicketKeys=True, sessionTimeout=3600)
+    if site.http2:
+        settings["http2"] = True
+        if profile.name == "tuned":
+            # Node's maxConcurrentStreams is unlimited by default; nginx's 128, above the plans' 100
+            # streams per connection (h2load's -m 100), bounds what one session may hold in memory.
+            # Its windows bound only request bodies (GETs have none): left at 64 KB.
+            settings["h2settings"] = {"maxConcurrentStreams": 128}
     for directive in profile.directives:
         name, _, value = directive.replace("=", " ", 1).partition(" ")
         value = value.strip()

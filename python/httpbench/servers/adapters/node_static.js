@@ -9,11 +9,15 @@
 // the http.Server (keepAliveTimeout, maxRequestsPerSocket, ...), VALUE read as JSON if it parses.
 // HTTPS with the config's "tls" object: {cert, key (PEM files), minVersion, maxVersion,
 // sessionTimeout (s), shareTicketKeys (one ticket key for every cluster worker)}.
+// HTTP/2 with "http2": true, by the http2 module's compatibility API (the same handler): with
+// "tls", h2 by ALPN beside HTTP/1.1 (allowHTTP1); without, h2c by prior knowledge only (Node's
+// cleartext HTTP/2 server speaks no HTTP/1.1). "h2settings" are its HTTP/2 SETTINGS.
 'use strict';
 const cluster = require('cluster');
 const crypto = require('crypto');
 const fs = require('fs');
 const http = require('http');
+const http2 = require('http2');
 const https = require('https');
 const path = require('path');
 
@@ -70,11 +74,13 @@ const NOT_FOUND = Buffer.from('not found\n');
 const TICKET_KEYS = 'NODE_STATIC_TICKET_KEYS';
 
 function createServer(opts, handler) {
-  if (!opts.tls) return http.createServer(handler);
+  const h2 = opts.http2 ? { settings: opts.h2settings || {} } : undefined;
+  if (!opts.tls) return h2 ? http2.createServer(h2, handler) : http.createServer(handler);
   const tls = opts.tls;
   const options = { cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) };
   for (const name of ['minVersion', 'maxVersion', 'sessionTimeout']) if (tls[name] !== undefined) options[name] = tls[name];
   if (process.env[TICKET_KEYS]) options.ticketKeys = Buffer.from(process.env[TICKET_KEYS], 'hex');
+  if (h2) return http2.createSecureServer({ ...options, ...h2, allowHTTP1: true }, handler);
   return https.createServer(options, handler);
 }
 
@@ -95,7 +101,8 @@ function serve(opts) {
     res.end(req.method === 'HEAD' ? undefined : file.body);
   });
   for (const [name, value] of Object.entries(opts.server)) {
-    if (!(name in server)) throw new Error(`${opts.tls ? 'https' : 'http'}.Server has no setting ${name}`);
+    const kind = `${opts.http2 ? 'http2' : opts.tls ? 'https' : 'http'} server`;
+    if (!(name in server)) throw new Error(`the ${kind} has no setting ${name}`);
     server[name] = value;
   }
   // Node's default backlog is 511: past it a connection storm's SYNs are dropped and retried

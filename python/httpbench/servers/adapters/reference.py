@@ -18,6 +18,8 @@ class Reference(Server):
     packages = ()
     program = sys.executable
     speaks_tls = True  # rustls, so the client's ceiling can be measured over TLS too
+    # No HTTP/2 (speaks_h2 stays False): it serves HTTP/1.1 only, so over h2 the client's ceiling
+    # is measured against another server, and a site offering h2 is refused in one line.
 
     def installed(self) -> bool:
         return True

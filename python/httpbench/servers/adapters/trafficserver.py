@@ -23,6 +23,9 @@ class TrafficServer(Server):
     packages = ("trafficserver", "nginx-light")
     program = "/usr/bin/traffic_server"
     speaks_tls = True  # ssl_multicert.config, OpenSSL 3
+    # ATS offers h2 by ALPN on every TLS port by default. No h2c: given the HTTP/2 preface on a
+    # cleartext port, ATS 9.2 closes the connection (checked with curl --http2-prior-knowledge).
+    speaks_h2 = True
 
     def version_args(self) -> List[str]:
         return ["-V"]
@@ -132,6 +135,14 @@ def records(site: Site, profile: ServerProfile) -> str:
             "CONFIG proxy.config.log.logging_enabled INT 3",
         ]
     lines += _tls(site, profile)
+    if site.http2 and profile.name == "tuned":
+        lines += [
+            "# ATS docs: streams per connection (default 100): above the plans' 100",
+            "CONFIG proxy.config.http2.max_concurrent_streams_in INT 128",
+            "# the 2016 write-up's 60 s keep-alive for idle h2 connections too (default 120 s)",
+            "CONFIG proxy.config.http2.no_activity_timeout_in INT 60",
+            "# its windows bound only request bodies (GETs have none): initial_window_size_in stays",
+        ]
     lines += list(profile.directives)
     return "\n".join(lines) + "\n"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from httpbench.servers.adapters.nginx import Nginx
-from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
+from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS, read_args
 from httpbench.servers.process import free_port
 
 ARGS = "varnishd.args"
@@ -36,6 +36,10 @@ class Varnish(Server):
     packages = ("varnish", "nginx-light", "hitch")
     program = "/usr/sbin/varnishd"
     speaks_tls = True  # through hitch
+    # varnishd's HTTP/2 (feature flag http2): over TLS hitch offers h2 by ALPN and passes the choice
+    # on in its PROXY v2 header; in cleartext varnishd takes h2c by prior knowledge.
+    speaks_h2 = True
+    speaks_h2c = True
 
     def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
         if shutil.which(HITCH) is None:
@@ -75,6 +79,8 @@ class Varnish(Server):
             "# out chunked, without Content-Length, and fails verification.",
             "-p http_gzip_support=off",
         ]
+        if site.http2:
+            lines += ["# HTTP/2 (off by default in Varnish 7.1)", "-p feature=+http2"]
         if profile.name == "tuned":
             workers = site.workers
             lines += [
@@ -101,11 +107,6 @@ class Varnish(Server):
         return ["/bin/sh", "-c", f"{shlex.join(varnishd)} & exec {shlex.join(hitch)}"]
 
 
-def read_args(path: Path) -> List[str]:
-    """The arguments in an args file: shell words, `#` starting a comment."""
-    return shlex.split(path.read_text(), comments=True)
-
-
 def render_hitch(site: Site, profile: ServerProfile, backend_port: int) -> str:
     """hitch.conf: the site's certificate on the site's port, varnishd behind it over PROXY v2."""
     tls = site.tls
@@ -127,6 +128,8 @@ def render_hitch(site: Site, profile: ServerProfile, backend_port: int) -> str:
         ]
     if tls.version:
         lines.append(f"tls-protos = TLSv{tls.version}   # pinned by the site")
+    if site.http2:
+        lines.append('alpn-protos = "h2, http/1.1"   # Varnish docs: offer h2 first, varnishd speaks it')
     if profile.name == "tuned":
         lines += [
             f"workers = {site.workers}   # hitch's docs: one worker process per core (the default is one)",
