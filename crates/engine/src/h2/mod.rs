@@ -1,0 +1,3 @@
+//! HTTP/2 (RFC 9113) for the client engine: header compression, framing and the connection.
+
+pub mod hpack;
