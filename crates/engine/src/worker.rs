@@ -795,6 +795,16 @@ impl<'a> Worker<'a> {
             self.received(reactor, i, &plaintext, at);
         }
         self.plaintext = plaintext;
+        let c = &self.conns[i];
+        if c.tls.as_ref().is_some_and(|tls| tls.peer_closed())
+            && matches!(c.state, State::Open | State::Handshaking)
+        {
+            // close_notify is the server's end of the connection, as a FIN is: wait for a FIN
+            // that may never come (the bytes after close_notify are ignored, RFC 8446 6.1), and
+            // the requests sent meanwhile would only time out.
+            self.eof(reactor, i);
+            return;
+        }
         // The handshake's next flight, or the first requests with the handshake's last
         // message, in one send; nothing if the parser closed the connection meanwhile.
         match self.conns[i].state {

@@ -65,12 +65,19 @@ pub enum Mode {
     /// `Connection: close`, then FIN without close_notify: a common way for servers to end, which
     /// a client must not count as an error.
     TlsNoCloseNotify,
+    /// TLS (needs --tls-cert/--tls-key): a whole handshake, a whole keep-alive response,
+    /// close_notify, then the same response's bytes again on a connection kept open until the
+    /// client closes: data after close_notify, which a client must ignore (RFC 8446 6.1).
+    TlsDataAfterCloseNotify,
 }
 
 impl Mode {
     /// The modes that complete a TLS handshake, so need a certificate and its key.
     pub fn needs_certificate(self) -> bool {
-        matches!(self, Mode::TlsShortBody | Mode::TlsNoCloseNotify)
+        matches!(
+            self,
+            Mode::TlsShortBody | Mode::TlsNoCloseNotify | Mode::TlsDataAfterCloseNotify
+        )
     }
 
     /// The modes that speak (some) TLS; the others are plain HTTP.
@@ -127,24 +134,27 @@ pub fn serve(stream: TcpStream, cfg: &Config) {
     match cfg.mode {
         Mode::TlsAlert => return tls::answer_hello_and_close(stream, &tls::HANDSHAKE_FAILURE),
         Mode::TlsGarbage => return tls::answer_hello_and_close(stream, tls::GARBAGE),
-        Mode::TlsShortBody | Mode::TlsNoCloseNotify => {
+        Mode::TlsShortBody | Mode::TlsNoCloseNotify | Mode::TlsDataAfterCloseNotify => {
             // `options` refuses these modes without a certificate.
             let Some(config) = &cfg.tls else {
                 return;
             };
-            let out = if cfg.mode == Mode::TlsShortBody {
-                short_body()
-            } else {
-                let mut out = Vec::new();
-                let get = Request {
-                    is_head: false,
-                    http10: false,
-                    keep_alive: false,
-                };
-                write_response(&mut out, 200, &cfg.body, false, &get, true);
-                out
+            if cfg.mode == Mode::TlsShortBody {
+                return tls::answer_then_close_without_notify(stream, config, &short_body());
+            }
+            let mut out = Vec::new();
+            let keep_alive = cfg.mode == Mode::TlsDataAfterCloseNotify;
+            let get = Request {
+                is_head: false,
+                http10: false,
+                keep_alive,
             };
-            return tls::answer_then_close_without_notify(stream, config, &out);
+            write_response(&mut out, 200, &cfg.body, false, &get, !keep_alive);
+            return if keep_alive {
+                tls::answer_then_notify_then_more(stream, config, &out)
+            } else {
+                tls::answer_then_close_without_notify(stream, config, &out)
+            };
         }
         _ => {}
     }

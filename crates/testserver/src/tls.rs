@@ -1,5 +1,5 @@
-//! The TLS faults: a handshake that fails, stalls or gets garbage, and a TLS connection that ends
-//! without close_notify, inside a body or after a whole response. What a real server will not do
+//! The TLS faults: a handshake that fails, stalls or gets garbage, a TLS connection that ends
+//! without close_notify, inside a body or after a whole response, and one that goes on after it. What a real server will not do
 //! on demand is done here with raw bytes (no TLS library sends garbage for a ServerHello); what
 //! needs a real session (a response, then the end) uses rustls.
 
@@ -87,6 +87,31 @@ pub fn answer_then_close_without_notify(
     if tls.write_all(response).and_then(|_| tls.flush()).is_ok() {
         ANSWERED.fetch_add(1, Ordering::Relaxed);
         close_gracefully(&tls.sock);
+    }
+}
+
+/// A whole handshake and one request, answered with `response`, then close_notify, then
+/// `response` again as application data, with the connection held open until the client closes:
+/// a peer that keeps talking after it said it was done.
+pub fn answer_then_notify_then_more(
+    stream: TcpStream,
+    config: &Arc<ServerConfig>,
+    response: &[u8],
+) {
+    let Ok(conn) = ServerConnection::new(Arc::clone(config)) else {
+        return;
+    };
+    let mut tls = StreamOwned::new(conn, stream);
+    if request_head(&mut tls).is_err() || tls.write_all(response).is_err() {
+        return;
+    }
+    // rustls keeps encrypting application data after its own close_notify; the records leave in
+    // the order they were made.
+    tls.conn.send_close_notify();
+    if tls.write_all(response).and_then(|_| tls.flush()).is_ok() {
+        ANSWERED.fetch_add(1, Ordering::Relaxed);
+        let mut sink = [0u8; 4096];
+        while matches!(tls.sock.read(&mut sink), Ok(n) if n > 0) {}
     }
 }
 
