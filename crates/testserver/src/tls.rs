@@ -25,8 +25,8 @@ pub const HANDSHAKE_FAILURE: [u8; 7] = [21, 3, 3, 0, 2, 2, 40];
 pub const GARBAGE: &[u8] = b"this is not tls\r\n\r\n";
 
 /// The server's configuration for the modes that finish a handshake: the certificate chain and
-/// key in PEM files, TLS 1.3 and 1.2, ALPN http/1.1.
-pub fn config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+/// key in PEM files, TLS 1.3 and 1.2, ALPN h2 for the HTTP/2 modes and http/1.1 for the others.
+pub fn config(cert: &Path, key: &Path, h2: bool) -> Result<Arc<ServerConfig>, String> {
     let (chain, key_der) = httpbench_reference::tls::identity(cert, key)?;
     // The reference server's provider (see its tls module), named rather than left to the crate
     // features of the workspace.
@@ -43,7 +43,11 @@ pub fn config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
                 cert.display()
             )
         })?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![if h2 {
+        b"h2".to_vec()
+    } else {
+        b"http/1.1".to_vec()
+    }];
     Ok(Arc::new(config))
 }
 
