@@ -1,5 +1,6 @@
 //! HTTP/2 (RFC 9113) for the load engine's client side.
 //!
+//! - [`hpack`]: header compression (RFC 7541).
 //! - [`frame`]: the 9-byte frame header, frame types and flags, error codes with their names, and
 //!   writers for the frames a client sends.
 //! - [`connection`]: the sans-io client [`Connection`](connection::Connection): bytes in
@@ -15,5 +16,6 @@
 
 pub mod connection;
 pub mod frame;
+pub mod hpack;
 
 pub use connection::{Connection, H2Error, Limits, StreamSink};

@@ -1,0 +1,1 @@
+//! The Huffman code of RFC 7541 Appendix B.
