@@ -417,11 +417,7 @@ fn stream_errors() {
             1 << 16,
         ),
         (headers(1, STATUS_103, true), code::PROTOCOL_ERROR, 1 << 16),
-        (
-            headers(1, no_status, true),
-            code::PROTOCOL_ERROR,
-            1 << 16,
-        ),
+        (headers(1, no_status, true), code::PROTOCOL_ERROR, 1 << 16),
         (
             frame(kind::WINDOW_UPDATE, 0, 1, &[0; 4]),
             code::PROTOCOL_ERROR,
