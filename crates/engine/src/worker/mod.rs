@@ -13,13 +13,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::http::request::RequestSet;
-use crate::http::response::{EofOutcome, Response, ResponseParser, ResponseSink};
+use crate::http::response::{EofOutcome, ResponseParser};
 use crate::io::{new_socket, slot_of, Completion, Gather, Reactor, SockAddr, Token};
 use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
 use crate::stats::series::{SecondRecorder, SecondSample};
 use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
-use crate::tls::{self, Negotiated, TlsClient};
+use crate::tls::{Negotiated, Session, TlsClient};
+
+use sink::Sink;
+
+mod sink;
+mod tls;
 
 /// What all threads of a run share.
 pub struct Shared {
@@ -128,7 +133,7 @@ struct Conn {
     /// RequestSet, or ciphertext in `tls_out`.
     sending: Option<(*const u8, usize)>,
     /// https://: the TLS connection, from TCP's establishment to the close.
-    tls: Option<Box<tls::Session>>,
+    tls: Option<Box<Session>>,
     /// Ciphertext on its way to the kernel, swapped with the session's queue (both keep their
     /// capacity), and never touched while a send from it is under way. A close does not wait
     /// for such a send: the kernel may then read a buffer the next session of the slot reuses,
@@ -723,117 +728,6 @@ impl<'a> Worker<'a> {
         unsafe { reactor.send(token, fd, data.as_ptr(), data.len()) };
     }
 
-    /// Send what TLS has to say on connection `i` (handshake messages, encrypted requests), in
-    /// one send, unless a send is under way: its completion calls this again.
-    fn flush_tls<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        let token = self.token(i);
-        let c = &mut self.conns[i];
-        let Some(tls) = c.tls.as_mut() else { return };
-        if c.sending.is_some() || !tls.wants_write() {
-            return;
-        }
-        tls.take_queued(&mut c.tls_out);
-        c.sending = Some((c.tls_out.as_ptr(), c.tls_out.len()));
-        // SAFETY: `tls_out` is left alone until this send completes or the socket closes; its
-        // heap buffer stays where it is when the connection vector moves.
-        unsafe { reactor.send(token, c.fd, c.tls_out.as_ptr(), c.tls_out.len()) };
-    }
-
-    /// TCP is up on connection `i`: start its TLS handshake, under the connect timeout.
-    fn start_handshake<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        let (Some(client), Some(config)) = (&self.shared.tls, &self.tls_config) else {
-            return;
-        };
-        match tls::Session::new(client, config) {
-            Ok(tls) => {
-                let c = &mut self.conns[i];
-                c.tls = Some(Box::new(tls));
-                c.state = State::Handshaking;
-                c.handshake_started = self.now;
-                let deadline = self.now + ns(self.shared.spec.connect_timeout);
-                self.connect_deadlines.push_back((
-                    deadline,
-                    i as u32,
-                    c.generation,
-                    State::Handshaking,
-                ));
-                self.flush_tls(reactor, i);
-            }
-            Err(_) => self.connect_ended(reactor, i, ErrorClass::TlsHandshake),
-        }
-    }
-
-    /// Ciphertext arrived on connection `i` at `at`: decrypt it, finish the handshake if this
-    /// ends it, and hand the plaintext to the response parser.
-    fn tls_received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8], at: u64) {
-        if self.measuring(self.now) {
-            self.counters.bytes_read += data.len() as u64;
-        }
-        let mut plaintext = std::mem::take(&mut self.plaintext);
-        plaintext.clear();
-        let c = &mut self.conns[i];
-        let Some(tls) = c.tls.as_mut() else { return };
-        let handshaking = c.state == State::Handshaking;
-        let failed = tls
-            .receive(data, &mut self.ciphertext, &mut plaintext)
-            .err()
-            .map(|e| tls::class_of(&e, tls.state().is_handshaking()));
-        let done_handshaking = handshaking && failed.is_none() && !tls.state().is_handshaking();
-        if let Some(class) = failed {
-            self.plaintext = plaintext;
-            if handshaking {
-                self.connect_ended(reactor, i, class);
-            } else {
-                self.fail(reactor, i, class);
-            }
-            return;
-        }
-        if done_handshaking {
-            self.handshake_done(i);
-        }
-        if !plaintext.is_empty() {
-            self.received(reactor, i, &plaintext, at);
-        }
-        self.plaintext = plaintext;
-        // The handshake's next flight, or the first requests with the handshake's last
-        // message, in one send; nothing if the parser closed the connection meanwhile.
-        match self.conns[i].state {
-            State::Open if done_handshaking => self.send_more(reactor, i),
-            State::Open | State::Handshaking => {}
-            State::Closed | State::Connecting => return,
-        }
-        self.flush_tls(reactor, i);
-    }
-
-    /// Connection `i`'s handshake is over: time and count it; it may carry requests now.
-    fn handshake_done(&mut self, i: usize) {
-        self.progressed();
-        let measuring = self.measuring(self.conns[i].handshake_started);
-        let c = &mut self.conns[i];
-        c.state = State::Open;
-        if c.sending.is_none() {
-            // The ClientHello's room; requests need a fraction of it.
-            c.tls_out = Vec::new();
-        }
-        let Some(tls) = c.tls.as_deref().map(tls::Session::state) else {
-            return;
-        };
-        if measuring {
-            if tls::resumed(tls) {
-                self.counters.handshakes_resumed += 1;
-            } else {
-                self.counters.handshakes_full += 1;
-            }
-            record_ns(
-                &mut self.latencies.tls_handshake,
-                self.now - c.handshake_started,
-            );
-        }
-        if self.negotiated.is_none() {
-            self.negotiated = Some(Negotiated::of(tls));
-        }
-    }
-
     fn complete<R: Reactor>(&mut self, reactor: &mut R, token: Token, completion: Completion<'_>) {
         let i = slot_of(token);
         if i >= self.conns.len() || self.token(i) != token || self.conns[i].fd < 0 {
@@ -999,71 +893,5 @@ impl<'a> Worker<'a> {
         } else {
             self.fail(reactor, i, class);
         }
-    }
-}
-
-/// Receives the parser's findings for one connection.
-struct Sink<'s> {
-    /// When the bytes being parsed arrived, and when we handle them, in ns since `start`.
-    at: u64,
-    now: u64,
-    measure_from: u64,
-    expect_length: Option<u64>,
-    pending: &'s mut VecDeque<Pending>,
-    first_byte: &'s mut u64,
-    server_closing: &'s mut bool,
-    counters: &'s mut Counters,
-    latencies: &'s mut Latencies,
-    recent: &'s mut Recent,
-    series: &'s mut SecondSample,
-    done: usize,
-    unsolicited: bool,
-}
-
-impl ResponseSink for Sink<'_> {
-    #[inline]
-    fn first_byte(&mut self) {
-        *self.first_byte = self.at;
-    }
-
-    #[inline]
-    fn complete(&mut self, r: &Response) {
-        let Some(p) = self.pending.pop_front() else {
-            self.unsolicited = true;
-            return;
-        };
-        self.done += 1;
-        if r.close {
-            *self.server_closing = true;
-        }
-        // Never before the request went: the arrival stamp and our clock are two clocks.
-        let at = self.at.max(p.sent);
-        self.recent.sum += at - p.sent;
-        self.recent.count += 1;
-        if p.sent < self.measure_from {
-            return;
-        }
-        let c = &mut *self.counters;
-        c.head_bytes += r.head_bytes;
-        c.body_bytes += r.body_bytes;
-        c.interim += r.interim as u64;
-        if self.expect_length.is_some_and(|l| l != r.body_bytes) {
-            c.error(ErrorClass::LengthMismatch, 1);
-            self.series.errors += 1;
-            return;
-        }
-        c.completed += 1;
-        c.handling_delay_ns += self.now - at;
-        c.status[if (100..600).contains(&r.status) {
-            (r.status / 100) as usize
-        } else {
-            0
-        }] += 1;
-        let l = &mut *self.latencies;
-        record_ns(&mut l.total, at - p.due);
-        record_ns(&mut l.service, at - p.sent);
-        record_ns(&mut l.first_byte, self.first_byte.saturating_sub(p.sent));
-        self.series.requests += 1;
-        record_ns(&mut self.series.latency, at - p.due);
     }
 }
