@@ -17,5 +17,6 @@
 pub mod connection;
 pub mod frame;
 pub mod hpack;
+pub mod request;
 
 pub use connection::{Connection, H2Error, Limits, StreamSink};
