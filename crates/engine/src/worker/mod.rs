@@ -528,8 +528,11 @@ impl<'a> Worker<'a> {
             return;
         }
         let family = self.shared.addr.family();
-        let single_request = self.shared.spec.requests_per_connection == Some(1);
-        match new_socket(family, self.conns[i].bind, !single_request) {
+        // One request in one send needs no TCP_NODELAY; HTTP/2 sends its preface, then its
+        // request after the server's SETTINGS, and Nagle would hold the second for an ACK.
+        let single_send =
+            self.shared.spec.requests_per_connection == Some(1) && self.shared.http2.is_none();
+        match new_socket(family, self.conns[i].bind, !single_send) {
             Ok(fd) => {
                 let c = &mut self.conns[i];
                 c.fd = fd;
