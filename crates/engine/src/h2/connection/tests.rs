@@ -1,6 +1,7 @@
 //! The client connection driven by hand-built server frames.
 
 use super::*;
+use crate::h2::frame::{flag, kind};
 
 /// `:status: 200` from the static table (RFC 7541 appendix A, index 8).
 const STATUS_200: &[u8] = &[0x88];
