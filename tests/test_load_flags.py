@@ -246,3 +246,11 @@ def test_engine_refusals_are_worded_in_the_front_ends_flags_and_name(front, url,
     assert code == 2 and out == "", out
     assert len(err.strip().splitlines()) == 1 and says in err, err
     assert err.startswith(f"{front.name}: "), err
+
+
+def test_http2_to_a_server_that_does_not_select_h2_is_refused_in_one_line(front, tls_server):
+    # This nginx has no `http2 on`: offered h2 alone, it refuses the handshake (RFC 7301).
+    code, out, err = front(*n(10, "--http2", "--cacert", str(tls_server.ca)), tls_server.url() + "index.html")
+    assert code == 2 and out == "", out
+    assert len(err.strip().splitlines()) == 1, err
+    assert "did not agree to HTTP/2 over ALPN" in err and "drop --http2 or enable h2 on the server" in err, err

@@ -125,6 +125,11 @@ pub enum ErrorKind {
         refused: bool,
         problem: String,
     },
+    /// HTTP/2 was asked for over TLS and the server did not select `h2` by ALPN: it selected
+    /// `selected`, or nothing (it ignored ALPN, or refused every protocol offered).
+    Http2NotSelected {
+        selected: Option<String>,
+    },
     /// An engine thread panicked: a bug, reported instead of taking its caller down where
     /// panics unwind (the Python module).
     Panicked {
@@ -253,6 +258,10 @@ impl ErrorKind {
             ErrorKind::TlsCertificate { reason, host, .. } => {
                 format!("the server's certificate is not trusted for {host} ({reason})")
             }
+            ErrorKind::Http2NotSelected { selected } => format!(
+                "the server did not agree to HTTP/2 over ALPN (it selected {})",
+                selected.as_deref().unwrap_or("no protocol")
+            ),
         }
     }
 }
@@ -297,6 +306,7 @@ impl std::fmt::Display for ErrorKind {
                 "offer the server other TLS versions, ciphers or groups".into()
             }
             ErrorKind::TlsHandshake { .. } => "does the server speak TLS there?".into(),
+            ErrorKind::Http2NotSelected { .. } => "drop http2, or enable h2 on the server".into(),
         };
         write!(f, "{}; {remedy}", self.fact())
     }

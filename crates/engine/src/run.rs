@@ -25,14 +25,6 @@ use crate::{host, Error, ErrorKind, OpenFiles};
 /// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
 pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     let resolved = spec.resolve()?;
-    // Until the worker speaks HTTP/2 (h2-core wires it in and drops this), a run with `http2`
-    // would send HTTP/1.1 and measure that as HTTP/2.
-    if resolved.http2 {
-        return Err(Error::spec(
-            "http2",
-            "http2 cannot run yet: the engine's load does not speak HTTP/2 (issue 15)".into(),
-        ));
-    }
     if spec.panic == Some(PanicAt::Run) {
         panic!("a panic asked for by the spec");
     }
@@ -48,7 +40,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     };
     let first = &resolved.targets[0];
     let tls = if first.tls {
-        Some(TlsClient::new(&spec.tls, &first.host)?)
+        Some(TlsClient::new(&spec.tls, &first.host, spec.http2)?)
     } else {
         None
     };
@@ -64,6 +56,9 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     } else {
         report::Validation::skipped()
     };
+    if resolved.http2 {
+        return Err(http2_not_spoken_yet());
+    }
     let io = choose_io(spec.io, resolved.connections as usize)?;
 
     let shared = Shared {
@@ -78,6 +73,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         }),
         stop: AtomicBool::new(false),
         abort_reason: Mutex::new(None),
+        refusal: Mutex::new(None),
         start: Instant::now(),
         requests,
         spec: resolved,
@@ -116,6 +112,14 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
             .map(|h| h.join().map_err(|payload| Error::panicked(&*payload)))
             .collect::<Result<Vec<_>, _>>()
     })?;
+    if let Some(refusal) = shared
+        .refusal
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        return Err(refusal);
+    }
     let aborted = shared
         .abort_reason
         .lock()
@@ -325,6 +329,16 @@ fn check_sources(bind: &[IpAddr], resolved: &Resolved) -> Result<(), Error> {
     Ok(())
 }
 
+/// Until the worker and the validation request speak HTTP/2 (issue 15: h2-core wires its
+/// connection in and drops this), a run with `http2` would send HTTP/1.1 and measure that as
+/// HTTP/2.
+fn http2_not_spoken_yet() -> Error {
+    Error::spec(
+        "http2",
+        "http2 cannot run yet: the engine's load does not speak HTTP/2 (issue 15)".into(),
+    )
+}
+
 /// Takes the one response of the validation request.
 #[derive(Default)]
 struct One {
@@ -368,6 +382,9 @@ fn validate(
         Some(client) => Box::new(handshake(client, tcp, resolved)?),
         None => Box::new(tcp),
     };
+    if spec.http2 {
+        return Err(http2_not_spoken_yet());
+    }
     let answer = (|| -> Result<(Response, Vec<u8>), String> {
         stream
             .write_all(requests.window(0, 1))
@@ -508,6 +525,9 @@ fn handshake(
             let tls_error = e
                 .get_ref()
                 .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+            if let Some(refusal) = tls_error.and_then(|e| client.alpn_refusal(e)) {
+                return Err(refusal);
+            }
             if let Some(reason) = tls_error.and_then(tls::certificate_reason) {
                 return Err(ErrorKind::TlsCertificate {
                     reason,
@@ -534,6 +554,7 @@ fn handshake(
             .into());
         }
     }
+    client.check_alpn(&conn)?;
     tcp.set_read_timeout(Some(resolved.request_timeout))
         .map_err(io)?;
     Ok(rustls::StreamOwned::new(conn, tcp))

@@ -132,6 +132,9 @@ fn in_flags(kind: &ErrorKind) -> String {
         ),
         ErrorKind::TlsHandshake { .. } => format!("{}; does the server speak TLS on that port?", kind.fact()),
         ErrorKind::SourceAddress { .. } => format!("--bind: {kind}"),
+        ErrorKind::Http2NotSelected { .. } => {
+            format!("{}: drop --http2 or enable h2 on the server", kind.fact())
+        }
         ErrorKind::InvalidUrl { .. }
         | ErrorKind::NotWithHttp2 { .. }
         | ErrorKind::Unresolved { .. }
