@@ -65,6 +65,8 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         addr: SockAddr::new(&resolved.addr),
         bind: spec.bind.clone(),
         tls,
+        // Set from the spec's http2 and streams once LoadSpec has them (branch h2-plumbing).
+        http2: None,
         head_request: spec.method.eq_ignore_ascii_case("HEAD"),
         expect_length: spec.expect_length,
         tickets: AtomicU64::new(match resolved.stop {

@@ -21,8 +21,10 @@ use crate::stats::series::{SecondRecorder, SecondSample};
 use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
 use crate::tls::{Negotiated, Session, TlsClient};
 
+pub use h2::Http2;
 use sink::Sink;
 
+mod h2;
 mod sink;
 mod tls;
 
@@ -36,6 +38,8 @@ pub struct Shared {
     pub bind: Vec<IpAddr>,
     /// https://: how connections speak TLS.
     pub tls: Option<TlsClient>,
+    /// An HTTP/2 run: its requests and streams per connection.
+    pub http2: Option<Http2>,
     /// Requests still to send when the run stops after a count.
     pub tickets: AtomicU64,
     /// Set to end the run early (Ctrl-C, or a thread that found the server gone).
@@ -136,6 +140,9 @@ struct Pending {
     /// When it was meant to go (open loop) or went (closed loop), in ns since `start`.
     due: u64,
     sent: u64,
+    /// HTTP/2: its stream, and when its response's first byte arrived (0: not yet).
+    stream: u32,
+    first_byte: u64,
 }
 
 struct Conn {
@@ -156,6 +163,12 @@ struct Conn {
     handshake_started: u64,
     pending: VecDeque<Pending>,
     parser: ResponseParser,
+    /// An HTTP/2 run: the connection's HTTP/2 state, from TCP (h2c) or the TLS handshake (h2)
+    /// to the close.
+    h2: Option<Box<crate::h2::Connection>>,
+    /// HTTP/2 frames on their way (to the kernel, or to TLS), swapped with the connection's
+    /// queue like `tls_out`.
+    h2_out: Vec<u8>,
     first_byte: u64,
     /// Round-robin position of the next request.
     next_url: usize,
@@ -266,6 +279,7 @@ impl<'a> Worker<'a> {
             .rate
             .map(|r| (a.connections as f64 * 1e9 / r).max(1.0) as u64);
         let total_rate = spec.rate.unwrap_or(1.0);
+        let streams = shared.http2.as_ref().map_or(1, |h| h.streams);
         let conns = (0..a.connections)
             .map(|i| {
                 let global = a.first_connection + i;
@@ -277,8 +291,10 @@ impl<'a> Worker<'a> {
                     tls: None,
                     tls_out: Vec::new(),
                     handshake_started: 0,
-                    pending: VecDeque::with_capacity(spec.pipeline as usize),
+                    pending: VecDeque::with_capacity(spec.pipeline.max(streams) as usize),
                     parser: ResponseParser::new(shared.head_request),
+                    h2: None,
+                    h2_out: Vec::new(),
                     first_byte: 0,
                     next_url: global % shared.requests.cycle(),
                     on_connection: 0,
@@ -525,8 +541,11 @@ impl<'a> Worker<'a> {
             return;
         }
         let family = self.shared.addr.family();
-        let single_request = self.shared.spec.requests_per_connection == Some(1);
-        match new_socket(family, self.conns[i].bind, !single_request) {
+        // One request in one send needs no TCP_NODELAY; HTTP/2 sends its preface, then its
+        // request after the server's SETTINGS, and Nagle would hold the second for an ACK.
+        let single_send =
+            self.shared.spec.requests_per_connection == Some(1) && self.shared.http2.is_none();
+        match new_socket(family, self.conns[i].bind, !single_send) {
             Ok(fd) => {
                 let c = &mut self.conns[i];
                 c.fd = fd;
@@ -590,6 +609,7 @@ impl<'a> Worker<'a> {
         c.state = State::Closed;
         c.sending = None;
         c.tls = None;
+        c.h2 = None;
         c.server_closing = false;
         c.on_connection = 0;
         c.parser.reset();
@@ -670,8 +690,10 @@ impl<'a> Worker<'a> {
     /// Put as many requests on the wire as the pipeline, the schedule and the budget allow, in
     /// one send.
     fn send_more<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        let shared = self.shared;
-        let spec = &shared.spec;
+        if self.conns[i].h2.is_some() {
+            return self.send_streams(reactor, i);
+        }
+        let spec = &self.shared.spec;
         let c = &self.conns[i];
         if c.state != State::Open || c.sending.is_some() || c.server_closing || self.now >= self.end
         {
@@ -684,47 +706,22 @@ impl<'a> Worker<'a> {
         if self.interval.is_none() && !c.pending.is_empty() {
             return;
         }
-        let mut k = spec.pipeline as u64 - c.pending.len() as u64;
-        if let Some(limit) = spec.requests_per_connection {
-            k = k.min(limit - c.on_connection);
-        }
-        if let Some(interval) = self.interval {
-            let due = if c.due <= self.now {
-                (self.now - c.due) / interval + 1
-            } else {
-                0
-            };
-            if due < k {
-                self.schedule(i, c.due + due * interval);
-            }
-            k = k.min(due);
-        }
+        let k = self.claim_due(i, spec.pipeline as u64 - c.pending.len() as u64);
         if k == 0 {
             return;
-        }
-        let measuring = self.measuring(self.now);
-        if measuring {
-            k = self.shared.claim(k);
-            if k == 0 {
-                return;
-            }
-            self.counters.sent += k;
         }
         let c = &mut self.conns[i];
         let data = self.shared.requests.window(c.next_url, k as usize);
         for _ in 0..k {
-            let due = if let Some(interval) = self.interval {
-                let d = c.due;
-                c.due += interval;
-                d
-            } else {
-                self.now
-            };
-            c.pending.push_back(Pending {
+            let due = self.next_due(i);
+            self.conns[i].pending.push_back(Pending {
                 due,
                 sent: self.now,
+                stream: 0,
+                first_byte: 0,
             });
         }
+        let c = &mut self.conns[i];
         c.next_url = (c.next_url + k as usize) % self.shared.requests.cycle();
         c.on_connection += k;
         self.outstanding += k as usize;
@@ -739,6 +736,49 @@ impl<'a> Worker<'a> {
         let (fd, token) = (c.fd, self.token(i));
         // SAFETY: `data` lives in the run's RequestSet, which outlives every worker.
         unsafe { reactor.send(token, fd, data.as_ptr(), data.len()) };
+    }
+
+    /// How many of `room` requests connection `i` sends now: no more than its requests per
+    /// connection allow, than are due (open loop; a wake is set for the next), and than the
+    /// budget has left. They are counted as sent.
+    fn claim_due(&mut self, i: usize, room: u64) -> u64 {
+        let c = &self.conns[i];
+        let mut k = room;
+        if let Some(limit) = self.shared.spec.requests_per_connection {
+            k = k.min(limit - c.on_connection);
+        }
+        if let Some(interval) = self.interval {
+            let due = if c.due <= self.now {
+                (self.now - c.due) / interval + 1
+            } else {
+                0
+            };
+            if due < k {
+                self.schedule(i, c.due + due * interval);
+            }
+            k = k.min(due);
+        }
+        if k == 0 {
+            return 0;
+        }
+        if self.measuring(self.now) {
+            k = self.shared.claim(k);
+            self.counters.sent += k;
+        }
+        k
+    }
+
+    /// When connection `i`'s next request was meant to go: its place in the open loop's
+    /// schedule, or now.
+    fn next_due(&mut self, i: usize) -> u64 {
+        let c = &mut self.conns[i];
+        match self.interval {
+            Some(interval) => {
+                c.due += interval;
+                c.due - interval
+            }
+            None => self.now,
+        }
     }
 
     fn complete<R: Reactor>(&mut self, reactor: &mut R, token: Token, completion: Completion<'_>) {
@@ -767,6 +807,7 @@ impl<'a> Worker<'a> {
                 if self.shared.tls.is_some() {
                     self.start_handshake(reactor, i);
                 } else {
+                    self.start_h2(i);
                     self.send_more(reactor, i);
                 }
             }
@@ -787,6 +828,7 @@ impl<'a> Worker<'a> {
                     unsafe { reactor.send(token, fd, rest, len - n) };
                 } else {
                     c.sending = None;
+                    self.flush_h2(reactor, i);
                     self.flush_tls(reactor, i);
                     if self.conns[i].sending.is_none() {
                         self.mark_for_refill(i);
@@ -815,13 +857,14 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Hand connection `i`'s parser to `parse` with a sink that accounts for every response it
-    /// completes; returns what `parse` returned and whether a response came unasked.
+    /// Hand connection `i`'s parser (HTTP/1.x) or HTTP/2 state to `parse` with a sink that
+    /// accounts for every response it completes; returns what `parse` returned and whether a
+    /// response came unasked.
     fn parse<T>(
         &mut self,
         i: usize,
         at: u64,
-        parse: impl FnOnce(&mut ResponseParser, &mut Sink<'_>) -> T,
+        parse: impl FnOnce(&mut ResponseParser, Option<&mut crate::h2::Connection>, &mut Sink<'_>) -> T,
     ) -> (T, bool) {
         let second = self.second();
         let c = &mut self.conns[i];
@@ -840,7 +883,7 @@ impl<'a> Worker<'a> {
             done: 0,
             unsolicited: false,
         };
-        let out = parse(&mut c.parser, &mut sink);
+        let out = parse(&mut c.parser, c.h2.as_deref_mut(), &mut sink);
         let (done, unsolicited) = (sink.done, sink.unsolicited);
         self.outstanding -= done;
         if done > 0 {
@@ -851,7 +894,10 @@ impl<'a> Worker<'a> {
 
     /// Response bytes `data` arrived at `at` (ns since `start`).
     fn received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8], at: u64) {
-        match self.parse(i, at, |parser, sink| parser.feed(data, sink)) {
+        if self.conns[i].h2.is_some() {
+            return self.h2_received(reactor, i, data, at);
+        }
+        match self.parse(i, at, |parser, _, sink| parser.feed(data, sink)) {
             (Err(_), _) | (Ok(()), true) => self.fail(reactor, i, ErrorClass::Protocol),
             (Ok(()), false) => self.after_responses(reactor, i),
         }
@@ -892,11 +938,15 @@ impl<'a> Worker<'a> {
         // Without close_notify, a close may be an attacker's truncation: inside a body it is a
         // TLS failure; between responses, as most servers close, none.
         let truncated = c.tls.as_ref().is_some_and(|tls| !tls.peer_closed());
-        let (outcome, _) = self.parse(i, self.now, |parser, sink| parser.feed_eof(sink));
-        let class = match outcome {
-            EofOutcome::MidBody if truncated => ErrorClass::TlsProtocol,
-            EofOutcome::MidBody => ErrorClass::LengthMismatch,
-            _ => ErrorClass::Eof,
+        let class = if c.h2.is_some() {
+            ErrorClass::Eof
+        } else {
+            let (outcome, _) = self.parse(i, self.now, |parser, _, sink| parser.feed_eof(sink));
+            match outcome {
+                EofOutcome::MidBody if truncated => ErrorClass::TlsProtocol,
+                EofOutcome::MidBody => ErrorClass::LengthMismatch,
+                _ => ErrorClass::Eof,
+            }
         };
         if self.conns[i].pending.is_empty() {
             if self.measuring(self.now) {

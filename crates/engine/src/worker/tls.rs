@@ -104,6 +104,7 @@ impl Worker<'_> {
     /// Connection `i`'s handshake is over: time and count it; it may carry requests now.
     pub(super) fn handshake_done(&mut self, i: usize) {
         self.progressed();
+        self.start_h2(i);
         let measuring = self.measuring(self.conns[i].handshake_started);
         let c = &mut self.conns[i];
         c.state = State::Open;
