@@ -46,6 +46,9 @@ pub struct Shared {
     pub stop: AtomicBool,
     /// Why a thread ended the run early, if one did.
     pub abort_reason: std::sync::Mutex<Option<String>>,
+    /// Why the server cannot be measured as the spec asks, if a thread found out under load (the
+    /// validation request finds out first, when there is one): the run's error, not a report.
+    pub refusal: std::sync::Mutex<Option<crate::Error>>,
     /// Time zero of the run: load starts here, measurement `warmup` later.
     pub start: Instant,
 }
@@ -54,6 +57,16 @@ impl Shared {
     /// End the run early for every thread; the first reason given is the one reported.
     pub fn abort(&self, why: String) {
         self.abort_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(why);
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// End the run early for every thread, as a refusal rather than a report; the first given
+    /// is the one returned.
+    pub fn refuse(&self, why: crate::Error) {
+        self.refusal
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get_or_insert(why);

@@ -68,7 +68,12 @@ impl Worker<'_> {
         let failed = tls
             .receive(data, &mut self.ciphertext, &mut plaintext)
             .err()
-            .map(|e| tls::class_of(&e, tls.state().is_handshaking()));
+            .map(|e| {
+                if let Some(refusal) = self.shared.tls.as_ref().and_then(|t| t.alpn_refusal(&e)) {
+                    self.shared.refuse(refusal);
+                }
+                tls::class_of(&e, tls.state().is_handshaking())
+            });
         let done_handshaking = handshaking && failed.is_none() && !tls.state().is_handshaking();
         if let Some(class) = failed {
             self.plaintext = plaintext;
@@ -120,6 +125,9 @@ impl Worker<'_> {
                 &mut self.latencies.tls_handshake,
                 self.now - c.handshake_started,
             );
+        }
+        if let Some(Err(refusal)) = self.shared.tls.as_ref().map(|t| t.check_alpn(tls)) {
+            self.shared.refuse(refusal);
         }
         if self.negotiated.is_none() {
             self.negotiated = Some(Negotiated::of(tls));
