@@ -213,6 +213,9 @@ LoadSpec = TypedDict(
         # Extra or replacing request headers, as `Name: value`.
         "headers": Optional[List[str]],
         "http10": Optional[bool],
+        # Speak HTTP/2: by ALPN over https:// (only `h2` is offered), by prior knowledge (h2c) over
+        # http://.
+        "http2": Optional[bool],
         "io": Optional[str],
         # Off: a new TCP connection per request, closed by the client as ab without `-k` does.
         "keep_alive": Optional[bool],
@@ -226,6 +229,8 @@ LoadSpec = TypedDict(
         # Reconnect after this many requests on one connection.
         "requests_per_connection": Optional[int],
         "stop": Optional[dict],
+        # Concurrent streams per HTTP/2 connection (h2load's `-m`); more than 1 needs `http2`.
+        "streams": Optional[int],
         "threads": Optional[int],
         # TLS settings of an https:// run.
         "tls": Optional[TlsSpec],
@@ -370,6 +375,7 @@ DEFAULTS = {
         "expect_length": None,
         "headers": [],
         "http10": False,
+        "http2": False,
         "io": "auto",
         "keep_alive": True,
         "method": "GET",
@@ -378,6 +384,7 @@ DEFAULTS = {
         "request_timeout": 10.0,
         "requests_per_connection": None,
         "stop": {"duration": 10.0},
+        "streams": 1,
         "threads": 1,
         "tls": {
             "cacert": None,

@@ -34,10 +34,18 @@ pub enum ErrorClass {
     /// After the handshake: a record that does not decrypt or parse, or the connection closed
     /// without close_notify inside a response.
     TlsProtocol,
+    /// HTTP/2 broke on the connection (a connection error: a bad frame, header block or flow
+    /// control, or a GOAWAY with an error code): every stream on it fails.
+    H2Protocol,
+    /// The server refused a stream without processing it (RST_STREAM with REFUSED_STREAM, or a
+    /// stream above a GOAWAY's last stream id): nothing was done, so it may be sent again.
+    H2RefusedStream,
+    /// The server reset a stream with any other error code.
+    H2StreamReset,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 13] = [
+    pub const ALL: [ErrorClass; 16] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::SourcePortsExhausted,
@@ -51,6 +59,9 @@ impl ErrorClass {
         ErrorClass::TlsHandshake,
         ErrorClass::TlsCertificate,
         ErrorClass::TlsProtocol,
+        ErrorClass::H2Protocol,
+        ErrorClass::H2RefusedStream,
+        ErrorClass::H2StreamReset,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +79,9 @@ impl ErrorClass {
             ErrorClass::TlsHandshake => "tls_handshake",
             ErrorClass::TlsCertificate => "tls_certificate",
             ErrorClass::TlsProtocol => "tls_protocol",
+            ErrorClass::H2Protocol => "h2_protocol",
+            ErrorClass::H2RefusedStream => "h2_refused_stream",
+            ErrorClass::H2StreamReset => "h2_stream_reset",
         }
     }
 

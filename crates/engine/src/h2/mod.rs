@@ -1,0 +1,22 @@
+//! HTTP/2 (RFC 9113) for the load engine's client side.
+//!
+//! - [`hpack`]: header compression (RFC 7541).
+//! - [`frame`]: the 9-byte frame header, frame types and flags, error codes with their names, and
+//!   writers for the frames a client sends.
+//! - [`connection`]: the sans-io client [`Connection`](connection::Connection): bytes in
+//!   ([`Connection::receive`](connection::Connection::receive)), bytes out
+//!   ([`Connection::take_output`](connection::Connection::take_output)), events to a
+//!   [`StreamSink`](connection::StreamSink). No sockets, no clocks: the worker owns both.
+//!
+//! A connection is created with [`Limits`](connection::Limits) (our SETTINGS), queues the preface
+//! at once, and opens streams only once the server's SETTINGS arrived
+//! ([`Connection::ready`](connection::Connection::ready)), so the server's stream limit is known.
+//! Request header blocks are encoded once per URL (HPACK without indexing) and reused on every
+//! connection and every stream.
+
+pub mod connection;
+pub mod frame;
+pub mod hpack;
+pub mod request;
+
+pub use connection::{Connection, H2Error, Limits, StreamSink};
