@@ -27,19 +27,8 @@ def engine_speaks_http2() -> bool:
     if "--http2" not in subprocess.run([str(load), "--help"], capture_output=True, text=True).stdout:
         return False
     # Port 9 on loopback: refused at once, if the engine gets as far as connecting at all.
-    args = [
-        str(load),
-        "--http2",
-        "-n",
-        "1",
-        "-c",
-        "1",
-        "--no-validate",
-        "--connect-timeout",
-        "0.2s",
-        "http://127.0.0.1:9/",
-    ]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    args = [str(load), "--http2", "-n", "1", "-c", "1", "--no-validate", "--connect-timeout", "0.2s"]
+    done = subprocess.run([*args, "http://127.0.0.1:9/"], capture_output=True, text=True, timeout=30)
     return "cannot run yet" not in done.stderr
 
 
