@@ -81,13 +81,9 @@ pub fn answer_then_close_without_notify(
     config: &Arc<ServerConfig>,
     response: &[u8],
 ) {
-    let Ok(conn) = ServerConnection::new(Arc::clone(config)) else {
+    let Some(mut tls) = first_request(stream, config) else {
         return;
     };
-    let mut tls = StreamOwned::new(conn, stream);
-    if request_head(&mut tls).is_err() {
-        return;
-    }
     if tls.write_all(response).and_then(|_| tls.flush()).is_ok() {
         ANSWERED.fetch_add(1, Ordering::Relaxed);
         close_gracefully(&tls.sock);
@@ -102,11 +98,10 @@ pub fn answer_then_notify_then_more(
     config: &Arc<ServerConfig>,
     response: &[u8],
 ) {
-    let Ok(conn) = ServerConnection::new(Arc::clone(config)) else {
+    let Some(mut tls) = first_request(stream, config) else {
         return;
     };
-    let mut tls = StreamOwned::new(conn, stream);
-    if request_head(&mut tls).is_err() || tls.write_all(response).is_err() {
+    if tls.write_all(response).is_err() {
         return;
     }
     // rustls keeps encrypting application data after its own close_notify; the records leave in
@@ -117,6 +112,17 @@ pub fn answer_then_notify_then_more(
         let mut sink = [0u8; 4096];
         while matches!(tls.sock.read(&mut sink), Ok(n) if n > 0) {}
     }
+}
+
+/// A whole handshake and the first request's head read; None if either failed.
+fn first_request(
+    stream: TcpStream,
+    config: &Arc<ServerConfig>,
+) -> Option<StreamOwned<ServerConnection, TcpStream>> {
+    let conn = ServerConnection::new(Arc::clone(config)).ok()?;
+    let mut tls = StreamOwned::new(conn, stream);
+    request_head(&mut tls).ok()?;
+    Some(tls)
 }
 
 /// Read up to the end of the first request's head (GET and HEAD have no body to skip).
