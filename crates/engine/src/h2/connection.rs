@@ -73,6 +73,9 @@ pub trait StreamSink {
     /// The server sent GOAWAY. Streams above `last_stream` were not processed and are forgotten
     /// by the connection: they are the worker's to count and retry on a new connection.
     fn goaway(&mut self, last_stream: u32, code: u32);
+    /// Body bytes of the stream's response (padding excluded), for a client that looks at them;
+    /// the load does not.
+    fn data(&mut self, _stream: u32, _bytes: &[u8]) {}
 }
 
 /// One open stream. `id == 0` marks a free slot.

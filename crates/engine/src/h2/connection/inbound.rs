@@ -119,6 +119,7 @@ impl Connection {
             return Ok(());
         }
         stream.response.body_bytes += (end - start) as u64;
+        sink.data(header.stream, &payload[start..end]);
         if header.has(flag::END_STREAM) {
             self.end_stream(slot, sink);
             return Ok(());
