@@ -246,6 +246,23 @@ impl Connection {
         id
     }
 
+    fn slot(&self, id: u32) -> Option<usize> {
+        self.streams.iter().position(|s| s.id == id)
+    }
+
+    fn close(&mut self, slot: usize) {
+        self.streams[slot].id = 0;
+        self.open -= 1;
+    }
+
+    /// Gives up on a stream (RST_STREAM with CANCEL): its response is no longer awaited.
+    pub fn cancel(&mut self, stream: u32) {
+        if let Some(slot) = self.slot(stream) {
+            frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
+            self.close(slot);
+        }
+    }
+
     /// Framing overhead received so far: frame headers, padding, and every frame other than
     /// DATA, HEADERS and CONTINUATION.
     pub fn frame_bytes(&self) -> u64 {

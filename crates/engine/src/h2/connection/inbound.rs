@@ -49,10 +49,6 @@ impl Connection {
         }
     }
 
-    fn slot(&self, id: u32) -> Option<usize> {
-        self.streams.iter().position(|s| s.id == id)
-    }
-
     /// A frame on a stream we never opened (or on the server's even ids) is a connection error;
     /// on one already closed, `None`.
     fn stream_of(&self, header: &FrameHeader) -> Result<Option<usize>, H2Error> {
@@ -63,11 +59,6 @@ impl Connection {
             ));
         }
         Ok(self.slot(header.stream))
-    }
-
-    fn close(&mut self, slot: usize) {
-        self.streams[slot].id = 0;
-        self.open -= 1;
     }
 
     /// Ends one stream on our side (the connection continues).
