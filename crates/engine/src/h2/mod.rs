@@ -15,6 +15,7 @@
 //! connection and every stream.
 
 pub mod connection;
+pub mod exchange;
 pub mod frame;
 pub mod hpack;
 pub mod request;

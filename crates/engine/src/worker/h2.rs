@@ -166,6 +166,21 @@ impl Worker<'_> {
         self.flush_h2(reactor, i);
     }
 
+    /// The first `n` streams waiting on connection `i` timed out: they are counted so, and
+    /// cancelled (RST_STREAM), and others take their place.
+    pub(super) fn cancel_streams<R: Reactor>(&mut self, reactor: &mut R, i: usize, n: usize) {
+        self.count_failed(i, n, ErrorClass::Timeout);
+        let c = &mut self.conns[i];
+        for p in c.pending.drain(..n) {
+            if let Some(h2) = c.h2.as_deref_mut() {
+                h2.cancel(p.stream);
+            }
+        }
+        self.outstanding -= n;
+        self.mark_for_refill(i);
+        self.flush_h2(reactor, i);
+    }
+
     /// `n` requests counted as sent were not: they go back to the budget, to be sent again.
     fn give_back(&mut self, n: u64) {
         if n == 0 || !self.measuring(self.now) {
