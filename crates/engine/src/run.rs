@@ -603,6 +603,12 @@ fn summarise(
             version: env!("CARGO_PKG_VERSION").into(),
             io: io.name().into(),
         },
+        protocol: if spec.http2 {
+            report::H2_PROTOCOL
+        } else {
+            report::HTTP1
+        }
+        .into(),
         spec: spec.clone(),
         validation,
         started_at,
@@ -645,6 +651,7 @@ fn summarise(
                 c.handshakes_resumed,
             )
         }),
+        h2: spec.http2.then(|| report::H2::of(spec.streams, &c.h2)),
         latency: report::LatencyReport::of(&latencies),
         timeseries,
         client: report::Client::new(
