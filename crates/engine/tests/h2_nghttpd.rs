@@ -92,6 +92,13 @@ fn a_count_is_exact_with_more_streams_asked_than_granted() {
     );
     exact(&r, 3000);
     assert_eq!(r.connections.opened, 4);
+    assert_eq!(r.protocol, "h2");
+    let h2 = r.h2.as_ref().expect("an HTTP/2 run reports its h2 figures");
+    assert_eq!((h2.streams_requested, h2.streams_granted), (10, Some(3)));
+    assert_eq!((h2.goaways, h2.refused_streams), (0, 0));
+    assert!(h2.resets.is_empty(), "{:?}", h2.resets);
+    // At least each connection's SETTINGS, its ACK, and a header per HEADERS and DATA frame.
+    assert!(h2.frame_bytes >= 4 * 18 + 3000 * 18, "{}", h2.frame_bytes);
     // Without keep-alive: a connection, its preface and SETTINGS, one stream, and the close.
     let r = run(
         &server,

@@ -67,9 +67,13 @@ pub trait StreamSink {
     fn first_byte(&mut self, stream: u32);
     /// The stream ended (END_STREAM) with this final response (`close` is always false).
     fn complete(&mut self, stream: u32, response: &Response);
-    /// The server reset the stream (RST_STREAM) with this error code, or the stream failed on
-    /// our side (then the code is the one our RST_STREAM carried).
+    /// The server reset the stream (RST_STREAM) with this error code.
     fn reset(&mut self, stream: u32, code: u32);
+    /// The stream failed on our side (a fault of the server's confined to it): we reset it with
+    /// this code. Unless told otherwise, as if the server had.
+    fn stream_error(&mut self, stream: u32, code: u32) {
+        self.reset(stream, code);
+    }
     /// The server sent GOAWAY. Streams above `last_stream` were not processed and are forgotten
     /// by the connection: they are the worker's to count and retry on a new connection.
     fn goaway(&mut self, last_stream: u32, code: u32);

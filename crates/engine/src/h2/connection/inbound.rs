@@ -66,7 +66,7 @@ impl Connection {
         let id = self.streams[slot].id;
         frame::write_rst_stream(&mut self.out, id, code);
         self.close(slot);
-        sink.reset(id, code);
+        sink.stream_error(id, code);
     }
 
     fn data(
