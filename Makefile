@@ -7,7 +7,7 @@ PY ?= python3
 # HTML report); peers the benchmark scripts measure against.
 SERVER_PACKAGES := nginx-light apache2 lighttpd lighttpd-mod-openssl varnish hitch h2o caddy trafficserver mighttpd2 jetty9 nodejs
 CLIENT_PACKAGES := apache2-utils wrk nghttp2-client
-TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) iproute2 postgresql chromium fonts-liberation
+TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) nghttp2-server iproute2 postgresql chromium fonts-liberation
 BENCH_PACKAGES := nginx-light h2o $(CLIENT_PACKAGES)
 ARGS ?=
 # Where pip put `httpbench`, so on PATH with it: `httpbench-load`, the engine's standalone

@@ -75,6 +75,28 @@ Engine = TypedDict(
     },
 )
 
+# An HTTP/2 run's streams and what its server said during measurement.
+H2 = TypedDict(
+    "H2",
+    {
+        # Framing received: frame headers, padding, and frames other than DATA and HEADERS (in
+        # `bytes.read`, in neither `bytes.head` nor `bytes.body`).
+        "frame_bytes": Optional[int],
+        # GOAWAY frames received.
+        "goaways": Optional[int],
+        # Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
+        # id): their requests were sent again, and are no error.
+        "refused_streams": Optional[int],
+        # RST_STREAM frames received, by error code name (`REFUSED_STREAM`, `CANCEL`, ...;
+        # `unknown` for codes RFC 9113 does not name): only the codes seen.
+        "resets": Optional[Dict[str, int]],
+        # The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: it set no limit.
+        "streams_granted": Optional[int],
+        # Concurrent streams per connection asked for (the spec's `streams`).
+        "streams_requested": Optional[int],
+    },
+)
+
 HostFacts = TypedDict(
     "HostFacts",
     {
@@ -318,9 +340,15 @@ Report = TypedDict(
         # Every error class, zeros included.
         "errors": Optional[Dict[str, int]],
         "errors_total": Optional[int],
+        # HTTP/2 runs: the streams asked for and granted, and what the server said on its
+        # connections; null otherwise (and in reports from before the field).
+        "h2": Optional[H2],
         "host": HostFacts,
         "latency": LatencyReport,
         "open_loop": Optional[OpenLoop],
+        # "http/1.1", or "h2" (the spec's `http2`: over TLS by ALPN, or cleartext h2c); reports
+        # from before the field are "http/1.1".
+        "protocol": Optional[str],
         "requests": Requests,
         "schema": Optional[str],
         # The run's input, as given.
@@ -402,6 +430,8 @@ DEFAULTS = {
         "sent": True,
     },
     "Report": {
+        "h2": None,
+        "protocol": "http/1.1",
         "tls": None,
     },
 }

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::h2::exchange::exchange;
+use crate::h2::request::RequestBlocks;
 use crate::http::request::RequestSet;
 use crate::http::response::{Response, ResponseParser, ResponseSink};
 use crate::io::epoll::EpollReactor;
@@ -19,7 +21,7 @@ use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
 use crate::stats::{Counters, Latencies};
 use crate::tls::{self, TlsClient};
-use crate::worker::{wall_clock_of, Assignment, Outcome, Shared, Worker};
+use crate::worker::{wall_clock_of, Assignment, Http2, Outcome, Shared, Worker};
 use crate::{host, Error, ErrorKind, OpenFiles};
 
 /// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
@@ -45,28 +47,31 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         None
     };
     let requests = RequestSet::build(spec, &resolved.targets, resolved.pipeline as usize);
+    let h2_requests = resolved
+        .http2
+        .then(|| RequestBlocks::build(spec, &resolved.targets));
     let validation = if spec.validate {
         validate(
             spec,
             &resolved,
             tls.as_ref(),
-            &requests,
+            (&requests, h2_requests.as_ref()),
             expect_body.as_deref(),
         )?
     } else {
         report::Validation::skipped()
     };
-    if resolved.http2 {
-        return Err(http2_not_spoken_yet());
-    }
     let io = choose_io(spec.io, resolved.connections as usize)?;
 
+    let http2 = h2_requests.map(|requests| Http2 {
+        requests,
+        streams: resolved.streams,
+    });
     let shared = Shared {
         addr: SockAddr::new(&resolved.addr),
         bind: spec.bind.clone(),
         tls,
-        // Set from the spec's http2 and streams once LoadSpec has them (branch h2-plumbing).
-        http2: None,
+        http2,
         head_request: spec.method.eq_ignore_ascii_case("HEAD"),
         expect_length: spec.expect_length,
         tickets: AtomicU64::new(match resolved.stop {
@@ -331,16 +336,6 @@ fn check_sources(bind: &[IpAddr], resolved: &Resolved) -> Result<(), Error> {
     Ok(())
 }
 
-/// Until the worker and the validation request speak HTTP/2 (issue 15: h2-core wires its
-/// connection in and drops this), a run with `http2` would send HTTP/1.1 and measure that as
-/// HTTP/2.
-fn http2_not_spoken_yet() -> Error {
-    Error::spec(
-        "http2",
-        "http2 cannot run yet: the engine's load does not speak HTTP/2 (issue 15)".into(),
-    )
-}
-
 /// Takes the one response of the validation request.
 #[derive(Default)]
 struct One {
@@ -360,7 +355,7 @@ fn validate(
     spec: &LoadSpec,
     resolved: &Resolved,
     tls: Option<&TlsClient>,
-    requests: &RequestSet,
+    (requests, h2_requests): (&RequestSet, Option<&RequestBlocks>),
     expect_body: Option<&[u8]>,
 ) -> Result<report::Validation, Error> {
     let target = &resolved.targets[0];
@@ -384,63 +379,68 @@ fn validate(
         Some(client) => Box::new(handshake(client, tcp, resolved)?),
         None => Box::new(tcp),
     };
-    if spec.http2 {
-        return Err(http2_not_spoken_yet());
-    }
-    let answer = (|| -> Result<(Response, Vec<u8>), String> {
-        stream
-            .write_all(requests.window(0, 1))
-            .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
-        stream
-            .flush()
-            .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
-        let mut parser = ResponseParser::new(spec.method.eq_ignore_ascii_case("HEAD"));
-        parser.capture_bodies();
-        let mut sink = One::default();
-        let mut buf = vec![0u8; 64 * 1024];
-        let deadline = Instant::now() + resolved.request_timeout;
-        let response = loop {
-            if let Some(response) = sink.response {
-                break response;
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
+    let deadline = Instant::now() + resolved.request_timeout;
+    let read = |stream: &mut Box<dyn ReadWrite>, buf: &mut [u8]| loop {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{url} did not answer within {:?}",
+                resolved.request_timeout
+            ));
+        }
+        return match stream.read(buf) {
+            Ok(n) => Ok(n),
+            // A close without close_notify: as many servers close, the parser judges it.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
+            // A signal, or the task work of an io_uring this thread has closed.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(format!(
                     "{url} did not answer within {:?}",
                     resolved.request_timeout
-                ));
+                ))
             }
-            let n = match stream.read(&mut buf) {
-                Ok(n) => n,
-                // A close without close_notify: as many servers close, the parser judges it.
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
-                // A signal, or the task work of an io_uring this thread has closed.
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Err(format!(
-                        "{url} did not answer within {:?}",
-                        resolved.request_timeout
-                    ))
-                }
-                Err(e) => return Err(format!("reading the first response from {url} failed: {e}")),
-            };
-            if n == 0 {
-                parser.feed_eof(&mut sink);
-                if sink.response.is_none() {
-                    return Err(format!(
-                        "{url} closed the connection without a complete response"
-                    ));
-                }
-            } else if let Err(e) = parser.feed(&buf[..n], &mut sink) {
-                return Err(format!("{url} did not answer with valid HTTP ({e:?})"));
-            }
+            Err(e) => Err(format!("reading the first response from {url} failed: {e}")),
         };
-        Ok((response, parser.captured_body().to_vec()))
-    })();
+    };
+    let answer = match h2_requests {
+        Some(h2) => {
+            exchange(&mut stream, h2.block(0), h2.body(), read).map_err(|e| format!("{url}: {e}"))
+        }
+        None => (|| -> Result<(Response, Vec<u8>), String> {
+            stream
+                .write_all(requests.window(0, 1))
+                .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
+            stream
+                .flush()
+                .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
+            let mut parser = ResponseParser::new(spec.method.eq_ignore_ascii_case("HEAD"));
+            parser.capture_bodies();
+            let mut sink = One::default();
+            let mut buf = vec![0u8; 64 * 1024];
+            let response = loop {
+                if let Some(response) = sink.response {
+                    break response;
+                }
+                let n = read(&mut stream, &mut buf)?;
+                if n == 0 {
+                    parser.feed_eof(&mut sink);
+                    if sink.response.is_none() {
+                        return Err(format!(
+                            "{url} closed the connection without a complete response"
+                        ));
+                    }
+                } else if let Err(e) = parser.feed(&buf[..n], &mut sink) {
+                    return Err(format!("{url} did not answer with valid HTTP ({e:?})"));
+                }
+            };
+            Ok((response, parser.captured_body().to_vec()))
+        })(),
+    };
     let (response, body) = match answer {
         Ok(a) => a,
         Err(problem) if spec.allow_errors => {
@@ -603,6 +603,12 @@ fn summarise(
             version: env!("CARGO_PKG_VERSION").into(),
             io: io.name().into(),
         },
+        protocol: if spec.http2 {
+            report::H2_PROTOCOL
+        } else {
+            report::HTTP1
+        }
+        .into(),
         spec: spec.clone(),
         validation,
         started_at,
@@ -645,6 +651,7 @@ fn summarise(
                 c.handshakes_resumed,
             )
         }),
+        h2: spec.http2.then(|| report::H2::of(spec.streams, &c.h2)),
         latency: report::LatencyReport::of(&latencies),
         timeseries,
         client: report::Client::new(

@@ -67,12 +67,19 @@ pub trait StreamSink {
     fn first_byte(&mut self, stream: u32);
     /// The stream ended (END_STREAM) with this final response (`close` is always false).
     fn complete(&mut self, stream: u32, response: &Response);
-    /// The server reset the stream (RST_STREAM) with this error code, or the stream failed on
-    /// our side (then the code is the one our RST_STREAM carried).
+    /// The server reset the stream (RST_STREAM) with this error code.
     fn reset(&mut self, stream: u32, code: u32);
+    /// The stream failed on our side (a fault of the server's confined to it): we reset it with
+    /// this code. Unless told otherwise, as if the server had.
+    fn stream_error(&mut self, stream: u32, code: u32) {
+        self.reset(stream, code);
+    }
     /// The server sent GOAWAY. Streams above `last_stream` were not processed and are forgotten
     /// by the connection: they are the worker's to count and retry on a new connection.
     fn goaway(&mut self, last_stream: u32, code: u32);
+    /// Body bytes of the stream's response (padding excluded), for a client that looks at them;
+    /// the load does not.
+    fn data(&mut self, _stream: u32, _bytes: &[u8]) {}
 }
 
 /// One open stream. `id == 0` marks a free slot.
@@ -241,6 +248,23 @@ impl Connection {
             self.send_bodies();
         }
         id
+    }
+
+    fn slot(&self, id: u32) -> Option<usize> {
+        self.streams.iter().position(|s| s.id == id)
+    }
+
+    fn close(&mut self, slot: usize) {
+        self.streams[slot].id = 0;
+        self.open -= 1;
+    }
+
+    /// Gives up on a stream (RST_STREAM with CANCEL): its response is no longer awaited.
+    pub fn cancel(&mut self, stream: u32) {
+        if let Some(slot) = self.slot(stream) {
+            frame::write_rst_stream(&mut self.out, stream, code::CANCEL);
+            self.close(slot);
+        }
     }
 
     /// Framing overhead received so far: frame headers, padding, and every frame other than

@@ -44,7 +44,12 @@ impl Streams<'_, '_> {
     fn refuse(&mut self, p: Pending) {
         if p.sent >= self.sink.measure_from {
             self.refused += 1;
+            self.sink.counters.h2.refused_streams += 1;
         }
+    }
+
+    fn measuring(&self) -> bool {
+        self.sink.now >= self.sink.measure_from
     }
 }
 
@@ -68,16 +73,32 @@ impl StreamSink for Streams<'_, '_> {
     }
 
     fn reset(&mut self, stream: u32, error: u32) {
-        let Some(p) = self.take(stream) else { return };
+        if self.measuring() {
+            self.sink.counters.h2.reset(error);
+        }
         if error == code::REFUSED_STREAM {
-            self.refuse(p);
-        } else if p.sent >= self.sink.measure_from {
+            if let Some(p) = self.take(stream) {
+                self.refuse(p);
+            }
+        } else {
+            self.stream_error(stream, error);
+        }
+    }
+
+    /// Not in the report's resets, which are the server's RST_STREAMs, but the stream failed as
+    /// one the server reset.
+    fn stream_error(&mut self, stream: u32, _error: u32) {
+        let Some(p) = self.take(stream) else { return };
+        if p.sent >= self.sink.measure_from {
             self.sink.counters.error(ErrorClass::H2StreamReset, 1);
             self.sink.series.errors += 1;
         }
     }
 
     fn goaway(&mut self, last_stream: u32, error: u32) {
+        if self.measuring() {
+            self.sink.counters.h2.goaways += 1;
+        }
         while let Some(p) = self
             .sink
             .pending
@@ -166,6 +187,21 @@ impl Worker<'_> {
         self.flush_h2(reactor, i);
     }
 
+    /// The first `n` streams waiting on connection `i` timed out: they are counted so, and
+    /// cancelled (RST_STREAM), and others take their place.
+    pub(super) fn cancel_streams<R: Reactor>(&mut self, reactor: &mut R, i: usize, n: usize) {
+        self.count_failed(i, n, ErrorClass::Timeout);
+        let c = &mut self.conns[i];
+        for p in c.pending.drain(..n) {
+            if let Some(h2) = c.h2.as_deref_mut() {
+                h2.cancel(p.stream);
+            }
+        }
+        self.outstanding -= n;
+        self.mark_for_refill(i);
+        self.flush_h2(reactor, i);
+    }
+
     /// `n` requests counted as sent were not: they go back to the budget, to be sent again.
     fn give_back(&mut self, n: u64) {
         if n == 0 || !self.measuring(self.now) {
@@ -191,7 +227,18 @@ impl Worker<'_> {
                 refused: 0,
                 goaway_error: false,
             };
-            let result = h2.map(|h2| h2.receive(data, &mut streams));
+            let result = h2.map(|h2| {
+                let framing = h2.frame_bytes();
+                let result = h2.receive(data, &mut streams);
+                if streams.measuring() {
+                    let counters = &mut streams.sink.counters.h2;
+                    counters.frame_bytes += h2.frame_bytes() - framing;
+                    if h2.ready() {
+                        counters.granted(h2.streams_granted());
+                    }
+                }
+                result
+            });
             (result, streams.refused, streams.goaway_error)
         });
         self.give_back(refused);

@@ -625,9 +625,15 @@ impl<'a> Worker<'a> {
 
     /// The connection failed: every request still on it fails with `class`.
     fn fail<R: Reactor>(&mut self, reactor: &mut R, i: usize, class: ErrorClass) {
+        self.count_failed(i, self.conns[i].pending.len(), class);
+        self.reconnect(reactor, i);
+    }
+
+    /// The first `n` requests waiting on connection `i` failed with `class`.
+    fn count_failed(&mut self, i: usize, n: usize, class: ErrorClass) {
         let timeout = ns(self.shared.spec.request_timeout);
         let mut failed = 0;
-        for p in &self.conns[i].pending {
+        for p in self.conns[i].pending.iter().take(n) {
             if !self.measuring(p.sent) {
                 continue;
             }
@@ -647,7 +653,6 @@ impl<'a> Worker<'a> {
             let second = self.second();
             self.series.at(second).errors += failed;
         }
-        self.reconnect(reactor, i);
     }
 
     /// Connects and TLS handshakes past their timeout (each has the whole connect timeout)
@@ -677,11 +682,20 @@ impl<'a> Worker<'a> {
         }
         let timeout = ns(self.shared.spec.request_timeout);
         for i in 0..self.conns.len() {
-            if self.conns[i]
-                .pending
-                .front()
-                .is_some_and(|p| self.now - p.sent >= timeout)
-            {
+            // Oldest first: the expired requests are the first ones.
+            let pending = &self.conns[i].pending;
+            let expired = pending
+                .iter()
+                .take_while(|p| self.now - p.sent >= timeout)
+                .count();
+            if expired == 0 {
+                continue;
+            }
+            // HTTP/2 streams are independent: those that expired are cancelled, the connection
+            // goes on, unless nothing on it is younger (then it is the connection that hangs).
+            if self.conns[i].h2.is_some() && expired < pending.len() {
+                self.cancel_streams(reactor, i, expired);
+            } else {
                 self.fail(reactor, i, ErrorClass::Timeout);
             }
         }

@@ -49,10 +49,6 @@ impl Connection {
         }
     }
 
-    fn slot(&self, id: u32) -> Option<usize> {
-        self.streams.iter().position(|s| s.id == id)
-    }
-
     /// A frame on a stream we never opened (or on the server's even ids) is a connection error;
     /// on one already closed, `None`.
     fn stream_of(&self, header: &FrameHeader) -> Result<Option<usize>, H2Error> {
@@ -65,17 +61,12 @@ impl Connection {
         Ok(self.slot(header.stream))
     }
 
-    fn close(&mut self, slot: usize) {
-        self.streams[slot].id = 0;
-        self.open -= 1;
-    }
-
     /// Ends one stream on our side (the connection continues).
     fn stream_error(&mut self, slot: usize, code: u32, sink: &mut impl StreamSink) {
         let id = self.streams[slot].id;
         frame::write_rst_stream(&mut self.out, id, code);
         self.close(slot);
-        sink.reset(id, code);
+        sink.stream_error(id, code);
     }
 
     fn data(
@@ -119,6 +110,7 @@ impl Connection {
             return Ok(());
         }
         stream.response.body_bytes += (end - start) as u64;
+        sink.data(header.stream, &payload[start..end]);
         if header.has(flag::END_STREAM) {
             self.end_stream(slot, sink);
             return Ok(());

@@ -512,3 +512,22 @@ fn a_zero_stream_limit_opens_nothing() {
     let connection = ready_connection(&[(setting::MAX_CONCURRENT_STREAMS, 0)]);
     assert!(!connection.can_open());
 }
+
+#[test]
+fn a_cancelled_stream_is_reset_and_its_late_frames_ignored() {
+    let mut connection = ready_connection(&[]);
+    let id = connection.open(STATUS_200, None);
+    connection.take_output(&mut Vec::new());
+    connection.cancel(id);
+    let sent = output(&mut connection);
+    assert_eq!(
+        (sent[0].0.kind, frame::read_u32(&sent[0].1)),
+        (kind::RST_STREAM, code::CANCEL)
+    );
+    assert_eq!(connection.open_streams(), 0);
+    let mut events = Events::default();
+    let mut server = headers(id, STATUS_200, false);
+    server.extend(data(id, b"late", true));
+    connection.receive(&server, &mut events).unwrap();
+    assert_eq!(events, Events::default());
+}
