@@ -1,4 +1,4 @@
-//! httpbench-testserver: a tiny HTTP/1.1 server for the engine's tests. It
+//! httpbench-testserver: a tiny HTTP/1.1 and HTTP/2 server for the engine's tests. It
 //! provides ground truth (`slots`: known throughput and latency) and faults a
 //! real server will not produce on demand (resets, stalls, short bodies, and TLS handshakes that
 //! fail or TLS sessions that end without close_notify: `tls`), and HTTP/2 servers that misbehave
@@ -26,9 +26,8 @@ use clap::Parser;
 use serve::{Config, Freeze, Mode, ANSWERED};
 use slots::Slots;
 
-/// A tiny HTTP/1.1 server for the engine's tests. Binds a loopback address
-/// only, prints `listening ADDR:PORT`, serves until killed or until
-/// --max-seconds.
+/// A tiny HTTP/1.1 server (HTTP/2 in the h2-* modes) for the engine's tests. Binds a loopback
+/// address only, prints `listening ADDR:PORT`, serves until killed or until --max-seconds.
 #[derive(Parser)]
 #[command(name = "httpbench-testserver", version)]
 struct Args {
