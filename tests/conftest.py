@@ -153,8 +153,9 @@ class Testservers:
             self.certificate = make_site_certificate(self.folder / "testserver-tls")
         return self.certificate
 
-    def __call__(self, mode: str, *options: str) -> str:
-        tls = mode.startswith("tls-")
+    def __call__(self, mode: str, *options: str, tls: bool | None = None) -> str:
+        """`tls`: the tls-* modes always; the h2-* modes when asked (h2c otherwise)."""
+        tls = mode.startswith("tls-") if tls is None else tls
         if tls:
             certificate = self._certificate()
             options = ("--tls-cert", str(certificate.cert), "--tls-key", str(certificate.key), *options)

@@ -36,6 +36,7 @@ def faults(tmp_path_factory):
     try:
         urls = {mode: started(mode) for mode, _ in FAULTS.values() if mode != "plain"}
         urls["plain"] = started("ok").replace("http://", "https://")
+        urls["tls-data-after-close-notify"] = started("tls-data-after-close-notify")
         yield urls, started.ca
     finally:
         started.stop()
@@ -109,3 +110,26 @@ def test_with_validation_a_tls_fault_is_one_line_and_exit_2(faults, fault):
     )  # fmt: skip
     assert done.returncode == 2 and done.stdout == "", done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("httpbench-load: "), done.stderr
+
+
+def test_data_after_close_notify_is_ignored_and_the_connection_replaced(faults):
+    """A server that says close_notify and keeps talking on an open connection: its later bytes
+    are ignored (RFC 8446 6.1) and the close_notify ends the connection as a FIN would, so each
+    connection carries its one answer and is replaced; none waits for its timeout."""
+    urls, ca = faults
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            str(binary("httpbench-load")),
+            "--json", "-n", "6", "-c", "2", "--no-validate", "--cacert", str(ca),
+            "--connect-timeout", f"{CONNECT_TIMEOUT}s", "--timeout", f"{REQUEST_TIMEOUT}s",
+            urls["tls-data-after-close-notify"],
+        ],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert time.monotonic() - started < BOUND_S
+    assert "panicked" not in done.stderr and done.returncode == 0, done.stderr
+    r = json.loads(done.stdout)
+    accounted(r)
+    assert r["errors_total"] == 0, {k: v for k, v in r["errors"].items() if v}
+    assert r["requests"]["completed"] == 6 and r["status"]["2xx"] == 6, r["requests"]

@@ -1,10 +1,12 @@
-//! httpbench-testserver: a tiny HTTP/1.1 server for the engine's tests. It
+//! httpbench-testserver: a tiny HTTP/1.1 and HTTP/2 server for the engine's tests. It
 //! provides ground truth (`slots`: known throughput and latency) and faults a
 //! real server will not produce on demand (resets, stalls, short bodies, and TLS handshakes that
-//! fail or TLS sessions that end without close_notify: `tls`).
+//! fail or TLS sessions that end without close_notify: `tls`), and HTTP/2 servers that misbehave
+//! (`h2`).
 //! Thread per connection on std::net: simple, and plenty for hundreds of
 //! connections.
 
+mod h2;
 mod http;
 mod serve;
 mod slots;
@@ -24,9 +26,8 @@ use clap::Parser;
 use serve::{Config, Freeze, Mode, ANSWERED};
 use slots::Slots;
 
-/// A tiny HTTP/1.1 server for the engine's tests. Binds a loopback address
-/// only, prints `listening ADDR:PORT`, serves until killed or until
-/// --max-seconds.
+/// A tiny HTTP/1.1 server (HTTP/2 in the h2-* modes) for the engine's tests. Binds a loopback
+/// address only, prints `listening ADDR:PORT`, serves until killed or until --max-seconds.
 #[derive(Parser)]
 #[command(name = "httpbench-testserver", version)]
 struct Args {
@@ -58,10 +59,20 @@ struct Args {
     #[arg(long, value_name = "CODE", default_value_t = 200,
           value_parser = clap::value_parser!(u16).range(200..=599))]
     status: u16,
-    /// TLS modes that complete a handshake: the server's certificate chain (PEM).
+    /// h2-rst-stream and h2-refuse-stream: every K-th request of a connection gets the fault.
+    #[arg(long, value_name = "K", default_value_t = 3,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    every: u64,
+    /// h2-goaway: the GOAWAY comes after N requests of a connection.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    goaway_after: u64,
+    /// TLS modes that complete a handshake, and h2-* modes over TLS (ALPN h2): the server's
+    /// certificate chain (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
-    /// TLS modes that complete a handshake: the certificate's private key (PEM; ECDSA or RSA).
+    /// TLS modes that complete a handshake, and h2-* modes over TLS: the certificate's private
+    /// key (PEM; ECDSA or RSA).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
     /// Keep PATH holding the number of requests answered (rewritten atomically every 20 ms).
@@ -164,6 +175,8 @@ fn options(args: Args) -> Result<Options, String> {
         freeze_ms,
         every_ms,
         status,
+        every,
+        goaway_after,
         tls_cert,
         tls_key,
         count_file,
@@ -210,13 +223,15 @@ fn options(args: Args) -> Result<Options, String> {
         _ => None,
     };
     let tls = match (&tls_cert, &tls_key) {
-        (Some(_), _) if !mode.is_tls() => {
+        (Some(_), _) if !mode.is_tls() && !mode.is_h2() => {
             return Err(format!(
-                "--mode {} is plain HTTP: drop --tls-cert/--tls-key, or pick a tls-* mode",
+                "--mode {} is plain HTTP: drop --tls-cert/--tls-key, or pick a tls-* or h2-* mode",
                 mode.name()
             ))
         }
-        (Some(cert), Some(key)) if mode.needs_certificate() => Some(tls::config(cert, key)?),
+        (Some(cert), Some(key)) if mode.needs_certificate() || mode.is_h2() => {
+            Some(tls::config(cert, key, mode.is_h2())?)
+        }
         _ if mode.needs_certificate() => {
             return Err(format!(
                 "--mode {} completes TLS handshakes: give --tls-cert FILE --tls-key FILE",
@@ -235,6 +250,8 @@ fn options(args: Args) -> Result<Options, String> {
             status,
             slots,
             freeze,
+            h2_every: every,
+            h2_goaway_after: goaway_after,
             tls,
         },
     })

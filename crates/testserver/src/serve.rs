@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
 
+use crate::h2;
 use crate::http::{reason, Conn, ReadError, Request};
 use crate::slots::Slots;
 use crate::tls;
@@ -65,18 +66,70 @@ pub enum Mode {
     /// `Connection: close`, then FIN without close_notify: a common way for servers to end, which
     /// a client must not count as an error.
     TlsNoCloseNotify,
+    /// TLS (needs --tls-cert/--tls-key): a whole handshake, a whole keep-alive response,
+    /// close_notify, then the same response's bytes again on a connection kept open until the
+    /// client closes: data after close_notify, which a client must ignore (RFC 8446 6.1).
+    TlsDataAfterCloseNotify,
+    /// HTTP/2 (h2c by prior knowledge, or TLS with ALPN h2 given --tls-cert/--tls-key; so all the
+    /// h2-* modes), answering like ok, with GOAWAY (NO_ERROR) after --goaway-after N requests of
+    /// a connection: its last stream id is the Nth request's, the streams up to it are answered,
+    /// then the connection closes.
+    H2Goaway,
+    /// HTTP/2: RST_STREAM INTERNAL_ERROR instead of every --every K-th stream's answer.
+    H2RstStream,
+    /// HTTP/2: RST_STREAM REFUSED_STREAM instead of every --every K-th stream's answer.
+    H2RefuseStream,
+    /// HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS 1; a stream beyond it is refused (REFUSED_STREAM).
+    H2OneStream,
+    /// HTTP/2: HEADERS without END_STREAM, and never the DATA.
+    H2NoData,
+    /// HTTP/2: SETTINGS_INITIAL_WINDOW_SIZE 0, never a WINDOW_UPDATE: a request body can never go
+    /// (requests without one are answered).
+    H2ZeroWindow,
+    /// HTTP/2: HEADERS, then one byte of DATA more than the client's windows allow as far as the
+    /// server has read them (a client that opens its windows while this is on its way may not
+    /// see it).
+    H2DataOverWindow,
+    /// HTTP/2: a WINDOW_UPDATE that takes the client's connection send window past 2^31-1
+    /// (FLOW_CONTROL_ERROR), then the answer.
+    H2WindowOverflow,
+    /// HTTP/2: response header blocks cut in three: HEADERS, then two CONTINUATION frames (nghttp2
+    /// refuses more than 8 as a flood).
+    H2Continuation,
+    /// HTTP/2: HEADERS and DATA with padding.
+    H2Padded,
+    /// HTTP/2: a response header list one field over the client's SETTINGS_MAX_HEADER_LIST_SIZE
+    /// (64 KiB if it set none).
+    H2BigHeaders,
+    /// HTTP/2: a frame of an unknown type before each answer's HEADERS and between its HEADERS and
+    /// DATA (to be ignored).
+    H2UnknownFrame,
+    /// HTTP/2: GOAWAY PROTOCOL_ERROR (last stream 0) at the first request, then the close.
+    H2GoawayError,
+    /// HTTP/2: a PING before each answer, which waits for its ACK.
+    H2Ping,
+    /// HTTP/2: each answer's DATA one byte longer than the client's SETTINGS_MAX_FRAME_SIZE.
+    H2BigFrame,
 }
 
 impl Mode {
     /// The modes that complete a TLS handshake, so need a certificate and its key.
     pub fn needs_certificate(self) -> bool {
-        matches!(self, Mode::TlsShortBody | Mode::TlsNoCloseNotify)
+        matches!(
+            self,
+            Mode::TlsShortBody | Mode::TlsNoCloseNotify | Mode::TlsDataAfterCloseNotify
+        )
     }
 
     /// The modes that speak (some) TLS; the others are plain HTTP.
     pub fn is_tls(self) -> bool {
         self.needs_certificate()
             || matches!(self, Mode::TlsAlert | Mode::TlsGarbage | Mode::TlsStall)
+    }
+
+    /// The HTTP/2 modes, which speak TLS (with ALPN h2) when given a certificate, h2c otherwise.
+    pub fn is_h2(self) -> bool {
+        self.name().starts_with("h2-")
     }
 
     /// The name `--mode` takes.
@@ -93,6 +146,10 @@ pub struct Config {
     pub status: u16,
     pub slots: Option<Slots>,
     pub freeze: Option<Freeze>,
+    /// h2-rst-stream and h2-refuse-stream: every this many-th request of a connection.
+    pub h2_every: u64,
+    /// h2-goaway: the GOAWAY after this many requests of a connection.
+    pub h2_goaway_after: u64,
     /// For the modes that complete a TLS handshake.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -124,27 +181,33 @@ impl Freeze {
 pub fn serve(stream: TcpStream, cfg: &Config) {
     // Responses are small single writes; Nagle would only add delay.
     let _ = stream.set_nodelay(true);
+    if cfg.mode.is_h2() {
+        return h2_over(stream, cfg);
+    }
     match cfg.mode {
         Mode::TlsAlert => return tls::answer_hello_and_close(stream, &tls::HANDSHAKE_FAILURE),
         Mode::TlsGarbage => return tls::answer_hello_and_close(stream, tls::GARBAGE),
-        Mode::TlsShortBody | Mode::TlsNoCloseNotify => {
+        Mode::TlsShortBody | Mode::TlsNoCloseNotify | Mode::TlsDataAfterCloseNotify => {
             // `options` refuses these modes without a certificate.
             let Some(config) = &cfg.tls else {
                 return;
             };
-            let out = if cfg.mode == Mode::TlsShortBody {
-                short_body()
-            } else {
-                let mut out = Vec::new();
-                let get = Request {
-                    is_head: false,
-                    http10: false,
-                    keep_alive: false,
-                };
-                write_response(&mut out, 200, &cfg.body, false, &get, true);
-                out
+            if cfg.mode == Mode::TlsShortBody {
+                return tls::answer_then_close_without_notify(stream, config, &short_body());
+            }
+            let mut out = Vec::new();
+            let keep_alive = cfg.mode == Mode::TlsDataAfterCloseNotify;
+            let get = Request {
+                is_head: false,
+                http10: false,
+                keep_alive,
             };
-            return tls::answer_then_close_without_notify(stream, config, &out);
+            write_response(&mut out, 200, &cfg.body, false, &get, !keep_alive);
+            return if keep_alive {
+                tls::answer_then_notify_then_more(stream, config, &out)
+            } else {
+                tls::answer_then_close_without_notify(stream, config, &out)
+            };
         }
         _ => {}
     }
@@ -180,6 +243,22 @@ pub fn serve(stream: TcpStream, cfg: &Config) {
         }
         _ => keep_alive_loop(conn, cfg),
     }
+}
+
+/// The h2-* modes, over TLS when there is a certificate.
+fn h2_over(mut stream: TcpStream, cfg: &Config) {
+    let Some(config) = &cfg.tls else {
+        h2::serve(&mut stream, cfg);
+        return close_gracefully(&stream);
+    };
+    let Ok(conn) = rustls::ServerConnection::new(Arc::clone(config)) else {
+        return;
+    };
+    let mut tls = rustls::StreamOwned::new(conn, stream);
+    h2::serve(&mut tls, cfg);
+    tls.conn.send_close_notify();
+    let _ = tls.flush();
+    close_gracefully(&tls.sock);
 }
 
 /// `short-body`'s answer: Content-Length: 100 with only 50 bytes of body.

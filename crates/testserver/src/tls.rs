@@ -1,5 +1,5 @@
-//! The TLS faults: a handshake that fails, stalls or gets garbage, and a TLS connection that ends
-//! without close_notify, inside a body or after a whole response. What a real server will not do
+//! The TLS faults: a handshake that fails, stalls or gets garbage, a TLS connection that ends
+//! without close_notify, inside a body or after a whole response, and one that goes on after it. What a real server will not do
 //! on demand is done here with raw bytes (no TLS library sends garbage for a ServerHello); what
 //! needs a real session (a response, then the end) uses rustls.
 
@@ -25,8 +25,8 @@ pub const HANDSHAKE_FAILURE: [u8; 7] = [21, 3, 3, 0, 2, 2, 40];
 pub const GARBAGE: &[u8] = b"this is not tls\r\n\r\n";
 
 /// The server's configuration for the modes that finish a handshake: the certificate chain and
-/// key in PEM files, TLS 1.3 and 1.2, ALPN http/1.1.
-pub fn config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+/// key in PEM files, TLS 1.3 and 1.2, ALPN h2 for the HTTP/2 modes and http/1.1 for the others.
+pub fn config(cert: &Path, key: &Path, h2: bool) -> Result<Arc<ServerConfig>, String> {
     let (chain, key_der) = httpbench_reference::tls::identity(cert, key)?;
     // The reference server's provider (see its tls module), named rather than left to the crate
     // features of the workspace.
@@ -43,7 +43,11 @@ pub fn config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
                 cert.display()
             )
         })?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = vec![if h2 {
+        b"h2".to_vec()
+    } else {
+        b"http/1.1".to_vec()
+    }];
     Ok(Arc::new(config))
 }
 
@@ -77,17 +81,48 @@ pub fn answer_then_close_without_notify(
     config: &Arc<ServerConfig>,
     response: &[u8],
 ) {
-    let Ok(conn) = ServerConnection::new(Arc::clone(config)) else {
+    let Some(mut tls) = first_request(stream, config) else {
         return;
     };
-    let mut tls = StreamOwned::new(conn, stream);
-    if request_head(&mut tls).is_err() {
-        return;
-    }
     if tls.write_all(response).and_then(|_| tls.flush()).is_ok() {
         ANSWERED.fetch_add(1, Ordering::Relaxed);
         close_gracefully(&tls.sock);
     }
+}
+
+/// A whole handshake and one request, answered with `response`, then close_notify, then
+/// `response` again as application data, with the connection held open until the client closes:
+/// a peer that keeps talking after it said it was done.
+pub fn answer_then_notify_then_more(
+    stream: TcpStream,
+    config: &Arc<ServerConfig>,
+    response: &[u8],
+) {
+    let Some(mut tls) = first_request(stream, config) else {
+        return;
+    };
+    if tls.write_all(response).is_err() {
+        return;
+    }
+    // rustls keeps encrypting application data after its own close_notify; the records leave in
+    // the order they were made.
+    tls.conn.send_close_notify();
+    if tls.write_all(response).and_then(|_| tls.flush()).is_ok() {
+        ANSWERED.fetch_add(1, Ordering::Relaxed);
+        let mut sink = [0u8; 4096];
+        while matches!(tls.sock.read(&mut sink), Ok(n) if n > 0) {}
+    }
+}
+
+/// A whole handshake and the first request's head read; None if either failed.
+fn first_request(
+    stream: TcpStream,
+    config: &Arc<ServerConfig>,
+) -> Option<StreamOwned<ServerConnection, TcpStream>> {
+    let conn = ServerConnection::new(Arc::clone(config)).ok()?;
+    let mut tls = StreamOwned::new(conn, stream);
+    request_head(&mut tls).ok()?;
+    Some(tls)
 }
 
 /// Read up to the end of the first request's head (GET and HEAD have no body to skip).

@@ -130,12 +130,20 @@ impl Session {
         scratch: &mut Vec<u8>,
         plaintext: &mut Vec<u8>,
     ) -> Result<(), rustls::Error> {
+        // RFC 8446 6.1: "Any data received after a closure alert has been received MUST be
+        // ignored." rustls stops reading records at close_notify; kept, the bytes after it would
+        // pile up in `partial` for as long as the server goes on.
+        if self.peer_closed {
+            return Ok(());
+        }
         scratch.clear();
         scratch.extend_from_slice(&self.partial);
         scratch.extend_from_slice(data);
         self.partial.clear();
         let used = self.process(scratch, plaintext)?;
-        self.partial.extend_from_slice(&scratch[used..]);
+        if !self.peer_closed {
+            self.partial.extend_from_slice(&scratch[used..]);
+        }
         Ok(())
     }
 
@@ -186,7 +194,8 @@ impl Session {
         std::mem::swap(out, &mut self.queued);
     }
 
-    /// The server sent close_notify.
+    /// The server sent close_notify: it will send nothing more, whether it closes the TCP
+    /// connection or not.
     pub fn peer_closed(&self) -> bool {
         self.peer_closed
     }

@@ -1,0 +1,134 @@
+"""HTTP/2 faults through the engine: the purpose-built server's h2-* modes (docs/DESIGN-engine.md,
+"Test server"), each loaded by `httpbench-load --http2` with a few streams per connection. Each
+fault lands in its place in the report (an error class, `h2`'s counts), the run ends within its
+timeouts, nothing panics, and every request is accounted for. One server per mode for the module
+(h2c by prior knowledge; one over TLS with ALPN h2); every load targets 127.0.0.1 and is bounded
+by -n, the timeouts and a subprocess timeout.
+
+`h2-data-over-window` is left out: our client grants 2^30-1 and opens its windows as it reads,
+so whether the server's extra byte is over the window is a race (see the mode's doc)."""
+
+import json
+import subprocess
+import time
+
+import pytest
+from conftest import Testservers, accounted, binary
+
+# Two connections of four streams: REQUESTS fill them once.
+CONNECT_TIMEOUT, REQUEST_TIMEOUT, REQUESTS = 0.3, 0.5, 8
+# However a fault ends, a run is over within its timeouts; the rest is slack for a busy machine.
+BOUND_S = CONNECT_TIMEOUT + REQUEST_TIMEOUT + 1 + 5
+
+
+def engine_speaks_http2() -> bool:
+    """An engine without --http2, or one that still refuses HTTP/2 runs (issue 15 under way)."""
+    load = binary("httpbench-load")
+    if "--http2" not in subprocess.run([str(load), "--help"], capture_output=True, text=True).stdout:
+        return False
+    # Port 9 on loopback: refused at once, if the engine gets as far as connecting at all.
+    args = [str(load), "--http2", "-n", "1", "-c", "1", "--no-validate", "--connect-timeout", "0.2s"]
+    done = subprocess.run([*args, "http://127.0.0.1:9/"], capture_output=True, text=True, timeout=30)
+    return "cannot run yet" not in done.stderr
+
+
+pytestmark = pytest.mark.skipif(not engine_speaks_http2(), reason="httpbench-load does not speak HTTP/2 yet")
+
+# The fault: the server's mode, the load's extra arguments, the error classes the run must show
+# (exactly; empty: none), and how many of the REQUESTS complete ("all", "some", "none").
+FAULTS = {
+    "GOAWAY NO_ERROR mid-load": ("h2-goaway", (), set(), "all"),
+    "RST_STREAM INTERNAL_ERROR on every 3rd stream": ("h2-rst-stream", (), {"h2_stream_reset"}, "some"),
+    # Sent again, so no error: h2_refused_stream counts only those that could not be.
+    "REFUSED_STREAM on every 3rd stream": ("h2-refuse-stream", (), set(), "all"),
+    "SETTINGS_MAX_CONCURRENT_STREAMS 1": ("h2-one-stream", (), set(), "all"),
+    "HEADERS, then never the DATA": ("h2-no-data", (), {"timeout"}, "none"),
+    "a window of 0 for a POST body": ("h2-zero-window", ("-m", "POST", "--body", "hello"), {"timeout"}, "none"),
+    "a WINDOW_UPDATE past 2^31-1": ("h2-window-overflow", (), {"h2_protocol"}, "none"),
+    "response headers over CONTINUATION frames": ("h2-continuation", (), set(), "all"),
+    "padded HEADERS and DATA": ("h2-padded", (), set(), "all"),
+    "a header list over our SETTINGS_MAX_HEADER_LIST_SIZE": ("h2-big-headers", (), {"h2_stream_reset"}, "none"),
+    "frames of an unknown type": ("h2-unknown-frame", (), set(), "all"),
+    "GOAWAY PROTOCOL_ERROR": ("h2-goaway-error", (), {"h2_protocol"}, "none"),
+    "a PING from the server": ("h2-ping", (), set(), "all"),
+    "a frame over our SETTINGS_MAX_FRAME_SIZE": ("h2-big-frame", (), {"h2_protocol"}, "none"),
+    "RST_STREAM over TLS with ALPN h2": ("tls:h2-rst-stream", (), {"h2_stream_reset"}, "some"),
+}
+# The GOAWAY's last stream is each connection's 3rd: its 4th stream goes again on a new one.
+SERVER_OPTIONS = {"h2-goaway": ("--goaway-after", "3")}
+# Known engine bugs: (reason) by fault, kept as tests that do not run (each would hang until its
+# subprocess timeout) until the engine is mended.
+KNOWN_BUGS = {
+    "GOAWAY PROTOCOL_ERROR": (
+        "the worker gives the streams above a GOAWAY's last stream id back to the budget even when "
+        "the GOAWAY carries an error code, and counts them as progress: against a server that "
+        "always says GOAWAY PROTOCOL_ERROR with last stream 0 the run retries forever (-n never "
+        "spent, the no-progress watchdog never fires)"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory):
+    """Each mode's URL (https:// for the TLS one), and the CA that verifies the TLS one."""
+    started = Testservers(tmp_path_factory.mktemp("h2-faults"))
+    try:
+        urls = {}
+        for mode, *_ in FAULTS.values():
+            plain = mode.removeprefix("tls:")
+            urls[mode] = started(plain, *SERVER_OPTIONS.get(plain, ()), tls=plain != mode)
+        yield urls, started.ca
+    finally:
+        started.stop()
+
+
+def load(url: str, ca, *extra: str) -> dict:
+    done = subprocess.run(
+        [
+            str(binary("httpbench-load")),
+            "--json", "--http2", "--streams", "4", "-c", "2", "-n", str(REQUESTS), "--no-validate",
+            "--connect-timeout", f"{CONNECT_TIMEOUT}s", "--timeout", f"{REQUEST_TIMEOUT}s",
+            *(("--cacert", str(ca)) if url.startswith("https:") else ()), *extra, url,
+        ],
+        capture_output=True, text=True, timeout=3 * BOUND_S,
+    )  # fmt: skip
+    assert "panicked" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1), done.stderr  # 1: a run that could not go on says so
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(fault, marks=pytest.mark.xfail(run=False, reason=KNOWN_BUGS[fault]))
+        if fault in KNOWN_BUGS
+        else fault
+        for fault in FAULTS
+    ],
+)
+def test_an_h2_fault_lands_in_its_place_and_ends_in_time(faults, fault):
+    urls, ca = faults
+    mode, extra, classes, completed = FAULTS[fault]
+    started = time.monotonic()
+    r = load(urls[mode], ca, *extra)
+    assert time.monotonic() - started < BOUND_S
+    assert r["protocol"] == "h2", r["protocol"]
+    errors = {name: count for name, count in r["errors"].items() if count}
+    assert set(errors) == classes, errors
+    q, h2 = r["requests"], r["h2"]
+    accounted(r)
+    done = {"all": q["completed"] == REQUESTS, "some": 0 < q["completed"] < REQUESTS, "none": q["completed"] == 0}
+    assert done[completed], q
+    assert r["status"]["2xx"] == q["completed"], r["status"]
+    if mode == "h2-goaway":
+        assert h2["goaways"] >= 2, h2
+    if mode.endswith("h2-rst-stream"):
+        assert h2["resets"].get("INTERNAL_ERROR") == r["errors"]["h2_stream_reset"], h2
+    if mode == "h2-refuse-stream":
+        # Each refused request was sent again: the run still completed its -n.
+        assert h2["refused_streams"] == h2["resets"].get("REFUSED_STREAM") > 0, h2
+    if mode == "h2-one-stream":
+        assert h2["streams_granted"] == 1 and h2["streams_requested"] == 4, h2
+    if mode == "h2-padded":
+        # Padding is framing, not body: 20 bytes of it per answer, 10 per header block.
+        assert h2["frame_bytes"] >= REQUESTS * 30, h2
