@@ -8,7 +8,7 @@ PY ?= python3
 # fetches the workload over HTTP/2 when a server offering h2 is verified.
 SERVER_PACKAGES := nginx-light apache2 lighttpd lighttpd-mod-openssl varnish hitch h2o caddy trafficserver mighttpd2 jetty9 nodejs nghttp2-server curl
 CLIENT_PACKAGES := apache2-utils wrk nghttp2-client
-TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) iproute2 postgresql chromium fonts-liberation
+TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) nghttp2-server iproute2 postgresql chromium fonts-liberation
 BENCH_PACKAGES := nginx-light h2o $(CLIENT_PACKAGES)
 ARGS ?=
 # Where pip put `httpbench`, so on PATH with it: `httpbench-load`, the engine's standalone
@@ -65,11 +65,12 @@ install-load:
 	install -m 0755 target/release/httpbench-load "$(BINDIR)/httpbench-load"
 	@if command -v pyenv >/dev/null; then pyenv rehash; fi   # pyenv's PATH holds shims, not BINDIR
 
-# The response parser under cargo-fuzz, bounded to 60 s.
+# The response parser and the HTTP/2 connection under cargo-fuzz, each bounded to 60 s.
 fuzz:
 	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
-	mkdir -p fuzz/corpus/response_parser
+	mkdir -p fuzz/corpus/response_parser fuzz/corpus/h2_frames
 	cd fuzz && cargo +nightly fuzz run response_parser corpus/response_parser seeds/response_parser -- -max_total_time=60 -dict=response_parser.dict
+	cd fuzz && cargo +nightly fuzz run h2_frames corpus/h2_frames -- -max_total_time=60
 
 bench: bench-deps build
 	bench/engine_vs_peers

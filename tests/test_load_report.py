@@ -89,7 +89,7 @@ def test_the_doc_check_sees_a_field_that_is_not_there():
     assert documented("spec.expect_length", "expect_length", "LoadSpec", passages)
     assert documented("tls.version", "version", "Tls", passages)
     assert not documented("latency.h2_stream", "h2_stream", "LatencyReport", passages)
-    assert not documented("h2.goaways", "goaways", "H2", passages)
+    assert not documented("h3.goaways", "goaways", "H3", passages)
     assert not documented("requests.retried", "retried", "Requests", passages)
 
 
@@ -130,10 +130,11 @@ def test_a_report_stored_by_an_older_version_reads_in_the_current_shape():
     assert report["latency"]["total"]["p75_us"] is None and report["latency"]["total"]["p50_us"] == 20
     assert report["timeseries"][0]["p99_us"] is None
     assert report["spec"]["connections"] == 2 and report["spec"]["keep_alive"] is True  # the spec's defaults
+    assert report["protocol"] == "http/1.1" and report["h2"] is None  # from before HTTP/2
     assert report["tool_extra"] == {"kept": True}
     # Every field of every object this version knows is there.
     for path, _, _ in field_paths(json.loads(_engine.report_schema())):
-        if path.startswith(("client.threads.", "timeseries.", "open_loop.", "tls.")):
+        if path.startswith(("client.threads.", "timeseries.", "open_loop.", "tls.", "h2.")):
             continue  # lists, checked above, and objects the report may lack (tls: null over http)
         node = report
         for key in path.split("."):

@@ -75,6 +75,28 @@ Engine = TypedDict(
     },
 )
 
+# An HTTP/2 run's streams and what its server said during measurement.
+H2 = TypedDict(
+    "H2",
+    {
+        # Framing received: frame headers, padding, and frames other than DATA and HEADERS (in
+        # `bytes.read`, in neither `bytes.head` nor `bytes.body`).
+        "frame_bytes": Optional[int],
+        # GOAWAY frames received.
+        "goaways": Optional[int],
+        # Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
+        # id): their requests were sent again, and are no error.
+        "refused_streams": Optional[int],
+        # RST_STREAM frames received, by error code name (`REFUSED_STREAM`, `CANCEL`, ...;
+        # `unknown` for codes RFC 9113 does not name): only the codes seen.
+        "resets": Optional[Dict[str, int]],
+        # The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: it set no limit.
+        "streams_granted": Optional[int],
+        # Concurrent streams per connection asked for (the spec's `streams`).
+        "streams_requested": Optional[int],
+    },
+)
+
 HostFacts = TypedDict(
     "HostFacts",
     {
@@ -213,6 +235,9 @@ LoadSpec = TypedDict(
         # Extra or replacing request headers, as `Name: value`.
         "headers": Optional[List[str]],
         "http10": Optional[bool],
+        # Speak HTTP/2: by ALPN over https:// (only `h2` is offered), by prior knowledge (h2c) over
+        # http://.
+        "http2": Optional[bool],
         "io": Optional[str],
         # Off: a new TCP connection per request, closed by the client as ab without `-k` does.
         "keep_alive": Optional[bool],
@@ -226,6 +251,8 @@ LoadSpec = TypedDict(
         # Reconnect after this many requests on one connection.
         "requests_per_connection": Optional[int],
         "stop": Optional[dict],
+        # Concurrent streams per HTTP/2 connection (h2load's `-m`); more than 1 needs `http2`.
+        "streams": Optional[int],
         "threads": Optional[int],
         # TLS settings of an https:// run.
         "tls": Optional[TlsSpec],
@@ -313,9 +340,15 @@ Report = TypedDict(
         # Every error class, zeros included.
         "errors": Optional[Dict[str, int]],
         "errors_total": Optional[int],
+        # HTTP/2 runs: the streams asked for and granted, and what the server said on its
+        # connections; null otherwise (and in reports from before the field).
+        "h2": Optional[H2],
         "host": HostFacts,
         "latency": LatencyReport,
         "open_loop": Optional[OpenLoop],
+        # "http/1.1", or "h2" (the spec's `http2`: over TLS by ALPN, or cleartext h2c); reports
+        # from before the field are "http/1.1".
+        "protocol": Optional[str],
         "requests": Requests,
         "schema": Optional[str],
         # The run's input, as given.
@@ -370,6 +403,7 @@ DEFAULTS = {
         "expect_length": None,
         "headers": [],
         "http10": False,
+        "http2": False,
         "io": "auto",
         "keep_alive": True,
         "method": "GET",
@@ -378,6 +412,7 @@ DEFAULTS = {
         "request_timeout": 10.0,
         "requests_per_connection": None,
         "stop": {"duration": 10.0},
+        "streams": 1,
         "threads": 1,
         "tls": {
             "cacert": None,
@@ -395,6 +430,8 @@ DEFAULTS = {
         "sent": True,
     },
     "Report": {
+        "h2": None,
+        "protocol": "http/1.1",
         "tls": None,
     },
 }

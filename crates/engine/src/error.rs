@@ -44,6 +44,14 @@ pub enum ErrorKind {
     PipelineWithoutKeepAlive {
         pipeline: u32,
     },
+    /// Concurrent streams on connections that do not speak HTTP/2.
+    StreamsWithoutHttp2 {
+        streams: u32,
+    },
+    /// A setting HTTP/2 has no room for (`field`: `pipeline` above 1, or `http10`) beside `http2`.
+    NotWithHttp2 {
+        field: &'static str,
+    },
     /// The open-file limit allows fewer connections than asked.
     OpenFiles(OpenFiles),
     Unresolved {
@@ -116,6 +124,11 @@ pub enum ErrorKind {
         addr: String,
         refused: bool,
         problem: String,
+    },
+    /// HTTP/2 was asked for over TLS and the server did not select `h2` by ALPN: it selected
+    /// `selected`, or nothing (it ignored ALPN, or refused every protocol offered).
+    Http2NotSelected {
+        selected: Option<String>,
     },
     /// An engine thread panicked: a bug, reported instead of taking its caller down where
     /// panics unwind (the Python module).
@@ -209,6 +222,16 @@ impl ErrorKind {
             ErrorKind::PipelineWithoutKeepAlive { pipeline } => {
                 format!("a pipeline of {pipeline} needs keep-alive")
             }
+            ErrorKind::StreamsWithoutHttp2 { streams } => {
+                format!("{streams} concurrent streams per connection need HTTP/2 (http2)")
+            }
+            ErrorKind::NotWithHttp2 { field: "pipeline" } => {
+                "HTTP/2 (http2) multiplexes streams instead of pipelining requests".into()
+            }
+            ErrorKind::NotWithHttp2 { field: "http10" } => {
+                "HTTP/1.0 requests (http10) cannot go over HTTP/2 (http2)".into()
+            }
+            ErrorKind::NotWithHttp2 { field } => format!("{field} cannot go with HTTP/2 (http2)"),
             ErrorKind::OpenFiles(o) => format!(
                 "{} connections need about {} open files but this process may have {} (hard limit {}, which ulimit -Hn or LimitNOFILE= raise)",
                 o.connections, o.need, o.limit, o.hard_limit
@@ -235,6 +258,10 @@ impl ErrorKind {
             ErrorKind::TlsCertificate { reason, host, .. } => {
                 format!("the server's certificate is not trusted for {host} ({reason})")
             }
+            ErrorKind::Http2NotSelected { selected } => format!(
+                "the server did not agree to HTTP/2 over ALPN (it selected {})",
+                selected.as_deref().unwrap_or("no protocol")
+            ),
         }
     }
 }
@@ -253,6 +280,11 @@ impl std::fmt::Display for ErrorKind {
             ErrorKind::PipelineWithoutKeepAlive { .. } => {
                 "pipeline 1 request, or keep connections alive".into()
             }
+            ErrorKind::StreamsWithoutHttp2 { .. } => "set http2, or streams 1".into(),
+            ErrorKind::NotWithHttp2 { field: "pipeline" } => {
+                "set pipeline 1 and streams to the requests each connection should carry at once".into()
+            }
+            ErrorKind::NotWithHttp2 { field } => format!("drop {field} or http2"),
             ErrorKind::OpenFiles(o) => format!("use at most {} connections or raise the hard limit", o.most),
             ErrorKind::Unresolved { .. } => "check the URL".into(),
             ErrorKind::Unreachable { .. } => "is the server running and listening there?".into(),
@@ -274,6 +306,7 @@ impl std::fmt::Display for ErrorKind {
                 "offer the server other TLS versions, ciphers or groups".into()
             }
             ErrorKind::TlsHandshake { .. } => "does the server speak TLS there?".into(),
+            ErrorKind::Http2NotSelected { .. } => "drop http2, or enable h2 on the server".into(),
         };
         write!(f, "{}; {remedy}", self.fact())
     }

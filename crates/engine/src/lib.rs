@@ -4,6 +4,7 @@
 //! returns a [`Report`]. Everything above it (the CLI, the Python suite) is a client of this API.
 
 mod error;
+pub mod h2;
 pub mod host;
 pub mod http;
 mod io;

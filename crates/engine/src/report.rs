@@ -15,10 +15,11 @@ use hdrhistogram::Histogram;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::h2::frame::ErrorCode;
 use crate::host::HostFacts;
 use crate::spec::LoadSpec;
 use crate::stats::series::SecondPoint;
-use crate::stats::{Counters, ErrorClass, Latencies};
+use crate::stats::{Counters, ErrorClass, H2Counters, Latencies};
 
 pub const SCHEMA: &str = "httpbench-load/1";
 
@@ -35,6 +36,10 @@ pub fn schema() -> serde_json::Value {
 pub struct Report {
     pub schema: String,
     pub engine: Engine,
+    /// "http/1.1", or "h2" (the spec's `http2`: over TLS by ALPN, or cleartext h2c); reports
+    /// from before the field are "http/1.1".
+    #[serde(default = "http1")]
+    pub protocol: String,
     /// The run's input, as given.
     pub spec: LoadSpec,
     pub validation: Validation,
@@ -55,12 +60,25 @@ pub struct Report {
     /// (and in reports from before the field).
     #[serde(default)]
     pub tls: Option<Tls>,
+    /// HTTP/2 runs: the streams asked for and granted, and what the server said on its
+    /// connections; null otherwise (and in reports from before the field).
+    #[serde(default)]
+    pub h2: Option<H2>,
     pub latency: LatencyReport,
     pub timeseries: Vec<SecondPoint>,
     pub client: Client,
     /// Why the run ended before its stop condition, if it did.
     pub aborted: Option<String>,
     pub host: HostFacts,
+}
+
+/// The protocol of a run that does not say.
+pub const HTTP1: &str = "http/1.1";
+/// The protocol of a run with `http2`.
+pub const H2_PROTOCOL: &str = "h2";
+
+fn http1() -> String {
+    HTTP1.into()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -195,6 +213,49 @@ impl Tls {
             verified,
             handshakes_full,
             handshakes_resumed,
+        }
+    }
+}
+
+/// An HTTP/2 run's streams and what its server said during measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct H2 {
+    /// Concurrent streams per connection asked for (the spec's `streams`).
+    pub streams_requested: u32,
+    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: it set no limit.
+    pub streams_granted: Option<u32>,
+    /// GOAWAY frames received.
+    pub goaways: u64,
+    /// RST_STREAM frames received, by error code name (`REFUSED_STREAM`, `CANCEL`, ...;
+    /// `unknown` for codes RFC 9113 does not name): only the codes seen.
+    pub resets: BTreeMap<String, u64>,
+    /// Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
+    /// id): their requests were sent again, and are no error.
+    pub refused_streams: u64,
+    /// Framing received: frame headers, padding, and frames other than DATA and HEADERS (in
+    /// `bytes.read`, in neither `bytes.head` nor `bytes.body`).
+    pub frame_bytes: u64,
+}
+
+impl H2 {
+    pub fn of(streams_requested: u32, c: &H2Counters) -> H2 {
+        let resets = c
+            .resets
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 0)
+            .map(|(code, &n)| {
+                let name = ErrorCode(code as u32).name().unwrap_or("unknown");
+                (name.to_string(), n)
+            })
+            .collect();
+        H2 {
+            streams_requested,
+            streams_granted: c.streams_granted,
+            goaways: c.goaways,
+            resets,
+            refused_streams: c.refused_streams,
+            frame_bytes: c.frame_bytes,
         }
     }
 }
@@ -486,6 +547,7 @@ impl Report {
         Ok(Report {
             schema: first.schema.clone(),
             engine: first.engine.clone(),
+            protocol: first.protocol.clone(),
             spec: spec.clone(),
             validation: first.validation.clone(),
             started_at: parts
@@ -516,6 +578,13 @@ impl Report {
                 server_closes: sum(|r| r.connections.server_closes),
             },
             tls: merge_tls(parts),
+            h2: merge_h2(
+                spec,
+                &parts
+                    .iter()
+                    .filter_map(|r| r.h2.as_ref())
+                    .collect::<Vec<_>>(),
+            ),
             latency: LatencyReport {
                 total: latency(|l| &l.total)?,
                 first_byte: latency(|l| &l.first_byte)?,
@@ -541,6 +610,25 @@ fn merge_tls(parts: &[Report]) -> Option<Tls> {
         handshakes_full: tls.iter().map(|t| t.handshakes_full).sum(),
         handshakes_resumed: tls.iter().map(|t| t.handshakes_resumed).sum(),
         ..(*first).clone()
+    })
+}
+
+/// The parts' HTTP/2 figures: the whole spec's streams, the smallest grant, the rest added.
+fn merge_h2(spec: &LoadSpec, h2: &[&H2]) -> Option<H2> {
+    if h2.is_empty() {
+        return None;
+    }
+    let mut resets = BTreeMap::new();
+    for (code, n) in h2.iter().flat_map(|h| &h.resets) {
+        *resets.entry(code.clone()).or_insert(0) += n;
+    }
+    Some(H2 {
+        streams_requested: spec.streams,
+        streams_granted: h2.iter().filter_map(|h| h.streams_granted).min(),
+        goaways: h2.iter().map(|h| h.goaways).sum(),
+        resets,
+        refused_streams: h2.iter().map(|h| h.refused_streams).sum(),
+        frame_bytes: h2.iter().map(|h| h.frame_bytes).sum(),
     })
 }
 
@@ -625,6 +713,44 @@ mod tests {
         assert_eq!(merged, direct);
         assert_eq!(Summary::of(&merged).p50_us, direct.value_at_quantile(0.5));
         assert!(merge_histograms(["not base64!"]).is_err());
+    }
+
+    #[test]
+    fn h2_figures_name_reset_codes_and_merge_exactly() {
+        let mut a = H2Counters::default();
+        a.granted(u32::MAX);
+        assert_eq!(a.streams_granted, None);
+        a.granted(100);
+        a.reset(0x8);
+        a.reset(0x8);
+        a.reset(0x7f);
+        a.goaways = 1;
+        a.refused_streams = 3;
+        a.frame_bytes = 90;
+        let mut b = H2Counters::default();
+        b.granted(128);
+        b.granted(64);
+        b.reset(0x1);
+        b.frame_bytes = 10;
+        let (ha, hb) = (H2::of(8, &a), H2::of(8, &b));
+        assert_eq!(ha.streams_granted, Some(100));
+        assert_eq!(
+            ha.resets,
+            BTreeMap::from([("CANCEL".into(), 2), ("unknown".into(), 1)])
+        );
+        // Threads add up as hosts do.
+        let mut threads = a.clone();
+        threads.add(&b);
+        let whole = H2::of(8, &threads);
+        assert_eq!(whole.streams_granted, Some(64));
+        assert_eq!(whole.frame_bytes, 100);
+        let spec = LoadSpec {
+            http2: true,
+            streams: 8,
+            ..LoadSpec::default()
+        };
+        assert_eq!(merge_h2(&spec, &[&ha, &hb]), Some(whole));
+        assert_eq!(merge_h2(&spec, &[]), None);
     }
 
     #[test]

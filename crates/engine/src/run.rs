@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::h2::exchange::exchange;
+use crate::h2::request::RequestBlocks;
 use crate::http::request::RequestSet;
 use crate::http::response::{Response, ResponseParser, ResponseSink};
 use crate::io::epoll::EpollReactor;
@@ -19,7 +21,7 @@ use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
 use crate::stats::{Counters, Latencies};
 use crate::tls::{self, TlsClient};
-use crate::worker::{wall_clock_of, Assignment, Outcome, Shared, Worker};
+use crate::worker::{wall_clock_of, Assignment, Http2, Outcome, Shared, Worker};
 use crate::{host, Error, ErrorKind, OpenFiles};
 
 /// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
@@ -40,17 +42,20 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     };
     let first = &resolved.targets[0];
     let tls = if first.tls {
-        Some(TlsClient::new(&spec.tls, &first.host)?)
+        Some(TlsClient::new(&spec.tls, &first.host, spec.http2)?)
     } else {
         None
     };
     let requests = RequestSet::build(spec, &resolved.targets, resolved.pipeline as usize);
+    let h2_requests = resolved
+        .http2
+        .then(|| RequestBlocks::build(spec, &resolved.targets));
     let validation = if spec.validate {
         validate(
             spec,
             &resolved,
             tls.as_ref(),
-            &requests,
+            (&requests, h2_requests.as_ref()),
             expect_body.as_deref(),
         )?
     } else {
@@ -58,10 +63,15 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
     };
     let io = choose_io(spec.io, resolved.connections as usize)?;
 
+    let http2 = h2_requests.map(|requests| Http2 {
+        requests,
+        streams: resolved.streams,
+    });
     let shared = Shared {
         addr: SockAddr::new(&resolved.addr),
         bind: spec.bind.clone(),
         tls,
+        http2,
         head_request: spec.method.eq_ignore_ascii_case("HEAD"),
         expect_length: spec.expect_length,
         tickets: AtomicU64::new(match resolved.stop {
@@ -70,6 +80,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         }),
         stop: AtomicBool::new(false),
         abort_reason: Mutex::new(None),
+        refusal: Mutex::new(None),
         start: Instant::now(),
         requests,
         spec: resolved,
@@ -108,6 +119,14 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
             .map(|h| h.join().map_err(|payload| Error::panicked(&*payload)))
             .collect::<Result<Vec<_>, _>>()
     })?;
+    if let Some(refusal) = shared
+        .refusal
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        return Err(refusal);
+    }
     let aborted = shared
         .abort_reason
         .lock()
@@ -336,7 +355,7 @@ fn validate(
     spec: &LoadSpec,
     resolved: &Resolved,
     tls: Option<&TlsClient>,
-    requests: &RequestSet,
+    (requests, h2_requests): (&RequestSet, Option<&RequestBlocks>),
     expect_body: Option<&[u8]>,
 ) -> Result<report::Validation, Error> {
     let target = &resolved.targets[0];
@@ -360,60 +379,68 @@ fn validate(
         Some(client) => Box::new(handshake(client, tcp, resolved)?),
         None => Box::new(tcp),
     };
-    let answer = (|| -> Result<(Response, Vec<u8>), String> {
-        stream
-            .write_all(requests.window(0, 1))
-            .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
-        stream
-            .flush()
-            .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
-        let mut parser = ResponseParser::new(spec.method.eq_ignore_ascii_case("HEAD"));
-        parser.capture_bodies();
-        let mut sink = One::default();
-        let mut buf = vec![0u8; 64 * 1024];
-        let deadline = Instant::now() + resolved.request_timeout;
-        let response = loop {
-            if let Some(response) = sink.response {
-                break response;
-            }
-            if Instant::now() > deadline {
-                return Err(format!(
+    let deadline = Instant::now() + resolved.request_timeout;
+    let read = |stream: &mut Box<dyn ReadWrite>, buf: &mut [u8]| loop {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{url} did not answer within {:?}",
+                resolved.request_timeout
+            ));
+        }
+        return match stream.read(buf) {
+            Ok(n) => Ok(n),
+            // A close without close_notify: as many servers close, the parser judges it.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
+            // A signal, or the task work of an io_uring this thread has closed.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(format!(
                     "{url} did not answer within {:?}",
                     resolved.request_timeout
-                ));
+                ))
             }
-            let n = match stream.read(&mut buf) {
-                Ok(n) => n,
-                // A close without close_notify: as many servers close, the parser judges it.
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
-                // A signal, or the task work of an io_uring this thread has closed.
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Err(format!(
-                        "{url} did not answer within {:?}",
-                        resolved.request_timeout
-                    ))
-                }
-                Err(e) => return Err(format!("reading the first response from {url} failed: {e}")),
-            };
-            if n == 0 {
-                parser.feed_eof(&mut sink);
-                if sink.response.is_none() {
-                    return Err(format!(
-                        "{url} closed the connection without a complete response"
-                    ));
-                }
-            } else if let Err(e) = parser.feed(&buf[..n], &mut sink) {
-                return Err(format!("{url} did not answer with valid HTTP ({e:?})"));
-            }
+            Err(e) => Err(format!("reading the first response from {url} failed: {e}")),
         };
-        Ok((response, parser.captured_body().to_vec()))
-    })();
+    };
+    let answer = match h2_requests {
+        Some(h2) => {
+            exchange(&mut stream, h2.block(0), h2.body(), read).map_err(|e| format!("{url}: {e}"))
+        }
+        None => (|| -> Result<(Response, Vec<u8>), String> {
+            stream
+                .write_all(requests.window(0, 1))
+                .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
+            stream
+                .flush()
+                .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
+            let mut parser = ResponseParser::new(spec.method.eq_ignore_ascii_case("HEAD"));
+            parser.capture_bodies();
+            let mut sink = One::default();
+            let mut buf = vec![0u8; 64 * 1024];
+            let response = loop {
+                if let Some(response) = sink.response {
+                    break response;
+                }
+                let n = read(&mut stream, &mut buf)?;
+                if n == 0 {
+                    parser.feed_eof(&mut sink);
+                    if sink.response.is_none() {
+                        return Err(format!(
+                            "{url} closed the connection without a complete response"
+                        ));
+                    }
+                } else if let Err(e) = parser.feed(&buf[..n], &mut sink) {
+                    return Err(format!("{url} did not answer with valid HTTP ({e:?})"));
+                }
+            };
+            Ok((response, parser.captured_body().to_vec()))
+        })(),
+    };
     let (response, body) = match answer {
         Ok(a) => a,
         Err(problem) if spec.allow_errors => {
@@ -500,6 +527,9 @@ fn handshake(
             let tls_error = e
                 .get_ref()
                 .and_then(|inner| inner.downcast_ref::<rustls::Error>());
+            if let Some(refusal) = tls_error.and_then(|e| client.alpn_refusal(e)) {
+                return Err(refusal);
+            }
             if let Some(reason) = tls_error.and_then(tls::certificate_reason) {
                 return Err(ErrorKind::TlsCertificate {
                     reason,
@@ -526,6 +556,7 @@ fn handshake(
             .into());
         }
     }
+    client.check_alpn(&conn)?;
     tcp.set_read_timeout(Some(resolved.request_timeout))
         .map_err(io)?;
     Ok(rustls::StreamOwned::new(conn, tcp))
@@ -572,6 +603,12 @@ fn summarise(
             version: env!("CARGO_PKG_VERSION").into(),
             io: io.name().into(),
         },
+        protocol: if spec.http2 {
+            report::H2_PROTOCOL
+        } else {
+            report::HTTP1
+        }
+        .into(),
         spec: spec.clone(),
         validation,
         started_at,
@@ -614,6 +651,7 @@ fn summarise(
                 c.handshakes_resumed,
             )
         }),
+        h2: spec.http2.then(|| report::H2::of(spec.streams, &c.h2)),
         latency: report::LatencyReport::of(&latencies),
         timeseries,
         client: report::Client::new(

@@ -127,6 +127,11 @@ pub struct LoadSpec {
     /// Reconnect after this many requests on one connection.
     pub requests_per_connection: Option<u64>,
     pub http10: bool,
+    /// Speak HTTP/2: by ALPN over https:// (only `h2` is offered), by prior knowledge (h2c) over
+    /// http://.
+    pub http2: bool,
+    /// Concurrent streams per HTTP/2 connection (h2load's `-m`); more than 1 needs `http2`.
+    pub streams: u32,
     /// Seconds of load before measurement starts, excluded from every figure.
     pub warmup: f64,
     pub connect_timeout: f64,
@@ -183,6 +188,8 @@ impl Default for LoadSpec {
             keep_alive: true,
             requests_per_connection: None,
             http10: false,
+            http2: false,
+            streams: 1,
             warmup: 0.0,
             connect_timeout: 5.0,
             request_timeout: 10.0,
@@ -297,6 +304,9 @@ pub struct Resolved {
     pub rate: Option<f64>,
     pub keep_alive: bool,
     pub requests_per_connection: Option<u64>,
+    pub http2: bool,
+    /// Concurrent streams per connection: 1 unless `http2`.
+    pub streams: u32,
     pub warmup: Duration,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
@@ -358,6 +368,7 @@ impl LoadSpec {
         let connections = count("connections", self.connections)?;
         let threads = count("threads", self.threads)?;
         let pipeline = count("pipeline", self.pipeline)?;
+        let streams = count("streams", self.streams)?;
         if threads > connections {
             return Err(ErrorKind::IdleThreads {
                 threads,
@@ -410,6 +421,15 @@ impl LoadSpec {
         if !self.keep_alive && pipeline > 1 {
             return Err(ErrorKind::PipelineWithoutKeepAlive { pipeline }.into());
         }
+        if !self.http2 && streams > 1 {
+            return Err(ErrorKind::StreamsWithoutHttp2 { streams }.into());
+        }
+        if self.http2 && pipeline > 1 {
+            return Err(ErrorKind::NotWithHttp2 { field: "pipeline" }.into());
+        }
+        if self.http2 && self.http10 {
+            return Err(ErrorKind::NotWithHttp2 { field: "http10" }.into());
+        }
         if !self
             .method
             .bytes()
@@ -456,6 +476,8 @@ impl LoadSpec {
             } else {
                 Some(1)
             },
+            http2: self.http2,
+            streams,
             warmup: seconds("warmup", self.warmup, true)?,
             connect_timeout: seconds("connect_timeout", self.connect_timeout, false)?,
             request_timeout: seconds("request_timeout", self.request_timeout, false)?,
@@ -537,5 +559,52 @@ mod tests {
         })
         .unwrap_err()
         .contains("validation request"));
+    }
+
+    #[test]
+    fn refuses_what_http2_cannot_do() {
+        let spec = |f: &dyn Fn(&mut LoadSpec)| {
+            let mut s = LoadSpec {
+                urls: vec!["http://127.0.0.1:1/".into()],
+                http2: true,
+                ..Default::default()
+            };
+            f(&mut s);
+            s.resolve()
+                .map(|r| (r.http2, r.streams))
+                .map_err(|e| e.kind)
+        };
+        assert_eq!(spec(&|s| s.streams = 100), Ok((true, 100)));
+        assert_eq!(
+            spec(&|s| s.streams = 0),
+            Err(ErrorKind::InvalidSpec {
+                field: "streams",
+                problem: "streams must be at least 1".into()
+            })
+        );
+        assert_eq!(
+            spec(&|s| {
+                s.http2 = false;
+                s.streams = 8;
+            }),
+            Err(ErrorKind::StreamsWithoutHttp2 { streams: 8 })
+        );
+        assert_eq!(
+            spec(&|s| s.pipeline = 2),
+            Err(ErrorKind::NotWithHttp2 { field: "pipeline" })
+        );
+        assert_eq!(
+            spec(&|s| s.http10 = true),
+            Err(ErrorKind::NotWithHttp2 { field: "http10" })
+        );
+        // Each refusal names the spec's fields, never a front end's flags.
+        for kind in [
+            ErrorKind::StreamsWithoutHttp2 { streams: 8 },
+            ErrorKind::NotWithHttp2 { field: "pipeline" },
+            ErrorKind::NotWithHttp2 { field: "http10" },
+        ] {
+            let said = kind.to_string();
+            assert!(said.contains("http2") && !said.contains("--"), "{said}");
+        }
     }
 }

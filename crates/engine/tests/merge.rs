@@ -97,6 +97,7 @@ fn merged_single_thread_runs_keep_a_multi_thread_runs_invariants() {
     let real = httpbench_engine::run(&whole).unwrap();
     for r in [&merged, &real] {
         check_invariants(r, PER_THREAD * u64::from(THREADS), THREADS as usize);
+        assert_eq!((r.protocol.as_str(), &r.h2), ("http/1.1", &None));
     }
     // Merging adds: counts, the histogram's, and the parts' per-second requests second by second.
     assert_eq!(

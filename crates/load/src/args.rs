@@ -47,6 +47,12 @@ pub struct Cli {
     /// Send HTTP/1.0 requests (like ab)
     #[arg(long = "http1.0")]
     http10: bool,
+    /// Speak HTTP/2: over https:// by ALPN (offering only h2, which the server must select), over http:// by prior knowledge (h2c)
+    #[arg(long)]
+    http2: bool,
+    /// Concurrent streams per HTTP/2 connection (like h2load's -m); more than 1 needs --http2
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    streams: u32,
     /// Request method
     #[arg(short = 'm', long, default_value = "GET")]
     method: String,
@@ -194,6 +200,8 @@ impl Cli {
             keep_alive: !self.no_keepalive,
             requests_per_connection: self.requests_per_connection,
             http10: self.http10,
+            http2: self.http2,
+            streams: self.streams,
             warmup: self.warmup,
             connect_timeout: self.connect_timeout,
             request_timeout: self.timeout,

@@ -85,6 +85,15 @@ fn in_flags(kind: &ErrorKind) -> String {
         ErrorKind::PipelineWithoutKeepAlive { .. } => {
             "pipelining needs keep-alive: drop --pipeline or --no-keepalive".into()
         }
+        ErrorKind::StreamsWithoutHttp2 { streams } => {
+            format!("--streams {streams} needs --http2: add --http2, or drop --streams")
+        }
+        ErrorKind::NotWithHttp2 { field: "pipeline" } => {
+            "--pipeline with --http2: HTTP/2 multiplexes streams instead of pipelining requests; drop --pipeline and use --streams N".into()
+        }
+        ErrorKind::NotWithHttp2 { field: "http10" } => {
+            "--http1.0 with --http2: HTTP/1.0 requests cannot go over HTTP/2; drop one of the two".into()
+        }
         ErrorKind::OpenFiles(o) => format!("{}; lower -c to {} or raise the hard limit", kind.fact(), o.most),
         ErrorKind::ValidationFailed { .. } => format!("{}; pass --allow-errors to load it anyway", kind.fact()),
         ErrorKind::IoUringUnavailable { .. } => format!("{}; use --io epoll or --io auto", kind.fact()),
@@ -123,7 +132,11 @@ fn in_flags(kind: &ErrorKind) -> String {
         ),
         ErrorKind::TlsHandshake { .. } => format!("{}; does the server speak TLS on that port?", kind.fact()),
         ErrorKind::SourceAddress { .. } => format!("--bind: {kind}"),
+        ErrorKind::Http2NotSelected { .. } => {
+            format!("{}: drop --http2 or enable h2 on the server", kind.fact())
+        }
         ErrorKind::InvalidUrl { .. }
+        | ErrorKind::NotWithHttp2 { .. }
         | ErrorKind::Unresolved { .. }
         | ErrorKind::Unreachable { .. }
         | ErrorKind::ExpectedBody { .. }
@@ -137,6 +150,8 @@ fn flag(field: &str) -> Option<&'static str> {
         "connections" => "-c",
         "threads" => "-t",
         "pipeline" => "--pipeline",
+        "streams" => "--streams",
+        "http2" => "--http2",
         "requests" => "-n",
         "duration" => "-d",
         "rate" => "-R",

@@ -65,10 +65,22 @@ pub fn render(r: &Report) -> String {
         Some(rate) => format!("open loop at {rate} req/s"),
         None => "closed loop".into(),
     };
+    let carried = match &r.h2 {
+        Some(h2) => format!(
+            "{} {} streams per connection{}",
+            r.protocol,
+            h2.streams_requested,
+            match h2.streams_granted {
+                Some(granted) => format!(" (the server allows {granted})"),
+                None => " (the server set no limit)".into(),
+            }
+        ),
+        None => format!("{} pipeline {}", r.protocol, s.pipeline),
+    };
     let _ = writeln!(
         out,
-        "  {} threads and {} connections, {keep}, pipeline {}, {model}",
-        s.threads, s.connections, s.pipeline
+        "  {} threads and {} connections, {keep}, {carried}, {model}",
+        s.threads, s.connections
     );
     let _ = writeln!(
         out,
@@ -150,6 +162,21 @@ pub fn render(r: &Report) -> String {
             },
             t.handshakes_full,
             t.handshakes_resumed
+        );
+    }
+    if let Some(h2) = &r.h2 {
+        let resets: Vec<String> = h2.resets.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let _ = writeln!(
+            out,
+            "  HTTP/2: {} GOAWAY, resets {}, {} refused streams sent again, {} of framing",
+            h2.goaways,
+            if resets.is_empty() {
+                "none".into()
+            } else {
+                resets.join(", ")
+            },
+            h2.refused_streams,
+            bytes(h2.frame_bytes as f64)
         );
     }
     let _ = writeln!(out, "Requests/sec: {:.2}", q.per_second);

@@ -34,10 +34,18 @@ pub enum ErrorClass {
     /// After the handshake: a record that does not decrypt or parse, or the connection closed
     /// without close_notify inside a response.
     TlsProtocol,
+    /// HTTP/2 broke on the connection (a connection error: a bad frame, header block or flow
+    /// control, or a GOAWAY with an error code): every stream on it fails.
+    H2Protocol,
+    /// The server refused a stream without processing it (RST_STREAM with REFUSED_STREAM, or a
+    /// stream above a GOAWAY's last stream id): nothing was done, so it may be sent again.
+    H2RefusedStream,
+    /// The server reset a stream with any other error code.
+    H2StreamReset,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 13] = [
+    pub const ALL: [ErrorClass; 16] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::SourcePortsExhausted,
@@ -51,6 +59,9 @@ impl ErrorClass {
         ErrorClass::TlsHandshake,
         ErrorClass::TlsCertificate,
         ErrorClass::TlsProtocol,
+        ErrorClass::H2Protocol,
+        ErrorClass::H2RefusedStream,
+        ErrorClass::H2StreamReset,
     ];
 
     pub fn name(self) -> &'static str {
@@ -68,6 +79,9 @@ impl ErrorClass {
             ErrorClass::TlsHandshake => "tls_handshake",
             ErrorClass::TlsCertificate => "tls_certificate",
             ErrorClass::TlsProtocol => "tls_protocol",
+            ErrorClass::H2Protocol => "h2_protocol",
+            ErrorClass::H2RefusedStream => "h2_refused_stream",
+            ErrorClass::H2StreamReset => "h2_stream_reset",
         }
     }
 
@@ -127,6 +141,52 @@ pub struct Counters {
     /// Sum over completed responses of the time from their arrival in the kernel to the
     /// engine handling them, in ns: the client's part of each request's cycle.
     pub handling_delay_ns: u64,
+    /// HTTP/2: what the server said on its connections during measurement.
+    pub h2: H2Counters,
+}
+
+/// Error codes with a name in RFC 9113 (0x0 to 0xd); the others are counted together.
+pub const H2_NAMED_CODES: usize = 14;
+
+/// An HTTP/2 run's tallies of the server's side of its connections.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct H2Counters {
+    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; None: it set no limit.
+    pub streams_granted: Option<u32>,
+    pub goaways: u64,
+    /// RST_STREAM frames by error code: index = code for the named ones, the last for any other.
+    pub resets: [u64; H2_NAMED_CODES + 1],
+    /// Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
+    /// id), whose requests went again.
+    pub refused_streams: u64,
+    /// Bytes of framing received: frame headers, padding, and frames other than DATA and HEADERS.
+    pub frame_bytes: u64,
+}
+
+impl H2Counters {
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS on one connection (u32::MAX: no limit).
+    pub fn granted(&mut self, streams: u32) {
+        if streams != u32::MAX {
+            self.streams_granted = Some(self.streams_granted.map_or(streams, |s| s.min(streams)));
+        }
+    }
+
+    /// An RST_STREAM from the server with error `code`.
+    pub fn reset(&mut self, code: u32) {
+        self.resets[(code as usize).min(H2_NAMED_CODES)] += 1;
+    }
+
+    pub fn add(&mut self, o: &H2Counters) {
+        if let Some(s) = o.streams_granted {
+            self.granted(s);
+        }
+        self.goaways += o.goaways;
+        for (a, b) in self.resets.iter_mut().zip(o.resets) {
+            *a += b;
+        }
+        self.refused_streams += o.refused_streams;
+        self.frame_bytes += o.frame_bytes;
+    }
 }
 
 impl Counters {
@@ -166,6 +226,7 @@ impl Counters {
         self.handshakes_resumed += o.handshakes_resumed;
         self.interim += o.interim;
         self.handling_delay_ns += o.handling_delay_ns;
+        self.h2.add(&o.h2);
     }
 }
 

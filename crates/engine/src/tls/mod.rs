@@ -17,8 +17,8 @@ use rustls::crypto::{ring, CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
-    CertificateError, ClientConfig, ClientConnection, CommonState, DigitallySignedStruct,
-    HandshakeKind, RootCertStore, SignatureScheme,
+    AlertDescription, CertificateError, ClientConfig, ClientConnection, CommonState,
+    DigitallySignedStruct, HandshakeKind, RootCertStore, SignatureScheme,
 };
 
 use crate::spec::{Resumption, TlsSpec, TlsVersion};
@@ -28,8 +28,11 @@ use crate::{Error, ErrorKind};
 pub use session::Session;
 pub use store::SessionStore;
 
-/// ALPN offers: HTTP/1.1, the only protocol the engine speaks today (`h2` joins it here).
-const ALPN: &[&[u8]] = &[b"http/1.1"];
+/// What ALPN offers for HTTP/2: `h2` alone, so that a server that would fall back to HTTP/1.1
+/// says so in the handshake and the run is refused rather than measured as HTTP/2.
+const ALPN_H2: &[u8] = b"h2";
+/// ... and otherwise: HTTP/1.1, so that servers that care see what is spoken.
+const ALPN_HTTP1: &[u8] = b"http/1.1";
 
 /// What every connection of a run shares: the configuration without its session store, which
 /// each thread gets its own of ([`TlsClient::for_thread`]).
@@ -40,12 +43,15 @@ pub struct TlsClient {
     pub server_name: ServerName<'static>,
     /// Whether certificates are verified (not `insecure`).
     pub verified: bool,
+    /// Whether ALPN offers `h2` (and only it).
+    http2: bool,
 }
 
 impl TlsClient {
     /// The client `spec` describes, for the server `host` (a name for SNI and verification, or
-    /// an IP address, which verification checks and SNI leaves out).
-    pub fn new(spec: &TlsSpec, host: &str) -> Result<TlsClient, Error> {
+    /// an IP address, which verification checks and SNI leaves out), offering HTTP/2 by ALPN if
+    /// `http2`, HTTP/1.1 if not.
+    pub fn new(spec: &TlsSpec, host: &str, http2: bool) -> Result<TlsClient, Error> {
         if spec.insecure && spec.cacert.is_some() {
             return Err(ErrorKind::TlsSettings {
                 field: "tls.insecure",
@@ -107,7 +113,7 @@ impl TlsClient {
                 .with_root_certificates(roots(spec)?)
                 .with_no_client_auth()
         };
-        config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
+        config.alpn_protocols = vec![if http2 { ALPN_H2 } else { ALPN_HTTP1 }.to_vec()];
         let server_name = ServerName::try_from(host.to_string()).map_err(|e| {
             Error::from(ErrorKind::InvalidUrl {
                 url: host.to_string(),
@@ -119,7 +125,27 @@ impl TlsClient {
             resumption: spec.resumption,
             server_name,
             verified: !spec.insecure,
+            http2,
         })
+    }
+
+    /// Over HTTP/2, the refusal of a finished handshake in which the server did not select `h2`.
+    pub fn check_alpn(&self, c: &CommonState) -> Result<(), Error> {
+        match c.alpn_protocol() {
+            Some(ALPN_H2) => Ok(()),
+            _ if !self.http2 => Ok(()),
+            selected => Err(ErrorKind::Http2NotSelected {
+                selected: selected.map(|p| String::from_utf8_lossy(p).into_owned()),
+            }
+            .into()),
+        }
+    }
+
+    /// Over HTTP/2, the refusal of a handshake that failed because the server speaks no protocol
+    /// offered (the no_application_protocol alert of a server without `h2`, RFC 7301).
+    pub fn alpn_refusal(&self, e: &rustls::Error) -> Option<Error> {
+        let refused = rustls::Error::AlertReceived(AlertDescription::NoApplicationProtocol);
+        (self.http2 && *e == refused).then(|| ErrorKind::Http2NotSelected { selected: None }.into())
     }
 
     /// The configuration of one engine thread with `connections`: its own session store, which

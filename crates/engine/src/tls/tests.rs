@@ -27,7 +27,7 @@ fn spec(f: impl FnOnce(&mut TlsSpec)) -> TlsSpec {
 }
 
 fn kind(spec: &TlsSpec) -> ErrorKind {
-    TlsClient::new(spec, "localhost").unwrap_err().kind
+    TlsClient::new(spec, "localhost", false).unwrap_err().kind
 }
 
 #[test]
@@ -60,7 +60,7 @@ fn names_are_taken_by_iana_or_rustls_spelling_in_any_case() {
         .map(|g| format!("{:?}", g.name()))
         .collect();
     assert_eq!(groups, ["secp256r1", "X25519"]);
-    assert!(TlsClient::new(&s, "localhost").is_ok());
+    assert!(TlsClient::new(&s, "localhost", false).is_ok());
 }
 
 #[test]
@@ -102,7 +102,8 @@ fn unknown_names_and_impossible_settings_are_refused_with_their_field() {
             s.resumption = Resumption::Ids;
             s.version = Some(TlsVersion::Tls12);
         }),
-        "localhost"
+        "localhost",
+        false
     )
     .is_ok());
     assert!(matches!(
@@ -180,7 +181,7 @@ fn exchange(
 
 /// Which of `n` handshakes in a row, on one thread's configuration, resumed.
 fn handshakes(s: &TlsSpec, version: TlsVersion, n: usize) -> Vec<bool> {
-    let client = TlsClient::new(s, "localhost").unwrap();
+    let client = TlsClient::new(s, "localhost", false).unwrap();
     let config = client.for_thread(4);
     let server_config = server(version);
     (0..n)
@@ -216,14 +217,14 @@ fn every_connection_after_the_first_resumes_and_none_without_resumption() {
 
 #[test]
 fn certificate_refusals_name_their_reason() {
-    let client = TlsClient::new(&spec(|_| {}), "example.com").unwrap();
+    let client = TlsClient::new(&spec(|_| {}), "example.com", false).unwrap();
     let mut c = client.connect(&client.for_thread(1)).unwrap();
     let mut srv = ServerConnection::new(server(TlsVersion::Tls13)).unwrap();
     let e = exchange(&mut c, &mut srv).unwrap_err();
     assert_eq!(certificate_reason(&e).as_deref(), Some("name mismatch"));
     assert_eq!(class_of(&e, true), ErrorClass::TlsCertificate);
 
-    let system = TlsClient::new(&TlsSpec::default(), "localhost").unwrap();
+    let system = TlsClient::new(&TlsSpec::default(), "localhost", false).unwrap();
     let mut c = system.connect(&system.for_thread(1)).unwrap();
     let mut srv = ServerConnection::new(server(TlsVersion::Tls13)).unwrap();
     let e = exchange(&mut c, &mut srv).unwrap_err();
@@ -235,6 +236,7 @@ fn certificate_refusals_name_their_reason() {
             ..TlsSpec::default()
         },
         "example.com",
+        false,
     )
     .unwrap();
     assert!(!insecure.verified);
@@ -247,7 +249,7 @@ fn certificate_refusals_name_their_reason() {
 #[test]
 fn as_many_connections_as_the_thread_has_resume_at_once() {
     // rustls' own store keeps 8 TLS 1.3 tickets per server: the last 12 of these would be full.
-    let client = TlsClient::new(&spec(|_| {}), "localhost").unwrap();
+    let client = TlsClient::new(&spec(|_| {}), "localhost", false).unwrap();
     let config = client.for_thread(20);
     let server_config = server(TlsVersion::Tls13);
     let handshake = |c: &mut ClientConnection| {
@@ -266,4 +268,56 @@ fn as_many_connections_as_the_thread_has_resume_at_once() {
         (0..20).map(|_| client.connect(&config).unwrap()).collect();
     let resumed: Vec<bool> = together.iter_mut().map(handshake).collect();
     assert_eq!(resumed, [true; 20]);
+}
+
+/// The protocol a server offering `server_alpn` selects for a client offering HTTP/2 or not, or
+/// the client's error when the handshake fails.
+fn alpn(
+    http2: bool,
+    server_alpn: &[&[u8]],
+) -> (TlsClient, Result<ClientConnection, rustls::Error>) {
+    let client = TlsClient::new(&spec(|_| {}), "localhost", http2).unwrap();
+    let mut c = client.connect(&client.for_thread(1)).unwrap();
+    let mut config = (*server(TlsVersion::Tls13)).clone();
+    config.alpn_protocols = server_alpn.iter().map(|p| p.to_vec()).collect();
+    let mut srv = ServerConnection::new(Arc::new(config)).unwrap();
+    if exchange(&mut c, &mut srv).is_err() {
+        // The server's alert, as the client sees it.
+        let mut buf = Vec::new();
+        while srv.wants_write() {
+            srv.write_tls(&mut buf).unwrap();
+        }
+        c.read_tls(&mut buf.as_slice()).unwrap();
+        let alert = c.process_new_packets().expect_err("the server's alert");
+        return (client, Err(alert));
+    }
+    (client, Ok(c))
+}
+
+#[test]
+fn http2_offers_h2_alone_and_refuses_a_server_that_does_not_select_it() {
+    let both: &[&[u8]] = &[b"h2", b"http/1.1"];
+    let (client, c) = alpn(true, both);
+    let c = c.unwrap();
+    assert_eq!(Negotiated::of(&c).alpn.as_deref(), Some("h2"));
+    assert!(client.check_alpn(&c).is_ok());
+    let (client, c) = alpn(false, both);
+    let c = c.unwrap();
+    assert_eq!(Negotiated::of(&c).alpn.as_deref(), Some("http/1.1"));
+    assert!(client.check_alpn(&c).is_ok());
+    // A server that ignores ALPN.
+    let (client, c) = alpn(true, &[]);
+    assert_eq!(
+        client.check_alpn(&c.unwrap()).unwrap_err().kind,
+        ErrorKind::Http2NotSelected { selected: None }
+    );
+    // A server that speaks HTTP/1.1 only refuses the handshake (RFC 7301).
+    let (client, c) = alpn(true, &[b"http/1.1"]);
+    let refusal = client.alpn_refusal(&c.unwrap_err()).unwrap();
+    assert_eq!(
+        refusal.to_string(),
+        "the server did not agree to HTTP/2 over ALPN (it selected no protocol); drop http2, or enable h2 on the server"
+    );
+    let (client, c) = alpn(false, &[b"http/1.1"]);
+    assert!(client.check_alpn(&c.unwrap()).is_ok());
 }

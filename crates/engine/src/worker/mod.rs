@@ -13,13 +13,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::http::request::RequestSet;
-use crate::http::response::{EofOutcome, Response, ResponseParser, ResponseSink};
+use crate::http::response::{EofOutcome, ResponseParser};
 use crate::io::{new_socket, slot_of, Completion, Gather, Reactor, SockAddr, Token};
 use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
 use crate::stats::series::{SecondRecorder, SecondSample};
 use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
-use crate::tls::{self, Negotiated, TlsClient};
+use crate::tls::{Negotiated, Session, TlsClient};
+
+pub use h2::Http2;
+use sink::Sink;
+
+mod h2;
+mod sink;
+mod tls;
 
 /// What all threads of a run share.
 pub struct Shared {
@@ -31,12 +38,17 @@ pub struct Shared {
     pub bind: Vec<IpAddr>,
     /// https://: how connections speak TLS.
     pub tls: Option<TlsClient>,
+    /// An HTTP/2 run: its requests and streams per connection.
+    pub http2: Option<Http2>,
     /// Requests still to send when the run stops after a count.
     pub tickets: AtomicU64,
     /// Set to end the run early (Ctrl-C, or a thread that found the server gone).
     pub stop: AtomicBool,
     /// Why a thread ended the run early, if one did.
     pub abort_reason: std::sync::Mutex<Option<String>>,
+    /// Why the server cannot be measured as the spec asks, if a thread found out under load (the
+    /// validation request finds out first, when there is one): the run's error, not a report.
+    pub refusal: std::sync::Mutex<Option<crate::Error>>,
     /// Time zero of the run: load starts here, measurement `warmup` later.
     pub start: Instant,
 }
@@ -45,6 +57,16 @@ impl Shared {
     /// End the run early for every thread; the first reason given is the one reported.
     pub fn abort(&self, why: String) {
         self.abort_reason
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(why);
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// End the run early for every thread, as a refusal rather than a report; the first given
+    /// is the one returned.
+    pub fn refuse(&self, why: crate::Error) {
+        self.refusal
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get_or_insert(why);
@@ -118,6 +140,9 @@ struct Pending {
     /// When it was meant to go (open loop) or went (closed loop), in ns since `start`.
     due: u64,
     sent: u64,
+    /// HTTP/2: its stream, and when its response's first byte arrived (0: not yet).
+    stream: u32,
+    first_byte: u64,
 }
 
 struct Conn {
@@ -128,7 +153,7 @@ struct Conn {
     /// RequestSet, or ciphertext in `tls_out`.
     sending: Option<(*const u8, usize)>,
     /// https://: the TLS connection, from TCP's establishment to the close.
-    tls: Option<Box<tls::Session>>,
+    tls: Option<Box<Session>>,
     /// Ciphertext on its way to the kernel, swapped with the session's queue (both keep their
     /// capacity), and never touched while a send from it is under way. A close does not wait
     /// for such a send: the kernel may then read a buffer the next session of the slot reuses,
@@ -138,6 +163,12 @@ struct Conn {
     handshake_started: u64,
     pending: VecDeque<Pending>,
     parser: ResponseParser,
+    /// An HTTP/2 run: the connection's HTTP/2 state, from TCP (h2c) or the TLS handshake (h2)
+    /// to the close.
+    h2: Option<Box<crate::h2::Connection>>,
+    /// HTTP/2 frames on their way (to the kernel, or to TLS), swapped with the connection's
+    /// queue like `tls_out`.
+    h2_out: Vec<u8>,
     first_byte: u64,
     /// Round-robin position of the next request.
     next_url: usize,
@@ -248,6 +279,7 @@ impl<'a> Worker<'a> {
             .rate
             .map(|r| (a.connections as f64 * 1e9 / r).max(1.0) as u64);
         let total_rate = spec.rate.unwrap_or(1.0);
+        let streams = shared.http2.as_ref().map_or(1, |h| h.streams);
         let conns = (0..a.connections)
             .map(|i| {
                 let global = a.first_connection + i;
@@ -259,8 +291,10 @@ impl<'a> Worker<'a> {
                     tls: None,
                     tls_out: Vec::new(),
                     handshake_started: 0,
-                    pending: VecDeque::with_capacity(spec.pipeline as usize),
+                    pending: VecDeque::with_capacity(spec.pipeline.max(streams) as usize),
                     parser: ResponseParser::new(shared.head_request),
+                    h2: None,
+                    h2_out: Vec::new(),
                     first_byte: 0,
                     next_url: global % shared.requests.cycle(),
                     on_connection: 0,
@@ -507,8 +541,11 @@ impl<'a> Worker<'a> {
             return;
         }
         let family = self.shared.addr.family();
-        let single_request = self.shared.spec.requests_per_connection == Some(1);
-        match new_socket(family, self.conns[i].bind, !single_request) {
+        // One request in one send needs no TCP_NODELAY; HTTP/2 sends its preface, then its
+        // request after the server's SETTINGS, and Nagle would hold the second for an ACK.
+        let single_send =
+            self.shared.spec.requests_per_connection == Some(1) && self.shared.http2.is_none();
+        match new_socket(family, self.conns[i].bind, !single_send) {
             Ok(fd) => {
                 let c = &mut self.conns[i];
                 c.fd = fd;
@@ -572,6 +609,7 @@ impl<'a> Worker<'a> {
         c.state = State::Closed;
         c.sending = None;
         c.tls = None;
+        c.h2 = None;
         c.server_closing = false;
         c.on_connection = 0;
         c.parser.reset();
@@ -587,9 +625,15 @@ impl<'a> Worker<'a> {
 
     /// The connection failed: every request still on it fails with `class`.
     fn fail<R: Reactor>(&mut self, reactor: &mut R, i: usize, class: ErrorClass) {
+        self.count_failed(i, self.conns[i].pending.len(), class);
+        self.reconnect(reactor, i);
+    }
+
+    /// The first `n` requests waiting on connection `i` failed with `class`.
+    fn count_failed(&mut self, i: usize, n: usize, class: ErrorClass) {
         let timeout = ns(self.shared.spec.request_timeout);
         let mut failed = 0;
-        for p in &self.conns[i].pending {
+        for p in self.conns[i].pending.iter().take(n) {
             if !self.measuring(p.sent) {
                 continue;
             }
@@ -609,7 +653,6 @@ impl<'a> Worker<'a> {
             let second = self.second();
             self.series.at(second).errors += failed;
         }
-        self.reconnect(reactor, i);
     }
 
     /// Connects and TLS handshakes past their timeout (each has the whole connect timeout)
@@ -639,11 +682,20 @@ impl<'a> Worker<'a> {
         }
         let timeout = ns(self.shared.spec.request_timeout);
         for i in 0..self.conns.len() {
-            if self.conns[i]
-                .pending
-                .front()
-                .is_some_and(|p| self.now - p.sent >= timeout)
-            {
+            // Oldest first: the expired requests are the first ones.
+            let pending = &self.conns[i].pending;
+            let expired = pending
+                .iter()
+                .take_while(|p| self.now - p.sent >= timeout)
+                .count();
+            if expired == 0 {
+                continue;
+            }
+            // HTTP/2 streams are independent: those that expired are cancelled, the connection
+            // goes on, unless nothing on it is younger (then it is the connection that hangs).
+            if self.conns[i].h2.is_some() && expired < pending.len() {
+                self.cancel_streams(reactor, i, expired);
+            } else {
                 self.fail(reactor, i, ErrorClass::Timeout);
             }
         }
@@ -652,8 +704,10 @@ impl<'a> Worker<'a> {
     /// Put as many requests on the wire as the pipeline, the schedule and the budget allow, in
     /// one send.
     fn send_more<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        let shared = self.shared;
-        let spec = &shared.spec;
+        if self.conns[i].h2.is_some() {
+            return self.send_streams(reactor, i);
+        }
+        let spec = &self.shared.spec;
         let c = &self.conns[i];
         if c.state != State::Open || c.sending.is_some() || c.server_closing || self.now >= self.end
         {
@@ -666,47 +720,22 @@ impl<'a> Worker<'a> {
         if self.interval.is_none() && !c.pending.is_empty() {
             return;
         }
-        let mut k = spec.pipeline as u64 - c.pending.len() as u64;
-        if let Some(limit) = spec.requests_per_connection {
-            k = k.min(limit - c.on_connection);
-        }
-        if let Some(interval) = self.interval {
-            let due = if c.due <= self.now {
-                (self.now - c.due) / interval + 1
-            } else {
-                0
-            };
-            if due < k {
-                self.schedule(i, c.due + due * interval);
-            }
-            k = k.min(due);
-        }
+        let k = self.claim_due(i, spec.pipeline as u64 - c.pending.len() as u64);
         if k == 0 {
             return;
-        }
-        let measuring = self.measuring(self.now);
-        if measuring {
-            k = self.shared.claim(k);
-            if k == 0 {
-                return;
-            }
-            self.counters.sent += k;
         }
         let c = &mut self.conns[i];
         let data = self.shared.requests.window(c.next_url, k as usize);
         for _ in 0..k {
-            let due = if let Some(interval) = self.interval {
-                let d = c.due;
-                c.due += interval;
-                d
-            } else {
-                self.now
-            };
-            c.pending.push_back(Pending {
+            let due = self.next_due(i);
+            self.conns[i].pending.push_back(Pending {
                 due,
                 sent: self.now,
+                stream: 0,
+                first_byte: 0,
             });
         }
+        let c = &mut self.conns[i];
         c.next_url = (c.next_url + k as usize) % self.shared.requests.cycle();
         c.on_connection += k;
         self.outstanding += k as usize;
@@ -723,114 +752,46 @@ impl<'a> Worker<'a> {
         unsafe { reactor.send(token, fd, data.as_ptr(), data.len()) };
     }
 
-    /// Send what TLS has to say on connection `i` (handshake messages, encrypted requests), in
-    /// one send, unless a send is under way: its completion calls this again.
-    fn flush_tls<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        let token = self.token(i);
-        let c = &mut self.conns[i];
-        let Some(tls) = c.tls.as_mut() else { return };
-        if c.sending.is_some() || !tls.wants_write() {
-            return;
+    /// How many of `room` requests connection `i` sends now: no more than its requests per
+    /// connection allow, than are due (open loop; a wake is set for the next), and than the
+    /// budget has left. They are counted as sent.
+    fn claim_due(&mut self, i: usize, room: u64) -> u64 {
+        let c = &self.conns[i];
+        let mut k = room;
+        if let Some(limit) = self.shared.spec.requests_per_connection {
+            k = k.min(limit - c.on_connection);
         }
-        tls.take_queued(&mut c.tls_out);
-        c.sending = Some((c.tls_out.as_ptr(), c.tls_out.len()));
-        // SAFETY: `tls_out` is left alone until this send completes or the socket closes; its
-        // heap buffer stays where it is when the connection vector moves.
-        unsafe { reactor.send(token, c.fd, c.tls_out.as_ptr(), c.tls_out.len()) };
-    }
-
-    /// TCP is up on connection `i`: start its TLS handshake, under the connect timeout.
-    fn start_handshake<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        let (Some(client), Some(config)) = (&self.shared.tls, &self.tls_config) else {
-            return;
-        };
-        match tls::Session::new(client, config) {
-            Ok(tls) => {
-                let c = &mut self.conns[i];
-                c.tls = Some(Box::new(tls));
-                c.state = State::Handshaking;
-                c.handshake_started = self.now;
-                let deadline = self.now + ns(self.shared.spec.connect_timeout);
-                self.connect_deadlines.push_back((
-                    deadline,
-                    i as u32,
-                    c.generation,
-                    State::Handshaking,
-                ));
-                self.flush_tls(reactor, i);
+        if let Some(interval) = self.interval {
+            let due = if c.due <= self.now {
+                (self.now - c.due) / interval + 1
+            } else {
+                0
+            };
+            if due < k {
+                self.schedule(i, c.due + due * interval);
             }
-            Err(_) => self.connect_ended(reactor, i, ErrorClass::TlsHandshake),
+            k = k.min(due);
         }
-    }
-
-    /// Ciphertext arrived on connection `i` at `at`: decrypt it, finish the handshake if this
-    /// ends it, and hand the plaintext to the response parser.
-    fn tls_received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8], at: u64) {
+        if k == 0 {
+            return 0;
+        }
         if self.measuring(self.now) {
-            self.counters.bytes_read += data.len() as u64;
+            k = self.shared.claim(k);
+            self.counters.sent += k;
         }
-        let mut plaintext = std::mem::take(&mut self.plaintext);
-        plaintext.clear();
-        let c = &mut self.conns[i];
-        let Some(tls) = c.tls.as_mut() else { return };
-        let handshaking = c.state == State::Handshaking;
-        let failed = tls
-            .receive(data, &mut self.ciphertext, &mut plaintext)
-            .err()
-            .map(|e| tls::class_of(&e, tls.state().is_handshaking()));
-        let done_handshaking = handshaking && failed.is_none() && !tls.state().is_handshaking();
-        if let Some(class) = failed {
-            self.plaintext = plaintext;
-            if handshaking {
-                self.connect_ended(reactor, i, class);
-            } else {
-                self.fail(reactor, i, class);
-            }
-            return;
-        }
-        if done_handshaking {
-            self.handshake_done(i);
-        }
-        if !plaintext.is_empty() {
-            self.received(reactor, i, &plaintext, at);
-        }
-        self.plaintext = plaintext;
-        // The handshake's next flight, or the first requests with the handshake's last
-        // message, in one send; nothing if the parser closed the connection meanwhile.
-        match self.conns[i].state {
-            State::Open if done_handshaking => self.send_more(reactor, i),
-            State::Open | State::Handshaking => {}
-            State::Closed | State::Connecting => return,
-        }
-        self.flush_tls(reactor, i);
+        k
     }
 
-    /// Connection `i`'s handshake is over: time and count it; it may carry requests now.
-    fn handshake_done(&mut self, i: usize) {
-        self.progressed();
-        let measuring = self.measuring(self.conns[i].handshake_started);
+    /// When connection `i`'s next request was meant to go: its place in the open loop's
+    /// schedule, or now.
+    fn next_due(&mut self, i: usize) -> u64 {
         let c = &mut self.conns[i];
-        c.state = State::Open;
-        if c.sending.is_none() {
-            // The ClientHello's room; requests need a fraction of it.
-            c.tls_out = Vec::new();
-        }
-        let Some(tls) = c.tls.as_deref().map(tls::Session::state) else {
-            return;
-        };
-        if measuring {
-            if tls::resumed(tls) {
-                self.counters.handshakes_resumed += 1;
-            } else {
-                self.counters.handshakes_full += 1;
+        match self.interval {
+            Some(interval) => {
+                c.due += interval;
+                c.due - interval
             }
-            record_ns(
-                &mut self.latencies.tls_handshake,
-                self.now - c.handshake_started,
-            );
-        }
-        if self.negotiated.is_none() {
-            self.negotiated = Some(Negotiated::of(tls));
+            None => self.now,
         }
     }
 
@@ -860,6 +821,7 @@ impl<'a> Worker<'a> {
                 if self.shared.tls.is_some() {
                     self.start_handshake(reactor, i);
                 } else {
+                    self.start_h2(i);
                     self.send_more(reactor, i);
                 }
             }
@@ -880,6 +842,7 @@ impl<'a> Worker<'a> {
                     unsafe { reactor.send(token, fd, rest, len - n) };
                 } else {
                     c.sending = None;
+                    self.flush_h2(reactor, i);
                     self.flush_tls(reactor, i);
                     if self.conns[i].sending.is_none() {
                         self.mark_for_refill(i);
@@ -908,13 +871,14 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Hand connection `i`'s parser to `parse` with a sink that accounts for every response it
-    /// completes; returns what `parse` returned and whether a response came unasked.
+    /// Hand connection `i`'s parser (HTTP/1.x) or HTTP/2 state to `parse` with a sink that
+    /// accounts for every response it completes; returns what `parse` returned and whether a
+    /// response came unasked.
     fn parse<T>(
         &mut self,
         i: usize,
         at: u64,
-        parse: impl FnOnce(&mut ResponseParser, &mut Sink<'_>) -> T,
+        parse: impl FnOnce(&mut ResponseParser, Option<&mut crate::h2::Connection>, &mut Sink<'_>) -> T,
     ) -> (T, bool) {
         let second = self.second();
         let c = &mut self.conns[i];
@@ -933,7 +897,7 @@ impl<'a> Worker<'a> {
             done: 0,
             unsolicited: false,
         };
-        let out = parse(&mut c.parser, &mut sink);
+        let out = parse(&mut c.parser, c.h2.as_deref_mut(), &mut sink);
         let (done, unsolicited) = (sink.done, sink.unsolicited);
         self.outstanding -= done;
         if done > 0 {
@@ -944,7 +908,10 @@ impl<'a> Worker<'a> {
 
     /// Response bytes `data` arrived at `at` (ns since `start`).
     fn received<R: Reactor>(&mut self, reactor: &mut R, i: usize, data: &[u8], at: u64) {
-        match self.parse(i, at, |parser, sink| parser.feed(data, sink)) {
+        if self.conns[i].h2.is_some() {
+            return self.h2_received(reactor, i, data, at);
+        }
+        match self.parse(i, at, |parser, _, sink| parser.feed(data, sink)) {
             (Err(_), _) | (Ok(()), true) => self.fail(reactor, i, ErrorClass::Protocol),
             (Ok(()), false) => self.after_responses(reactor, i),
         }
@@ -985,11 +952,15 @@ impl<'a> Worker<'a> {
         // Without close_notify, a close may be an attacker's truncation: inside a body it is a
         // TLS failure; between responses, as most servers close, none.
         let truncated = c.tls.as_ref().is_some_and(|tls| !tls.peer_closed());
-        let (outcome, _) = self.parse(i, self.now, |parser, sink| parser.feed_eof(sink));
-        let class = match outcome {
-            EofOutcome::MidBody if truncated => ErrorClass::TlsProtocol,
-            EofOutcome::MidBody => ErrorClass::LengthMismatch,
-            _ => ErrorClass::Eof,
+        let class = if c.h2.is_some() {
+            ErrorClass::Eof
+        } else {
+            let (outcome, _) = self.parse(i, self.now, |parser, _, sink| parser.feed_eof(sink));
+            match outcome {
+                EofOutcome::MidBody if truncated => ErrorClass::TlsProtocol,
+                EofOutcome::MidBody => ErrorClass::LengthMismatch,
+                _ => ErrorClass::Eof,
+            }
         };
         if self.conns[i].pending.is_empty() {
             if self.measuring(self.now) {
@@ -999,71 +970,5 @@ impl<'a> Worker<'a> {
         } else {
             self.fail(reactor, i, class);
         }
-    }
-}
-
-/// Receives the parser's findings for one connection.
-struct Sink<'s> {
-    /// When the bytes being parsed arrived, and when we handle them, in ns since `start`.
-    at: u64,
-    now: u64,
-    measure_from: u64,
-    expect_length: Option<u64>,
-    pending: &'s mut VecDeque<Pending>,
-    first_byte: &'s mut u64,
-    server_closing: &'s mut bool,
-    counters: &'s mut Counters,
-    latencies: &'s mut Latencies,
-    recent: &'s mut Recent,
-    series: &'s mut SecondSample,
-    done: usize,
-    unsolicited: bool,
-}
-
-impl ResponseSink for Sink<'_> {
-    #[inline]
-    fn first_byte(&mut self) {
-        *self.first_byte = self.at;
-    }
-
-    #[inline]
-    fn complete(&mut self, r: &Response) {
-        let Some(p) = self.pending.pop_front() else {
-            self.unsolicited = true;
-            return;
-        };
-        self.done += 1;
-        if r.close {
-            *self.server_closing = true;
-        }
-        // Never before the request went: the arrival stamp and our clock are two clocks.
-        let at = self.at.max(p.sent);
-        self.recent.sum += at - p.sent;
-        self.recent.count += 1;
-        if p.sent < self.measure_from {
-            return;
-        }
-        let c = &mut *self.counters;
-        c.head_bytes += r.head_bytes;
-        c.body_bytes += r.body_bytes;
-        c.interim += r.interim as u64;
-        if self.expect_length.is_some_and(|l| l != r.body_bytes) {
-            c.error(ErrorClass::LengthMismatch, 1);
-            self.series.errors += 1;
-            return;
-        }
-        c.completed += 1;
-        c.handling_delay_ns += self.now - at;
-        c.status[if (100..600).contains(&r.status) {
-            (r.status / 100) as usize
-        } else {
-            0
-        }] += 1;
-        let l = &mut *self.latencies;
-        record_ns(&mut l.total, at - p.due);
-        record_ns(&mut l.service, at - p.sent);
-        record_ns(&mut l.first_byte, self.first_byte.saturating_sub(p.sent));
-        self.series.requests += 1;
-        record_ns(&mut self.series.latency, at - p.due);
     }
 }

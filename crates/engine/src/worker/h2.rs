@@ -1,0 +1,263 @@
+//! The HTTP/2 path of a connection: its streams kept full, the frames it sends, and what the
+//! server's frames end.
+//!
+//! A stream is a request: it is counted when it opens (HEADERS sent) and timed to its
+//! END_STREAM, with the kernel's arrival stamps as over HTTP/1.1. A refused stream (REFUSED_STREAM,
+//! or above a GOAWAY's last stream id) was not processed: its request goes back to the budget
+//! and is sent again, on this connection while it can open streams, else on the next.
+
+use std::sync::atomic::Ordering;
+
+use crate::h2::frame::code;
+use crate::h2::request::RequestBlocks;
+use crate::h2::{Connection, Limits, StreamSink};
+use crate::http::response::{Response, ResponseSink};
+use crate::io::Reactor;
+use crate::spec::Stop;
+use crate::stats::ErrorClass;
+
+use super::{Pending, Sink, State, Worker};
+
+/// What an HTTP/2 run shares between its threads.
+pub struct Http2 {
+    pub requests: RequestBlocks,
+    /// Streams each connection keeps open (the server's limit permitting).
+    pub streams: u32,
+}
+
+/// The connection's stream events, accounted for through the response sink.
+struct Streams<'a, 's> {
+    sink: &'a mut Sink<'s>,
+    /// Requests to send again (the measured ones were counted as sent).
+    refused: u64,
+    /// A GOAWAY with an error code arrived.
+    goaway_error: bool,
+}
+
+impl Streams<'_, '_> {
+    fn take(&mut self, stream: u32) -> Option<Pending> {
+        let at = self.sink.pending.iter().position(|p| p.stream == stream)?;
+        self.sink.done += 1;
+        self.sink.pending.remove(at)
+    }
+
+    fn refuse(&mut self, p: Pending) {
+        if p.sent >= self.sink.measure_from {
+            self.refused += 1;
+            self.sink.counters.h2.refused_streams += 1;
+        }
+    }
+
+    fn measuring(&self) -> bool {
+        self.sink.now >= self.sink.measure_from
+    }
+}
+
+impl StreamSink for Streams<'_, '_> {
+    fn first_byte(&mut self, stream: u32) {
+        let at = self.sink.at;
+        if let Some(p) = self.sink.pending.iter_mut().find(|p| p.stream == stream) {
+            p.first_byte = at;
+        }
+    }
+
+    fn complete(&mut self, stream: u32, response: &Response) {
+        let Some(at) = self.sink.pending.iter().position(|p| p.stream == stream) else {
+            return;
+        };
+        // The response sink answers the request at the front, as HTTP/1.1 answers in order.
+        let p = self.sink.pending.remove(at).expect("found above");
+        *self.sink.first_byte = p.first_byte;
+        self.sink.pending.push_front(p);
+        ResponseSink::complete(self.sink, response);
+    }
+
+    fn reset(&mut self, stream: u32, error: u32) {
+        if self.measuring() {
+            self.sink.counters.h2.reset(error);
+        }
+        if error == code::REFUSED_STREAM {
+            if let Some(p) = self.take(stream) {
+                self.refuse(p);
+            }
+        } else {
+            self.stream_error(stream, error);
+        }
+    }
+
+    /// Not in the report's resets, which are the server's RST_STREAMs, but the stream failed as
+    /// one the server reset.
+    fn stream_error(&mut self, stream: u32, _error: u32) {
+        let Some(p) = self.take(stream) else { return };
+        if p.sent >= self.sink.measure_from {
+            self.sink.counters.error(ErrorClass::H2StreamReset, 1);
+            self.sink.series.errors += 1;
+        }
+    }
+
+    fn goaway(&mut self, last_stream: u32, error: u32) {
+        if self.measuring() {
+            self.sink.counters.h2.goaways += 1;
+        }
+        while let Some(p) = self
+            .sink
+            .pending
+            .iter()
+            .find(|p| p.stream > last_stream)
+            .copied()
+        {
+            self.take(p.stream);
+            self.refuse(p);
+        }
+        self.goaway_error |= error != code::NO_ERROR;
+    }
+}
+
+impl Worker<'_> {
+    /// Connection `i` is up (TCP for h2c, the TLS handshake for h2): in an HTTP/2 run it speaks
+    /// HTTP/2 from here, its preface going out with the next send.
+    pub(super) fn start_h2(&mut self, i: usize) {
+        if self.shared.http2.is_some() {
+            self.conns[i].h2 = Some(Box::new(Connection::new(&Limits::default())));
+        }
+    }
+
+    /// Send what HTTP/2 has queued on connection `i`, in one send, unless a send is under way:
+    /// its completion calls this again.
+    pub(super) fn flush_h2<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        let token = self.token(i);
+        let c = &mut self.conns[i];
+        let Some(h2) = c.h2.as_mut() else { return };
+        if !h2.wants_write() {
+            return;
+        }
+        if let Some(tls) = c.tls.as_mut() {
+            h2.take_output(&mut c.h2_out);
+            match tls.write(&c.h2_out) {
+                Ok(()) => self.flush_tls(reactor, i),
+                Err(_) => self.fail(reactor, i, ErrorClass::TlsProtocol),
+            }
+            return;
+        }
+        if c.sending.is_some() {
+            return;
+        }
+        h2.take_output(&mut c.h2_out);
+        c.sending = Some((c.h2_out.as_ptr(), c.h2_out.len()));
+        // SAFETY: `h2_out` is left alone until this send completes or the socket closes, as
+        // `tls_out` is.
+        unsafe { reactor.send(token, c.fd, c.h2_out.as_ptr(), c.h2_out.len()) };
+    }
+
+    /// Open as many streams on connection `i` as its share of streams, the server's limit, the
+    /// schedule and the budget allow, and send them at once. Streams are independent, so each
+    /// is replaced as soon as it ends, in both loops.
+    pub(super) fn send_streams<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
+        let Some(http2) = self.shared.http2.as_ref() else {
+            return;
+        };
+        let c = &self.conns[i];
+        let Some(h2) = c.h2.as_deref() else { return };
+        if c.state != State::Open || self.now >= self.end || !h2.can_open() {
+            return self.flush_h2(reactor, i);
+        }
+        let room = http2.streams.min(h2.streams_granted()) as u64;
+        let k = self.claim_due(i, room.saturating_sub(c.pending.len() as u64));
+        let mut opened = 0;
+        while opened < k {
+            let c = &mut self.conns[i];
+            let Some(h2) = c.h2.as_deref_mut().filter(|h2| h2.can_open()) else {
+                break;
+            };
+            let stream = h2.open(http2.requests.block(c.next_url), http2.requests.body());
+            c.next_url = (c.next_url + 1) % self.shared.requests.cycle();
+            c.on_connection += 1;
+            let due = self.next_due(i);
+            self.conns[i].pending.push_back(Pending {
+                due,
+                sent: self.now,
+                stream,
+                first_byte: 0,
+            });
+            opened += 1;
+        }
+        self.outstanding += opened as usize;
+        // Stream ids ran out midway: the rest go on the next connection.
+        self.give_back(k - opened);
+        self.flush_h2(reactor, i);
+    }
+
+    /// The first `n` streams waiting on connection `i` timed out: they are counted so, and
+    /// cancelled (RST_STREAM), and others take their place.
+    pub(super) fn cancel_streams<R: Reactor>(&mut self, reactor: &mut R, i: usize, n: usize) {
+        self.count_failed(i, n, ErrorClass::Timeout);
+        let c = &mut self.conns[i];
+        for p in c.pending.drain(..n) {
+            if let Some(h2) = c.h2.as_deref_mut() {
+                h2.cancel(p.stream);
+            }
+        }
+        self.outstanding -= n;
+        self.mark_for_refill(i);
+        self.flush_h2(reactor, i);
+    }
+
+    /// `n` requests counted as sent were not: they go back to the budget, to be sent again.
+    fn give_back(&mut self, n: u64) {
+        if n == 0 || !self.measuring(self.now) {
+            return;
+        }
+        self.counters.sent -= n;
+        if matches!(self.shared.spec.stop, Stop::Requests(_)) {
+            self.shared.tickets.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// HTTP/2 bytes `data` arrived on connection `i` at `at` (ns since `start`).
+    pub(super) fn h2_received<R: Reactor>(
+        &mut self,
+        reactor: &mut R,
+        i: usize,
+        data: &[u8],
+        at: u64,
+    ) {
+        let ((result, refused, goaway_error), _) = self.parse(i, at, |_, h2, sink| {
+            let mut streams = Streams {
+                sink,
+                refused: 0,
+                goaway_error: false,
+            };
+            let result = h2.map(|h2| {
+                let framing = h2.frame_bytes();
+                let result = h2.receive(data, &mut streams);
+                if streams.measuring() {
+                    let counters = &mut streams.sink.counters.h2;
+                    counters.frame_bytes += h2.frame_bytes() - framing;
+                    if h2.ready() {
+                        counters.granted(h2.streams_granted());
+                    }
+                }
+                result
+            });
+            (result, streams.refused, streams.goaway_error)
+        });
+        self.give_back(refused);
+        if goaway_error || matches!(result, Some(Err(_))) {
+            return self.fail(reactor, i, ErrorClass::H2Protocol);
+        }
+        self.flush_h2(reactor, i);
+        let c = &self.conns[i];
+        let Some(h2) = c.h2.as_deref() else { return };
+        let spent = self
+            .shared
+            .spec
+            .requests_per_connection
+            .is_some_and(|limit| c.on_connection >= limit);
+        let done = spent || (h2.ready() && !h2.can_open() && h2.open_streams() == 0);
+        if c.pending.is_empty() && done {
+            self.reconnect(reactor, i);
+        } else {
+            self.mark_for_refill(i);
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The response parser's findings for one connection, accounted for as they come.
+
+use std::collections::VecDeque;
+
+use crate::http::response::{Response, ResponseSink};
+use crate::stats::series::SecondSample;
+use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
+
+use super::{Pending, Recent};
+
+/// Receives the parser's findings for one connection.
+pub(super) struct Sink<'s> {
+    /// When the bytes being parsed arrived, and when we handle them, in ns since `start`.
+    pub(super) at: u64,
+    pub(super) now: u64,
+    pub(super) measure_from: u64,
+    pub(super) expect_length: Option<u64>,
+    pub(super) pending: &'s mut VecDeque<Pending>,
+    pub(super) first_byte: &'s mut u64,
+    pub(super) server_closing: &'s mut bool,
+    pub(super) counters: &'s mut Counters,
+    pub(super) latencies: &'s mut Latencies,
+    pub(super) recent: &'s mut Recent,
+    pub(super) series: &'s mut SecondSample,
+    pub(super) done: usize,
+    pub(super) unsolicited: bool,
+}
+
+impl ResponseSink for Sink<'_> {
+    #[inline]
+    fn first_byte(&mut self) {
+        *self.first_byte = self.at;
+    }
+
+    #[inline]
+    fn complete(&mut self, r: &Response) {
+        let Some(p) = self.pending.pop_front() else {
+            self.unsolicited = true;
+            return;
+        };
+        self.done += 1;
+        if r.close {
+            *self.server_closing = true;
+        }
+        // Never before the request went: the arrival stamp and our clock are two clocks.
+        let at = self.at.max(p.sent);
+        self.recent.sum += at - p.sent;
+        self.recent.count += 1;
+        if p.sent < self.measure_from {
+            return;
+        }
+        let c = &mut *self.counters;
+        c.head_bytes += r.head_bytes;
+        c.body_bytes += r.body_bytes;
+        c.interim += r.interim as u64;
+        if self.expect_length.is_some_and(|l| l != r.body_bytes) {
+            c.error(ErrorClass::LengthMismatch, 1);
+            self.series.errors += 1;
+            return;
+        }
+        c.completed += 1;
+        c.handling_delay_ns += self.now - at;
+        c.status[if (100..600).contains(&r.status) {
+            (r.status / 100) as usize
+        } else {
+            0
+        }] += 1;
+        let l = &mut *self.latencies;
+        record_ns(&mut l.total, at - p.due);
+        record_ns(&mut l.service, at - p.sent);
+        record_ns(&mut l.first_byte, self.first_byte.saturating_sub(p.sent));
+        self.series.requests += 1;
+        record_ns(&mut self.series.latency, at - p.due);
+    }
+}
