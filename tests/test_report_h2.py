@@ -1,16 +1,19 @@
 """HTTP/2 in reports, from a stored run made by hand (what the sweep stores for an h2 plan): the
 summary's sentences set h2 against https at the same connections, ties and the streams a server
-granted said; the two charts' data; the exports carry protocol, streams and the h2 counters."""
+granted said; the two charts' data; the exports carry protocol, streams and the h2 counters. And
+the built-in h2 plan, shortened, run for real and its charts drawn in the real Chromium."""
 
 import csv
 import io
 import json
+from importlib import resources
 
 import pytest
 from httpbench import results
 from httpbench.protocol import TlsSettings
 from httpbench.report import charts, h2_bars, summary
 from httpbench.store import Store
+from test_report import draw_offline, httpbench
 from test_store import FakeCell, FakePlan, measurement
 
 # req/s by (server, protocol, streams) at 10 and 100 connections; lighttpd grants 8 streams.
@@ -88,3 +91,44 @@ def test_exports_carry_protocol_streams_and_h2_counters(run):
     document = json.loads(json_export.render([run]))
     assert {(c["protocol"], c["streams"]) for c in document["cells"]} == {("https", 1), ("h2", 1), ("h2", 10)}
     assert "### HTTP/2 against HTTP/1.1" in markdown.render([run])
+
+
+H2_PLAN = (
+    resources.files("httpbench")
+    .joinpath("plans/h2.toml")
+    .read_text()
+    .replace('name = "h2"', 'name = "h2-short"')
+    .replace('profiles = ["tuned"]', 'servers = ["nginx"]\nprofiles = ["tuned"]')
+    .replace("streams = [1, 10, 100]", "streams = [10]")
+    .replace("list = [1, 10, 100]", "list = [1, 10]")
+    .replace('duration = "1s"', 'duration = "0.5s"')
+    .replace('warmup = "0.5s"', 'warmup = "0.1s"')
+)
+
+
+def test_a_shortened_h2_plan_runs_and_its_charts_are_drawn_in_chromium(tmp_path):
+    # The engine's own HTTP/2 client against real nginx: https and h2 with 10 streams, at two
+    # connection counts; the ceiling over h2 measured against an h2 server, not the reference one.
+    assert 'servers = ["nginx"]' in H2_PLAN and "streams = [10]" in H2_PLAN
+    plan = tmp_path / "h2-short.toml"
+    plan.write_text(H2_PLAN)
+    db = tmp_path / "results.db"
+    done = httpbench("run", str(plan), "--db", str(db))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "client ceiling (engine against h2o over H2 with 10 streams per connection)" in done.stderr
+    run = results.load(Store(str(db)), 1)
+    assert [(c.protocol, c.streams, c.status) for c in run.cells] == [("https", 1, "done"), ("h2", 10, "done")]
+    rounds = [r["measurement"] for c in Store(str(db)).run(1)["cells"] for r in c["rounds"]]
+    assert [(m["protocol"], m["h2"] and m["h2"]["streams_requested"]) for m in rounds] == [
+        ("http/1.1", None),
+        ("http/1.1", None),
+        ("h2", 10),
+        ("h2", 10),
+    ]
+    page_file = tmp_path / "report.html"
+    made = httpbench("report", "1", "--db", str(db), "-o", str(page_file))
+    assert made.returncode == 0, made.stderr
+    problems, drawn, _ = draw_offline(page_file, tmp_path / "report.png")
+    marks = dict(drawn)
+    assert problems == [] and marks["chart-h2_streams"] >= 2 and marks["chart-h2_against_http1"] >= 4, drawn
+    assert "At 10 connections, nginx/tuned serves, over h2 rather than HTTPS," in page_file.read_text()

@@ -75,19 +75,18 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
 
 def _h2(measurements: Sequence[dict]) -> dict:
     """An HTTP/2 level's counters (the LevelResult fields), added over its rounds; nothing for
-    HTTP/1.1. A report stored before the engine spoke HTTP/2 has no `h2` key at all."""
-    rounds = [m["h2"] for m in measurements if m.get("h2")]
+    HTTP/1.1 (the report's `h2` is null, as in a report stored before the engine spoke HTTP/2)."""
+    rounds = [m["h2"] for m in measurements if m["h2"]]
     if not rounds:
         return {}
     resets: Dict[str, int] = defaultdict(int)
     for h2 in rounds:
-        for name, count in (h2.get("resets") or {}).items():
+        for name, count in (h2["resets"] or {}).items():
             resets[name] += count or 0
-    granted = [h2.get("streams_granted") for h2 in rounds if h2.get("streams_granted") is not None]
     return {
-        "streams_granted": min(granted, default=None),
-        "goaways": sum(h2.get("goaways") or 0 for h2 in rounds),
-        "refused_streams": sum(h2.get("refused_streams") or 0 for h2 in rounds),
+        "streams_granted": min((h2["streams_granted"] for h2 in rounds if h2["streams_granted"]), default=None),
+        "goaways": sum(h2["goaways"] or 0 for h2 in rounds),
+        "refused_streams": sum(h2["refused_streams"] or 0 for h2 in rounds),
         "resets": {name: count for name, count in resets.items() if count},
     }
 
