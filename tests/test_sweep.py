@@ -393,3 +393,12 @@ def test_an_http2_ceiling_is_measured_against_an_h2_server_and_its_spec_asks_for
     assert {(s["http2"], s["streams"]) for s in specs} == {(True, 10)} and "tls" not in specs[0]
     (flag,) = [f for f in honesty.cluster_level(dict(merged(990), hosts=[], absent_hosts=[]), 1000, against) if f]
     assert f"(1,000 req/s against {against})" in flag.reason
+
+
+def test_on_a_cluster_each_client_host_keeps_the_cells_streams_per_connection():
+    # Connections are split over the client hosts as over HTTP/1.1; streams per connection are not.
+    from httpbench import engine
+
+    spec = {"urls": ["http://127.0.0.1:1/"], "connections": 10, "http2": True, "streams": 100, "stop": {"duration": 1}}
+    shares = engine.split_spec(spec, 2)
+    assert [(s["connections"], s["http2"], s["streams"]) for s in shares] == [(5, True, 100)] * 2
