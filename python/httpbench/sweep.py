@@ -1,11 +1,11 @@
 """A sweep: every cell of a plan, each on a fresh server, every level and round through the
 engine (or the write-up's own client), each round stored the moment it is measured.
 
-A cell is server x profile x workload x protocol (x streams, over HTTP/2) x keep-alive x CPU count. For each: start the
-server pinned to its CPUs (over TLS with a certificate of its own), verify it, warm it up, then
-measure; the monitor's window of each round is stored
-with the round. A crash or Ctrl-C loses at most the round in flight, and `resume` picks up at the
-first round not stored. A server that dies stops its cell: the round it died in is stored, flagged
+A cell is server x profile x workload x protocol (x streams, over HTTP/2) x keep-alive x CPU
+count. For each: start the server pinned to its CPUs (over TLS with a certificate of its own),
+verify it, warm it up, then measure; the monitor's window of each round is stored with the round.
+A crash or Ctrl-C loses at most the round in flight, and `resume` picks up at the first round not
+stored. A server that dies stops its cell: the round it died in is stored, flagged
 `crashed`, and nothing more is measured against what is left of it. So does a load that ended
 early (the engine gave up on a server that stopped answering, or a client hit its time limit): the
 round is stored, flagged `ended_early`, and the cell fails there. `resume` measures such a round
@@ -42,10 +42,11 @@ WARM_CONNECTIONS = 50
 # lower it, so the best is the closest to what the client can do.
 CEILING_ROUNDS = 3
 CEILING_SECONDS = 1.0
-# Over HTTP/2, which the reference server does not speak, the ceiling is measured against the
-# first of these installed: the fastest servers over HTTP/1.1 on this kind of machine
-# (bench/RESULTS.md: h2o's core is the limit before any client's), nghttpd as nghttp2's own.
-H2_CEILING_SERVERS = ("h2o", "nginx", "nghttpd")
+# Over HTTP/2 the ceiling is measured against the first of these installed that offers it: the
+# reference server once it does (it has no HTTP/2 yet), else the fastest servers over HTTP/1.1 on
+# this kind of machine (bench/RESULTS.md: h2o's core is the limit before any client's), nghttpd
+# as nghttp2's own.
+H2_CEILING_SERVERS = ("reference", "h2o", "nginx", "nghttpd")
 
 
 class Stopped(Exception):
@@ -206,8 +207,8 @@ class Sweep:
     def _client_ceiling(self, kind: target.Kind) -> Optional[float]:
         """The clients' throughput against the reference server (on the server's host) for this
         `kind` of connection: no server measured here can be told apart from the client above it.
-        Over HTTP/2 it is measured against the first of H2_CEILING_SERVERS installed (None when
-        none is).
+        Over HTTP/2 it is measured against the first of H2_CEILING_SERVERS that can serve it (None
+        when none is installed).
         On a cluster it is the throughput of the client hosts that go on to load the run: a host
         lost meanwhile starts the measurement again without it (or stops the run, under
         --on-client-loss stop)."""
