@@ -241,7 +241,7 @@ HTTPS = ("keep_alive = [true]", 'keep_alive = [true, false]\nprotocols = ["http"
 TLS = ('duration = "2s"\n', 'duration = "2s"\n\n[tls]\nversion = "1.3"\nresumption = ["none", "tickets"]\n')
 BAD += [
     ("unknown protocol", sub(("keep_alive = [true]", 'protocols = ["htps"]')), "protocols", ["'htps'", "'https'"]),
-    ("tls without a TLS protocol", sub(TLS), "[tls]", ['add "https" to protocols']),
+    ("tls without a TLS protocol", sub(TLS), "[tls]", ['add "https" or "h2" to protocols']),
     (
         "unknown tls key",
         sub(HTTPS, TLS, ('version = "1.3"', 'vers = "1.3"')),
@@ -263,6 +263,50 @@ BAD += [
         ['needs client = "engine"'],
     ),
 ]
+
+
+H2 = ("keep_alive = [true]", 'keep_alive = [true]\nprotocols = ["https", "h2", "h2c"]\nstreams = [1, 10, 100]')
+BAD += [
+    (
+        "streams without HTTP/2",
+        sub(("keep_alive = [true]", 'keep_alive = [true]\nprotocols = ["http", "https"]\nstreams = [1, 10]')),
+        "streams =",
+        ['streams = 10 needs an HTTP/2 protocol: add "h2" or "h2c" to protocols'],
+    ),
+    ("zero streams", sub(H2, ("[1, 10, 100]", "[0, 10]")), "streams =", ["streams must be more than 0, got 0"]),
+    (
+        "h2 with pipelining",
+        sub(H2, ("pipeline = 1", "pipeline = 4")),
+        "pipeline =",
+        ['pipeline = 4 cannot be used with protocols = "h2"', "give streams instead"],
+    ),
+    (
+        "h2 without keep-alive",
+        sub(H2, ("keep_alive = [true]", "keep_alive = [true, false]")),
+        "keep_alive =",
+        ['keep_alive = false cannot be used with protocols = "h2"'],
+    ),
+    (
+        "h2c with another client",
+        sub(H2, ('"https", "h2", "h2c"', '"h2c"'), ('client = "engine"', 'client = "wrk"')),
+        "protocols =",
+        ['protocols = "h2c" needs client = "engine"'],
+    ),
+]
+
+
+def test_http2_cells_multiply_by_streams_and_http1_cells_do_not():
+    p = plan.parse(sub(H2)(GOOD), "myplan.toml")
+    assert p.protocols == ("https", "h2", "h2c") and p.streams == (1, 10, 100)
+    cells = [c for c in p.cells(["nginx"]) if c.server == "nginx"]
+    assert [c.key for c in cells] == [
+        "nginx/tuned/7B/ka/1cpu/https",
+        *[f"nginx/tuned/7B/ka/1cpu/{protocol}/{n}streams" for protocol in ("h2", "h2c") for n in (1, 10, 100)],
+    ]
+    assert {c.streams for c in cells if c.protocol == "https"} == {1}
+    # One client ceiling per kind: https, and each protocol and streams count of HTTP/2.
+    assert len(set(p.connections())) == 7
+    assert plan.parse(sub(("keep_alive = [true]", 'protocols = ["h2c"]\nstreams = 8'))(GOOD), "p.toml").streams == (8,)
 
 
 def test_protocols_make_cells_and_keys_name_them():
@@ -380,7 +424,17 @@ def test_cells_follow_installed_and_check_installed_is_one_line():
     assert [c.server for c in everything.cells(["nginx", "lighttpd"])] == ["nginx", "lighttpd", "reference"]
 
 
-EXPECTED = {"quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image", "tfb-plaintext", "ssl-impact"}
+EXPECTED = {
+    "quick",
+    "seed-2016",
+    "seed-2011",
+    "seed-2010-rounds",
+    "seed-2007-image",
+    "tfb-plaintext",
+    "ssl-impact",
+    "h2",
+    "baseline-h2",
+}
 
 
 def test_every_builtin_plan_validates_and_explains_itself():
@@ -437,12 +491,35 @@ def test_quick_finishes_in_under_three_minutes_with_twelve_servers():
 
 def test_ssl_impact_finishes_in_under_eight_minutes_with_every_tls_server():
     ssl = plan.builtin()["ssl-impact"]
-    tls_servers = [name for name in servers.names() if servers.get(name).tls_refusal() is None]
-    assert len(tls_servers) == 12, tls_servers  # reference among them; mighttpd2 has no TLS
+    tls_servers = [
+        name
+        for name in servers.names()
+        if servers.get(name).tls_refusal() is None and servers.get(name).protocol_refusal("https") is None
+    ]
+    # reference among them; mighttpd2 has no TLS, nghttpd speaks only HTTP/2 (the sweep leaves it out)
+    assert len(tls_servers) == 12, tls_servers
     seconds = ssl.estimate_seconds(len(tls_servers))
     assert seconds < 8 * 60, seconds
     # Five cells a server: http and https with keep-alive, http without, https without twice.
     assert len([c for c in ssl.cells(["nginx"]) if c.server == "nginx"]) == 5
+
+
+def test_h2_plans_finish_in_under_eight_minutes_with_every_h2_server():
+    h2_servers = [name for name in servers.names() if servers.get(name).protocol_refusal("h2") is None]
+    assert "nginx" in h2_servers and "reference" not in h2_servers
+    h2 = plan.builtin()["h2"]
+    assert h2.estimate_seconds(len(h2_servers)) < 8 * 60
+    # https against h2 at the same connections, h2 at 1, 10 and 100 streams, one server CPU.
+    assert [(c.protocol, c.streams) for c in h2.cells(["nginx"]) if c.server == "nginx"] == [
+        ("https", 1),
+        ("h2", 1),
+        ("h2", 10),
+        ("h2", 100),
+    ]
+    assert h2.server_cpus == (1,)
+    baseline = plan.builtin()["baseline-h2"]
+    assert baseline.protocols == ("h2",) and baseline.streams == (100,) and baseline.levels == (256,)
+    assert baseline.workloads[0].file_map() == {"index.html": b"httpbe\n"}
 
 
 def test_plans_command_lists_one_line_per_plan():

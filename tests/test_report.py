@@ -129,6 +129,7 @@ def copy_run(
                 "budget": None,
                 "protocol": cell["protocol"],
                 "resumption": cell["resumption"],
+                "streams": cell["streams"],
             },
         )
         tls = cell["tls_key"] and type("Tls", (), {"key": cell["tls_key"], "version": cell["tls_version"]})

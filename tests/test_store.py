@@ -61,6 +61,7 @@ class FakeCell:
     budget: Optional[Budget] = None
     protocol: str = "http"
     resumption: Optional[str] = None
+    streams: int = 1
 
 
 def summary(p50: int, hdr: str) -> dict:
@@ -281,7 +282,7 @@ def test_schema_version_mismatch_is_one_line(db):
     with Store(db).engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
     with pytest.raises(
-        StoreError, match=r"schema version 99, this httpbench writes version 5; use another --db"
+        StoreError, match=r"schema version 99, this httpbench writes version 6; use another --db"
     ) as failed:
         Store(db)
     assert "\n" not in str(failed.value)
@@ -346,7 +347,7 @@ def version_1_store(db: str) -> None:
 def test_a_version_1_store_is_migrated_and_keeps_its_runs(db):
     version_1_store(db)
     store = Store(db)  # `run` migrates (a command that only reads does not)
-    assert schema_version(db) == 5
+    assert schema_version(db) == 6
     old = store.run(1)
     assert old["status"] == "running" and old["owner_pid"] is None  # whose process it was is unknown
     assert [len(c["rounds"]) for c in old["cells"]] == [1] and old["cells"][0]["sessions"] is None
@@ -376,7 +377,7 @@ def test_a_version_3_store_gets_each_cells_budget_from_its_key(db):
     from httpbench import results
 
     # Read as it is (a command that only reads), then migrated (`run`): the same budgets.
-    for create, version in ((False, 3), (True, 5)):
+    for create, version in ((False, 3), (True, 6)):
         store = Store(db, create=create)
         assert schema_version(db) == version
         stored = store.run(1)
@@ -397,7 +398,7 @@ def test_a_version_4_store_reads_its_cells_as_plain_http(db):
     older_store(db, 4, status="done", owner_host="h", owner_pid=1, owner_started=1.0, owner_boot="b")
     from httpbench import results
 
-    for create, version in ((False, 4), (True, 5)):
+    for create, version in ((False, 4), (True, 6)):
         store = Store(db, create=create)
         assert schema_version(db) == version
         (cell,) = results.of_run(store.run(1)).cells
@@ -415,6 +416,33 @@ def test_a_version_4_store_reads_its_cells_as_plain_http(db):
         "tickets",
     )
     assert stored.group == "7B, HTTPS (TLS 1.3, ecdsa-p256), no keep-alive, resumed by tickets, 1 CPU"
+
+
+def test_a_version_5_store_reads_its_cells_with_one_stream_each(db):
+    # Version 6 added a cell's streams per connection: before it every cell was HTTP/1.1.
+    older_store(
+        db,
+        5,
+        keys=("nginx/tuned/7B/ka/1cpu", "nginx/tuned/7B/ka/1cpu/https"),
+        status="interrupted",
+        owner_host="h",
+        owner_pid=1,
+        owner_started=1.0,
+        owner_boot="b",
+    )
+    from httpbench import results
+
+    for create, version in ((False, 5), (True, 6)):
+        store = Store(db, create=create)
+        assert schema_version(db) == version
+        assert [c["streams"] for c in store.run(1)["cells"]] == [1, 1]
+    # An HTTP/2 cell stored now is found again by its key on resume, its streams kept.
+    h2 = FakeCell(key="nginx/tuned/7B/ka/1cpu/h2/10streams", protocol="h2", streams=10)
+    cell_id = store.cell(1, h2, "", "v1", TlsSettings())
+    assert store.cell(1, h2, "", "v1", TlsSettings()) == cell_id
+    stored = results.of_run(store.run(1)).cells[-1]
+    assert (stored.protocol, stored.streams, stored.sessions) == ("h2", 10, 2)
+    assert stored.group == "7B, H2 (TLS negotiated, ecdsa-p256), keep-alive, 10 streams per connection, 1 CPU"
 
 
 TWO_BUDGETS = """name = "tiny"
@@ -554,7 +582,7 @@ m = json.loads(sys.argv[2])
 run_id = store.start_run(NS(name="crash", text=""), {}, {})
 cell_id = store.cell(run_id, NS(key="nginx/tuned/7B/ka/1cpu", server="nginx", profile="tuned",
                                 workload=NS(label="7B"), keep_alive=True, cpus=1, budget=None, protocol="http",
-                                resumption=None), "", "v1")
+                                resumption=None, streams=1), "", "v1")
 print(run_id, cell_id, flush=True)
 for index in range(10**6):
     store.add_round(cell_id, 1, index, m)

@@ -241,7 +241,7 @@ def scripted_sweep(tmp_path, plan_file, loads: list, on_client_loss: str = "cont
     )
 
 
-HTTP = ("http", True, None)  # the ceiling plain HTTP cells share (target.kind)
+HTTP = ("http", True, None, 1)  # the ceiling plain HTTP cells share (target.kind)
 
 
 def merged(per_second: float, lost=()) -> dict:
@@ -325,7 +325,7 @@ def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_fi
     )
     sweep = scripted_sweep(tmp_path, plan_file, [])
     host = SimpleNamespace(
-        start=lambda *args: SimpleNamespace(url="http://127.0.0.1:1/", config_text="", version="v1"),
+        start=lambda *args, **kwargs: SimpleNamespace(url="http://127.0.0.1:1/", config_text="", version="v1"),
         verify=lambda: None,
         watch=lambda: None,
         alive=lambda: True,
@@ -363,3 +363,44 @@ def test_each_kind_of_connection_has_a_ceiling_of_its_own():
     assert target.describe(target.kind("https", True, None)) == " over HTTPS"
     resumed = target.kind("https", False, "tickets")
     assert target.describe(resumed) == " over HTTPS without keep-alive, resumed by tickets"
+    # Over HTTP/2 each streams count is a kind: many streams cost the client less per request.
+    assert target.kind("h2", True, None, 10) != target.kind("h2", True, None, 100)
+    assert target.kind("https", True, None, 10) == target.kind("https", True, None)
+    assert target.describe(target.kind("h2", True, None, 10)) == " over H2 with 10 streams per connection"
+
+
+def test_an_http2_ceiling_is_measured_against_an_h2_server_and_its_spec_asks_for_streams(tmp_path):
+    # The reference server speaks no HTTP/2: over h2c the ceiling is measured against the first
+    # h2 server installed, the note and the flags name it, and each load asks for the streams.
+    from httpbench import honesty, servers, target
+    from httpbench.servers import ProtocolUnsupported
+    from httpbench.sweep import H2_CEILING_SERVERS
+
+    path = tmp_path / "h2c.toml"
+    path.write_text(PLAN.replace("keep_alive = [true]", 'keep_alive = [true]\nprotocols = ["h2c"]\nstreams = [10]'))
+    with pytest.raises(ProtocolUnsupported, match="^reference offers no cleartext HTTP/2"):
+        scripted_sweep(tmp_path, path, [])  # the plan names a server without h2c
+    path.write_text(path.read_text().replace('servers = ["nginx", "reference"]', 'servers = ["nginx"]'))
+    specs: list = []
+    notes: list = []
+    sweep = scripted_sweep(tmp_path, path, [merged(900), merged(1000), merged(950)], notes=notes)
+    sweep.load = lambda spec: specs.append(spec) or sweep.cluster.loads.pop(0)
+    assert [(c.server, c.key) for c in sweep.cells] == [("nginx", "nginx/tuned/7B/ka/1cpu/h2c/10streams")]
+    kind = target.kind("h2c", True, None, 10)
+    offering = [name for name in H2_CEILING_SERVERS if servers.get(name).protocol_refusal("h2c") is None]
+    against = next(name for name in offering if name in sweep.installed)
+    assert against != "reference"
+    assert sweep._client_ceiling(kind) == 1000 and sweep.ceiling_servers[kind] == against
+    assert f"against {against} over H2C with 10 streams per connection): 1,000 req/s" in notes[-1]
+    assert {(s["http2"], s["streams"]) for s in specs} == {(True, 10)} and "tls" not in specs[0]
+    (flag,) = [f for f in honesty.cluster_level(dict(merged(990), hosts=[], absent_hosts=[]), 1000, against) if f]
+    assert f"(1,000 req/s against {against})" in flag.reason
+
+
+def test_on_a_cluster_each_client_host_keeps_the_cells_streams_per_connection():
+    # Connections are split over the client hosts as over HTTP/1.1; streams per connection are not.
+    from httpbench import engine
+
+    spec = {"urls": ["http://127.0.0.1:1/"], "connections": 10, "http2": True, "streams": 100, "stop": {"duration": 1}}
+    shares = engine.split_spec(spec, 2)
+    assert [(s["connections"], s["http2"], s["streams"]) for s in shares] == [(5, True, 100)] * 2

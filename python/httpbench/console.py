@@ -188,6 +188,11 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         out.print("cost of TLS:", markup=False)
         for line in costs:
             out.print(f"  {line}", markup=False)
+    gains = report_summary.h2_gains([run])
+    if gains:
+        out.print("HTTP/2 against HTTP/1.1:", markup=False)
+        for line in gains:
+            out.print(f"  {line}", markup=False)
     busy = report_summary.busy_machine([run])
     if busy:
         out.print(busy, style="red", markup=False)

@@ -56,16 +56,18 @@ def _rps(m: Report) -> Optional[float]:
     return m["requests"]["per_second"]
 
 
-def client_saturated(measurements: Sequence[Report], ceiling_rps: Optional[float], client_cores: int) -> Optional[Flag]:
+def client_saturated(
+    measurements: Sequence[Report], ceiling_rps: Optional[float], client_cores: int, against: str = "reference"
+) -> Optional[Flag]:
     """The client, not the server, set the pace in some round (see `_client_bound`), or the
-    level's mean throughput is within 10% of the client ceiling (its throughput against
-    `reference`, measured at the start of the run)."""
+    level's mean throughput is within 10% of the client ceiling (its throughput against the
+    server `against`, measured at the start of the run)."""
     reasons = [
         f"round {index}: {reason}"
         for index, m in enumerate(measurements, 1)
         for reason in _client_bound(m, client_cores)
     ]
-    return _saturated(reasons + _near_ceiling(measurements, ceiling_rps))
+    return _saturated(reasons + _near_ceiling(measurements, ceiling_rps, against))
 
 
 def client_host_saturated(host: str, report: Report) -> Optional[Flag]:
@@ -109,24 +111,26 @@ def _client_bound(m: Report, client_cores: int) -> List[str]:
     return reasons
 
 
-def clients_at_ceiling(measurements: Sequence[Report], ceiling_rps: Optional[float]) -> Optional[Flag]:
+def clients_at_ceiling(
+    measurements: Sequence[Report], ceiling_rps: Optional[float], against: str = "reference"
+) -> Optional[Flag]:
     """Several client hosts' merged figures: only their throughput against their ceiling says
     anything (each host's CPU is judged on its own, with `client_host_saturated`)."""
-    return _saturated(_near_ceiling(measurements, ceiling_rps))
+    return _saturated(_near_ceiling(measurements, ceiling_rps, against))
 
 
 def _saturated(reasons: List[str]) -> Optional[Flag]:
     return Flag("client_saturated", "; ".join(reasons)) if reasons else None
 
 
-def _near_ceiling(measurements: Sequence[Report], ceiling_rps: Optional[float]) -> List[str]:
+def _near_ceiling(measurements: Sequence[Report], ceiling_rps: Optional[float], against: str) -> List[str]:
     values = [v for v in map(_rps, measurements) if v is not None]
     if ceiling_rps and values:
         mean = sum(values) / len(values)
         if mean >= ceiling_rps * (1 - CEILING_MARGIN):
             return [
                 f"{mean:,.0f} req/s is within {CEILING_MARGIN:.0%} of the client ceiling "
-                f"({ceiling_rps:,.0f} req/s against reference)"
+                f"({ceiling_rps:,.0f} req/s against {against})"
             ]
     return []
 
@@ -274,11 +278,12 @@ def merged(flags: Sequence[Optional[Flag]]) -> List[Flag]:
     return [Flag(kind, "; ".join(reasons)) for kind, reasons in by_kind.items()]
 
 
-def cluster_level(measurement: dict, ceiling: Optional[float]) -> List[Optional[Flag]]:
-    """A cluster level's flags: the merged figures against the cluster's client `ceiling`, each
+def cluster_level(measurement: dict, ceiling: Optional[float], against: str = "reference") -> List[Optional[Flag]]:
+    """A cluster level's flags: the merged figures against the cluster's client `ceiling` (its
+    throughput against the server `against`), each
     client host's saturation on its own (one saturated host distorts the whole level), and the
     hosts the level lacked."""
-    flags = [clients_at_ceiling([measurement], ceiling)]
+    flags = [clients_at_ceiling([measurement], ceiling, against)]
     flags += [client_host_saturated(part["host"], part["report"]) for part in measurement["hosts"]]
     if measurement["lost_hosts"]:
         flags.append(

@@ -2,9 +2,9 @@
 (planfile: every mistake one line naming the file, the line and the key).
 
 A plan is a matrix: servers x profiles x workloads x protocols x keep-alive (x TLS resumption,
-for TLS without keep-alive) x server CPU counts (x budgets, when it sweeps several, as the 2007
-write-up did) make the cells; each cell is measured at every level, for every round. The
-built-in plans live in `plans/*.toml`, beside this module.
+for TLS without keep-alive; x streams per connection, for HTTP/2) x server CPU counts (x budgets,
+when it sweeps several, as the 2007 write-up did) make the cells; each cell is measured at every
+level, for every round. The built-in plans live in `plans/*.toml`, beside this module.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from httpbench.errors import Error
-from httpbench.protocol import TlsSettings, uses_tls
+from httpbench.protocol import TlsSettings, is_http2, uses_tls
 from httpbench.workload import Workload
 
 # What `estimate_seconds` adds to the measured time, measured on a 2-core machine: starting,
@@ -27,7 +27,7 @@ CELL_OVERHEAD_S = 1.5 + 0.5
 LEVEL_OVERHEAD_S = 0.25
 RUN_OVERHEAD_S = 5.0
 # Each kind of connection beyond the first has a client ceiling of its own: the reference server
-# started, then 3 rounds of 1 s.
+# (over HTTP/2, an h2 server) started, then 3 rounds of 1 s.
 CEILING_S = 3.5
 
 
@@ -98,17 +98,22 @@ class Cell:
     # A TLS cell's handshakes without keep-alive: "none" (every one full), "tickets" or "ids";
     # None for every other cell.
     resumption: Optional[str] = None
+    # Streams each connection keeps open at once: HTTP/2's; 1 for every HTTP/1.1 cell.
+    streams: int = 1
 
     @property
     def key(self) -> str:
         """Stable and readable, used to resume: "nginx/tuned/7B/ka/1cpu", then the protocol
-        unless it is plain HTTP ("/https", "/https/tickets") and the budget when the plan sweeps
-        several ("/n100"); a plain HTTP cell keeps the key it had before protocols existed."""
+        unless it is plain HTTP ("/https", "/https/tickets", "/h2/10streams") and the budget when
+        the plan sweeps several ("/n100"); a plain HTTP cell keeps the key it had before protocols
+        existed."""
         key = (
             f"{self.server}/{self.profile}/{self.workload.label}/{'ka' if self.keep_alive else 'close'}/{self.cpus}cpu"
         )
         if self.protocol != "http":
             key += f"/{self.protocol}" + (f"/{self.resumption}" if self.resumption else "")
+        if is_http2(self.protocol):
+            key += f"/{self.streams}streams"
         return key + (f"/{self.budget.label}" if self.budget is not None else "")
 
 
@@ -140,15 +145,18 @@ class Plan:
     allow_errors: bool = False  # the engine loads a server whose first answer is wrong
     protocols: Tuple[str, ...] = ("http",)
     tls: TlsSettings = TlsSettings()
+    streams: Tuple[int, ...] = (1,)  # per connection, for HTTP/2 cells
 
-    def connections(self) -> List[Tuple[str, bool, Optional[str]]]:
-        """(protocol, keep-alive, resumption) of each kind of cell a server gets: a TLS cell
-        without keep-alive once per resumption, every other once."""
+    def connections(self) -> List[Tuple[str, bool, Optional[str], int]]:
+        """(protocol, keep-alive, resumption, streams) of each kind of cell a server gets: a TLS
+        cell without keep-alive once per resumption, an HTTP/2 cell once per streams count,
+        every other once."""
         return [
-            (protocol, ka, resumption)
+            (protocol, ka, resumption, streams)
             for protocol in self.protocols
             for ka in self.keep_alive
             for resumption in (self.tls.resumption if uses_tls(protocol) and not ka else (None,))
+            for streams in (self.streams if is_http2(protocol) else (1,))
         ]
 
     def cells(self, installed: Sequence[str]) -> List[Cell]:
@@ -161,11 +169,11 @@ class Plan:
             chosen = [s for s in self.servers if s in installed or s in self.commands]
         several = len(self.budgets) > 1
         return [
-            Cell(server, profile, work, ka, cpus, budget if several else None, protocol, resumption)
+            Cell(server, profile, work, ka, cpus, budget if several else None, protocol, resumption, streams)
             for server in chosen
             for profile in self.profiles
             for work in self.workloads
-            for protocol, ka, resumption in self.connections()
+            for protocol, ka, resumption, streams in self.connections()
             for cpus in self.server_cpus
             for budget in (self.budgets or (self.budget,))
         ]

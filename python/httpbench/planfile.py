@@ -23,7 +23,7 @@ from httpbench import workload as workloads
 from httpbench.certificates import KEY_TYPES
 from httpbench.plan import Budget, Plan, PlanError, Rounds
 from httpbench.plan_values import ValueChecks, is_int, key_name, show
-from httpbench.protocol import PROTOCOLS, RESUMPTIONS, TLS_VERSIONS, TlsSettings, uses_tls
+from httpbench.protocol import PROTOCOLS, RESUMPTIONS, TLS_VERSIONS, TlsSettings, is_http2, uses_tls
 from httpbench.servers.base import PROFILES
 from httpbench.workload import Workload, WorkloadError
 
@@ -53,6 +53,7 @@ TOP_KEYS = (
     "allow_errors",
     "protocols",
     "tls",
+    "streams",
 )
 TLS_KEYS = ("version", "key", "resumption")
 LEVEL_KEYS = ("from", "to", "step", "list")
@@ -175,6 +176,7 @@ class _Parser(ValueChecks):
             data.get("protocols", ["http"]), ("protocols",), lambda v, p: self.string(v, p, PROTOCOLS)
         )
         tls = self.tls(data.get("tls", {}), protocols, client)
+        streams = self.streams(data, protocols, keep_alive, pipeline)
         return Plan(
             name=name,
             description=description,
@@ -201,16 +203,47 @@ class _Parser(ValueChecks):
             allow_errors=allow_errors,
             protocols=protocols,
             tls=tls,
+            streams=streams,
         )
+
+    def streams(
+        self, data: Dict[str, Any], protocols: Tuple[str, ...], keep_alive: Tuple[bool, ...], pipeline: int
+    ) -> Tuple[int, ...]:
+        """The `streams` axis, and what HTTP/2 cells allow: many streams replace pipelining, and a
+        connection that carries them is kept open."""
+        streams = self.array(
+            data.get("streams", [1]), ("streams",), lambda v, p: self.integer(v, p, 1), allow_scalar=True
+        )
+        http2 = [p for p in protocols if is_http2(p)]
+        if max(streams) > 1 and not http2:
+            self.fail(
+                ("streams",),
+                f'streams = {max(streams)} needs an HTTP/2 protocol: add "h2" or "h2c" to protocols, or remove streams',
+            )
+        if http2 and pipeline > 1:
+            self.fail(
+                ("pipeline",),
+                f'pipeline = {pipeline} cannot be used with protocols = "{http2[0]}": HTTP/2 sends requests '
+                "side by side on streams; give streams instead",
+            )
+        if http2 and False in keep_alive:
+            self.fail(
+                ("keep_alive",),
+                f'keep_alive = false cannot be used with protocols = "{http2[0]}": an HTTP/2 connection '
+                "carries many requests; measure keep_alive = false in a plan without h2 or h2c",
+            )
+        return streams
 
     def tls(self, table: Any, protocols: Tuple[str, ...], client: str) -> TlsSettings:
         """The [tls] table, for the plan's TLS cells."""
         self.keys(table, TLS_KEYS, ("tls",))
         if table and not any(uses_tls(p) for p in protocols):
-            self.fail(("tls",), '[tls] applies to TLS cells only: add "https" to protocols, or remove [tls]')
-        if client != "engine" and any(uses_tls(p) for p in protocols):
+            self.fail(("tls",), '[tls] applies to TLS cells only: add "https" or "h2" to protocols, or remove [tls]')
+        special = [p for p in protocols if uses_tls(p) or is_http2(p)]
+        if client != "engine" and special:
             self.fail(
-                ("protocols",), f'protocols = "https" needs client = "engine": {client} cells over TLS are not made'
+                ("protocols",),
+                f'protocols = "{special[0]}" needs client = "engine": {client} cells over {special[0]} are not made',
             )
         version = table.get("version")
         if version is not None:

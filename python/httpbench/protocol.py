@@ -13,7 +13,8 @@ from typing import Optional, Tuple
 from httpbench.certificates import KEY_TYPES
 from httpbench.servers.base import TLS_VERSIONS
 
-PROTOCOLS = ("http", "https")
+# "h2" is HTTP/2 over TLS, agreed by ALPN; "h2c" is HTTP/2 in cleartext, by prior knowledge.
+PROTOCOLS = ("http", "https", "h2", "h2c")
 # How a connection after the first makes its handshake: in full, or resumed from a TLS 1.3
 # ticket or a TLS 1.2 session ID. Resumed handshakes cost servers 5-10x less than full ones,
 # which is what a cell without keep-alive mostly measures.
@@ -23,7 +24,17 @@ HANDSHAKES = {"none": "full handshakes", "tickets": "resumed by tickets", "ids":
 
 
 def uses_tls(protocol: str) -> bool:
-    return protocol == "https"
+    return protocol in ("https", "h2")
+
+
+def is_http2(protocol: str) -> bool:
+    """Whether `protocol`'s connections carry many streams at once (the plan's `streams`)."""
+    return protocol in ("h2", "h2c")
+
+
+def http1_twin(protocol: str) -> str:
+    """The HTTP/1.1 protocol an HTTP/2 one is set against: "https" for h2, "http" for h2c."""
+    return {"h2": "https", "h2c": "http"}.get(protocol, protocol)
 
 
 def scheme(protocol: str) -> str:

@@ -1,11 +1,11 @@
 """A sweep: every cell of a plan, each on a fresh server, every level and round through the
 engine (or the write-up's own client), each round stored the moment it is measured.
 
-A cell is server x profile x workload x protocol x keep-alive x CPU count. For each: start the
-server pinned to its CPUs (over TLS with a certificate of its own), verify it, warm it up, then
-measure; the monitor's window of each round is stored
-with the round. A crash or Ctrl-C loses at most the round in flight, and `resume` picks up at the
-first round not stored. A server that dies stops its cell: the round it died in is stored, flagged
+A cell is server x profile x workload x protocol (x streams, over HTTP/2) x keep-alive x CPU
+count. For each: start the server pinned to its CPUs (over TLS with a certificate of its own),
+verify it, warm it up, then measure; the monitor's window of each round is stored with the round.
+A crash or Ctrl-C loses at most the round in flight, and `resume` picks up at the first round not
+stored. A server that dies stops its cell: the round it died in is stored, flagged
 `crashed`, and nothing more is measured against what is left of it. So does a load that ended
 early (the engine gave up on a server that stopped answering, or a client hit its time limit): the
 round is stored, flagged `ended_early`, and the cell fails there. `resume` measures such a round
@@ -25,7 +25,7 @@ from httpbench import clients, engine, honesty, results, servers, target
 from httpbench.cluster import ClusterDown, ClusterError
 from httpbench.placement import Placement, PlacementError
 from httpbench.plan import Cell, Plan
-from httpbench.protocol import uses_tls
+from httpbench.protocol import is_http2, uses_tls
 from httpbench.servers import ServerProfile, SiteTLS
 from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
@@ -42,6 +42,11 @@ WARM_CONNECTIONS = 50
 # lower it, so the best is the closest to what the client can do.
 CEILING_ROUNDS = 3
 CEILING_SECONDS = 1.0
+# Over HTTP/2 the ceiling is measured against the first of these installed that offers it: the
+# reference server once it does (it has no HTTP/2 yet), else the fastest servers over HTTP/1.1 on
+# this kind of machine (bench/RESULTS.md: h2o's core is the limit before any client's), nghttpd
+# as nghttp2's own.
+H2_CEILING_SERVERS = ("reference", "h2o", "nginx", "nghttpd")
 
 
 class Stopped(Exception):
@@ -90,6 +95,8 @@ class Sweep:
         where = f"on the server host {cluster.server_host_name()}" if cluster else "here"
         adapters = [plan.adapter(name) for name in dict.fromkeys([*servers.names(), *plan.commands])]
         installed = self._on_server_host(server_host.installed, adapters)
+        # Where an HTTP/2 ceiling may be measured, whatever --servers narrows the cells to.
+        self.installed = [*installed, "reference"]
         if only:
             unknown = [name for name in only if name not in servers.names()]
             if unknown:
@@ -115,21 +122,30 @@ class Sweep:
                 )
         # The client's ceiling for each kind of connection the cells make (target.kind).
         self.ceilings: Dict[target.Kind, Optional[float]] = {}
+        # The server each ceiling was measured against, for the flags that cite it.
+        self.ceiling_servers: Dict[target.Kind, str] = {}
         # Where a TLS cell's authority is written for the engine to verify against.
         self.scratch = Path(tempfile.mkdtemp(prefix="httpbench-sweep-"))
 
     def _served(self, cells: List[Cell], named: bool) -> List[Cell]:
-        """`cells` without the TLS cells of servers that cannot serve them as the plan asks. A
-        server the plan or --servers names is refused in one line; one that is there because it is
-        installed only loses its TLS cells, and a note says so."""
-        tls = SiteTLS(Path(), Path(), Path(), self.plan.tls.key, self.plan.tls.version)
-        refusals = {c.server: self.plan.adapter(c.server).tls_refusal(tls) for c in cells if uses_tls(c.protocol)}
-        refused = {server: why for server, why in refusals.items() if why is not None}
+        """`cells` without those of servers that cannot serve their protocol as the plan asks (TLS
+        as the plan's [tls] says, HTTP/2). A server the plan or --servers names is refused in one
+        line; one that is there because it is installed only loses those cells, and a note says
+        so."""
+        refused = {(c.server, c.protocol): why for c in cells for why in [self._refusal(c.server, c.protocol)] if why}
         if refused and named:
-            raise servers.TLSUnsupported(next(iter(refused.values())))
-        for server, why in refused.items():
-            self.progress.on_note(f"{server}: no HTTPS cells: {why}")
-        return [c for c in cells if not (uses_tls(c.protocol) and c.server in refused)]
+            (server, protocol), why = next(iter(refused.items()))
+            error = servers.TLSUnsupported if protocol == "https" else servers.ProtocolUnsupported
+            raise error(why)
+        for (server, protocol), why in refused.items():
+            self.progress.on_note(f"{server}: no {protocol} cells: {why}")
+        return [c for c in cells if (c.server, c.protocol) not in refused]
+
+    def _refusal(self, server: str, protocol: str) -> Optional[str]:
+        """Why `server` cannot serve `protocol` as the plan asks; None when it can."""
+        adapter = self.plan.adapter(server)
+        tls = SiteTLS(Path(), Path(), Path(), self.plan.tls.key, self.plan.tls.version)
+        return (adapter.tls_refusal(tls) if uses_tls(protocol) else None) or adapter.protocol_refusal(protocol)
 
     def start(self, setup: Optional[dict] = None) -> int:
         """A new run in the store, with the facts of the servers' host and the servers' versions;
@@ -151,7 +167,7 @@ class Sweep:
         `interrupted`, resumable."""
         status = "failed"
         try:
-            for kind in dict.fromkeys(target.kind(c.protocol, c.keep_alive, c.resumption) for c in self.cells):
+            for kind in dict.fromkeys(self._kind(c) for c in self.cells):
                 self.ceilings[kind] = self._client_ceiling(kind)
             for index, cell in enumerate(self.cells):
                 self.progress.on_cell(index, len(self.cells), cell)
@@ -191,18 +207,26 @@ class Sweep:
     def _client_ceiling(self, kind: target.Kind) -> Optional[float]:
         """The clients' throughput against the reference server (on the server's host) for this
         `kind` of connection: no server measured here can be told apart from the client above it.
+        Over HTTP/2 it is measured against the first of H2_CEILING_SERVERS that can serve it (None
+        when none is installed).
         On a cluster it is the throughput of the client hosts that go on to load the run: a host
         lost meanwhile starts the measurement again without it (or stops the run, under
         --on-client-loss stop)."""
-        if "reference" not in servers.names():
+        protocol, keep_alive, resumption, streams = kind
+        against = self._ceiling_server(protocol)
+        if against is None:
             return None
-        protocol, keep_alive, resumption = kind
+        self.ceiling_servers[kind] = against
         host = self._server_host()
         try:
             tls = self.plan.tls if uses_tls(protocol) else None
-            started = host.start(servers.get("reference"), ServerProfile("tuned"), self.plan.workloads[0], 1, tls)
+            started = host.start(
+                servers.get(against), ServerProfile("tuned"), self.plan.workloads[0], 1, tls, http2=is_http2(protocol)
+            )
             to = self._target(started, protocol, resumption, "ceiling")
-            spec = self._spec(to, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive)
+            spec = self._spec(
+                to, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive, streams
+            )
             rounds: List[float] = []
             while len(rounds) < CEILING_ROUNDS:
                 measurement = self.load(spec)
@@ -224,17 +248,29 @@ class Sweep:
             host.stop()
         ceiling = max(rounds)
         self.progress.on_note(
-            f"client ceiling (engine against the reference server{target.describe(kind)}): {ceiling:,.0f} req/s"
+            f"client ceiling (engine against {'the reference server' if against == 'reference' else against}"
+            f"{target.describe(kind)}): {ceiling:,.0f} req/s"
         )
         return ceiling
+
+    def _ceiling_server(self, protocol: str) -> Optional[str]:
+        candidates = ("reference",) if not is_http2(protocol) else H2_CEILING_SERVERS
+        return next(
+            (
+                name
+                for name in candidates
+                if name in servers.names() and name in self.installed and not self._refusal(name, protocol)
+            ),
+            None,
+        )
 
     def _target(self, started, protocol: str, resumption: Optional[str], name: str) -> Target:
         return target.of(started, protocol, self.plan.tls.version, resumption, self.scratch / f"{name}-ca.pem")
 
-    def _ceiling(self, cell: Cell) -> Optional[float]:
-        return self.ceilings.get(target.kind(cell.protocol, cell.keep_alive, cell.resumption))
+    def _kind(self, cell: Cell) -> target.Kind:
+        return target.kind(cell.protocol, cell.keep_alive, cell.resumption, cell.streams)
 
-    def _spec(self, to: Target, workload, level: int, stop: dict, keep_alive: bool) -> dict:
+    def _spec(self, to: Target, workload, level: int, stop: dict, keep_alive: bool, streams: int = 1) -> dict:
         # On a cluster each client host's engine uses that host's CPUs, and threads to match.
         client_cpus = [] if self.cluster else list(self.placement.client)
         spec = {
@@ -248,6 +284,10 @@ class Sweep:
         }
         if to.tls is not None:
             spec["tls"] = to.tls
+        if to.http2:
+            # Streams per connection are the same on every client host of a cluster, which
+            # splits the connections.
+            spec.update(http2=True, streams=streams)
         if self.plan.model == "open":
             spec.update(connections=max(1, min(WARM_CONNECTIONS, level)), rate=float(level))
         else:
@@ -271,7 +311,7 @@ class Sweep:
         tls = self.plan.tls if uses_tls(cell.protocol) else None
         try:
             host = self._server_host()
-            started = host.start(adapter, profile, cell.workload, cell.cpus, tls)
+            started = host.start(adapter, profile, cell.workload, cell.cpus, tls, http2=is_http2(cell.protocol))
             to = self._target(started, cell.protocol, cell.resumption, "cell")
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version, tls)
             # The rounds stored, with their requests/s (rounds = "auto" judges a level on them all);
@@ -280,7 +320,14 @@ class Sweep:
             host.verify()
             if self.plan.warmup > 0:
                 self.load(
-                    self._spec(to, cell.workload, WARM_CONNECTIONS, {"duration": self.plan.warmup}, cell.keep_alive)
+                    self._spec(
+                        to,
+                        cell.workload,
+                        WARM_CONNECTIONS,
+                        {"duration": self.plan.warmup},
+                        cell.keep_alive,
+                        cell.streams,
+                    )
                 )
             host.watch()
             for level in self.plan.levels:
@@ -350,7 +397,9 @@ class Sweep:
     def _round(self, cell: Cell, to: Target, host: ServerHost, level: int) -> dict:
         host.start_window()
         if self.plan.client == "engine":
-            measurement = self.load(self._spec(to, cell.workload, level, self._stop(cell), cell.keep_alive))
+            measurement = self.load(
+                self._spec(to, cell.workload, level, self._stop(cell), cell.keep_alive, cell.streams)
+            )
         else:
             budget = self.plan.budget_for(cell)
             measurement = clients.run(
@@ -364,10 +413,12 @@ class Sweep:
                 self.plan.pipeline,
             )
         measurement["server"] = host.end_window()
+        ceiling = self.ceilings.get(self._kind(cell))
+        against = self.ceiling_servers.get(self._kind(cell), "reference")
         flags = (
-            honesty.cluster_level(measurement, self._ceiling(cell))
+            honesty.cluster_level(measurement, ceiling, against)
             if self.cluster
-            else [honesty.client_saturated([measurement], self._ceiling(cell), len(self.placement.client))]
+            else [honesty.client_saturated([measurement], ceiling, len(self.placement.client), against)]
         )
         if self.plan.model == "closed" and self.plan.client == "engine":
             flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))

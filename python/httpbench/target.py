@@ -11,23 +11,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Tuple
 
-from httpbench.protocol import HANDSHAKES, uses_tls
+from httpbench.protocol import HANDSHAKES, is_http2, uses_tls
 from httpbench.servers.host import Started
 
-# How the load connects, as far as the client's ceiling goes: (protocol, keep-alive, resumption).
-# Each kind has a ceiling of its own: a client that opens a connection (and makes a handshake) per
-# request is bounded by those, far below what it reaches over kept-alive connections, so a
-# keep-alive ceiling would never call a cell without keep-alive client-bound.
-Kind = Tuple[str, bool, Optional[str]]
+# How the load connects, as far as the client's ceiling goes: (protocol, keep-alive, resumption,
+# streams). Each kind has a ceiling of its own: a client that opens a connection (and makes a
+# handshake) per request is bounded by those, far below what it reaches over kept-alive
+# connections, so a keep-alive ceiling would never call a cell without keep-alive client-bound;
+# an HTTP/2 connection with 100 streams costs its client less per request than one with 1.
+Kind = Tuple[str, bool, Optional[str], int]
 
 
-def kind(protocol: str, keep_alive: bool, resumption: Optional[str]) -> Kind:
-    return (protocol, keep_alive, resumption if uses_tls(protocol) else None)
+def kind(protocol: str, keep_alive: bool, resumption: Optional[str], streams: int = 1) -> Kind:
+    return (protocol, keep_alive, resumption if uses_tls(protocol) else None, streams if is_http2(protocol) else 1)
 
 
 def describe(of: Kind) -> str:
-    protocol, keep_alive, resumption = of
-    over = f" over {protocol.upper()}" if uses_tls(protocol) else ""
+    protocol, keep_alive, resumption, streams = of
+    over = f" over {protocol.upper()}" if uses_tls(protocol) or is_http2(protocol) else ""
+    if is_http2(protocol):
+        over += f" with {streams} stream{'s' if streams > 1 else ''} per connection"
     if keep_alive:
         return over
     handshakes = f", {HANDSHAKES[resumption or 'none']}" if uses_tls(protocol) else ""
@@ -40,6 +43,7 @@ class Target:
     # The engine spec's `tls`: the authority to verify against, the version to offer, and how
     # handshakes after a connection's first are made. None over plain HTTP.
     tls: Optional[dict] = None
+    http2: bool = False  # h2 by ALPN over TLS, h2c by prior knowledge without
 
 
 def of(started: Started, protocol: str, version: Optional[str], resumption: Optional[str], ca: Path) -> Target:
@@ -47,6 +51,7 @@ def of(started: Started, protocol: str, version: Optional[str], resumption: Opti
     Without keep-alive `resumption` says how handshakes are made; with keep-alive (None) each
     connection makes one full handshake, as wrk's and h2load's do."""
     if not uses_tls(protocol):
-        return Target(started.url)
+        return Target(started.url, http2=is_http2(protocol))
     ca.write_text(started.ca)
-    return Target(started.url, {"cacert": str(ca), "version": version, "resumption": resumption or "none"})
+    tls = {"cacert": str(ca), "version": version, "resumption": resumption or "none"}
+    return Target(started.url, tls, is_http2(protocol))

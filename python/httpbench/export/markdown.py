@@ -44,6 +44,9 @@ def render(runs: Sequence[RunResults]) -> str:
     costs = summary.tls_costs(runs)
     if costs:
         lines += ["### Cost of TLS", ""] + [f"- {line}" for line in costs] + [""]
+    gains = summary.h2_gains(runs)
+    if gains:
+        lines += ["### HTTP/2 against HTTP/1.1", ""] + [f"- {line}" for line in gains] + [""]
     for caution in summary.cautions(runs):
         lines.append(f"> {caution}")
     return "\n".join(lines).rstrip() + "\n"

@@ -16,6 +16,7 @@ from typing import Callable, List, Sequence
 import vl_convert
 
 from httpbench.report.bars import differences, end_memory, rating, ratings, rps_bars, total_time
+from httpbench.report.h2_bars import http1_beside, streams
 from httpbench.report.lines import latency, server_cpu, server_memory, spectrum, throughput, timeline
 from httpbench.report.marks import FLAG_OUTLINE, HIDDEN, Chart, Choices, Measured
 from httpbench.report.tls_bars import handshakes, share
@@ -47,6 +48,8 @@ BUILDERS: Sequence[Callable[[Measured], Chart]] = (
     differences,
     share,
     handshakes,
+    streams,
+    http1_beside,
     spectrum,
     timeline,
 )

@@ -28,6 +28,8 @@ SHORT = {
     "differences": "Differences",
     "tls_share": "HTTPS share",
     "tls_handshakes": "Handshakes",
+    "h2_streams": "Streams",
+    "h2_against_http1": "HTTP/1.1 vs h2",
     "spectrum": "Percentiles",
     "timeline": "Timeline",
 }
@@ -198,6 +200,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         specs=_script_json({c.name: vega(c.vega_lite) for c in charts}),
         winners=summary.winners(runs),
         tls_costs=summary.tls_costs(runs),
+        h2_gains=summary.h2_gains(runs),
         cautions=summary.cautions(runs),
         cells=cells,
         tls_column=any(c["tls"] for c in cells),

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from httpbench import compare, protocol
 from httpbench.honesty import NOISY_CV
-from httpbench.results import tls_cost
+from httpbench.results import h2_compare, tls_cost
 from httpbench.results.comparison import Figures, Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
 from httpbench.stats import LevelStats
@@ -294,4 +294,46 @@ def tls_costs(runs: Sequence[RunResults]) -> List[str]:
         name = _name(cell, len(runs) > 1)
         where = f", {cost.context}" if several_contexts else ""
         out += [line for line in (_https_share(cost, name, where), _handshakes(cost, name, where)) if line]
+    return out
+
+
+def _held(level) -> bool:
+    return "client_saturated" in level.flags
+
+
+def _against_http1(c: h2_compare.Comparison, n: int, point: h2_compare.Point) -> str:
+    """One streams count's requests/s as a multiple of HTTP/1.1's, ties and bounds as in the verdicts."""
+    base = c.http1
+    ratio = _Ratio.of(point.rps / base.rps, compare.spread([point.level.rps]), compare.spread([base.level.rps]))
+    bound = {(True, False): "at least ", (False, True): "at most "}.get((_held(point.level), _held(base.level)), "")
+    times = "as many" if ratio.tie else f"{bound}{ratio.value:.2f} times as many"
+    # Said once, after the first multiple: the others read as its continuation.
+    unit = " requests per second" if n == c.http2[0][0] else ""
+    notes = [ratio.why_tie().strip(" ()") if ratio.tie else ""] + [
+        f"the server granted {point.clamped}" if point.clamped else ""
+    ]
+    notes.append("the client set the pace of both" if _held(point.level) and _held(base.level) else "")
+    said = "; ".join(note for note in notes if note)
+    return f"{times}{unit} with {n} stream{'s' if n > 1 else ''}" + (f" ({said})" if said else "")
+
+
+def h2_gains(runs: Sequence[RunResults]) -> List[str]:
+    """HTTP/2 against HTTP/1.1 per server/profile and connection count: "At 10 connections,
+    nginx/tuned serves, over h2 rather than HTTPS, as many requests per second with 1 stream,
+    2.10 times as many with 10 streams and 2.31 times as many with 100 streams". The context is
+    named when the runs hold several."""
+    found = h2_compare.comparisons([c for r in runs for c in r.measured])
+    several_contexts = len({c.context for c in found}) > 1
+    out = []
+    for c in found:
+        if c.http1 is None or not c.http1.rps:
+            continue
+        name = _name(c.http1.cell, len(runs) > 1)
+        where = f" ({c.context})" if several_contexts else ""
+        over = "HTTPS" if c.protocol == "h2" else "HTTP/1.1 in cleartext"
+        parts = [_against_http1(c, n, point) for n, point in c.http2]
+        out.append(
+            f"At {c.connections} connection{'s' if c.connections > 1 else ''}{where}, {name} serves, over "
+            f"{c.protocol} rather than {over}, {_and(parts)}."
+        )
     return out

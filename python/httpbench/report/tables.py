@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from httpbench.protocol import HANDSHAKES, uses_tls
+from httpbench.protocol import HANDSHAKES, is_http2, uses_tls
 from httpbench.results.comparison import Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
 
@@ -112,6 +112,13 @@ HANDSHAKE_COLUMNS = [
     Column("handshakes_full", "full handshakes", _count),
     Column("handshakes_resumed", "resumed", _count),
 ]
+# An HTTP/2 level's counters (the engine report's `h2`, added over its rounds).
+H2_LEVEL_COLUMNS = [
+    Column("h2_streams_granted", "streams granted"),
+    Column("h2_goaways", "GOAWAYs"),
+    Column("h2_refused_streams", "refused streams"),
+    Column("h2_resets", "resets"),
+]
 CELL_COLUMNS = [
     Column("run", "run"),
     Column("cell", "cell"),
@@ -125,6 +132,7 @@ CELL_COLUMNS = [
     Column("tls_version", "TLS version"),
     Column("tls_key", "key type"),
     Column("resumption", "resumption"),
+    Column("streams", "streams"),
 ]
 
 
@@ -142,6 +150,7 @@ def _cell_values(cell: CellResult) -> list:
         cell.tls_version_used,
         cell.tls_key,
         cell.resumption,
+        cell.streams,
     ]
 
 
@@ -182,25 +191,36 @@ def _tls_values(lv) -> list:
     return [handshake and handshake.p50_us, handshake and handshake.p99_us]
 
 
+def _h2_values(lv) -> list:
+    resets = "; ".join(f"{name} {count}" for name, count in sorted(lv.resets.items()))
+    return [lv.streams_granted, lv.goaways, lv.refused_streams, resets or None]
+
+
 def levels(cell: CellResult) -> Table:
     """Every level of one cell, with what a request cost the server; a TLS cell's with its
-    handshakes' latency."""
-    tls = uses_tls(cell.protocol)
-    table = Table(LEVEL_COLUMNS + COST_COLUMNS + (TLS_LEVEL_COLUMNS if tls else []))
+    handshakes' latency, an HTTP/2 cell's with its streams granted, GOAWAYs and resets."""
+    tls, h2 = uses_tls(cell.protocol), is_http2(cell.protocol)
+    table = Table(LEVEL_COLUMNS + COST_COLUMNS + (TLS_LEVEL_COLUMNS if tls else []) + (H2_LEVEL_COLUMNS if h2 else []))
     for lv in cell.levels:
-        table.add(_level_values(lv) + [lv.server_cpu_per_request_us] + (_tls_values(lv) if tls else []), lv.flags)
+        values = _level_values(lv) + [lv.server_cpu_per_request_us]
+        table.add(values + (_tls_values(lv) if tls else []) + (_h2_values(lv) if h2 else []), lv.flags)
     return table
 
 
 def all_levels(runs: Sequence[RunResults]) -> Table:
     """Every level of every cell in one long table: the CSV export."""
-    table = Table(CELL_COLUMNS + LEVEL_COLUMNS + COST_COLUMNS + TLS_LEVEL_COLUMNS + HANDSHAKE_COLUMNS)
+    table = Table(
+        CELL_COLUMNS + LEVEL_COLUMNS + COST_COLUMNS + TLS_LEVEL_COLUMNS + HANDSHAKE_COLUMNS + H2_LEVEL_COLUMNS
+    )
     for run in runs:
         for cell in run.measured:
             for lv in cell.levels:
                 handshakes = [lv.handshakes_full, lv.handshakes_resumed]
                 cost = [lv.server_cpu_per_request_us]
-                table.add(_cell_values(cell) + _level_values(lv) + cost + _tls_values(lv) + handshakes, lv.flags)
+                table.add(
+                    _cell_values(cell) + _level_values(lv) + cost + _tls_values(lv) + handshakes + _h2_values(lv),
+                    lv.flags,
+                )
     return table
 
 

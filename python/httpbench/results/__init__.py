@@ -69,7 +69,26 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         flags=flags,
         timeseries=series,
         **_tls(measurements),
+        **_h2(measurements),
     )
+
+
+def _h2(measurements: Sequence[dict]) -> dict:
+    """An HTTP/2 level's counters (the LevelResult fields), added over its rounds; nothing for
+    HTTP/1.1 (the report's `h2` is null, as in a report stored before the engine spoke HTTP/2)."""
+    rounds = [m["h2"] for m in measurements if m["h2"]]
+    if not rounds:
+        return {}
+    resets: Dict[str, int] = defaultdict(int)
+    for h2 in rounds:
+        for name, count in (h2["resets"] or {}).items():
+            resets[name] += count or 0
+    return {
+        "streams_granted": min((h2["streams_granted"] for h2 in rounds if h2["streams_granted"]), default=None),
+        "goaways": sum(h2["goaways"] or 0 for h2 in rounds),
+        "refused_streams": sum(h2["refused_streams"] or 0 for h2 in rounds),
+        "resets": {name: count for name, count in resets.items() if count},
+    }
 
 
 def _tls(measurements: Sequence[dict]) -> dict:
@@ -178,6 +197,7 @@ def of_run(run: dict) -> RunResults:
                 tls_key=cell["tls_key"],
                 tls_version=cell["tls_version"],
                 resumption=cell["resumption"],
+                streams=cell["streams"] or 1,
             )
         )
     return results

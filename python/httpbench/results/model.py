@@ -51,6 +51,13 @@ class LevelResult:
     handshakes_full: Optional[int] = None
     handshakes_resumed: Optional[int] = None
     tls_versions: Tuple[str, ...] = ()
+    # An HTTP/2 level's (the report's `h2` object, added over its rounds): the streams the server
+    # granted each connection (the fewest any round saw), GOAWAYs received, streams refused
+    # (REFUSED_STREAM) and reset otherwise, by error-code name. None, or empty, for HTTP/1.1.
+    streams_granted: Optional[int] = None
+    goaways: Optional[int] = None
+    refused_streams: Optional[int] = None
+    resets: Dict[str, int] = field(default_factory=dict)
 
     @property
     def server_cpu_per_request_us(self) -> Optional[float]:
@@ -90,6 +97,7 @@ class CellResult:
     tls_key: Optional[str] = None  # a TLS cell's certificate key type
     tls_version: Optional[str] = None  # pinned by the plan; None: negotiated
     resumption: Optional[str] = None  # a TLS cell without keep-alive: "none", "tickets", "ids"
+    streams: int = 1  # per connection: an HTTP/2 cell's; 1 for HTTP/1.1
 
     @property
     def series(self) -> str:
@@ -104,11 +112,16 @@ class CellResult:
 
     @property
     def connection(self) -> List[str]:
-        """How the cell was spoken to, in words: keep-alive or not, and for TLS its protocol,
-        version, key type and handshakes; plain HTTP names keep-alive only, as it always did."""
+        """How the cell was spoken to, in words: keep-alive or not, for TLS its protocol,
+        version, key type and handshakes, for HTTP/2 its streams per connection; plain HTTP names
+        keep-alive only, as it always did."""
         words = ["keep-alive" if self.keep_alive else "no keep-alive"]
+        if protocol.is_http2(self.protocol):
+            words.append(f"{self.streams} stream{'s' if self.streams > 1 else ''} per connection")
         if self.protocol == "http":
             return words
+        if not protocol.uses_tls(self.protocol):
+            return [self.protocol.upper()] + words
         version = f"TLS {self.tls_version}" if self.tls_version else "TLS negotiated"
         words = [f"{self.protocol.upper()} ({version}, {self.tls_key})"] + words
         if self.resumption is not None:

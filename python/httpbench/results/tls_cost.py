@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from httpbench.protocol import uses_tls
+from httpbench.protocol import is_http2, uses_tls
 from httpbench.results.comparison import Figures
 from httpbench.results.model import CellResult
 
@@ -90,7 +90,8 @@ def _place(cell: CellResult) -> tuple:
 
 def costs(cells: Sequence[CellResult]) -> List[Cost]:
     """The cost of TLS of every server/profile with a finished TLS cell, in the order measured."""
-    finished = [c for c in cells if c.finished and c.levels]
+    # HTTP/1.1's: an HTTP/2 cell differs from the http one by more than TLS (h2_compare's).
+    finished = [c for c in cells if c.finished and c.levels and not is_http2(c.protocol)]
     http = {_place(c): c for c in finished if not uses_tls(c.protocol) and c.keep_alive}
     by_context: Dict[tuple, Dict[str, List[CellResult]]] = {}
     for cell in finished:

@@ -272,6 +272,7 @@ class Store:
                     tls_key=tls and tls.key,
                     tls_version=tls and tls.version,
                     resumption=cell.resumption,
+                    streams=cell.streams,
                 )
             ).inserted_primary_key[0]
 

@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateColumn
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
@@ -72,6 +72,8 @@ cells = Table(
     Column("tls_key", String(20)),
     Column("tls_version", String(10)),
     Column("resumption", String(20)),
+    # Streams each connection kept open at once: an HTTP/2 cell's ("h2", "h2c"); 1 for HTTP/1.1.
+    Column("streams", Integer),
     UniqueConstraint("run_id", "key"),
 )
 rounds = Table(
@@ -96,6 +98,7 @@ ADDED = {
     3: [runs.c.owner_boot],
     4: [cells.c.budget_requests, cells.c.budget_seconds],
     5: [cells.c.protocol, cells.c.tls_key, cells.c.tls_version, cells.c.resumption],
+    6: [cells.c.streams],
 }
 
 
@@ -117,7 +120,12 @@ def budget_of_key(cell: dict) -> dict:
 # What the columns a version added hold for a row stored before, where that can be told from the
 # row: the table, and a function of the row giving their values. A migration stores them, and a
 # command reading an older store without migrating it reads them so.
-FILLED = {4: (cells, budget_of_key), 5: (cells, lambda cell: {"protocol": "http"})}
+# Before version 6 every cell was HTTP/1.1: one request at a time per connection.
+FILLED = {
+    4: (cells, budget_of_key),
+    5: (cells, lambda cell: {"protocol": "http"}),
+    6: (cells, lambda cell: {"streams": 1}),
+}
 
 
 def added_since(version: int) -> list:
