@@ -16,13 +16,13 @@ from httpbench.store import Store
 
 PLAN = """
 name = "tiny"
-description = "two servers, three levels, two rounds, half a second each"
+description = "two servers, three levels, two rounds, 0.3 s each"
 servers = ["nginx", "reference"]
 profiles = ["tuned"]
 keep_alive = [true]
 server_cpus = [1]
 rounds = 2
-warmup = "0.2s"
+warmup = "0.1s"
 [[workload]]
 kind = "generated"
 size = 7
@@ -30,7 +30,7 @@ name = "index.html"
 [levels]
 list = [1, 10, 50]
 [budget]
-duration = "0.5s"
+duration = "0.3s"
 """
 
 
@@ -324,7 +324,7 @@ def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_fi
     # rounds = "auto": level 1 has three stored rounds that agree, so it is done; a resume measures
     # only the levels it lacks (three rounds each here, all alike), not more of level 1.
     plan_file.write_text(
-        PLAN.replace("rounds = 2", 'rounds = "auto"\nmax_rounds = 6').replace('warmup = "0.2s"', "warmup = 0")
+        PLAN.replace("rounds = 2", 'rounds = "auto"\nmax_rounds = 6').replace('warmup = "0.1s"', "warmup = 0")
     )
     sweep = scripted_sweep(tmp_path, plan_file, [])
     host = SimpleNamespace(
