@@ -55,10 +55,12 @@ test-deps:
 bench-deps:
 	$(call apt_install,$(BENCH_PACKAGES))
 
-# The Python package (its wheel builds the engine module) and the engine's binaries.
+# The Python package (its wheel builds the engine module) and the engine's binaries. The module's
+# crate is left out of the release build: the wheel builds it (profile `python`), and a release
+# build of it would be a second fat-LTO link of the whole engine that nothing uses.
 build:
 	$(PY) -m pip install --quiet --root-user-action=ignore '.[test]'
-	cargo build --release --workspace --quiet
+	cargo build --release --workspace --exclude httpbench-py --quiet
 	@$(MAKE) --no-print-directory install-load
 
 install-load:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, binary, httpbench, short_plan
+from conftest import HTTPBENCH, ROOT, binary, httpbench, short_plan
 from httpbench import cli, console, results
 from httpbench.protocol import TlsSettings
 from httpbench.store import Store
@@ -217,9 +217,9 @@ def test_sigterm_is_ctrl_c_and_a_resume_counts_what_was_stored(reference_plan, t
 def test_a_run_killed_with_sigkill_is_listed_as_interrupted_with_its_resume_command(reference_plan, tmp_path):
     db = tmp_path / "results.db"
     # Rounds long enough to be listed while it runs: it is killed after the first.
-    reference_plan.write_text(reference_plan.read_text().replace('duration = "0.5s"', 'duration = "3s"'))
+    reference_plan.write_text(reference_plan.read_text().replace('duration = "0.3s"', 'duration = "3s"'))
     sweep = subprocess.Popen(
-        [sys.executable, "-m", "httpbench", "run", str(reference_plan), "--db", str(db)],
+        [*HTTPBENCH, "run", str(reference_plan), "--db", str(db)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import free_port, log_lines, nginx_plan, short_plan, stop_group, tls_nginx
+from conftest import HTTPBENCH, free_port, httpbench, log_lines, nginx_plan, short_plan, stop_group, tls_nginx
 from httpbench import cluster, engine
 from httpbench.cluster import client_host, daemons
 from httpbench.cluster.server_host import RemoteServerHost
@@ -31,10 +31,6 @@ from httpbench.store import Store
 
 SEVEN = b"7 bytes"
 HOSTS = ("c1", "c2", "srv")
-
-
-def httpbench(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def one_line_error(done: subprocess.CompletedProcess) -> str:
@@ -631,7 +627,7 @@ def test_on_client_loss_stop_stores_the_level_and_says_how_to_resume(tls_cluster
 def resume_command(stderr: str) -> list:
     """The command a stopped run printed to resume it, ready for subprocess."""
     line = next(line for line in stderr.splitlines() if "Resume with: " in line)
-    return [sys.executable, "-m", "httpbench", *shlex.split(line.split("Resume with: ")[1])[1:]]
+    return [*HTTPBENCH, *shlex.split(line.split("Resume with: ")[1])[1:]]
 
 
 def stored_levels(db: Path) -> list:
@@ -650,9 +646,7 @@ def test_losing_the_scheduler_stops_the_run_with_every_round_stored(tls_cluster,
     db = tmp_path / "r.db"
     sweep = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "httpbench",
+            *HTTPBENCH,
             "run",
             str(plan),
             "--db",

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import nginx_plan, stop_group
+from conftest import HTTPBENCH, nginx_plan, stop_group
 from httpbench import cluster, engine
 from httpbench.store import Store
 
@@ -109,7 +109,7 @@ class Network:
         return proc
 
     def run(self, host: str, *args, timeout=300) -> subprocess.CompletedProcess:
-        return self.python(host, "-m", "httpbench", *args, timeout=timeout)
+        return self.python(host, *HTTPBENCH[1:], *args, timeout=timeout)
 
     def python(self, host: str, *args, timeout=300) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -248,9 +248,7 @@ def sweep_killing(net, scheduler, certs, tmp_path, victim: subprocess.Popen, exi
             "netns",
             "exec",
             net.ns["sched"],
-            sys.executable,
-            "-m",
-            "httpbench",
+            *HTTPBENCH,
             "run",
             str(plan),
             "--cluster",

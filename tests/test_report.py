@@ -8,14 +8,14 @@ import io
 import json
 import math
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 from typing import Optional
 
 import pytest
+from conftest import httpbench
 from httpbench import compare, engine, honesty, report, results
-from httpbench.report import Choices, charts, summary
+from httpbench.report import charts, summary
+from httpbench.report.charts import Choices
 from httpbench.results import comparison
 from httpbench.stats import LevelStats
 from httpbench.store import Store
@@ -75,10 +75,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-def httpbench(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "httpbench", *args], capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

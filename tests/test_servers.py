@@ -37,7 +37,7 @@ def test_adapter_serves_verified_pinned_load_and_stops_clean(site, name, profile
             {
                 "urls": [site.url + "index.html"],
                 "connections": 8,
-                "stop": {"duration": 1.0},
+                "stop": {"duration": 0.5},
                 "cpus": [CLIENT_CPU],
                 "expect_length": len(FILES["index.html"]),
             }

@@ -38,7 +38,7 @@ def _load_and_stop(running, site):
         {
             "urls": [site.url + "index.html"],
             "connections": 8,
-            "stop": {"duration": 1.0},
+            "stop": {"duration": 0.5},
             "cpus": [1],
             "expect_length": len(FILES["index.html"]),
         }

@@ -251,7 +251,7 @@ def _load(args: argparse.Namespace):
 
 
 def _choices(args: argparse.Namespace):
-    from httpbench.report import Choices
+    from httpbench.report.charts import Choices
 
     return Choices(baseline=args.baseline, level=args.level)
 

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import List, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from httpbench.errors import Error
-from httpbench.report.charts import Chart, Choices, Measured, all_charts, every_chart, vega
 from httpbench.results.model import RunResults
+
+# The charts (Altair, vl-convert) are imported where a chart is drawn, not with the package:
+# `show`, `export`, `compare` and `runs` read the report's summary and tables, and importing Altair
+# would cost each of them more than half of its start-up.
+if TYPE_CHECKING:
+    from httpbench.report.charts import Chart, Choices
 
 FORMATS = ("png", "svg")
 
@@ -40,29 +45,34 @@ def _vega_bundle() -> str:
     return vl_convert.javascript_bundle()
 
 
-def html(runs: Sequence[RunResults], choices: Choices = Choices()) -> str:
+def html(runs: Sequence[RunResults], choices: Optional[Choices] = None) -> str:
     from httpbench.report import page
+    from httpbench.report.charts import Choices, Measured, every_chart
 
     _require_rounds(runs)
-    measured = Measured(runs, choices)
+    measured = Measured(runs, choices or Choices())
     return page.render(measured, every_chart(measured), _vega_bundle())
 
 
-def write_html(runs: Sequence[RunResults], path: Path, choices: Choices = Choices()) -> Path:
+def write_html(runs: Sequence[RunResults], path: Path, choices: Optional[Choices] = None) -> Path:
     text = html(runs, choices)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
 
 
-def write_charts(runs: Sequence[RunResults], directory: Path, fmt: str, choices: Choices = Choices()) -> List[Path]:
+def write_charts(
+    runs: Sequence[RunResults], directory: Path, fmt: str, choices: Optional[Choices] = None
+) -> List[Path]:
     """Every chart as `<name>.png` or `<name>.svg` in `directory`."""
     import vl_convert
+
+    from httpbench.report.charts import Choices, all_charts, vega
 
     if fmt not in FORMATS:
         raise Error(f"unknown chart format {fmt!r}: choose {' or '.join(FORMATS)}")
     _require_rounds(runs)
-    drawn = all_charts(runs, choices)  # refuses bad choices before anything is written
+    drawn = all_charts(runs, choices or Choices())  # refuses bad choices before anything is written
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for chart in drawn:
