@@ -224,7 +224,7 @@ def test_a_run_killed_with_sigkill_is_listed_as_interrupted_with_its_resume_comm
         stderr=subprocess.DEVNULL,
     )
     try:
-        until_stored(db, 1)
+        until_stored(db, 1, sweep)
         listed = httpbench("runs", "--db", str(db))
         assert "running" in listed.stdout and "interrupted" not in listed.stdout, listed.stdout
         twice = httpbench("run", "--resume", "1", "--db", str(db))

@@ -6,8 +6,10 @@ client host's saturation."""
 
 import shlex
 import signal
+import sqlite3
 import subprocess
 import time
+from contextlib import closing
 from types import SimpleNamespace
 
 import pytest
@@ -74,16 +76,21 @@ def test_a_short_sweep_is_stored_and_shown(plan_file, tmp_path):
     assert listed.returncode == 0 and "tiny" in listed.stdout
 
 
-def until_stored(db, rounds: int) -> None:
-    """Wait (two minutes at most) until run 1 in `db` has `rounds` rounds stored."""
+def until_stored(db, rounds: int, sweep: subprocess.Popen) -> None:
+    """Wait (two minutes at most) until `db` has `rounds` rounds stored by `sweep`, still running.
+    Polled with sqlite3 alone, read-only: opening the Store each time took longer, on a busy
+    host, than the tiny sweep's remaining rounds, and the signal then came after its end."""
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        time.sleep(0.3)
+    while time.monotonic() < deadline and sweep.poll() is None:
+        time.sleep(0.05)
         try:
-            if len(rounds_of(db, 1)[1]) >= rounds:
-                return
-        except Exception:  # the run or its tables not made yet
+            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.05)) as c:
+                if c.execute("SELECT count(*) FROM rounds").fetchone()[0] >= rounds:
+                    return
+        except sqlite3.Error:  # the store or its tables not made yet, or locked by a write
             continue
+    assert sweep.poll() is None, f"the sweep ended (exit {sweep.returncode}) before {rounds} round(s) were stored"
+    raise AssertionError(f"{rounds} round(s) not stored within two minutes")
 
 
 def test_resume_after_sigkill_loses_and_duplicates_nothing(plan_file, tmp_path):
@@ -93,7 +100,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(plan_file, tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    until_stored(db, 3)
+    until_stored(db, 3, sweep)
     sweep.send_signal(signal.SIGKILL)
     sweep.wait()
     before = rounds_of(db, 1)[1]
@@ -125,7 +132,7 @@ def interrupted_after_a_round(db, *args, sig=signal.SIGINT, code=130) -> str:
         stderr=subprocess.PIPE,
         text=True,
     )
-    until_stored(db, 1)
+    until_stored(db, 1, sweep)
     sweep.send_signal(sig)
     _, err = sweep.communicate(timeout=60)
     assert sweep.returncode == code, err[-2000:]
