@@ -64,6 +64,29 @@ def test_tls_command_lines(tmp_path):
     assert [s.tools for s in build([10], 0, ["tls-resume"], TOOLS)] == [["httpbench"]]
 
 
+def test_h2_command_lines(tmp_path):
+    # h2 over TLS and h2c: h2load without --h1 (its -m then counts streams), oha's --http2 -p.
+    scenarios = {s.key: s for s in build([10], 0, ["h2", "h2c"], TOOLS)}
+    assert sorted(scenarios) == sorted(
+        f"{server}-{protocol}-{shape}"
+        for server in ("nginx", "h2o")
+        for protocol in ("h2", "h2c")
+        for shape in ("10x10", "100x10", "100x100")
+    )
+    h2, h2c = scenarios["nginx-h2-100x10"], scenarios["h2o-h2c-10x10"]
+    assert h2.tools == ["h2load", "oha", "httpbench"] and h2.https and not h2c.https
+
+    def argv(tool, scenario, url):
+        return command(tool, url, scenario, 5, "httpbench-load", str(tmp_path))
+
+    load = argv("h2load", h2, "https://127.0.0.1:1/")
+    assert "--h1" not in load and load[load.index("-c") + 1 :][:3] == ["100", "-m", "10"]
+    oha_argv = argv("oha", h2, "https://127.0.0.1:1/")
+    assert "--http2" in oha_argv and oha_argv[oha_argv.index("-p") + 1] == "10"
+    assert argv("httpbench", h2, "https://127.0.0.1:1/")[-4:] == ["--http2", "--streams", "10", "https://127.0.0.1:1/"]
+    assert "--insecure" not in argv("httpbench", h2c, "http://127.0.0.1:1/")
+
+
 # `oha --no-tui --output-format json -z 1s -c 2 --disable-keepalive --insecure` against nginx over
 # TLS (oha 1.x), trimmed: the deadline's unfinished requests are no errors.
 OHA_JSON = """{"summary":{"successRate":0.99,"total":1.0012,"slowest":0.0121,"fastest":0.0009,

@@ -22,7 +22,7 @@ from httpbench.servers import ServerFailed, VerificationFailed
 from httpbench.servers.host import ServerHost
 
 from vs_peers import idle, report, servers, targets
-from vs_peers.matrix import SCENARIOS, SERVERS, TLS_SCENARIOS, TOOLS, Run, Scenario, build
+from vs_peers.matrix import H2_SCENARIOS, SCENARIOS, SERVERS, TLS_SCENARIOS, TOOLS, Run, Scenario, build
 from vs_peers.tools import PEERS, install_hint, measure
 
 # Seconds between two client runs: lets TIME_WAIT and the server's teardown settle a little.
@@ -73,6 +73,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help=f"the HTTPS scenarios only (issue 14, 9-12 min): --scenarios {','.join(TLS_SCENARIOS)}",
     )
     ap.add_argument(
+        "--h2",
+        action="store_true",
+        help=f"the HTTP/2 scenarios only (issue 15): --scenarios {','.join(H2_SCENARIOS)}",
+    )
+    ap.add_argument(
         "--idle",
         type=int,
         default=5000,
@@ -102,7 +107,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     except ValueError:
         ap.error(f"--levels {a.levels!r} is not a list of connection counts such as 10,100")
     a.tools = [t.strip() for t in a.tools.split(",") if t.strip()]
-    a.scenarios = list(TLS_SCENARIOS) if a.tls else [s.strip() for s in a.scenarios.split(",") if s.strip()]
+    if a.tls or a.h2:
+        a.scenarios = [*(TLS_SCENARIOS if a.tls else ()), *(H2_SCENARIOS if a.h2 else ())]
+    else:
+        a.scenarios = [s.strip() for s in a.scenarios.split(",") if s.strip()]
     for flag, given, known in (("--tools", a.tools, TOOLS), ("--scenarios", a.scenarios, SCENARIOS)):
         unknown = [x for x in given if x not in known]
         if unknown:
@@ -212,16 +220,18 @@ def run_scenario(scenario: Scenario, url: str, host: ServerHost, options, workdi
             time.sleep(PAUSE_S)
 
 
-def run_server(name: str, https: bool, scenarios: List[Scenario], options, workdir: str, progress: Progress) -> bool:
-    """Every scenario against server `name` (over https if `https`), started once for all of
-    them; False if it would not start or answered wrongly (its scenarios say so and the others
-    still run)."""
+def run_server(
+    name: str, https: bool, http2: bool, scenarios: List[Scenario], options, workdir: str, progress: Progress
+) -> bool:
+    """Every scenario against server `name` (over https if `https`, offering HTTP/2 if `http2`),
+    started once for all of them; False if it would not start or answered wrongly (its scenarios
+    say so and the others still run)."""
     if not servers.installed(name):
         for s in scenarios:
             s.skipped.update({tool: f"{name} missing ({servers.install_hint(name)})" for tool in s.tools})
         return True
     try:
-        host, url = servers.start(name, options.server_cpus, https, workdir)
+        host, url = servers.start(name, options.server_cpus, https, workdir, http2)
     except (ServerFailed, VerificationFailed) as e:
         log(f"error: {e}")
         for s in scenarios:
@@ -260,17 +270,18 @@ def run_matrix(scenarios: List[Scenario], options, hb_why: Optional[str], idles:
         f"matrix: {len(scenarios)} scenarios, {runs} client runs of {options.duration} s "
         f"(~{int(runs * (options.duration + 1.5) + 30) // 60 + 1} min with start-up)"
     )
-    by_server: Dict[Tuple[str, bool], List[Scenario]] = {
-        (name, https): [s for s in scenarios if s.server == name and s.https == https]
+    by_server: Dict[Tuple[str, bool, bool], List[Scenario]] = {
+        (name, https, http2): [s for s in scenarios if (s.server, s.https, s.http2) == (name, https, http2)]
         for name in SERVERS
+        for http2 in (False, True)
         for https in (False, True)
     }
     workdir = tempfile.mkdtemp(prefix="httpbench-evp-")
     started = True
     try:
-        for (name, https), mine in by_server.items():
+        for (name, https, http2), mine in by_server.items():
             if mine:
-                started = run_server(name, https, mine, options, workdir, progress) and started
+                started = run_server(name, https, http2, mine, options, workdir, progress) and started
         idles += run_idle(options, hb_why, workdir)
     except ServerDied as e:
         log(f"error: {e}")

@@ -14,13 +14,19 @@ PEERS = tuple(tool for tool in TOOLS if tool != "httpbench")
 HTTP_SCENARIOS = ("ka", "pipeline", "close", "big", "h2o", "reference")
 # tls-idle is no scenario of tools but httpbench-load's memory per idle connection (vs_peers/idle.py).
 TLS_SCENARIOS = ("tls-ka", "tls-close", "tls-resume", "tls-reference", "tls-idle")
-SCENARIOS = HTTP_SCENARIOS + TLS_SCENARIOS
+# HTTP/2 over TLS 1.3 (ALPN) and in cleartext by prior knowledge (issue 15).
+H2_SCENARIOS = ("h2", "h2c")
+SCENARIOS = HTTP_SCENARIOS + TLS_SCENARIOS + H2_SCENARIOS
 SERVERS = ("nginx", "h2o", "reference")  # in the order they run, each over http, then https
 PIPELINE = 16
 BASE_CONNS = 100
 # Without keep-alive every request is a handshake and the client is the limit long before the
 # connection count matters; 20 is what the figures of issue 14 were measured with.
 TLS_CLOSE_CONNS = 20
+# Issue 15's shapes, (connections, streams per connection), and the clients that speak HTTP/2.
+H2_SHAPES = ((10, 10), (100, 10), (100, 100))
+H2_TOOLS = ("h2load", "oha", "httpbench")
+H2_SERVERS = ("nginx", "h2o")  # the reference server has no HTTP/2
 
 
 @dataclass
@@ -54,6 +60,8 @@ class Scenario:
     title: str
     https: bool = False
     resumption: str = "none"  # httpbench-load's --tls-resumption over https
+    http2: bool = False  # h2 over https, h2c over http
+    streams: int = 1  # per connection, over HTTP/2
     baseline: str = "wrk"  # the peer the table's ratio columns divide by
     runs: Dict[str, List[Run]] = field(default_factory=dict)
     skipped: Dict[str, str] = field(default_factory=dict)  # tool -> why it did not run
@@ -128,6 +136,7 @@ def build(levels: Sequence[int], big: int, scenarios: Sequence[str], tools: Sequ
                 title.format(BASE_CONNS),
             )
     add_tls(levels, scenarios, add)
+    add_h2(scenarios, add)
     return out
 
 
@@ -181,6 +190,27 @@ def add_tls(levels: Sequence[int], scenarios: Sequence[str], add) -> None:
             f"reference server over TLS 1.3, keep-alive, {BASE_CONNS} connections (the client is the limit)",
             https=True,
         )
+
+
+def add_h2(scenarios: Sequence[str], add) -> None:
+    """Add issue 15's HTTP/2 scenarios against nginx and h2o, h2load the baseline."""
+    for protocol, https, words in (("h2", True, "h2 over TLS 1.3"), ("h2c", False, "h2c")):
+        if protocol not in scenarios:
+            continue
+        for server in H2_SERVERS:
+            for conns, streams in H2_SHAPES:
+                add(
+                    f"{server}-{protocol}-{conns}x{streams}",
+                    server,
+                    "ka",
+                    conns,
+                    H2_TOOLS,
+                    f"{server}, {words}, {conns} connections x {streams} streams",
+                    https=https,
+                    http2=True,
+                    streams=streams,
+                    baseline="h2load",
+                )
 
 
 def find(scenarios: Sequence[Scenario], key: str) -> Optional[Scenario]:

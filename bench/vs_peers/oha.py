@@ -22,10 +22,13 @@ def tool_version() -> Optional[str]:
     return version(("oha", "--version"), r"^oha (\S+)")
 
 
-def argv(level: Level) -> List[str]:
-    """One level for oha, `level.budget_seconds` long. --insecure: oha verifies certificates
-    against the system's roots otherwise, and wrk, h2load and ab verify nothing."""
+def argv(level: Level, streams: Optional[int] = None) -> List[str]:
+    """One level for oha, `level.budget_seconds` long, over HTTP/2 with `streams` per connection
+    if given (its -p). --insecure: oha verifies certificates against the system's roots
+    otherwise, and wrk, h2load and ab verify nothing."""
     args = ["oha", "--no-tui", "--output-format", "json", "--insecure", "-c", str(level.connections)]
+    if streams is not None:
+        args += ["--http2", "-p", str(streams)]
     args += ["-z", f"{whole_seconds(level.budget_seconds)}s"]
     return args + ([] if level.keep_alive else ["--disable-keepalive"]) + [level.url]
 

@@ -26,26 +26,27 @@ TLS_LINES = """        ssl_certificate {cert};
 """
 
 
-def profile(name: str, https: bool, workdir: str) -> ServerProfile:
+def profile(name: str, https: bool, http2: bool, workdir: str) -> ServerProfile:
     """nginx runs the bench's own configuration (nginx.conf says why), written into `workdir`
-    for http or https; h2o and the reference server their tuned profiles (one thread per server
-    CPU, no access log)."""
+    for http or https, with HTTP/2 on its listen line if `http2`; h2o and the reference server
+    their tuned profiles (one thread per server CPU, no access log)."""
     if name != "nginx":
         return ServerProfile("tuned")
-    conf = Path(workdir) / f"nginx-{'https' if https else 'http'}.conf"
+    conf = Path(workdir) / f"nginx-{'https' if https else 'http'}{'-h2' if http2 else ''}.conf"
+    listen = (" ssl" if https else "") + (" http2" if http2 else "")
     template = NGINX_CONF.read_text()
-    conf.write_text(template.replace("{ssl}", " ssl" if https else "").replace("{tls}", TLS_LINES if https else ""))
+    conf.write_text(template.replace("{ssl}", listen).replace("{tls}", TLS_LINES if https else ""))
     return ServerProfile("tuned", config_file=conf)
 
 
-def start(name: str, cpus: Sequence[int], https: bool, workdir: str) -> Tuple[ServerHost, str]:
+def start(name: str, cpus: Sequence[int], https: bool, workdir: str, http2: bool = False) -> Tuple[ServerHost, str]:
     """Start, verify and watch server `name` pinned to `cpus`, over https with a certificate of
-    its own when `https`; the host and the URL to load. Raises ServerFailed or
-    VerificationFailed with the server's own words."""
+    its own when `https`, offering HTTP/2 (h2 by ALPN, or h2c) when `http2`; the host and the URL
+    to load. Raises ServerFailed or VerificationFailed with the server's own words."""
     host = ServerHost(cpus)
     try:
         tls = TlsSettings(key=TLS_KEY) if https else None
-        started = host.start(servers.get(name), profile(name, https, workdir), WORKLOAD, len(cpus), tls)
+        started = host.start(servers.get(name), profile(name, https, http2, workdir), WORKLOAD, len(cpus), tls, http2)
         host.verify()
         host.watch()
     except BaseException:

@@ -9,6 +9,9 @@ from typing import List, Optional, Sequence, Tuple
 from vs_peers.idle import TARGET_KIB, Idle
 from vs_peers.matrix import BASE_CONNS, PEERS, TLS_CLOSE_CONNS, Scenario, find
 
+# A core at this share of its CPU or more is the run's limit.
+SATURATED_PCT = 90
+
 Target = Tuple[str, str, str]  # (label, verdict: PASS, FAIL or n/a, ratio or why not)
 
 
@@ -90,7 +93,7 @@ def targets(levels: Sequence[int], big: int, scenarios: Sequence[Scenario], idle
                 at_least(0.85),
             )
         )
-    return out + tls_targets(levels, scenarios, idles)
+    return out + tls_targets(levels, scenarios, idles) + h2_targets(scenarios)
 
 
 def level_ratio(scenarios: Sequence[Scenario], big: int) -> Tuple[Optional[float], str]:
@@ -143,6 +146,28 @@ def tls_targets(levels: Sequence[int], scenarios: Sequence[Scenario], idles: Seq
                     at_most(TARGET_KIB),
                 )
             )
+    return out
+
+
+def h2_targets(scenarios: Sequence[Scenario]) -> List[Target]:
+    """Issue 15's, against h2load in each HTTP/2 scenario: req/s at least h2load's where the
+    server's core is the limit and 1.5 times it where h2load's is; client CPU per request at most
+    0.6 times h2load's. Which core is the limit is read from h2load's own runs: with neither at
+    its core, the req/s target is n/a (a contended host measures the CPU share it was given)."""
+    out = []
+    for s in (s for s in scenarios if s.http2):
+        client, server = s.med("h2load", "client_pct"), s.med("h2load", "server_pct")
+        if client is not None and client >= SATURATED_PCT:
+            label, bound, why = "req/s httpbench/h2load >= 1.50 (h2load at its core)", 1.5, ""
+        elif server is not None and server >= SATURATED_PCT:
+            label, bound, why = "req/s httpbench/h2load >= 1.00 (the server at its core)", 1.0, ""
+        else:
+            label, bound = "req/s httpbench/h2load >= 1.00 or 1.50", 1.0
+            why = f"neither core saturated under h2load (server {server or 0:.0f}%, h2load {client or 0:.0f}%)"
+        rps, rps_why = ratio(s, "httpbench", "h2load", "rps")
+        out.append(verdict(f"{s.key}: {label}", None if why else rps, why or rps_why, at_least(bound)))
+        us = ratio(s, "httpbench", "h2load", "us_per_req")
+        out.append(verdict(f"{s.key}: us/req httpbench/h2load <= 0.60", *us, at_most(0.6)))
     return out
 
 

@@ -39,16 +39,24 @@ def command(tool: str, url: str, scenario: Scenario, duration: int, httpbench: s
             argv[-1:-1] = ["-H", "Connection: close"]
         return argv
     if tool == "h2load":
-        return h2load.argv(level)
+        if not scenario.http2:
+            return h2load.argv(level)
+        # The package's h2load speaks HTTP/1.1 (--h1, -m its pipeline); without --h1 it speaks
+        # h2 (ALPN over https, prior knowledge over http) and -m is streams per connection.
+        argv = h2load.argv(dataclasses.replace(level, pipeline=scenario.streams))
+        argv.remove("--h1")
+        return argv
     if tool == "ab":
         return ab.argv(level, _ab_csv(workdir))
     if tool == "oha":
-        return oha.argv(level)
+        return oha.argv(level, scenario.streams if scenario.http2 else None)
     mode = {"pipe": ["--pipeline", str(PIPELINE)], "close": ["--no-keepalive"]}.get(scenario.mode, [])
     if scenario.https:
         # --insecure: the peers verify no certificate either (each side still checks the
         # handshake's signature), so every client does the same work per handshake.
         mode += ["--insecure", "--tls-version", "1.3", "--tls-resumption", scenario.resumption]
+    if scenario.http2:
+        mode += ["--http2", "--streams", str(scenario.streams)]
     return [httpbench, "-c", str(scenario.conns), "-t", "1", "-d", f"{duration}s", "--json", *mode, url]
 
 
