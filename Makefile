@@ -64,11 +64,13 @@ install-load:
 	install -m 0755 target/release/httpbench-load "$(BINDIR)/httpbench-load"
 	@if command -v pyenv >/dev/null; then pyenv rehash; fi   # pyenv's PATH holds shims, not BINDIR
 
-# The response parser and the HTTP/2 connection under cargo-fuzz, each bounded to 60 s.
+# The response parser, the HPACK decoder and the HTTP/2 connection under cargo-fuzz, bounded to
+# 60 s each.
 fuzz:
 	command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
-	mkdir -p fuzz/corpus/response_parser fuzz/corpus/h2_frames
+	mkdir -p fuzz/corpus/response_parser fuzz/corpus/hpack_decoder fuzz/corpus/h2_frames
 	cd fuzz && cargo +nightly fuzz run response_parser corpus/response_parser seeds/response_parser -- -max_total_time=60 -dict=response_parser.dict
+	cd fuzz && cargo +nightly fuzz run hpack_decoder corpus/hpack_decoder seeds/hpack_decoder -- -max_total_time=60
 	cd fuzz && cargo +nightly fuzz run h2_frames corpus/h2_frames -- -max_total_time=60
 
 bench: bench-deps build

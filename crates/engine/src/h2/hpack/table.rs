@@ -211,8 +211,10 @@ impl DynamicTable {
                 (len <= head).then_some(0)
             }
         } else {
-            // Live bytes are head..(an old end) and 0..tail: room between tail and head.
-            (tail + len <= head).then_some(tail)
+            // Live bytes are head..(an old end) and 0..tail: room between tail and head, kept
+            // strictly short of head so that the newest entry (even an empty one) starts below the
+            // oldest, which is how the wrap is told apart.
+            (tail + len < head).then_some(tail)
         }
     }
 
@@ -317,6 +319,60 @@ mod tests {
             }
         }
         assert_eq!(Some(table.capacities()), capacities);
+    }
+
+    #[test]
+    fn the_ring_matches_a_plain_model_with_empty_and_large_entries() {
+        // Lengths from a fixed pseudo-random sequence, a third of them empty fields, which can
+        // end exactly where the oldest entry starts.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound) as usize
+        };
+        let mut table = DynamicTable::new(200);
+        let mut model: std::collections::VecDeque<(Vec<u8>, Vec<u8>)> = Default::default();
+        for i in 0..5_000usize {
+            let (name_len, value_len) = match next(3) {
+                0 => (0, 0),
+                1 => (next(8), next(40)),
+                _ => (next(100), next(120)),
+            };
+            let name = vec![(i % 251) as u8; name_len];
+            let value = vec![(i % 241) as u8; value_len];
+            table.insert(&name, &value);
+            model.push_front((name, value));
+            let mut size: usize = model.iter().map(|(n, v)| n.len() + v.len() + 32).sum();
+            while size > 200 {
+                let (n, v) = model.pop_back().unwrap();
+                size -= n.len() + v.len() + 32;
+            }
+            assert_eq!(
+                table.contents(),
+                (model.iter().cloned().collect(), size),
+                "insert {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_empty_entry_where_the_wrapped_ring_is_full_is_not_mistaken_for_no_wrap() {
+        let mut table = DynamicTable::new(459);
+        let value = |b: u8| vec![b; 60];
+        for b in b'1'..=b'4' {
+            table.insert(b"", &value(b)); // 92 each; the buffer is 256 bytes
+        }
+        // Evicts "1" and wraps to 0, ending exactly where "2" starts.
+        table.insert(b"", &value(b'5'));
+        table.insert(b"", b"");
+        table.insert(b"x", &[b'6'; 19]);
+        let (fields, size) = table.contents();
+        assert_eq!(size, 452);
+        let mut expected: Fields = vec![(b"x".to_vec(), vec![b'6'; 19]), (vec![], vec![])];
+        expected.extend([b'5', b'4', b'3', b'2'].map(|b| (vec![], value(b))));
+        assert_eq!(fields, expected);
     }
 
     #[test]
