@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import binary, stop, tls_nginx
+from conftest import binary, free_port, stop, tls_nginx, wait_for_port
 
 BODY = b"x" * 7  # what the test server's `ok` mode answers
 
@@ -33,6 +33,24 @@ def tls_server(tmp_path_factory):
     """nginx over TLS, for the TLS flags: the test server speaks plain HTTP only."""
     with tls_nginx(tmp_path_factory.mktemp("tls-nginx"), {"index.html": BODY}) as nginx:
         yield nginx
+
+
+@pytest.fixture(scope="module")
+def h2c_url(tmp_path_factory):
+    """nghttpd over h2c, granting 4 streams per connection, for the HTTP/2 flags."""
+    root = tmp_path_factory.mktemp("h2c")
+    (root / "index.html").write_bytes(BODY)
+    port = free_port()
+    proc = subprocess.Popen(
+        ["nghttpd", "--no-tls", "-a", "127.0.0.1", "-m", "4", "-d", str(root), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/index.html"
+    finally:
+        stop(proc)
 
 
 @pytest.fixture(params=["httpbench-load", "httpbench load"])
@@ -151,6 +169,23 @@ TLS_FLAGS = {
 }
 
 
+# The HTTP/2 flags, run against nghttpd over h2c, which grants 4 streams per connection.
+H2_FLAGS = {
+    "--http2": (n(20, "--http2"), lambda r: r["protocol"] == "h2" and r["requests"]["completed"] == 20),
+    "--streams": (
+        n(20, "--http2", "--streams", "8"),
+        lambda r: (r["h2"]["streams_requested"], r["h2"]["streams_granted"], r["requests"]["completed"]) == (8, 4, 20),
+    ),
+}
+
+
+@pytest.mark.parametrize("flag", sorted(H2_FLAGS))
+def test_each_http2_flag_does_what_its_help_says(front, h2c_url, flag):
+    args, check = H2_FLAGS[flag]
+    r = measured(front, *args, h2c_url)
+    assert check(r), (flag, r["spec"], r["h2"])
+
+
 @pytest.mark.parametrize("flag", sorted(FLAGS))
 def test_each_flag_does_what_its_help_says(front, url, flag, tmp_path):
     (tmp_path / "body").write_text("b=2")
@@ -195,16 +230,11 @@ def test_help_and_version(front):
     assert code == 0 and re.search(r"\d+\.\d+", out)
 
 
-# Flags tested by their refusals below only, until the engine's load speaks HTTP/2 (issue 15):
-# a run with them then belongs in FLAGS, against a server that speaks HTTP/2.
-REFUSED_FOR_NOW = {"--http2", "--streams"}
-
-
 def test_every_flag_in_the_help_is_tested_here():
     # A flag added later without a run here fails this test.
     done = subprocess.run([str(binary("httpbench-load")), "--help"], capture_output=True, text=True, timeout=10)
     documented = set(re.findall(r"--[a-z][a-z0-9.-]*", done.stdout))
-    tested = set(FLAGS) | set(TLS_FLAGS) | REFUSED_FOR_NOW | {"--json", "--help", "--version"}
+    tested = set(FLAGS) | set(TLS_FLAGS) | set(H2_FLAGS) | {"--json", "--help", "--version"}
     assert documented == tested
 
 
@@ -248,9 +278,12 @@ def test_engine_refusals_are_worded_in_the_front_ends_flags_and_name(front, url,
     assert err.startswith(f"{front.name}: "), err
 
 
-def test_http2_to_a_server_that_does_not_select_h2_is_refused_in_one_line(front, tls_server):
-    # This nginx has no `http2 on`: offered h2 alone, it refuses the handshake (RFC 7301).
-    code, out, err = front(*n(10, "--http2", "--cacert", str(tls_server.ca)), tls_server.url() + "index.html")
+@pytest.mark.parametrize("validate", [(), ("--no-validate",)], ids=["validation", "first connection"])
+def test_http2_to_a_server_that_does_not_select_h2_is_refused_in_one_line(front, tls_server, validate):
+    # This nginx has no `http2 on`: offered h2 alone, it refuses the handshake (RFC 7301). The
+    # validation handshake finds out, or else the load's first connections.
+    args = n(10, "--http2", "--cacert", str(tls_server.ca), *validate)
+    code, out, err = front(*args, tls_server.url() + "index.html")
     assert code == 2 and out == "", out
     assert len(err.strip().splitlines()) == 1, err
     assert "did not agree to HTTP/2 over ALPN" in err and "drop --http2 or enable h2 on the server" in err, err

@@ -10,7 +10,7 @@ use httpbench_engine::spec::{IoChoice, LoadSpec, Resumption, Stop, TlsSpec, TlsV
 #[command(
     name = "httpbench-load",
     version,
-    about = "HTTP/1.x load generator: closed loop (like wrk, ab, weighttp) or open loop at a fixed rate (like wrk2), with exact accounting",
+    about = "HTTP/1.x and HTTP/2 load generator: closed loop (like wrk, ab, weighttp, h2load) or open loop at a fixed rate (like wrk2), with exact accounting",
     after_help = "Closed loop by default: each connection sends its next request when the previous answer is in. -R switches to an open loop, with latencies corrected for coordinated omission.\nExamples:\n  httpbench-load -c 100 -d 10s http://127.0.0.1:8080/\n  httpbench-load -c 50 -n 100000 --no-keepalive http://127.0.0.1:8080/index.html\n  httpbench-load -c 100 -R 20000 -d 30s --json http://127.0.0.1:8080/"
 )]
 pub struct Cli {
