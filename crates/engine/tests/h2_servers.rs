@@ -5,6 +5,7 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use httpbench_engine::spec::Stop;
@@ -18,6 +19,10 @@ struct Server {
 
 impl Server {
     fn start(command: impl FnOnce(u16) -> Command) -> Server {
+        // One start at a time, until its server listens: two tests in parallel could otherwise
+        // be handed the same free port, and one would load the other's server.
+        static STARTING: Mutex<()> = Mutex::new(());
+        let _starting = STARTING.lock().unwrap_or_else(|p| p.into_inner());
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
