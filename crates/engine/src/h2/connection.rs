@@ -210,6 +210,12 @@ impl Connection {
             && self.open < self.peer_max_streams
     }
 
+    /// No stream will ever open here again (a GOAWAY, a connection error, or stream ids run out),
+    /// unlike a connection at the server's limit, which a SETTINGS may raise.
+    pub fn exhausted(&self) -> bool {
+        self.goaway || self.failed.is_some() || self.next_id >= LAST_CLIENT_STREAM
+    }
+
     /// Opens a stream with this encoded request header block and optional body; returns its id.
     /// The body is sent as the peer's windows allow. Call only when [`Connection::can_open`].
     pub fn open(&mut self, request_block: &[u8], body: Option<&[u8]>) -> u32 {

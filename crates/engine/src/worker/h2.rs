@@ -253,7 +253,8 @@ impl Worker<'_> {
             .spec
             .requests_per_connection
             .is_some_and(|limit| c.on_connection >= limit);
-        let done = spent || (h2.ready() && !h2.can_open() && h2.open_streams() == 0);
+        // Not at the server's limit, even of 0 streams: a SETTINGS may raise it.
+        let done = spent || (h2.exhausted() && h2.open_streams() == 0);
         if c.pending.is_empty() && done {
             self.reconnect(reactor, i);
         } else {

@@ -496,6 +496,7 @@ fn goaway_hands_streams_above_its_last_id_back_and_stops_new_ones() {
         "stream 1 still awaited, 5 handed back"
     );
     assert!(!connection.can_open());
+    assert!(connection.exhausted());
 }
 
 #[test]
@@ -505,12 +506,17 @@ fn stream_ids_run_out_before_2_pow_31() {
     assert!(connection.can_open());
     assert_eq!(connection.open(STATUS_200, None), LAST_CLIENT_STREAM - 2);
     assert!(!connection.can_open());
+    assert!(connection.exhausted());
 }
 
 #[test]
 fn a_zero_stream_limit_opens_nothing() {
     let connection = ready_connection(&[(setting::MAX_CONCURRENT_STREAMS, 0)]);
     assert!(!connection.can_open());
+    assert!(
+        !connection.exhausted(),
+        "a later SETTINGS may grant streams"
+    );
 }
 
 #[test]
