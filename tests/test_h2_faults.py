@@ -56,16 +56,6 @@ FAULTS = {
 }
 # The GOAWAY's last stream is each connection's 3rd: its 4th stream goes again on a new one.
 SERVER_OPTIONS = {"h2-goaway": ("--goaway-after", "3")}
-# Known engine bugs: (reason) by fault, kept as tests that do not run (each would hang until its
-# subprocess timeout) until the engine is mended.
-KNOWN_BUGS = {
-    "GOAWAY PROTOCOL_ERROR": (
-        "the worker gives the streams above a GOAWAY's last stream id back to the budget even when "
-        "the GOAWAY carries an error code, and counts them as progress: against a server that "
-        "always says GOAWAY PROTOCOL_ERROR with last stream 0 the run retries forever (-n never "
-        "spent, the no-progress watchdog never fires)"
-    ),
-}
 
 
 @pytest.fixture(scope="module")
@@ -97,15 +87,7 @@ def load(url: str, ca, *extra: str) -> dict:
     return json.loads(done.stdout)
 
 
-@pytest.mark.parametrize(
-    "fault",
-    [
-        pytest.param(fault, marks=pytest.mark.xfail(run=False, reason=KNOWN_BUGS[fault]))
-        if fault in KNOWN_BUGS
-        else fault
-        for fault in FAULTS
-    ],
-)
+@pytest.mark.parametrize("fault", FAULTS)
 def test_an_h2_fault_lands_in_its_place_and_ends_in_time(faults, fault):
     urls, ca = faults
     mode, extra, classes, completed = FAULTS[fault]
@@ -132,3 +114,18 @@ def test_an_h2_fault_lands_in_its_place_and_ends_in_time(faults, fault):
     if mode == "h2-padded":
         # Padding is framing, not body: 20 bytes of it per answer, 10 per header block.
         assert h2["frame_bytes"] >= REQUESTS * 30, h2
+
+
+def test_a_server_that_refuses_every_stream_ends_the_run(tmp_path):
+    # Refused streams go again, and neither they nor the connections they go on are progress:
+    # the run ends when no stream was answered for its timeouts, and says why.
+    started = Testservers(tmp_path)
+    try:
+        url = started("h2-refuse-stream", "--every", "1")
+        begun = time.monotonic()
+        r = load(url, None)
+    finally:
+        started.stop()
+    assert time.monotonic() - begun < BOUND_S
+    assert r["requests"]["completed"] == 0 and r["h2"]["refused_streams"] > 0, r["h2"]
+    assert "no stream answered" in r["aborted"] and "refused every stream" in r["aborted"], r["aborted"]

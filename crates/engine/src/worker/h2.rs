@@ -42,6 +42,8 @@ impl Streams<'_, '_> {
     }
 
     fn refuse(&mut self, p: Pending) {
+        // Not progress: a server that refuses every stream must not keep a run going.
+        self.sink.given_back += 1;
         if p.sent >= self.sink.measure_from {
             self.refused += 1;
             self.sink.counters.h2.refused_streams += 1;
@@ -99,6 +101,12 @@ impl StreamSink for Streams<'_, '_> {
         if self.measuring() {
             self.sink.counters.h2.goaways += 1;
         }
+        if error != code::NO_ERROR {
+            // A connection error: every stream still waiting fails as `h2_protocol`, those above
+            // the last stream id too, rather than go again to a server that reported one.
+            self.goaway_error = true;
+            return;
+        }
         while let Some(p) = self
             .sink
             .pending
@@ -109,7 +117,6 @@ impl StreamSink for Streams<'_, '_> {
             self.take(p.stream);
             self.refuse(p);
         }
-        self.goaway_error |= error != code::NO_ERROR;
     }
 }
 

@@ -389,8 +389,13 @@ impl<'a> Worker<'a> {
                 break;
             }
             if self.now.saturating_sub(self.last_progress) > give_up_after {
+                let (silence, or) = if self.shared.http2.is_some() {
+                    ("no stream answered", " or refused every stream")
+                } else {
+                    ("no connection and no response", "")
+                };
                 self.shared.abort(format!(
-                    "no connection and no response for {:.0} s: the server stopped answering",
+                    "{silence} for {:.0} s: the server stopped answering{or}",
                     give_up_after as f64 / 1e9
                 ));
                 break;
@@ -805,9 +810,10 @@ impl<'a> Worker<'a> {
         }
         match completion {
             Completion::Connected => {
-                // Over TLS the server is there once a handshake ends: one that accepts
-                // connections and never finishes a handshake must not keep a run going.
-                if self.shared.tls.is_none() {
+                // Over TLS the server is there once a handshake ends, over HTTP/2 once a stream
+                // is answered: one that accepts connections and never finishes a handshake, or
+                // refuses every stream, must not keep a run going.
+                if self.shared.tls.is_none() && self.shared.http2.is_none() {
                     self.progressed();
                 }
                 let c = &mut self.conns[i];
@@ -895,12 +901,13 @@ impl<'a> Worker<'a> {
             recent: &mut self.recent,
             series: self.series.at(second),
             done: 0,
+            given_back: 0,
             unsolicited: false,
         };
         let out = parse(&mut c.parser, c.h2.as_deref_mut(), &mut sink);
         let (done, unsolicited) = (sink.done, sink.unsolicited);
         self.outstanding -= done;
-        if done > 0 {
+        if done > sink.given_back {
             self.progressed();
         }
         (out, unsolicited)

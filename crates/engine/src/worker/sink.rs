@@ -23,6 +23,8 @@ pub(super) struct Sink<'s> {
     pub(super) recent: &'s mut Recent,
     pub(super) series: &'s mut SecondSample,
     pub(super) done: usize,
+    /// Of `done`, HTTP/2 streams the server refused: their requests go again.
+    pub(super) given_back: usize,
     pub(super) unsolicited: bool,
 }
 

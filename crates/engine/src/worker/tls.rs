@@ -113,7 +113,9 @@ impl Worker<'_> {
 
     /// Connection `i`'s handshake is over: time and count it; it may carry requests now.
     pub(super) fn handshake_done(&mut self, i: usize) {
-        self.progressed();
+        if self.shared.http2.is_none() {
+            self.progressed(); // over HTTP/2, an answered stream is (see `complete`)
+        }
         self.start_h2(i);
         let measuring = self.measuring(self.conns[i].handshake_started);
         let c = &mut self.conns[i];
