@@ -408,9 +408,8 @@ fn validate(
         };
     };
     let answer = match h2_requests {
-        Some(h2) => {
-            exchange(&mut stream, h2.block(0), h2.body(), read).map_err(|e| format!("{url}: {e}"))
-        }
+        Some(h2) => exchange(&mut stream, h2.stateless(0), h2.body(), read)
+            .map_err(|e| format!("{url}: {e}")),
         None => (|| -> Result<(Response, Vec<u8>), String> {
             stream
                 .write_all(requests.window(0, 1))

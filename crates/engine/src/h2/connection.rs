@@ -121,6 +121,10 @@ pub struct Connection {
     peer_max_streams: u32,
     peer_initial_window: u32,
     peer_max_frame_size: u32,
+    peer_table_size: u32,
+    /// A request has added the run's repeated fields to the server's dynamic table (see
+    /// `request::RequestBlocks`).
+    table_primed: bool,
     send_window: i64,
     recv_window: i64,
     recv_unacked: u32,
@@ -128,6 +132,9 @@ pub struct Connection {
     failed: Option<H2Error>,
     frame_bytes: u64,
 }
+
+/// HPACK's dynamic table size until a SETTINGS_HEADER_TABLE_SIZE says otherwise (RFC 9113 §6.5.2).
+pub const DEFAULT_TABLE_SIZE: u32 = 4096;
 
 /// Stream ids are 31 bits; a connection stops opening streams before they run out.
 const LAST_CLIENT_STREAM: u32 = (1 << 31) - 1;
@@ -166,6 +173,8 @@ impl Connection {
             peer_max_streams: u32::MAX,
             peer_initial_window: frame::DEFAULT_WINDOW,
             peer_max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
+            peer_table_size: DEFAULT_TABLE_SIZE,
+            table_primed: false,
             send_window: frame::DEFAULT_WINDOW.into(),
             recv_window: connection_window.into(),
             recv_unacked: 0,
@@ -194,6 +203,17 @@ impl Connection {
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (u32::MAX while unset).
     pub fn streams_granted(&self) -> u32 {
         self.peer_max_streams
+    }
+
+    /// The server's SETTINGS_HEADER_TABLE_SIZE: the dynamic table our requests may fill.
+    pub fn peer_table_size(&self) -> u32 {
+        self.peer_table_size
+    }
+
+    /// Whether a request has primed the server's dynamic table already; the next request opened
+    /// is taken to do so if not.
+    pub fn prime_table(&mut self) -> bool {
+        std::mem::replace(&mut self.table_primed, true)
     }
 
     /// Streams opened and not yet ended.

@@ -176,7 +176,8 @@ impl Worker<'_> {
             let Some(h2) = c.h2.as_deref_mut().filter(|h2| h2.can_open()) else {
                 break;
             };
-            let stream = h2.open(http2.requests.block(c.next_url), http2.requests.body());
+            let block = http2.requests.block(c.next_url, h2);
+            let stream = h2.open(block, http2.requests.body());
             c.next_url = (c.next_url + 1) % self.shared.requests.cycle();
             c.on_connection += 1;
             let due = self.next_due(i);

@@ -330,6 +330,7 @@ impl Connection {
                     ))
                 }
                 setting::MAX_CONCURRENT_STREAMS => self.peer_max_streams = value,
+                setting::HEADER_TABLE_SIZE => self.peer_table_size = value,
                 setting::INITIAL_WINDOW_SIZE => {
                     if value > frame::MAX_WINDOW {
                         return Err(connection_error(

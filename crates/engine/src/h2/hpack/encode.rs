@@ -1,6 +1,7 @@
-//! Request header blocks that need no encoder state.
+//! Request header blocks: stateless ones valid on any connection, and pairs that index a
+//! connection's repeated fields in the server's dynamic table.
 
-use super::table::{self, StaticMatch};
+use super::table::{self, StaticMatch, ENTRY_OVERHEAD, STATIC};
 use super::{huffman, integer};
 
 /// Appends a header block for `fields` to `out`: a field the static table holds is indexed, one
@@ -10,17 +11,65 @@ use super::{huffman, integer};
 /// request and can be encoded once. Names must be lowercase (RFC 9113 §8.2.1); that is not checked.
 pub fn encode_request(fields: &[(&[u8], &[u8])], out: &mut Vec<u8>) {
     for &(name, value) in fields {
-        match table::static_match(name, value) {
-            StaticMatch::Field(index) => integer::encode(index, 7, 0x80, out),
-            StaticMatch::Name(index) => {
-                integer::encode(index, 4, 0x00, out);
-                write_string(value, out);
-            }
-            StaticMatch::None => {
-                out.push(0x00);
-                write_string(name, out);
-                write_string(value, out);
-            }
+        write_field(name, value, Literal::WithoutIndexing, out);
+    }
+}
+
+/// A request's header block in two forms for one connection, as a browser or h2load sends its
+/// repeated requests: `priming`, its first request, adds each field `fields` marks (and the static
+/// table does not hold whole) to the server's dynamic table, as a literal with incremental
+/// indexing, in order; `primed`, every request after it, names those by their dynamic index. The
+/// rest are encoded as [`encode_request`] does, in both. Returns the dynamic-table size the added
+/// entries take (RFC 7541 §4.1): `primed` is valid only where the server's table holds that much
+/// and nothing else was added, so a connection that uses the pair must send nothing else indexed.
+pub fn encode_request_pair(
+    fields: &[(&[u8], &[u8], bool)],
+    priming: &mut Vec<u8>,
+    primed: &mut Vec<u8>,
+) -> usize {
+    let added = |&(name, value, indexed): &(&[u8], &[u8], bool)| {
+        indexed && !matches!(table::static_match(name, value), StaticMatch::Field(_))
+    };
+    let entries = fields.iter().filter(|f| added(f)).count();
+    let (mut size, mut nth) = (0, 0);
+    for field @ &(name, value, _) in fields {
+        if added(field) {
+            write_field(name, value, Literal::WithIndexing, priming);
+            // The newest entry is the first after the static table's.
+            integer::encode(STATIC.len() + entries - nth, 7, 0x80, primed);
+            size += name.len() + value.len() + ENTRY_OVERHEAD;
+            nth += 1;
+        } else {
+            write_field(name, value, Literal::WithoutIndexing, priming);
+            write_field(name, value, Literal::WithoutIndexing, primed);
+        }
+    }
+    size
+}
+
+/// How a field the static table does not hold whole is written (RFC 7541 §6.2).
+#[derive(Clone, Copy)]
+enum Literal {
+    WithIndexing,
+    WithoutIndexing,
+}
+
+fn write_field(name: &[u8], value: &[u8], literal: Literal, out: &mut Vec<u8>) {
+    // The representation's first byte: its pattern and the bits of its name index.
+    let (prefix, pattern) = match literal {
+        Literal::WithIndexing => (6, 0x40),
+        Literal::WithoutIndexing => (4, 0x00),
+    };
+    match table::static_match(name, value) {
+        StaticMatch::Field(index) => integer::encode(index, 7, 0x80, out),
+        StaticMatch::Name(index) => {
+            integer::encode(index, prefix, pattern, out);
+            write_string(value, out);
+        }
+        StaticMatch::None => {
+            out.push(pattern);
+            write_string(name, out);
+            write_string(value, out);
         }
     }
 }
@@ -48,6 +97,35 @@ mod tests {
             .decode(block, &mut |n, v| fields.push((n.to_vec(), v.to_vec())))
             .unwrap();
         fields
+    }
+
+    #[test]
+    fn a_primed_block_names_what_its_priming_block_added() {
+        let fields: [(&[u8], &[u8], bool); 6] = [
+            (b":method", b"GET", true),
+            (b":scheme", b"https", true),
+            (b":authority", b"127.0.0.1:8443", true),
+            (b":path", b"/a", false),
+            (b"user-agent", b"httpbench/0.1.0", true),
+            (b"x-custom", b"1", true),
+        ];
+        let (mut priming, mut primed) = (Vec::new(), Vec::new());
+        let size = encode_request_pair(&fields, &mut priming, &mut primed);
+        assert_eq!(size, (10 + 14 + 32) + (10 + 15 + 32) + (8 + 1 + 32));
+        // GET and https from the static table, the three added fields by dynamic index (the
+        // oldest, :authority, the highest), :path as a literal each time.
+        assert_eq!(primed[..3], [0x82, 0x87, 0x80 | 64]);
+        assert_eq!(primed[primed.len() - 2..], [0x80 | 63, 0x80 | 62]);
+        let want: Fields = fields
+            .iter()
+            .map(|(n, v, _)| (n.to_vec(), v.to_vec()))
+            .collect();
+        let mut decoder = Decoder::new(4096);
+        assert_eq!(decoded(&mut decoder, &priming), want);
+        for _ in 0..3 {
+            assert_eq!(decoded(&mut decoder, &primed), want);
+        }
+        assert!(primed.len() < priming.len() / 2);
     }
 
     #[test]

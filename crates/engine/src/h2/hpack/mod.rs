@@ -19,7 +19,7 @@ mod integer;
 mod table;
 
 pub use decode::Decoder;
-pub use encode::encode_request;
+pub use encode::{encode_request, encode_request_pair};
 
 use std::fmt;
 

@@ -103,7 +103,7 @@ pub(super) fn field(dynamic: &DynamicTable, index: usize) -> Result<(&[u8], &[u8
 }
 
 /// RFC 7541 §4.1: an entry's size counts 32 bytes of overhead beside its name and value.
-const ENTRY_OVERHEAD: usize = 32;
+pub(super) const ENTRY_OVERHEAD: usize = 32;
 
 #[derive(Clone, Copy)]
 struct Entry {
