@@ -157,9 +157,21 @@ def contended(server: str, window: dict, client: Optional[Client]) -> Optional[F
     )
 
 
+def requests_in_flight(connections: int, pipeline: int, m: Report) -> int:
+    """What a closed loop of `connections` keeps in flight in the round `m`: each connection's
+    pipeline over HTTP/1.1; over HTTP/2 its streams, as many as asked but no more than the server
+    granted (its SETTINGS_MAX_CONCURRENT_STREAMS held the engine to that)."""
+    h2 = m.get("h2")
+    if not h2:
+        return max(1, connections) * pipeline
+    granted = h2["streams_granted"]
+    streams = h2["streams_requested"] if granted is None else min(h2["streams_requested"], granted)
+    return max(1, connections) * streams
+
+
 def littles_law(measurements: Sequence[Report], connections: int) -> Optional[Flag]:
-    """Closed loop only: requests in flight (`connections`, times the pipeline depth when
-    pipelining) should equal throughput x mean cycle (latency, plus the engine's handling delay
+    """Closed loop only: requests in flight (`connections`, as `requests_in_flight` counts them)
+    should equal throughput x mean cycle (latency, plus the engine's handling delay
     where it reports one), plus the requests still unanswered at the end for the time they had
     waited, where the client reports it. Flags the round furthest off when it is off by more
     than 10%.

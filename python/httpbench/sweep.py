@@ -421,7 +421,8 @@ class Sweep:
             else [honesty.client_saturated([measurement], ceiling, len(self.placement.client), against)]
         )
         if self.plan.model == "closed" and self.plan.client == "engine":
-            flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))
+            in_flight = honesty.requests_in_flight(level, self.plan.pipeline, measurement)
+            flags.append(honesty.littles_law([measurement], in_flight))
         if self.placement.shared and not self.cluster:
             flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
         # On a cluster the client hosts' waits are judged with their saturation, host by host.
