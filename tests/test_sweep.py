@@ -254,8 +254,9 @@ def scripted_sweep(tmp_path, plan_file, loads: list, on_client_loss: str = "cont
 HTTP = ("http", True, None, 1)  # the ceiling plain HTTP cells share (target.kind)
 
 
-def merged(per_second: float, lost=()) -> dict:
-    return {"requests": {"per_second": per_second}, "lost_hosts": list(lost)}
+def merged(per_second: float, lost=(), busy: float = 0.5) -> dict:
+    """A cluster level's merged report, its one client host's busiest thread `busy`."""
+    return {"requests": {"per_second": per_second}, "lost_hosts": list(lost), "hosts": [client_host("c1", busy, 0.0)]}
 
 
 def test_a_plan_pinned_to_tls_1_2_measures_the_reference_server_at_it(tmp_path):
@@ -393,7 +394,9 @@ def test_an_http2_ceiling_is_measured_against_an_h2_server_and_its_spec_asks_for
     path.write_text(path.read_text().replace('servers = ["nginx", "reference"]', 'servers = ["nginx"]'))
     specs: list = []
     notes: list = []
-    sweep = scripted_sweep(tmp_path, path, [merged(900), merged(1000), merged(950)], notes=notes)
+    # The client was the limit of the ceiling's best round, so it is the client's ceiling.
+    loads = [merged(900, busy=0.95), merged(1000, busy=0.96), merged(950, busy=0.5)]
+    sweep = scripted_sweep(tmp_path, path, loads, notes=notes)
     sweep.load = lambda spec: specs.append(spec) or sweep.cluster.loads.pop(0)
     assert [(c.server, c.key) for c in sweep.cells] == [("nginx", "nginx/tuned/7B/ka/1cpu/h2c/10streams")]
     kind = target.kind("h2c", True, None, 10)
@@ -414,3 +417,28 @@ def test_on_a_cluster_each_client_host_keeps_the_cells_streams_per_connection():
     spec = {"urls": ["http://127.0.0.1:1/"], "connections": 10, "http2": True, "streams": 100, "stop": {"duration": 1}}
     shares = engine.split_spec(spec, 2)
     assert [(s["connections"], s["http2"], s["streams"]) for s in shares] == [(5, True, 100)] * 2
+
+
+def test_an_http2_ceiling_its_server_set_the_pace_of_is_no_client_ceiling(tmp_path):
+    # Against h2o (the reference server has no HTTP/2) the client's busiest thread was half busy:
+    # h2o was the limit, so its throughput is h2o's, and the cells are judged by the client's
+    # own figures only; a level at that throughput is not client_saturated.
+    from httpbench import target
+
+    path = tmp_path / "h2c.toml"
+    path.write_text(
+        PLAN.replace("keep_alive = [true]", 'keep_alive = [true]\nprotocols = ["h2c"]\nstreams = [10]').replace(
+            'servers = ["nginx", "reference"]', 'servers = ["nginx"]'
+        )
+    )
+    notes: list = []
+    sweep = scripted_sweep(tmp_path, path, [merged(900), merged(1000), merged(950, busy=0.95)], notes=notes)
+    kind = target.kind("h2c", True, None, 10)
+    against = sweep._ceiling_server("h2c")
+    assert sweep._client_ceiling(kind) is None and kind not in sweep.ceiling_servers
+    assert notes[-1] == (
+        f"no client ceiling over H2C with 10 streams per connection: {against}, the fastest HTTP/2 server "
+        f"here, was the limit of its own ceiling run (1,000 req/s; the client's busiest thread 50.0% busy or waiting "
+        "for its CPU), "
+        "so the client is judged by its own figures"
+    )
