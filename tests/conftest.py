@@ -79,7 +79,7 @@ SHORT_CEILING = {"CEILING_ROUNDS": 2, "CEILING_SECONDS": 0.3}
 HTTPBENCH = [
     sys.executable,
     "-c",
-    f"import sys\nfrom httpbench import cli, sweep\nvars(sweep).update({SHORT_CEILING!r})\nsys.exit(cli.main())",
+    f"import sys\nfrom httpbench import ceiling, cli\nvars(ceiling).update({SHORT_CEILING!r})\nsys.exit(cli.main())",
 ]
 
 
@@ -416,7 +416,7 @@ def quick_sweep(plan: Path, db: Path, notes: list):
     sweep = Sweep(
         plans.load(str(plan)), Store(str(db)), Placement.choose("0", "1"), progress=Progress(on_note=notes.append)
     )
-    sweep._client_ceiling = lambda kind: None
+    sweep.ceiling.measure = lambda kind: None
     return sweep
 
 

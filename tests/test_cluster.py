@@ -231,8 +231,8 @@ def test_dask_is_not_imported_without_cluster(tmp_path):
     plan = short_plan(tmp_path, '["reference"]', "1", "requests = 200")
     code = (
         "import sys\n"
-        "from httpbench import cli, sweep\n"
-        "sweep.CEILING_ROUNDS, sweep.CEILING_SECONDS = 1, 0.2   # shortened: only the imports matter\n"
+        "from httpbench import ceiling, cli\n"
+        "ceiling.CEILING_ROUNDS, ceiling.CEILING_SECONDS = 1, 0.2   # shortened: only the imports matter\n"
         f"code = cli.main(['run', {str(plan)!r}, '--db', {str(tmp_path / 'r.db')!r}])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')), code)\n"
     )

@@ -114,6 +114,25 @@ def test_littles_law_does_not_apply():
     assert honesty.littles_law([measurement(mean_us=None)], 10) is None  # a tool without a mean
 
 
+def test_over_http2_each_connection_keeps_its_streams_in_flight():
+    # 10 connections x 10 streams: 10,000 req/s x 10 ms = 100 requests in flight, as asked.
+    def h2(mean_us: float, granted) -> dict:
+        m = measurement(mean_us=mean_us)
+        m["h2"] = {"streams_requested": 10, "streams_granted": granted, "goaways": 0, "resets": {},
+                   "refused_streams": 0, "frame_bytes": 0}  # fmt: skip
+        return m
+
+    assert honesty.requests_in_flight(10, 1, h2(10_000, None)) == 100
+    assert honesty.littles_law([h2(10_000, None)], honesty.requests_in_flight(10, 1, h2(10_000, None))) is None
+    flag = honesty.littles_law([h2(1_000, 128)], honesty.requests_in_flight(10, 1, h2(1_000, 128)))
+    assert "100 requests in flight" in flag.reason and "= 10.0 (off by 90.0%)" in flag.reason
+    # A server that grants 4 streams keeps 4 of each connection's in flight; 40 in all.
+    assert honesty.requests_in_flight(10, 1, h2(4_000, 4)) == 40
+    assert honesty.littles_law([h2(4_000, 4)], honesty.requests_in_flight(10, 1, h2(4_000, 4))) is None
+    # HTTP/1.1: each connection's pipeline.
+    assert honesty.requests_in_flight(10, 4, measurement()) == 40
+
+
 # --------------------------------------------------------------------------- noise and rounds
 
 

@@ -26,7 +26,7 @@ def kill_in_first_window(sweep: Sweep, server: str, victim) -> dict:
     KILL_AFTER_S into the first measurement window of `server`'s cell; returns what was killed
     (`pid`, and `session`, the master's pid) once it is."""
     killed: dict = {}
-    make_host = sweep._server_host
+    make_host = sweep.server_host
 
     def host_watched():
         host = make_host()
@@ -44,7 +44,7 @@ def kill_in_first_window(sweep: Sweep, server: str, victim) -> dict:
         host.start_window = first_window_kills
         return host
 
-    sweep._server_host = host_watched
+    sweep.server_host = host_watched
     return killed
 
 
@@ -94,7 +94,7 @@ def test_a_master_that_dies_stops_its_cell_and_is_never_ranked(tmp_path):
     with Session(str(tmp_path / "r.db"), resume=run_id) as session:
         # The round its server died in is owed again: the progress bar does not count it stored.
         assert (session.rounds_stored, session.rounds_total) == (3, 6)
-        session.sweep._client_ceiling = lambda kind: None
+        session.sweep.ceiling.measure = lambda kind: None
         assert session.measure(Progress()) is None
     assert sweep.store.run(run_id)["status"] == "done"
     measured = results.load(sweep.store, run_id)
@@ -209,7 +209,7 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
     # replaced), and level 4, where this server stops answering again: the cell fails there,
     # is never ranked, and the run is stored as one with failed cells.
     resumed = Sweep(sweep.plan, sweep.store, sweep.placement)
-    resumed._client_ceiling = lambda kind: None
+    resumed.ceiling.measure = lambda kind: None
     resumed.run(run_id)
     run = sweep.store.run(run_id)
     assert run["status"] == "cells failed"

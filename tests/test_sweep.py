@@ -176,13 +176,13 @@ def test_a_shortened_version_of_each_built_in_plan_runs(name, tmp_path, monkeypa
     # Everything else (workloads, keep-alive, model, client, directives) stays as the plan says.
     import dataclasses
 
+    from httpbench import ceiling, servers
     from httpbench import plan as plans
-    from httpbench import servers, sweep
     from httpbench.placement import Placement
     from httpbench.sweep import Sweep
 
     for constant, value in SHORT_CEILING.items():
-        monkeypatch.setattr(sweep, constant, value)
+        monkeypatch.setattr(ceiling, constant, value)
 
     p = plans.load(name)
     wanted = [s for s in (p.servers or servers.names()) if s in servers.names()][:2] or ["reference"]
@@ -254,8 +254,9 @@ def scripted_sweep(tmp_path, plan_file, loads: list, on_client_loss: str = "cont
 HTTP = ("http", True, None, 1)  # the ceiling plain HTTP cells share (target.kind)
 
 
-def merged(per_second: float, lost=()) -> dict:
-    return {"requests": {"per_second": per_second}, "lost_hosts": list(lost)}
+def merged(per_second: float, lost=(), busy: float = 0.5) -> dict:
+    """A cluster level's merged report, its one client host's busiest thread `busy`."""
+    return {"requests": {"per_second": per_second}, "lost_hosts": list(lost), "hosts": [client_host("c1", busy, 0.0)]}
 
 
 def test_a_plan_pinned_to_tls_1_2_measures_the_reference_server_at_it(tmp_path):
@@ -283,11 +284,11 @@ def test_a_client_host_lost_while_measuring_the_ceiling_has_it_measured_again(tm
     # at best. The hosts that load the rest of the run are c1's: its ceiling is theirs.
     loads = [merged(1000), merged(400, ["c2"]), merged(600), merged(650), merged(640)]
     notes = []
-    assert scripted_sweep(tmp_path, plan_file, loads, notes=notes)._client_ceiling(HTTP) == 650
+    assert scripted_sweep(tmp_path, plan_file, loads, notes=notes).ceiling.measure(HTTP) == 650
     assert loads == [] and "client host(s) c2 lost while measuring the client ceiling" in notes[0]
     stopping = scripted_sweep(tmp_path, plan_file, [merged(1000), merged(400, ["c2"])], on_client_loss="stop")
     with pytest.raises(Stopped, match=r"c2 lost while measuring the client ceiling \(--on-client-loss stop\)"):
-        stopping._client_ceiling(HTTP)
+        stopping.ceiling.measure(HTTP)
 
 
 def client_host(name: str, busy: float, waiting: float) -> dict:
@@ -342,7 +343,7 @@ def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_fi
         stop=lambda: None,
     )
     sweep.cluster.server_host = lambda cpus: host
-    sweep._client_ceiling = lambda kind: None
+    sweep.ceiling.measure = lambda kind: None
     measured = []
     sweep._round = lambda cell, url, host, level: measured.append(level) or stored_round(1000.0)
     sweep.cells = sweep.cells[:1]
@@ -383,8 +384,8 @@ def test_an_http2_ceiling_is_measured_against_an_h2_server_and_its_spec_asks_for
     # The reference server speaks no HTTP/2: over h2c the ceiling is measured against the first
     # h2 server installed, the note and the flags name it, and each load asks for the streams.
     from httpbench import honesty, servers, target
+    from httpbench.ceiling import H2_CEILING_SERVERS
     from httpbench.servers import ProtocolUnsupported
-    from httpbench.sweep import H2_CEILING_SERVERS
 
     path = tmp_path / "h2c.toml"
     path.write_text(PLAN.replace("keep_alive = [true]", 'keep_alive = [true]\nprotocols = ["h2c"]\nstreams = [10]'))
@@ -393,14 +394,16 @@ def test_an_http2_ceiling_is_measured_against_an_h2_server_and_its_spec_asks_for
     path.write_text(path.read_text().replace('servers = ["nginx", "reference"]', 'servers = ["nginx"]'))
     specs: list = []
     notes: list = []
-    sweep = scripted_sweep(tmp_path, path, [merged(900), merged(1000), merged(950)], notes=notes)
+    # The client was the limit of the ceiling's best round, so it is the client's ceiling.
+    loads = [merged(900, busy=0.95), merged(1000, busy=0.96), merged(950, busy=0.5)]
+    sweep = scripted_sweep(tmp_path, path, loads, notes=notes)
     sweep.load = lambda spec: specs.append(spec) or sweep.cluster.loads.pop(0)
     assert [(c.server, c.key) for c in sweep.cells] == [("nginx", "nginx/tuned/7B/ka/1cpu/h2c/10streams")]
     kind = target.kind("h2c", True, None, 10)
     offering = [name for name in H2_CEILING_SERVERS if servers.get(name).protocol_refusal("h2c") is None]
     against = next(name for name in offering if name in sweep.installed)
     assert against != "reference"
-    assert sweep._client_ceiling(kind) == 1000 and sweep.ceiling_servers[kind] == against
+    assert sweep.ceiling.measure(kind) == 1000 and sweep.ceiling.against[kind] == against
     assert f"against {against} over H2C with 10 streams per connection): 1,000 req/s" in notes[-1]
     assert {(s["http2"], s["streams"]) for s in specs} == {(True, 10)} and "tls" not in specs[0]
     (flag,) = [f for f in honesty.cluster_level(dict(merged(990), hosts=[], absent_hosts=[]), 1000, against) if f]
@@ -414,3 +417,28 @@ def test_on_a_cluster_each_client_host_keeps_the_cells_streams_per_connection():
     spec = {"urls": ["http://127.0.0.1:1/"], "connections": 10, "http2": True, "streams": 100, "stop": {"duration": 1}}
     shares = engine.split_spec(spec, 2)
     assert [(s["connections"], s["http2"], s["streams"]) for s in shares] == [(5, True, 100)] * 2
+
+
+def test_an_http2_ceiling_its_server_set_the_pace_of_is_no_client_ceiling(tmp_path):
+    # Against h2o (the reference server has no HTTP/2) the client's busiest thread was half busy:
+    # h2o was the limit, so its throughput is h2o's, and the cells are judged by the client's
+    # own figures only; a level at that throughput is not client_saturated.
+    from httpbench import target
+
+    path = tmp_path / "h2c.toml"
+    path.write_text(
+        PLAN.replace("keep_alive = [true]", 'keep_alive = [true]\nprotocols = ["h2c"]\nstreams = [10]').replace(
+            'servers = ["nginx", "reference"]', 'servers = ["nginx"]'
+        )
+    )
+    notes: list = []
+    sweep = scripted_sweep(tmp_path, path, [merged(900), merged(1000), merged(950, busy=0.95)], notes=notes)
+    kind = target.kind("h2c", True, None, 10)
+    against = sweep.ceiling.server("h2c")
+    assert sweep.ceiling.measure(kind) is None and kind not in sweep.ceiling.against
+    assert notes[-1] == (
+        f"no client ceiling over H2C with 10 streams per connection: {against}, the fastest HTTP/2 server "
+        f"here, was the limit of its own ceiling run (1,000 req/s; the client's busiest thread 50.0% busy or waiting "
+        "for its CPU), "
+        "so the client is judged by its own figures"
+    )

@@ -9,7 +9,7 @@ level and a report can show the flag wherever the number is shown.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Collection, List, Optional, Sequence
+from typing import Collection, List, Optional, Sequence, Tuple
 
 from httpbench.load_report import Client, Report
 from httpbench.stats import LevelStats
@@ -84,10 +84,7 @@ def _client_bound(m: Report, client_cores: int) -> List[str]:
     was given."""
     reasons: List[str] = []
     client = m["client"]
-    threads = client["threads"] or [client]
-    busy, waiting = max(
-        ((t["busy_share"], t["waiting_share"] or 0.0) for t in threads), key=lambda bw: (bw[0] or 0.0) + bw[1]
-    )
+    busy, waiting = _busiest(client)
     if busy is not None and busy + waiting > BUSY_SHARE_LIMIT:
         # Named when it is large, or when the busy share alone would not have crossed the limit;
         # tenths, or "90.4%" would read "90% (> 90%)".
@@ -109,6 +106,20 @@ def _client_bound(m: Report, client_cores: int) -> List[str]:
                 f"client CPU {user + system:.2f} s in {wall:.2f} s = {cores:.2f} of the {usable} core(s) it could use"
             )
     return reasons
+
+
+def _busiest(client: Client) -> Tuple[Optional[float], float]:
+    """The busy share of the client's busiest engine thread, and its share waiting for its CPU."""
+    threads = client["threads"] or [client]
+    return max(((t["busy_share"], t["waiting_share"] or 0.0) for t in threads), key=lambda bw: (bw[0] or 0.0) + bw[1])
+
+
+def busiest_share(m: dict) -> Optional[float]:
+    """How much of the time the client's busiest engine thread was busy or waiting for its CPU in
+    one load (an engine report, or a cluster level's merged one: its client hosts' busiest)."""
+    reports = [part["report"] for part in m["hosts"]] if "hosts" in m else [m]
+    shares = [busy + waiting for r in reports for busy, waiting in [_busiest(r["client"])] if busy is not None]
+    return max(shares, default=None)
 
 
 def clients_at_ceiling(
@@ -157,9 +168,21 @@ def contended(server: str, window: dict, client: Optional[Client]) -> Optional[F
     )
 
 
+def requests_in_flight(connections: int, pipeline: int, m: Report) -> int:
+    """What a closed loop of `connections` keeps in flight in the round `m`: each connection's
+    pipeline over HTTP/1.1; over HTTP/2 its streams, as many as asked but no more than the server
+    granted (its SETTINGS_MAX_CONCURRENT_STREAMS held the engine to that)."""
+    h2 = m.get("h2")
+    if not h2:
+        return max(1, connections) * pipeline
+    granted = h2["streams_granted"]
+    streams = h2["streams_requested"] if granted is None else min(h2["streams_requested"], granted)
+    return max(1, connections) * streams
+
+
 def littles_law(measurements: Sequence[Report], connections: int) -> Optional[Flag]:
-    """Closed loop only: requests in flight (`connections`, times the pipeline depth when
-    pipelining) should equal throughput x mean cycle (latency, plus the engine's handling delay
+    """Closed loop only: requests in flight (`connections`, as `requests_in_flight` counts them)
+    should equal throughput x mean cycle (latency, plus the engine's handling delay
     where it reports one), plus the requests still unanswered at the end for the time they had
     waited, where the client reports it. Flags the round furthest off when it is off by more
     than 10%.

@@ -3,7 +3,8 @@ names the file, the line and the key:
 
     myplan.toml line 12: levels.step must be more than 0, got -10
 
-Each value is checked by httpbench.plan_values, which finds its line with httpbench.plan_lines.
+Each value is checked by httpbench.plan_values, which finds its line with httpbench.plan_lines;
+the protocols, [tls] and streams by httpbench.plan_protocols.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
 from httpbench import workload as workloads
-from httpbench.certificates import KEY_TYPES
 from httpbench.plan import Budget, Plan, PlanError, Rounds
-from httpbench.plan_values import ValueChecks, is_int, key_name, show
-from httpbench.protocol import PROTOCOLS, RESUMPTIONS, TLS_VERSIONS, TlsSettings, is_http2, uses_tls
+from httpbench.plan_protocols import ProtocolChecks
+from httpbench.plan_values import is_int, key_name, show
 from httpbench.servers.base import PROFILES
 from httpbench.workload import Workload, WorkloadError
 
@@ -55,7 +55,6 @@ TOP_KEYS = (
     "tls",
     "streams",
 )
-TLS_KEYS = ("version", "key", "resumption")
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
 WORKLOAD_KEYS = {"generated": ("kind", "size", "name"), "file": ("kind", "path"), "docroot": ("kind", "path", "urls")}
@@ -74,7 +73,7 @@ def read(text: str, source: str, base_dir: Optional[Path] = None) -> Plan:
     return _Parser(source, text, Path(base_dir) if base_dir else Path(".")).plan(data)
 
 
-class _Parser(ValueChecks):
+class _Parser(ProtocolChecks):
     """The plan itself: its keys, the servers and workloads it names, its levels and budgets, and
     what they allow together."""
 
@@ -172,9 +171,7 @@ class _Parser(ValueChecks):
         budgets = self.budgets(data["budget"])
 
         self.combinations(client, model, pipeline, keep_alive, loads, levels, budgets)
-        protocols = self.array(
-            data.get("protocols", ["http"]), ("protocols",), lambda v, p: self.string(v, p, PROTOCOLS)
-        )
+        protocols = self.protocols(data)
         tls = self.tls(data.get("tls", {}), protocols, client)
         streams = self.streams(data, protocols, keep_alive, pipeline)
         return Plan(
@@ -205,62 +202,6 @@ class _Parser(ValueChecks):
             tls=tls,
             streams=streams,
         )
-
-    def streams(
-        self, data: Dict[str, Any], protocols: Tuple[str, ...], keep_alive: Tuple[bool, ...], pipeline: int
-    ) -> Tuple[int, ...]:
-        """The `streams` axis, and what HTTP/2 cells allow: many streams replace pipelining, and a
-        connection that carries them is kept open."""
-        streams = self.array(
-            data.get("streams", [1]), ("streams",), lambda v, p: self.integer(v, p, 1), allow_scalar=True
-        )
-        http2 = [p for p in protocols if is_http2(p)]
-        if max(streams) > 1 and not http2:
-            self.fail(
-                ("streams",),
-                f'streams = {max(streams)} needs an HTTP/2 protocol: add "h2" or "h2c" to protocols, or remove streams',
-            )
-        if http2 and pipeline > 1:
-            self.fail(
-                ("pipeline",),
-                f'pipeline = {pipeline} cannot be used with protocols = "{http2[0]}": HTTP/2 sends requests '
-                "side by side on streams; give streams instead",
-            )
-        if http2 and False in keep_alive:
-            self.fail(
-                ("keep_alive",),
-                f'keep_alive = false cannot be used with protocols = "{http2[0]}": an HTTP/2 connection '
-                "carries many requests; measure keep_alive = false in a plan without h2 or h2c",
-            )
-        return streams
-
-    def tls(self, table: Any, protocols: Tuple[str, ...], client: str) -> TlsSettings:
-        """The [tls] table, for the plan's TLS cells."""
-        self.keys(table, TLS_KEYS, ("tls",))
-        if table and not any(uses_tls(p) for p in protocols):
-            self.fail(("tls",), '[tls] applies to TLS cells only: add "https" or "h2" to protocols, or remove [tls]')
-        special = [p for p in protocols if uses_tls(p) or is_http2(p)]
-        if client != "engine" and special:
-            self.fail(
-                ("protocols",),
-                f'protocols = "{special[0]}" needs client = "engine": {client} cells over {special[0]} are not made',
-            )
-        version = table.get("version")
-        if version is not None:
-            version = self.string(version, ("tls", "version"), TLS_VERSIONS)
-        key = self.string(table.get("key", "ecdsa-p256"), ("tls", "key"), KEY_TYPES)
-        resumption = self.array(
-            table.get("resumption", ["none"]),
-            ("tls", "resumption"),
-            lambda v, p: self.string(v, p, RESUMPTIONS),
-            allow_scalar=True,
-        )
-        if "ids" in resumption and version != "1.2":
-            self.fail(
-                ("tls", "resumption"),
-                'tls.resumption = "ids" needs tls.version = "1.2": TLS 1.3 resumes with tickets only',
-            )
-        return TlsSettings(version, key, resumption)
 
     def list_of(self, value: Any, path: Tuple) -> list:
         if not isinstance(value, list):

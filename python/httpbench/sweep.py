@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from httpbench import clients, engine, honesty, results, servers, target
+from httpbench.ceiling import ClientCeiling, kind_of
 from httpbench.cluster import ClusterDown, ClusterError
 from httpbench.placement import Placement, PlacementError
 from httpbench.plan import Cell, Plan
@@ -38,15 +39,6 @@ if TYPE_CHECKING:
 # Load used to warm a server up and to measure the client ceiling: enough connections to keep
 # any server busy, few enough for every open-file limit.
 WARM_CONNECTIONS = 50
-# The ceiling is the best of a few short measurements: other load on the machine can only
-# lower it, so the best is the closest to what the client can do.
-CEILING_ROUNDS = 3
-CEILING_SECONDS = 1.0
-# Over HTTP/2 the ceiling is measured against the first of these installed that offers it: the
-# reference server once it does (it has no HTTP/2 yet), else the fastest servers over HTTP/1.1 on
-# this kind of machine (bench/RESULTS.md: h2o's core is the limit before any client's), nghttpd
-# as nghttp2's own.
-H2_CEILING_SERVERS = ("reference", "h2o", "nginx", "nghttpd")
 
 
 class Stopped(Exception):
@@ -120,10 +112,7 @@ class Sweep:
                     f"the plan gives {cell.server} {cell.cpus} CPUs but --server-cpus gives "
                     f"{len(placement.server)}; name more CPUs or drop that count from server_cpus"
                 )
-        # The client's ceiling for each kind of connection the cells make (target.kind).
-        self.ceilings: Dict[target.Kind, Optional[float]] = {}
-        # The server each ceiling was measured against, for the flags that cite it.
-        self.ceiling_servers: Dict[target.Kind, str] = {}
+        self.ceiling = ClientCeiling(self, WARM_CONNECTIONS)
         # Where a TLS cell's authority is written for the engine to verify against.
         self.scratch = Path(tempfile.mkdtemp(prefix="httpbench-sweep-"))
 
@@ -132,7 +121,7 @@ class Sweep:
         as the plan's [tls] says, HTTP/2). A server the plan or --servers names is refused in one
         line; one that is there because it is installed only loses those cells, and a note says
         so."""
-        refused = {(c.server, c.protocol): why for c in cells for why in [self._refusal(c.server, c.protocol)] if why}
+        refused = {(c.server, c.protocol): why for c in cells for why in [self.refusal(c.server, c.protocol)] if why}
         if refused and named:
             (server, protocol), why = next(iter(refused.items()))
             error = servers.TLSUnsupported if protocol == "https" else servers.ProtocolUnsupported
@@ -141,7 +130,7 @@ class Sweep:
             self.progress.on_note(f"{server}: no {protocol} cells: {why}")
         return [c for c in cells if (c.server, c.protocol) not in refused]
 
-    def _refusal(self, server: str, protocol: str) -> Optional[str]:
+    def refusal(self, server: str, protocol: str) -> Optional[str]:
         """Why `server` cannot serve `protocol` as the plan asks; None when it can."""
         adapter = self.plan.adapter(server)
         tls = SiteTLS(Path(), Path(), Path(), self.plan.tls.key, self.plan.tls.version)
@@ -167,8 +156,8 @@ class Sweep:
         `interrupted`, resumable."""
         status = "failed"
         try:
-            for kind in dict.fromkeys(self._kind(c) for c in self.cells):
-                self.ceilings[kind] = self._client_ceiling(kind)
+            for kind in dict.fromkeys(kind_of(c) for c in self.cells):
+                self.ceiling.measure(kind)
             for index, cell in enumerate(self.cells):
                 self.progress.on_cell(index, len(self.cells), cell)
                 self._cell(run_id, cell)
@@ -190,12 +179,12 @@ class Sweep:
             ended = self.store.finish_run(run_id, status)
         return replace(measured, status=status, ended=ended)
 
-    def _server_host(self) -> ServerHost:
+    def server_host(self) -> ServerHost:
         if self.cluster:
             return self.cluster.server_host(self.placement.server)
         return ServerHost(self.placement.server)
 
-    def _lost_hosts(self, measurement: dict) -> List[str]:
+    def lost_hosts(self, measurement: dict) -> List[str]:
         """The client hosts the cluster lost during `measurement` (a LevelReport); none off a
         cluster, where the engine's report has no hosts."""
         return measurement["lost_hosts"] if self.cluster else []
@@ -204,73 +193,10 @@ class Sweep:
         """`function(*args)` where the servers run: on the cluster's server host, or here."""
         return self.cluster.on_server_host(function, *args) if self.cluster else function(*args)
 
-    def _client_ceiling(self, kind: target.Kind) -> Optional[float]:
-        """The clients' throughput against the reference server (on the server's host) for this
-        `kind` of connection: no server measured here can be told apart from the client above it.
-        Over HTTP/2 it is measured against the first of H2_CEILING_SERVERS that can serve it (None
-        when none is installed).
-        On a cluster it is the throughput of the client hosts that go on to load the run: a host
-        lost meanwhile starts the measurement again without it (or stops the run, under
-        --on-client-loss stop)."""
-        protocol, keep_alive, resumption, streams = kind
-        against = self._ceiling_server(protocol)
-        if against is None:
-            return None
-        self.ceiling_servers[kind] = against
-        host = self._server_host()
-        try:
-            tls = self.plan.tls if uses_tls(protocol) else None
-            started = host.start(
-                servers.get(against), ServerProfile("tuned"), self.plan.workloads[0], 1, tls, http2=is_http2(protocol)
-            )
-            to = self._target(started, protocol, resumption, "ceiling")
-            spec = self._spec(
-                to, self.plan.workloads[0], WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive, streams
-            )
-            rounds: List[float] = []
-            while len(rounds) < CEILING_ROUNDS:
-                measurement = self.load(spec)
-                lost = self._lost_hosts(measurement)
-                if lost and self.on_client_loss == "stop":
-                    raise Stopped(
-                        f"client host(s) {', '.join(lost)} lost while measuring the client ceiling "
-                        "(--on-client-loss stop)"
-                    )
-                if lost:
-                    self.progress.on_note(
-                        f"client host(s) {', '.join(lost)} lost while measuring the client "
-                        "ceiling: measuring it again without them"
-                    )
-                    rounds = []
-                else:
-                    rounds.append(measurement["requests"]["per_second"])
-        finally:
-            host.stop()
-        ceiling = max(rounds)
-        self.progress.on_note(
-            f"client ceiling (engine against {'the reference server' if against == 'reference' else against}"
-            f"{target.describe(kind)}): {ceiling:,.0f} req/s"
-        )
-        return ceiling
-
-    def _ceiling_server(self, protocol: str) -> Optional[str]:
-        candidates = ("reference",) if not is_http2(protocol) else H2_CEILING_SERVERS
-        return next(
-            (
-                name
-                for name in candidates
-                if name in servers.names() and name in self.installed and not self._refusal(name, protocol)
-            ),
-            None,
-        )
-
-    def _target(self, started, protocol: str, resumption: Optional[str], name: str) -> Target:
+    def target_of(self, started, protocol: str, resumption: Optional[str], name: str) -> Target:
         return target.of(started, protocol, self.plan.tls.version, resumption, self.scratch / f"{name}-ca.pem")
 
-    def _kind(self, cell: Cell) -> target.Kind:
-        return target.kind(cell.protocol, cell.keep_alive, cell.resumption, cell.streams)
-
-    def _spec(self, to: Target, workload, level: int, stop: dict, keep_alive: bool, streams: int = 1) -> dict:
+    def spec(self, to: Target, workload, level: int, stop: dict, keep_alive: bool, streams: int = 1) -> dict:
         # On a cluster each client host's engine uses that host's CPUs, and threads to match.
         client_cpus = [] if self.cluster else list(self.placement.client)
         spec = {
@@ -310,9 +236,9 @@ class Sweep:
         host = None
         tls = self.plan.tls if uses_tls(cell.protocol) else None
         try:
-            host = self._server_host()
+            host = self.server_host()
             started = host.start(adapter, profile, cell.workload, cell.cpus, tls, http2=is_http2(cell.protocol))
-            to = self._target(started, cell.protocol, cell.resumption, "cell")
+            to = self.target_of(started, cell.protocol, cell.resumption, "cell")
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version, tls)
             # The rounds stored, with their requests/s (rounds = "auto" judges a level on them all);
             # a round that stopped the cell before (its server died) is measured again, on this server.
@@ -320,7 +246,7 @@ class Sweep:
             host.verify()
             if self.plan.warmup > 0:
                 self.load(
-                    self._spec(
+                    self.spec(
                         to,
                         cell.workload,
                         WARM_CONNECTIONS,
@@ -376,7 +302,7 @@ class Sweep:
                 self.store.add_round(cell_id, level, index, measurement, replace=True)
                 self.progress.on_round(cell, level, index, measurement)
                 values.append(measurement["requests"]["per_second"] or 0.0)
-                if self._lost_hosts(measurement) and self.on_client_loss == "stop":
+                if self.lost_hosts(measurement) and self.on_client_loss == "stop":
                     raise Stopped(
                         f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level}, "
                         "stored as partial (--on-client-loss stop)"
@@ -398,7 +324,7 @@ class Sweep:
         host.start_window()
         if self.plan.client == "engine":
             measurement = self.load(
-                self._spec(to, cell.workload, level, self._stop(cell), cell.keep_alive, cell.streams)
+                self.spec(to, cell.workload, level, self._stop(cell), cell.keep_alive, cell.streams)
             )
         else:
             budget = self.plan.budget_for(cell)
@@ -413,15 +339,16 @@ class Sweep:
                 self.plan.pipeline,
             )
         measurement["server"] = host.end_window()
-        ceiling = self.ceilings.get(self._kind(cell))
-        against = self.ceiling_servers.get(self._kind(cell), "reference")
+        ceiling = self.ceiling.rps.get(kind_of(cell))
+        against = self.ceiling.against.get(kind_of(cell), "reference")
         flags = (
             honesty.cluster_level(measurement, ceiling, against)
             if self.cluster
             else [honesty.client_saturated([measurement], ceiling, len(self.placement.client), against)]
         )
         if self.plan.model == "closed" and self.plan.client == "engine":
-            flags.append(honesty.littles_law([measurement], max(1, level) * self.plan.pipeline))
+            in_flight = honesty.requests_in_flight(level, self.plan.pipeline, measurement)
+            flags.append(honesty.littles_law([measurement], in_flight))
         if self.placement.shared and not self.cluster:
             flags.append(honesty.Flag("shared_cpus", "server and client shared CPUs"))
         # On a cluster the client hosts' waits are judged with their saturation, host by host.

@@ -58,9 +58,12 @@ class _Ratio:
 
 
 def _bound(best: Figures, other: Figures) -> str:
-    """How a ratio of the two bounds the servers' own: the client held back the winner only
+    return _bound_when_held(bool(_saturated(best)), bool(_saturated(other)))
+
+
+def _bound_when_held(held_best: bool, held_other: bool) -> str:
+    """How a ratio of two figures bounds the servers' own: the client held back the numerator only
     (its real lead is larger), the other only (smaller), both (no bound), or neither."""
-    held_best, held_other = bool(_saturated(best)), bool(_saturated(other))
     return {(True, False): "at least ", (False, True): "at most "}.get((held_best, held_other), "")
 
 
@@ -305,8 +308,8 @@ def _against_http1(c: h2_compare.Comparison, n: int, point: h2_compare.Point) ->
     """One streams count's requests/s as a multiple of HTTP/1.1's, ties and bounds as in the verdicts."""
     base = c.http1
     ratio = _Ratio.of(point.rps / base.rps, compare.spread([point.level.rps]), compare.spread([base.level.rps]))
-    bound = {(True, False): "at least ", (False, True): "at most "}.get((_held(point.level), _held(base.level)), "")
-    times = "as many" if ratio.tie else f"{bound}{ratio.value:.2f} times as many"
+    bound = _bound_when_held(_held(point.level), _held(base.level))
+    times = f"{bound}as many" if ratio.tie else f"{bound}{ratio.value:.2f} times as many"
     # Said once, after the first multiple: the others read as its continuation.
     unit = " requests per second" if n == c.http2[0][0] else ""
     notes = [ratio.why_tie().strip(" ()") if ratio.tie else ""] + [
