@@ -230,7 +230,8 @@ pub struct H2 {
     /// `unknown` for codes RFC 9113 does not name): only the codes seen.
     pub resets: BTreeMap<String, u64>,
     /// Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
-    /// id): their requests were sent again, and are no error.
+    /// id): in a closed loop their requests were sent again, and are no error; in an open loop
+    /// they failed as `h2_refused_stream`.
     pub refused_streams: u64,
     /// Framing received: frame headers, padding, and frames other than DATA and HEADERS (in
     /// `bytes.read`, in neither `bytes.head` nor `bytes.body`).

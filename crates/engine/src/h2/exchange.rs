@@ -3,6 +3,7 @@
 
 use std::io::{Read, Write};
 
+use super::connection::HTTP1_ANSWER;
 use super::{Connection, Limits, StreamSink};
 use crate::http::response::Response;
 
@@ -75,6 +76,9 @@ pub fn exchange<S: Read + Write + ?Sized>(
             return Err("the server closed the connection without a complete response".into());
         }
         if let Err(e) = connection.receive(&buf[..n], &mut one) {
+            if e.why == HTTP1_ANSWER {
+                return Err(HTTP1_ANSWER.into());
+            }
             return Err(format!("the server broke HTTP/2 ({e})"));
         }
     }
