@@ -130,6 +130,8 @@ pub struct Connection {
     goaway: bool,
     failed: Option<H2Error>,
     frame_bytes: u64,
+    /// PING ACKs in `out` since it was last taken.
+    ping_acks_queued: u32,
 }
 
 /// Stream ids are 31 bits; a connection stops opening streams before they run out.
@@ -175,6 +177,7 @@ impl Connection {
             goaway: false,
             failed: None,
             frame_bytes: 0,
+            ping_acks_queued: 0,
         }
     }
 
@@ -187,6 +190,7 @@ impl Connection {
     pub fn take_output(&mut self, into: &mut Vec<u8>) {
         into.clear();
         std::mem::swap(&mut self.out, into);
+        self.ping_acks_queued = 0;
     }
 
     /// The server's SETTINGS arrived: streams may open.
