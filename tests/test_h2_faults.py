@@ -49,7 +49,7 @@ FAULTS = {
     "a WINDOW_UPDATE past 2^31-1": ("h2-window-overflow", (), {"h2_protocol"}, "none"),
     "response headers over CONTINUATION frames": ("h2-continuation", (), set(), "all"),
     "padded HEADERS and DATA": ("h2-padded", (), set(), "all"),
-    "a header list over our SETTINGS_MAX_HEADER_LIST_SIZE": ("h2-big-headers", (), {"h2_stream_reset"}, "none"),
+    "a header list over our SETTINGS_MAX_HEADER_LIST_SIZE": ("h2-big-headers", (), {"h2_protocol"}, "none"),
     "frames of an unknown type": ("h2-unknown-frame", (), set(), "all"),
     "GOAWAY PROTOCOL_ERROR": ("h2-goaway-error", (), {"h2_protocol"}, "none"),
     "a PING from the server": ("h2-ping", (), set(), "all"),

@@ -35,12 +35,13 @@ pub enum ErrorClass {
     /// without close_notify inside a response.
     TlsProtocol,
     /// HTTP/2 broke on the connection (a connection error: a bad frame, header block or flow
-    /// control, or a GOAWAY with an error code): every stream on it fails.
+    /// control, or a GOAWAY with an error code): every stream on it fails; or on one stream,
+    /// which we reset (a header list over our limit, a bad `:status`, its window overrun).
     H2Protocol,
     /// The server refused a stream without processing it (RST_STREAM with REFUSED_STREAM, or a
     /// stream above a GOAWAY's last stream id): nothing was done, so it may be sent again.
     H2RefusedStream,
-    /// The server reset a stream with any other error code.
+    /// The server reset a stream (RST_STREAM) with any other error code.
     H2StreamReset,
 }
 

@@ -61,6 +61,14 @@ impl Streams<'_, '_> {
         }
     }
 
+    fn fail_stream(&mut self, stream: u32, class: ErrorClass) {
+        let Some(p) = self.take(stream) else { return };
+        if p.sent >= self.sink.measure_from {
+            self.sink.counters.error(class, 1);
+            self.sink.series.errors += 1;
+        }
+    }
+
     fn measuring(&self) -> bool {
         self.sink.now >= self.sink.measure_from
     }
@@ -94,18 +102,15 @@ impl StreamSink for Streams<'_, '_> {
                 self.refuse(p);
             }
         } else {
-            self.stream_error(stream, error);
+            self.fail_stream(stream, ErrorClass::H2StreamReset);
         }
     }
 
-    /// Not in the report's resets, which are the server's RST_STREAMs, but the stream failed as
-    /// one the server reset.
+    /// We reset the stream: the server broke HTTP/2 on it (a header list over our limit, a bad
+    /// status, a stream window overrun), so it fails as `h2_protocol`, not as a server's reset,
+    /// and is not in the report's resets.
     fn stream_error(&mut self, stream: u32, _error: u32) {
-        let Some(p) = self.take(stream) else { return };
-        if p.sent >= self.sink.measure_from {
-            self.sink.counters.error(ErrorClass::H2StreamReset, 1);
-            self.sink.series.errors += 1;
-        }
+        self.fail_stream(stream, ErrorClass::H2Protocol);
     }
 
     fn goaway(&mut self, last_stream: u32, error: u32) {
