@@ -91,7 +91,8 @@ H2 = TypedDict(
         # RST_STREAM frames received, by error code name (`REFUSED_STREAM`, `CANCEL`, ...;
         # `unknown` for codes RFC 9113 does not name): only the codes seen.
         "resets": Optional[Dict[str, int]],
-        # The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: it set no limit.
+        # The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: no limit seen (it
+        # set none, or no connection heard from it during measurement).
         "streams_granted": Optional[int],
         # Concurrent streams per connection asked for (the spec's `streams`).
         "streams_requested": Optional[int],

@@ -222,7 +222,8 @@ impl Tls {
 pub struct H2 {
     /// Concurrent streams per connection asked for (the spec's `streams`).
     pub streams_requested: u32,
-    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: it set no limit.
+    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: no limit seen (it
+    /// set none, or no connection heard from it during measurement).
     pub streams_granted: Option<u32>,
     /// GOAWAY frames received.
     pub goaways: u64,
