@@ -79,8 +79,10 @@ Engine = TypedDict(
 H2 = TypedDict(
     "H2",
     {
-        # Framing received: frame headers, padding, and frames other than DATA and HEADERS (in
-        # `bytes.read`, in neither `bytes.head` nor `bytes.body`).
+        # Framing received: every frame's 9-byte header, padding and HEADERS priority fields, the
+        # payloads of frames other than DATA, HEADERS and CONTINUATION, and header blocks that
+        # reached no response (their stream cancelled or reset); in `bytes.read`, in neither
+        # `bytes.head` (response header blocks, over HEADERS and CONTINUATION) nor `bytes.body`.
         "frame_bytes": Optional[int],
         # GOAWAY frames received.
         "goaways": Optional[int],

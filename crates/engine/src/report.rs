@@ -234,8 +234,10 @@ pub struct H2 {
     /// id): in a closed loop their requests were sent again, and are no error; in an open loop
     /// they failed as `h2_refused_stream`.
     pub refused_streams: u64,
-    /// Framing received: frame headers, padding, and frames other than DATA and HEADERS (in
-    /// `bytes.read`, in neither `bytes.head` nor `bytes.body`).
+    /// Framing received: every frame's 9-byte header, padding and HEADERS priority fields, the
+    /// payloads of frames other than DATA, HEADERS and CONTINUATION, and header blocks that
+    /// reached no response (their stream cancelled or reset); in `bytes.read`, in neither
+    /// `bytes.head` (response header blocks, over HEADERS and CONTINUATION) nor `bytes.body`.
     pub frame_bytes: u64,
 }
 

@@ -280,8 +280,10 @@ impl Connection {
         }
     }
 
-    /// Framing overhead received so far: frame headers, padding, and every frame other than
-    /// DATA, HEADERS and CONTINUATION.
+    /// Framing overhead received so far: every frame's 9-byte header, padding and HEADERS
+    /// priority fields, the payloads of frames other than DATA, HEADERS and CONTINUATION, and
+    /// header blocks that reached no response (their stream no longer open, or its header list
+    /// over our limit). Header blocks of responses are their head bytes; DATA, their body.
     pub fn frame_bytes(&self) -> u64 {
         self.frame_bytes
     }

@@ -240,10 +240,14 @@ impl Connection {
                 "a response header block could not be decoded",
             ));
         }
+        // A block that answers no open stream (one we cancelled or reset) is in no response's
+        // head: it counts as framing, so that every byte received is somewhere.
         let Some(slot) = self.slot(id) else {
+            self.frame_bytes += block_len;
             return Ok(());
         };
         if list_size > u64::from(self.limits.max_header_list_size) {
+            self.frame_bytes += block_len;
             self.stream_error(slot, code::CANCEL, sink);
             return Ok(());
         }

@@ -595,3 +595,18 @@ fn a_ping_flood_queues_few_acks() {
         .unwrap();
     assert_eq!(output(&mut connection).len(), 1);
 }
+
+#[test]
+fn a_header_block_of_a_stream_no_longer_open_is_framing() {
+    let mut connection = ready_connection(&[]);
+    let id = connection.open(STATUS_200, None);
+    connection.cancel(id);
+    let before = connection.frame_bytes();
+    connection
+        .receive(&headers(id, STATUS_200, false), &mut Events::default())
+        .unwrap();
+    assert_eq!(
+        connection.frame_bytes() - before,
+        9 + STATUS_200.len() as u64
+    );
+}
