@@ -41,13 +41,15 @@ FAULTS = {
     "RST_STREAM INTERNAL_ERROR on every 3rd stream": ("h2-rst-stream", (), {"h2_stream_reset"}, "some"),
     # Sent again, so no error: h2_refused_stream counts only those that could not be.
     "REFUSED_STREAM on every 3rd stream": ("h2-refuse-stream", (), set(), "all"),
+    # An open loop's refused request had its moment: it fails rather than go again late.
+    "REFUSED_STREAM in an open loop": ("h2-refuse-stream", ("-R", "400"), {"h2_refused_stream"}, "some"),
     "SETTINGS_MAX_CONCURRENT_STREAMS 1": ("h2-one-stream", (), set(), "all"),
     "HEADERS, then never the DATA": ("h2-no-data", (), {"timeout"}, "none"),
     "a window of 0 for a POST body": ("h2-zero-window", ("-m", "POST", "--body", "hello"), {"timeout"}, "none"),
     "a WINDOW_UPDATE past 2^31-1": ("h2-window-overflow", (), {"h2_protocol"}, "none"),
     "response headers over CONTINUATION frames": ("h2-continuation", (), set(), "all"),
     "padded HEADERS and DATA": ("h2-padded", (), set(), "all"),
-    "a header list over our SETTINGS_MAX_HEADER_LIST_SIZE": ("h2-big-headers", (), {"h2_stream_reset"}, "none"),
+    "a header list over our SETTINGS_MAX_HEADER_LIST_SIZE": ("h2-big-headers", (), {"h2_protocol"}, "none"),
     "frames of an unknown type": ("h2-unknown-frame", (), set(), "all"),
     "GOAWAY PROTOCOL_ERROR": ("h2-goaway-error", (), {"h2_protocol"}, "none"),
     "a PING from the server": ("h2-ping", (), set(), "all"),
@@ -64,7 +66,7 @@ def faults(tmp_path_factory):
     started = Testservers(tmp_path_factory.mktemp("h2-faults"))
     try:
         urls = {}
-        for mode, *_ in FAULTS.values():
+        for mode in {mode for mode, *_ in FAULTS.values()}:
             plain = mode.removeprefix("tls:")
             urls[mode] = started(plain, *SERVER_OPTIONS.get(plain, ()), tls=plain != mode)
         yield urls, started.ca
@@ -107,8 +109,8 @@ def test_an_h2_fault_lands_in_its_place_and_ends_in_time(faults, fault):
     if mode.endswith("h2-rst-stream"):
         assert h2["resets"].get("INTERNAL_ERROR") == r["errors"]["h2_stream_reset"], h2
     if mode == "h2-refuse-stream":
-        # Each refused request was sent again: the run still completed its -n.
         assert h2["refused_streams"] == h2["resets"].get("REFUSED_STREAM") > 0, h2
+        assert r["errors"].get("h2_refused_stream", 0) in (0, h2["refused_streams"]), r["errors"]
     if mode == "h2-one-stream":
         assert h2["streams_granted"] == 1 and h2["streams_requested"] == 4, h2
     if mode == "h2-padded":
@@ -129,3 +131,24 @@ def test_a_server_that_refuses_every_stream_ends_the_run(tmp_path):
     assert time.monotonic() - begun < BOUND_S
     assert r["requests"]["completed"] == 0 and r["h2"]["refused_streams"] > 0, r["h2"]
     assert "no stream answered" in r["aborted"] and "refused every stream" in r["aborted"], r["aborted"]
+
+
+def test_an_http1_server_ends_an_h2c_run_at_once_saying_so(tmp_path):
+    # Its answer to our preface is no frame: one h2_protocol error per connection, no request
+    # failed, and the run ends saying why (the validation request says the same, as a refusal).
+    started = Testservers(tmp_path)
+    try:
+        url = started("ok")
+        r = load(url, None)
+        checked = subprocess.run(
+            [str(binary("httpbench-load")), "--http2", "-n", "1", "-c", "1", "--timeout", f"{REQUEST_TIMEOUT}s", url],
+            capture_output=True, text=True, timeout=3 * BOUND_S,
+        )  # fmt: skip
+    finally:
+        started.stop()
+    said = "the server answered in HTTP/1.1: it does not speak h2c by prior knowledge"
+    assert said in r["aborted"], r["aborted"]
+    q = r["requests"]
+    assert q["failed"] == q["completed"] == 0 and q["sent"] == q["in_flight"], q
+    assert r["errors"]["h2_protocol"] >= 1, r["errors"]
+    assert checked.returncode == 2 and said in checked.stderr, checked.stderr

@@ -79,18 +79,22 @@ Engine = TypedDict(
 H2 = TypedDict(
     "H2",
     {
-        # Framing received: frame headers, padding, and frames other than DATA and HEADERS (in
-        # `bytes.read`, in neither `bytes.head` nor `bytes.body`).
+        # Framing received: every frame's 9-byte header, padding and HEADERS priority fields, the
+        # payloads of frames other than DATA, HEADERS and CONTINUATION, and header blocks that
+        # reached no response (their stream cancelled or reset); in `bytes.read`, in neither
+        # `bytes.head` (response header blocks, over HEADERS and CONTINUATION) nor `bytes.body`.
         "frame_bytes": Optional[int],
         # GOAWAY frames received.
         "goaways": Optional[int],
         # Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
-        # id): their requests were sent again, and are no error.
+        # id): in a closed loop their requests were sent again, and are no error; in an open loop
+        # they failed as `h2_refused_stream`.
         "refused_streams": Optional[int],
         # RST_STREAM frames received, by error code name (`REFUSED_STREAM`, `CANCEL`, ...;
         # `unknown` for codes RFC 9113 does not name): only the codes seen.
         "resets": Optional[Dict[str, int]],
-        # The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: it set no limit.
+        # The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: no limit seen (it
+        # set none, or no connection heard from it during measurement).
         "streams_granted": Optional[int],
         # Concurrent streams per connection asked for (the spec's `streams`).
         "streams_requested": Optional[int],

@@ -222,7 +222,8 @@ impl Tls {
 pub struct H2 {
     /// Concurrent streams per connection asked for (the spec's `streams`).
     pub streams_requested: u32,
-    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: it set no limit.
+    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS the server sent; null: no limit seen (it
+    /// set none, or no connection heard from it during measurement).
     pub streams_granted: Option<u32>,
     /// GOAWAY frames received.
     pub goaways: u64,
@@ -230,10 +231,13 @@ pub struct H2 {
     /// `unknown` for codes RFC 9113 does not name): only the codes seen.
     pub resets: BTreeMap<String, u64>,
     /// Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
-    /// id): their requests were sent again, and are no error.
+    /// id): in a closed loop their requests were sent again, and are no error; in an open loop
+    /// they failed as `h2_refused_stream`.
     pub refused_streams: u64,
-    /// Framing received: frame headers, padding, and frames other than DATA and HEADERS (in
-    /// `bytes.read`, in neither `bytes.head` nor `bytes.body`).
+    /// Framing received: every frame's 9-byte header, padding and HEADERS priority fields, the
+    /// payloads of frames other than DATA, HEADERS and CONTINUATION, and header blocks that
+    /// reached no response (their stream cancelled or reset); in `bytes.read`, in neither
+    /// `bytes.head` (response header blocks, over HEADERS and CONTINUATION) nor `bytes.body`.
     pub frame_bytes: u64,
 }
 

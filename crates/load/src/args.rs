@@ -50,9 +50,9 @@ pub struct Cli {
     /// Speak HTTP/2: over https:// by ALPN (offering only h2, which the server must select), over http:// by prior knowledge (h2c)
     #[arg(long)]
     http2: bool,
-    /// Concurrent streams per HTTP/2 connection (like h2load's -m); more than 1 needs --http2
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    streams: u32,
+    /// Concurrent streams per HTTP/2 connection (like h2load's -m; default 1); needs --http2
+    #[arg(long, value_name = "N")]
+    streams: Option<u32>,
     /// Request method
     #[arg(short = 'm', long, default_value = "GET")]
     method: String,
@@ -182,6 +182,11 @@ impl Cli {
             ),
             None => self.body.clone(),
         };
+        // Refused whatever its value: the engine's spec cannot tell a given 1 from the default.
+        if let (Some(streams), false) = (self.streams, self.http2) {
+            let kind = httpbench_engine::ErrorKind::StreamsWithoutHttp2 { streams };
+            return Err(crate::in_flags(&kind));
+        }
         let stop = match (self.requests, self.duration) {
             (Some(n), _) => Stop::Requests(n),
             (None, Some(d)) => Stop::Duration(d),
@@ -201,7 +206,7 @@ impl Cli {
             requests_per_connection: self.requests_per_connection,
             http10: self.http10,
             http2: self.http2,
-            streams: self.streams,
+            streams: self.streams.unwrap_or(1),
             warmup: self.warmup,
             connect_timeout: self.connect_timeout,
             request_timeout: self.timeout,

@@ -72,7 +72,8 @@ pub fn render(r: &Report) -> String {
             h2.streams_requested,
             match h2.streams_granted {
                 Some(granted) => format!(" (the server allows {granted})"),
-                None => " (the server set no limit)".into(),
+                // Null also when no SETTINGS arrived during measurement: unlimited or unseen.
+                None => " (no server limit seen)".into(),
             }
         ),
         None => format!("{} pipeline {}", r.protocol, s.pipeline),

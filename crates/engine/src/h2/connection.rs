@@ -57,6 +57,9 @@ impl fmt::Display for H2Error {
 
 impl std::error::Error for H2Error {}
 
+/// Why a connection failed whose server answered our preface in HTTP/1.1.
+pub const HTTP1_ANSWER: &str = "the server answered in HTTP/1.1: it does not speak h2c by prior knowledge (drop --http2, or enable h2c on it)";
+
 fn connection_error(code: u32, why: &'static str) -> H2Error {
     H2Error { code, why }
 }
@@ -131,6 +134,8 @@ pub struct Connection {
     goaway: bool,
     failed: Option<H2Error>,
     frame_bytes: u64,
+    /// PING ACKs in `out` since it was last taken.
+    ping_acks_queued: u32,
 }
 
 /// HPACK's dynamic table size until a SETTINGS_HEADER_TABLE_SIZE says otherwise (RFC 9113 §6.5.2).
@@ -181,6 +186,7 @@ impl Connection {
             goaway: false,
             failed: None,
             frame_bytes: 0,
+            ping_acks_queued: 0,
         }
     }
 
@@ -193,6 +199,7 @@ impl Connection {
     pub fn take_output(&mut self, into: &mut Vec<u8>) {
         into.clear();
         std::mem::swap(&mut self.out, into);
+        self.ping_acks_queued = 0;
     }
 
     /// The server's SETTINGS arrived: streams may open.
@@ -293,8 +300,10 @@ impl Connection {
         }
     }
 
-    /// Framing overhead received so far: frame headers, padding, and every frame other than
-    /// DATA, HEADERS and CONTINUATION.
+    /// Framing overhead received so far: every frame's 9-byte header, padding and HEADERS
+    /// priority fields, the payloads of frames other than DATA, HEADERS and CONTINUATION, and
+    /// header blocks that reached no response (their stream no longer open, or its header list
+    /// over our limit). Header blocks of responses are their head bytes; DATA, their body.
     pub fn frame_bytes(&self) -> u64 {
         self.frame_bytes
     }
@@ -316,7 +325,7 @@ impl Connection {
                 self.carry.extend_from_slice(&data[..take]);
                 data = &data[take..];
                 if self.carry.len() == HEADER_LEN {
-                    self.check_size(&FrameHeader::parse(&self.carry))?;
+                    self.check_size(&self.carry)?;
                 }
                 if self.carry.len() >= HEADER_LEN && take == need {
                     let header = FrameHeader::parse(&self.carry);
@@ -330,8 +339,7 @@ impl Connection {
                 }
             }
             while data.len() >= HEADER_LEN {
-                let header = FrameHeader::parse(data);
-                self.check_size(&header)?;
+                let header = self.check_size(data)?;
                 let end = HEADER_LEN + header.len as usize;
                 if data.len() < end {
                     break;
@@ -354,7 +362,14 @@ impl Connection {
         frame::write_goaway(&mut self.out, 0, error.code);
     }
 
-    fn check_size(&self, header: &FrameHeader) -> Result<(), H2Error> {
+    /// The frame header at the start of `raw`, unless its frame is larger than we accept.
+    fn check_size(&self, raw: &[u8]) -> Result<FrameHeader, H2Error> {
+        // An HTTP/1.1 server's answer to our preface reads as a frame of some 4.7 MB: say what
+        // it is rather than what it looks like.
+        if !self.ready && raw.starts_with(b"HTTP/1.") {
+            return Err(connection_error(code::PROTOCOL_ERROR, HTTP1_ANSWER));
+        }
+        let header = FrameHeader::parse(raw);
         if header.len
             > self
                 .limits
@@ -366,7 +381,7 @@ impl Connection {
                 "frame larger than our SETTINGS_MAX_FRAME_SIZE",
             ));
         }
-        Ok(())
+        Ok(header)
     }
 
     /// Sends what request bodies the windows allow.

@@ -35,12 +35,13 @@ pub enum ErrorClass {
     /// without close_notify inside a response.
     TlsProtocol,
     /// HTTP/2 broke on the connection (a connection error: a bad frame, header block or flow
-    /// control, or a GOAWAY with an error code): every stream on it fails.
+    /// control, or a GOAWAY with an error code): every stream on it fails; or on one stream,
+    /// which we reset (a header list over our limit, a bad `:status`, its window overrun).
     H2Protocol,
     /// The server refused a stream without processing it (RST_STREAM with REFUSED_STREAM, or a
     /// stream above a GOAWAY's last stream id): nothing was done, so it may be sent again.
     H2RefusedStream,
-    /// The server reset a stream with any other error code.
+    /// The server reset a stream (RST_STREAM) with any other error code.
     H2StreamReset,
 }
 
@@ -143,6 +144,9 @@ pub struct Counters {
     pub handling_delay_ns: u64,
     /// HTTP/2: what the server said on its connections during measurement.
     pub h2: H2Counters,
+    /// Of `errors`, those of a request's class counted for a connection that carried no request
+    /// (an HTTP/2 connection that failed before its first stream): attempts, not requests.
+    pub connection_errors: u64,
 }
 
 /// Error codes with a name in RFC 9113 (0x0 to 0xd); the others are counted together.
@@ -200,11 +204,12 @@ impl Counters {
 
     /// Requests that were sent and then failed (connect failures send nothing).
     pub fn failed_requests(&self) -> u64 {
-        ErrorClass::ALL
+        let errors: u64 = ErrorClass::ALL
             .iter()
             .filter(|c| !c.is_connect())
             .map(|&c| self.errors[c as usize])
-            .sum()
+            .sum();
+        errors - self.connection_errors
     }
 
     pub fn add(&mut self, o: &Counters) {
@@ -221,6 +226,7 @@ impl Counters {
         self.bytes_read += o.bytes_read;
         self.bytes_written += o.bytes_written;
         self.connects += o.connects;
+        self.connection_errors += o.connection_errors;
         self.server_closes += o.server_closes;
         self.handshakes_full += o.handshakes_full;
         self.handshakes_resumed += o.handshakes_resumed;

@@ -3,11 +3,14 @@
 //!
 //! A stream is a request: it is counted when it opens (HEADERS sent) and timed to its
 //! END_STREAM, with the kernel's arrival stamps as over HTTP/1.1. A refused stream (REFUSED_STREAM,
-//! or above a GOAWAY's last stream id) was not processed: its request goes back to the budget
-//! and is sent again, on this connection while it can open streams, else on the next.
+//! or above a GOAWAY's last stream id) was not processed. In a closed loop its request goes back
+//! to the budget and is sent again, on this connection while it can open streams, else on the
+//! next. In an open loop its moment in the schedule has passed, so sending it again would be
+//! another request: it fails as `h2_refused_stream`.
 
 use std::sync::atomic::Ordering;
 
+use crate::h2::connection::HTTP1_ANSWER;
 use crate::h2::frame::code;
 use crate::h2::request::RequestBlocks;
 use crate::h2::{Connection, Limits, StreamSink};
@@ -30,6 +33,8 @@ struct Streams<'a, 's> {
     sink: &'a mut Sink<'s>,
     /// Requests to send again (the measured ones were counted as sent).
     refused: u64,
+    /// An open loop: a refused stream fails instead of going again.
+    open_loop: bool,
     /// A GOAWAY with an error code arrived.
     goaway_error: bool,
 }
@@ -44,9 +49,23 @@ impl Streams<'_, '_> {
     fn refuse(&mut self, p: Pending) {
         // Not progress: a server that refuses every stream must not keep a run going.
         self.sink.given_back += 1;
-        if p.sent >= self.sink.measure_from {
+        if p.sent < self.sink.measure_from {
+            return;
+        }
+        self.sink.counters.h2.refused_streams += 1;
+        if self.open_loop {
+            self.sink.counters.error(ErrorClass::H2RefusedStream, 1);
+            self.sink.series.errors += 1;
+        } else {
             self.refused += 1;
-            self.sink.counters.h2.refused_streams += 1;
+        }
+    }
+
+    fn fail_stream(&mut self, stream: u32, class: ErrorClass) {
+        let Some(p) = self.take(stream) else { return };
+        if p.sent >= self.sink.measure_from {
+            self.sink.counters.error(class, 1);
+            self.sink.series.errors += 1;
         }
     }
 
@@ -83,18 +102,15 @@ impl StreamSink for Streams<'_, '_> {
                 self.refuse(p);
             }
         } else {
-            self.stream_error(stream, error);
+            self.fail_stream(stream, ErrorClass::H2StreamReset);
         }
     }
 
-    /// Not in the report's resets, which are the server's RST_STREAMs, but the stream failed as
-    /// one the server reset.
+    /// We reset the stream: the server broke HTTP/2 on it (a header list over our limit, a bad
+    /// status, a stream window overrun), so it fails as `h2_protocol`, not as a server's reset,
+    /// and is not in the report's resets.
     fn stream_error(&mut self, stream: u32, _error: u32) {
-        let Some(p) = self.take(stream) else { return };
-        if p.sent >= self.sink.measure_from {
-            self.sink.counters.error(ErrorClass::H2StreamReset, 1);
-            self.sink.series.errors += 1;
-        }
+        self.fail_stream(stream, ErrorClass::H2Protocol);
     }
 
     fn goaway(&mut self, last_stream: u32, error: u32) {
@@ -229,10 +245,12 @@ impl Worker<'_> {
         data: &[u8],
         at: u64,
     ) {
+        let open_loop = self.interval.is_some();
         let ((result, refused, goaway_error), _) = self.parse(i, at, |_, h2, sink| {
             let mut streams = Streams {
                 sink,
                 refused: 0,
+                open_loop,
                 goaway_error: false,
             };
             let result = h2.map(|h2| {
@@ -250,7 +268,21 @@ impl Worker<'_> {
             (result, streams.refused, streams.goaway_error)
         });
         self.give_back(refused);
+        if let Some(Err(e)) = result {
+            self.last_h2_error = Some(e);
+            if e.why == HTTP1_ANSWER {
+                // No connection will go better: the run ends now, saying why.
+                self.shared.abort(HTTP1_ANSWER.into());
+            }
+        }
         if goaway_error || matches!(result, Some(Err(_))) {
+            if self.conns[i].pending.is_empty() {
+                // Failed with no request on it (a server that does not speak HTTP/2, or whose
+                // first frames are bad): counted once, as a failed connect is, and retried after
+                // the same pause rather than in a tight loop.
+                self.close(reactor, i);
+                return self.connect_failed(i, ErrorClass::H2Protocol);
+            }
             return self.fail(reactor, i, ErrorClass::H2Protocol);
         }
         self.flush_h2(reactor, i);

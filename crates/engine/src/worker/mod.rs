@@ -226,6 +226,8 @@ pub struct Worker<'a> {
     /// Where the records of one receive are decrypted, in place.
     ciphertext: Vec<u8>,
     negotiated: Option<Negotiated>,
+    /// Why the last HTTP/2 connection failed, for the message of a run that ends unanswered.
+    last_h2_error: Option<crate::h2::H2Error>,
 }
 
 /// Sum and count of service times, in ns.
@@ -333,6 +335,7 @@ impl<'a> Worker<'a> {
             plaintext: Vec::new(),
             ciphertext: Vec::new(),
             negotiated: None,
+            last_h2_error: None,
         }
     }
 
@@ -394,8 +397,12 @@ impl<'a> Worker<'a> {
                 } else {
                     ("no connection and no response", "")
                 };
+                let why = match self.last_h2_error {
+                    Some(e) => format!("the server broke HTTP/2 ({e})"),
+                    None => format!("the server stopped answering{or}"),
+                };
                 self.shared.abort(format!(
-                    "{silence} for {:.0} s: the server stopped answering{or}",
+                    "{silence} for {:.0} s: {why}",
                     give_up_after as f64 / 1e9
                 ));
                 break;
@@ -588,6 +595,9 @@ impl<'a> Worker<'a> {
         }
         if self.measuring(self.now) {
             self.counters.error(class, 1);
+            if !class.is_connect() {
+                self.counters.connection_errors += 1;
+            }
             let second = self.second();
             self.series.at(second).errors += 1;
         }

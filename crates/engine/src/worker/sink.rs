@@ -23,7 +23,7 @@ pub(super) struct Sink<'s> {
     pub(super) recent: &'s mut Recent,
     pub(super) series: &'s mut SecondSample,
     pub(super) done: usize,
-    /// Of `done`, HTTP/2 streams the server refused: their requests go again.
+    /// Of `done`, HTTP/2 streams the server refused: no progress.
     pub(super) given_back: usize,
     pub(super) unsolicited: bool,
 }

@@ -4,6 +4,9 @@
 use super::frame::{self, code, flag, kind, setting, FrameHeader, HEADER_LEN};
 use super::{connection_error, Connection, H2Error, StreamSink};
 
+/// PING ACKs queued at most until the output is next taken.
+const MAX_PING_ACKS_QUEUED: u32 = 4;
+
 impl Connection {
     pub(super) fn frame(
         &mut self,
@@ -95,8 +98,10 @@ impl Connection {
             self.recv_window += i64::from(self.recv_unacked);
             self.recv_unacked = 0;
         }
+        // A stream closed here is most often one we reset (a timeout, a stream error), whose
+        // late frames RFC 9113 5.1 says to ignore; answering each with RST_STREAM would let a
+        // server grow our output without bound. Its DATA still counted against the window above.
         let Some(slot) = slot else {
-            frame::write_rst_stream(&mut self.out, header.stream, code::STREAM_CLOSED);
             return Ok(());
         };
         let stream = &mut self.streams[slot];
@@ -163,7 +168,7 @@ impl Connection {
             }
         }
         self.block.clear();
-        self.block.extend_from_slice(&payload[start..end]);
+        self.grow_block(&payload[start..end])?;
         self.block_end_stream = header.has(flag::END_STREAM);
         if header.has(flag::END_HEADERS) {
             self.header_block(header.stream, sink)
@@ -185,13 +190,29 @@ impl Connection {
                 "CONTINUATION without a header block in progress",
             ));
         }
-        self.block.extend_from_slice(payload);
+        self.grow_block(payload)?;
         if header.has(flag::END_HEADERS) {
             self.block_stream = 0;
             self.header_block(header.stream, sink)
         } else {
             Ok(())
         }
+    }
+
+    /// Adds a fragment to the header block in progress, up to a bound: a server may send
+    /// CONTINUATION frames without end. An encoded header list is never longer than the list
+    /// it encodes (each field counts 32 bytes more in the list), so twice our
+    /// SETTINGS_MAX_HEADER_LIST_SIZE leaves room for table size updates and fails only a flood.
+    fn grow_block(&mut self, fragment: &[u8]) -> Result<(), H2Error> {
+        let bound = 2 * self.limits.max_header_list_size as usize;
+        if self.block.len() + fragment.len() > bound {
+            return Err(connection_error(
+                code::ENHANCE_YOUR_CALM,
+                "a header block over twice our SETTINGS_MAX_HEADER_LIST_SIZE",
+            ));
+        }
+        self.block.extend_from_slice(fragment);
+        Ok(())
     }
 
     /// A complete header block: decoded even when its stream is gone, to keep HPACK state.
@@ -219,10 +240,14 @@ impl Connection {
                 "a response header block could not be decoded",
             ));
         }
+        // A block that answers no open stream (one we cancelled or reset) is in no response's
+        // head: it counts as framing, so that every byte received is somewhere.
         let Some(slot) = self.slot(id) else {
+            self.frame_bytes += block_len;
             return Ok(());
         };
         if list_size > u64::from(self.limits.max_header_list_size) {
+            self.frame_bytes += block_len;
             self.stream_error(slot, code::CANCEL, sink);
             return Ok(());
         }
@@ -381,8 +406,11 @@ impl Connection {
                 "PING not 8 bytes long",
             ));
         }
-        if !header.has(flag::ACK) {
+        // While our output waits (a send under way), a PING flood would queue an ACK each: a
+        // few answer a server that measures round trips, the rest are dropped.
+        if !header.has(flag::ACK) && self.ping_acks_queued < MAX_PING_ACKS_QUEUED {
             frame::write_ping_ack(&mut self.out, payload);
+            self.ping_acks_queued += 1;
         }
         Ok(())
     }

@@ -537,3 +537,76 @@ fn a_cancelled_stream_is_reset_and_its_late_frames_ignored() {
     connection.receive(&server, &mut events).unwrap();
     assert_eq!(events, Events::default());
 }
+
+#[test]
+fn a_continuation_flood_fails_the_connection_before_it_grows_without_bound() {
+    let mut connection = ready_connection(&[]);
+    let id = connection.open(STATUS_200, None);
+    let mut server = frame(kind::HEADERS, 0, id, STATUS_200);
+    let chunk = vec![0u8; frame::DEFAULT_MAX_FRAME_SIZE as usize];
+    for _ in 0..16 {
+        server.extend(frame(kind::CONTINUATION, 0, id, &chunk));
+    }
+    let error = connection
+        .receive(&server, &mut Events::default())
+        .unwrap_err();
+    assert_eq!(error.code, code::ENHANCE_YOUR_CALM);
+}
+
+#[test]
+fn data_on_a_stream_we_reset_is_not_answered_but_still_opens_the_window() {
+    let mut connection = Connection::new(&Limits {
+        connection_window: 1 << 17,
+        ..Limits::default()
+    });
+    connection
+        .receive(&settings(&[]), &mut Events::default())
+        .unwrap();
+    let id = connection.open(STATUS_200, None);
+    connection.cancel(id);
+    connection.take_output(&mut Vec::new());
+    let late = vec![0u8; frame::DEFAULT_MAX_FRAME_SIZE as usize];
+    let mut server = Vec::new();
+    // Past half the connection window: a WINDOW_UPDATE must still go.
+    for _ in 0..5 {
+        server.extend(data(id, &late, false));
+    }
+    connection.receive(&server, &mut Events::default()).unwrap();
+    let kinds: Vec<u8> = output(&mut connection).iter().map(|f| f.0.kind).collect();
+    assert_eq!(kinds, [kind::WINDOW_UPDATE]);
+}
+
+#[test]
+fn a_ping_flood_queues_few_acks() {
+    let mut connection = ready_connection(&[]);
+    let mut server = Vec::new();
+    for n in 0..1000u32 {
+        server.extend(frame(kind::PING, 0, 0, &u32s(0, n)));
+    }
+    connection.receive(&server, &mut Events::default()).unwrap();
+    let acks = output(&mut connection);
+    assert!(!acks.is_empty() && acks.len() <= 4, "{} ACKs", acks.len());
+    // The next PING, once the queue went out, is answered again.
+    connection
+        .receive(
+            &frame(kind::PING, 0, 0, &u32s(1, 1)),
+            &mut Events::default(),
+        )
+        .unwrap();
+    assert_eq!(output(&mut connection).len(), 1);
+}
+
+#[test]
+fn a_header_block_of_a_stream_no_longer_open_is_framing() {
+    let mut connection = ready_connection(&[]);
+    let id = connection.open(STATUS_200, None);
+    connection.cancel(id);
+    let before = connection.frame_bytes();
+    connection
+        .receive(&headers(id, STATUS_200, false), &mut Events::default())
+        .unwrap();
+    assert_eq!(
+        connection.frame_bytes() - before,
+        9 + STATUS_200.len() as u64
+    );
+}
