@@ -80,10 +80,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap.add_argument(
         "--idle",
         type=int,
-        default=5000,
+        default=10000,
         metavar="N",
-        help="tls-idle: httpbench-load's memory with N idle connections (client and nginx share the "
-        "open-file limit; default %(default)s)",
+        help="tls-idle: httpbench-load's memory with N idle connections (default %(default)s, issue 14's "
+        "count; each process needs N descriptors of its own)",
     )
     ap.add_argument("--server-cpu", default="0", help="CPU list for servers, e.g. 0 or 0-1 (default 0)")
     ap.add_argument("--client-cpu", default="1", help="CPU list for clients (default 1)")
