@@ -173,6 +173,10 @@ def test_plan_wording_of_the_engine_refusals_a_plan_can_cause():
         engine.EngineError("x", "tls_handshake", {"addr": "127.0.0.1:1", "refused": True, "problem": "an alert"})
     )
     assert "refused every offer: an alert" in said and "tls.version" in said and not names_a_flag(said)
+    said = engine.in_plan_terms(
+        engine.EngineError("x", "http2_not_selected", {"selected": "http/1.1", "fact": "it selected http/1.1"})
+    )
+    assert "it selected http/1.1; " in said and 'drop "h2" from protocols' in said and not names_a_flag(said)
 
 
 def test_every_domain_error_is_an_httpbench_error():

@@ -2,11 +2,16 @@
 field, and filled in for a report stored by an older version."""
 
 import importlib.util
+import io
 import json
 import re
+import sqlite3
 from pathlib import Path
 
-from httpbench import _engine, load_report, report_fields, results
+from httpbench import _engine, console, export, load_report, report, report_fields, results
+from httpbench.store import Store
+from rich.console import Console
+from test_store import FakeCell, FakePlan
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DOC = ROOT / "docs" / "json-schema.md"
@@ -149,6 +154,36 @@ def test_results_read_a_round_stored_by_an_older_version():
     assert level.rps_values == (3.0,) and level.completed == 3 and level.flags == {}
     assert level.server_memory_bytes == 1 << 20 and level.server_cpu_sys is None
     assert level.latency.p50_us == 20 and not level.latency.exact
+
+
+def test_a_run_stored_by_an_older_version_is_shown_reported_and_exported(tmp_path):
+    """Rounds as an early sweep stored them, from before protocols, TLS and its handshakes, HTTP/2
+    and the service latency, read back through the store as `show`, `report` and `export` read
+    them."""
+    db = tmp_path / "old.db"
+    store = Store(str(db))
+    run_id = store.start_run(FakePlan(), {"kernel": "6.1", "cpus": 2}, {"nginx": "nginx/1.22.1"})
+    cell_id = store.cell(run_id, FakeCell(key="nginx/tuned/7B/ka/1cpu"), "", "nginx/1.22.1")
+    old = {**older_report(), "server": {"duration_s": 1.0, "rss_peak_bytes": 1 << 20, "cpu_user_cores": 0.5}}
+    for level in (1, 10):
+        store.add_round(cell_id, level, 0, load_report.stored_round(old))
+    store.finish_cell(cell_id, "done", 1.0, None)
+    store.finish_run(run_id, "done")
+    store.engine.dispose()
+    # What the early version wrote, not what this one would.
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE rounds SET measurement = ?", (json.dumps(old),))
+    conn.close()
+
+    run = results.load(Store(str(db), create=False), run_id)
+    (cell,) = run.cells
+    assert [lv.rps_values for lv in cell.levels] == [(3.0,), (3.0,)] and cell.protocol == "http"
+    out = Console(file=io.StringIO(), width=200, color_system=None)
+    console.show(run, str(db), out)
+    assert "nginx/tuned/7B/ka/1cpu" in out.file.getvalue()
+    assert report.write_html([run], tmp_path / "old.html").stat().st_size > 0
+    for fmt in ("csv", "json", "markdown"):
+        assert "nginx" in export.render([run], fmt), fmt
 
 
 def test_a_tool_report_starts_with_every_field_unknown():

@@ -53,6 +53,13 @@ def in_plan_terms(error: EngineError) -> str:
             f"the server's certificate is not the one httpbench made for the cell ({f['reason']}); "
             "a directive or config_file of the plan may set another certificate: let the suite's stand"
         )
+    if error.kind == "http2_not_selected":
+        # The suite sets h2 up on an h2 cell's server, as it does its certificate; what the plan
+        # adds to the server's configuration may undo it.
+        return (
+            f"{f['fact']}; a directive or config_file of the plan may turn h2 off on the server: let the "
+            'suite\'s h2 settings stand, or drop "h2" from protocols'
+        )
     if error.kind == "tls_handshake":
         what = "refused every offer" if f["refused"] else "did not complete a TLS handshake"
         return f"the server {what}: {f['problem']}; check tls.version in the plan and the server's TLS settings"

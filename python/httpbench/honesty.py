@@ -172,7 +172,7 @@ def requests_in_flight(connections: int, pipeline: int, m: Report) -> int:
     """What a closed loop of `connections` keeps in flight in the round `m`: each connection's
     pipeline over HTTP/1.1; over HTTP/2 its streams, as many as asked but no more than the server
     granted (its SETTINGS_MAX_CONCURRENT_STREAMS held the engine to that)."""
-    h2 = m.get("h2")
+    h2 = m["h2"]
     if not h2:
         return max(1, connections) * pipeline
     granted = h2["streams_granted"]

@@ -91,9 +91,9 @@ def _dumps(value) -> str:
 
 
 def _headline(m: dict, *path):
+    """A figure of the report `m` kept in a column of its own: the report is typed (every object on
+    `path` is there), and a figure nobody measured is None."""
     for key in path:
-        if not isinstance(m, dict) or m.get(key) is None:
-            return None
         m = m[key]
     return _finite(m)
 
