@@ -15,7 +15,7 @@ use crate::h2::frame::code;
 use crate::h2::request::RequestBlocks;
 use crate::h2::{Connection, Limits, StreamSink};
 use crate::http::response::{Response, ResponseSink};
-use crate::io::Reactor;
+use crate::io::{send_before_close, Reactor};
 use crate::spec::Stop;
 use crate::stats::ErrorClass;
 
@@ -237,6 +237,33 @@ impl Worker<'_> {
         }
     }
 
+    /// A connection error queued a GOAWAY saying which (RFC 9113 5.4.1): hand it to the socket
+    /// before the close, best effort: at once if the socket takes it, never waiting, and not at
+    /// all behind a send still under way, whose rest would go after it and cut a frame.
+    fn send_goaway(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let Some(h2) = c.h2.as_mut() else { return };
+        if c.sending.is_some() || !h2.wants_write() {
+            return;
+        }
+        h2.take_output(&mut c.h2_out);
+        let bytes = match c.tls.as_mut() {
+            Some(tls) => {
+                if tls.write(&c.h2_out).is_err() {
+                    return;
+                }
+                // Free: no send is under way.
+                tls.take_queued(&mut c.tls_out);
+                &c.tls_out
+            }
+            None => &c.h2_out,
+        };
+        let sent = send_before_close(c.fd, bytes);
+        if self.measuring(self.now) {
+            self.counters.bytes_written += sent as u64;
+        }
+    }
+
     /// HTTP/2 bytes `data` arrived on connection `i` at `at` (ns since `start`).
     pub(super) fn h2_received<R: Reactor>(
         &mut self,
@@ -274,6 +301,7 @@ impl Worker<'_> {
                 // No connection will go better: the run ends now, saying why.
                 self.shared.abort(HTTP1_ANSWER.into());
             }
+            self.send_goaway(i);
         }
         if goaway_error || matches!(result, Some(Err(_))) {
             if self.conns[i].pending.is_empty() {
