@@ -26,6 +26,15 @@ CEILING_SECONDS = 1.0
 H2_CEILING_SERVERS = ("reference", "h2o", "nginx", "nghttpd")
 
 
+# Here rather than in the sweep, which raises it too, because the sweep imports this module: the
+# ceiling is the first thing a run measures, so the first that may stop it. `httpbench.sweep`
+# exports it as its own.
+class Stopped(Exception):
+    """The run stopped before its end, its measured rounds all stored: a client host was lost
+    under --on-client-loss stop, none is left, or the scheduler was lost. `httpbench run
+    --resume` goes on from there."""
+
+
 def kind_of(cell: Cell) -> target.Kind:
     """The kind of connection `cell` makes, which has a ceiling of its own."""
     return target.kind(cell.protocol, cell.keep_alive, cell.resumption, cell.streams)
@@ -52,8 +61,6 @@ class ClientCeiling:
         On a cluster it is the throughput of the client hosts that go on to load the run: a host
         lost meanwhile starts the measurement again without it (or stops the run, under
         --on-client-loss stop)."""
-        from httpbench.sweep import Stopped  # the sweep's own error; sweep imports this module
-
         protocol, keep_alive, resumption, streams = kind
         against = self.server(protocol)
         if against is None:

@@ -87,8 +87,9 @@ H2 = TypedDict(
         # GOAWAY frames received.
         "goaways": Optional[int],
         # Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
-        # id): in a closed loop their requests were sent again, and are no error; in an open loop
-        # they failed as `h2_refused_stream`.
+        # id): their requests were sent again, and are no error, except in an open loop those reset
+        # with REFUSED_STREAM, which failed as `h2_refused_stream` (those above a GOAWAY's last id
+        # went again on the next connection, timed from when they were due).
         "refused_streams": Optional[int],
         # RST_STREAM frames received, by error code name (`REFUSED_STREAM`, `CANCEL`, ...;
         # `unknown` for codes RFC 9113 does not name): only the codes seen.

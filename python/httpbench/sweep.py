@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from httpbench import clients, engine, honesty, results, servers, target
-from httpbench.ceiling import ClientCeiling, kind_of
+from httpbench.ceiling import ClientCeiling, Stopped, kind_of
 from httpbench.cluster import ClusterDown, ClusterError
 from httpbench.placement import Placement, PlacementError
 from httpbench.plan import Cell, Plan
@@ -39,12 +39,6 @@ if TYPE_CHECKING:
 # Load used to warm a server up and to measure the client ceiling: enough connections to keep
 # any server busy, few enough for every open-file limit.
 WARM_CONNECTIONS = 50
-
-
-class Stopped(Exception):
-    """The run stopped before its end, its measured rounds all stored: a client host was lost
-    under --on-client-loss stop, none is left, or the scheduler was lost. `httpbench run
-    --resume` goes on from there."""
 
 
 @dataclass

@@ -231,8 +231,9 @@ pub struct H2 {
     /// `unknown` for codes RFC 9113 does not name): only the codes seen.
     pub resets: BTreeMap<String, u64>,
     /// Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
-    /// id): in a closed loop their requests were sent again, and are no error; in an open loop
-    /// they failed as `h2_refused_stream`.
+    /// id): their requests were sent again, and are no error, except in an open loop those reset
+    /// with REFUSED_STREAM, which failed as `h2_refused_stream` (those above a GOAWAY's last id
+    /// went again on the next connection, timed from when they were due).
     pub refused_streams: u64,
     /// Framing received: every frame's 9-byte header, padding and HEADERS priority fields, the
     /// payloads of frames other than DATA, HEADERS and CONTINUATION, and header blocks that

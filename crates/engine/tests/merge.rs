@@ -186,7 +186,7 @@ fn answer_each_read(tls: &mut common::Tls) {
 
 #[test]
 fn tls_handshakes_and_their_latencies_add_up_when_merged() {
-    let addr = common::serve_tls(answer_each_read);
+    let addr = common::serve_tls(&[], answer_each_read);
     let spec = LoadSpec {
         urls: vec![format!("https://localhost:{}/", addr.port())],
         keep_alive: false,

@@ -52,7 +52,7 @@ fn bad_record(tls: &mut common::Tls) {
 }
 
 fn run(answer: Answer, requests: u64) -> Report {
-    let addr = common::serve_tls(answer);
+    let addr = common::serve_tls(&[], answer);
     httpbench_engine::run(&LoadSpec {
         urls: vec![format!("https://localhost:{}/", addr.port())],
         connections: 1,

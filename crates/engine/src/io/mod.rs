@@ -224,3 +224,20 @@ pub fn socket_error(fd: RawFd) -> i32 {
         err
     }
 }
+
+/// Hands `data` to the socket's send buffer now, without waiting and without a completion: the
+/// last words on a socket about to close (HTTP/2's GOAWAY), which no reactor would report on.
+/// Returns how many bytes the kernel took (0 if it took none, or the socket failed).
+pub fn send_before_close(fd: RawFd, data: &[u8]) -> usize {
+    // SAFETY: reads `data`, which outlives the call; MSG_DONTWAIT makes it non-blocking whatever
+    // the socket's flags.
+    let n = unsafe {
+        libc::send(
+            fd,
+            data.as_ptr() as *const libc::c_void,
+            data.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    n.max(0) as usize
+}

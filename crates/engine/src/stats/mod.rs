@@ -38,8 +38,9 @@ pub enum ErrorClass {
     /// control, or a GOAWAY with an error code): every stream on it fails; or on one stream,
     /// which we reset (a header list over our limit, a bad `:status`, its window overrun).
     H2Protocol,
-    /// The server refused a stream without processing it (RST_STREAM with REFUSED_STREAM, or a
-    /// stream above a GOAWAY's last stream id): nothing was done, so it may be sent again.
+    /// In an open loop, the server refused a stream without processing it (RST_STREAM with
+    /// REFUSED_STREAM), at its moment in the schedule: sending it later would be another request.
+    /// Elsewhere a refused stream is sent again, and no error.
     H2RefusedStream,
     /// The server reset a stream (RST_STREAM) with any other error code.
     H2StreamReset,

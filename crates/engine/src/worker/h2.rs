@@ -5,9 +5,14 @@
 //! END_STREAM, with the kernel's arrival stamps as over HTTP/1.1. A refused stream (REFUSED_STREAM,
 //! or above a GOAWAY's last stream id) was not processed. In a closed loop its request goes back
 //! to the budget and is sent again, on this connection while it can open streams, else on the
-//! next. In an open loop its moment in the schedule has passed, so sending it again would be
-//! another request: it fails as `h2_refused_stream`.
+//! next. In an open loop a stream above a GOAWAY's last id is the same request still: the server
+//! ended the connection, as servers do after so many requests, and any client sends such a
+//! request again on a new one. It goes first on the next connection, timed from when it was due,
+//! so the wait shows in its latency. A stream the server reset with REFUSED_STREAM was turned
+//! away under load, at its moment in the schedule: sending it later would be another request, so
+//! it fails as `h2_refused_stream`.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use crate::h2::connection::HTTP1_ANSWER;
@@ -15,7 +20,7 @@ use crate::h2::frame::code;
 use crate::h2::request::RequestBlocks;
 use crate::h2::{Connection, Limits, StreamSink};
 use crate::http::response::{Response, ResponseSink};
-use crate::io::Reactor;
+use crate::io::{send_before_close, Reactor};
 use crate::spec::Stop;
 use crate::stats::ErrorClass;
 
@@ -33,8 +38,10 @@ struct Streams<'a, 's> {
     sink: &'a mut Sink<'s>,
     /// Requests to send again (the measured ones were counted as sent).
     refused: u64,
-    /// An open loop: a refused stream fails instead of going again.
+    /// An open loop: a stream the server reset with REFUSED_STREAM fails instead of going again,
+    /// and one a GOAWAY refused is requeued here (the connection's `requeued`).
     open_loop: bool,
+    requeued: &'a mut VecDeque<u64>,
     /// A GOAWAY with an error code arrived.
     goaway_error: bool,
 }
@@ -123,15 +130,22 @@ impl StreamSink for Streams<'_, '_> {
             self.goaway_error = true;
             return;
         }
-        while let Some(p) = self
+        while let Some(at) = self
             .sink
             .pending
             .iter()
-            .find(|p| p.stream > last_stream)
-            .copied()
+            .position(|p| p.stream > last_stream)
         {
-            self.take(p.stream);
-            self.refuse(p);
+            let p = self.sink.pending[at];
+            if self.open_loop && p.sent >= self.sink.measure_from {
+                // Still outstanding (not `take`n): neither progress nor given back.
+                self.sink.pending.remove(at);
+                self.sink.counters.h2.refused_streams += 1;
+                self.requeued.push_back(p.due);
+            } else {
+                self.take(p.stream);
+                self.refuse(p);
+            }
         }
     }
 }
@@ -173,8 +187,8 @@ impl Worker<'_> {
     }
 
     /// Open as many streams on connection `i` as its share of streams, the server's limit, the
-    /// schedule and the budget allow, and send them at once. Streams are independent, so each
-    /// is replaced as soon as it ends, in both loops.
+    /// schedule and the budget allow, requests a GOAWAY refused first, and send them at once.
+    /// Streams are independent, so each is replaced as soon as it ends, in both loops.
     pub(super) fn send_streams<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
         let Some(http2) = self.shared.http2.as_ref() else {
             return;
@@ -184,10 +198,18 @@ impl Worker<'_> {
         if c.state != State::Open || self.now >= self.end || !h2.can_open() {
             return self.flush_h2(reactor, i);
         }
-        let room = http2.streams.min(h2.streams_granted()) as u64;
-        let k = self.claim_due(i, room.saturating_sub(c.pending.len() as u64));
+        let room =
+            (http2.streams.min(h2.streams_granted()) as u64).saturating_sub(c.pending.len() as u64);
+        let left = self
+            .shared
+            .spec
+            .requests_per_connection
+            .map_or(u64::MAX, |limit| limit - c.on_connection);
+        // Counted as sent and outstanding already.
+        let again = (c.requeued.len() as u64).min(room).min(left);
+        let k = self.claim_due(i, (room - again).min(left - again));
         let mut opened = 0;
-        while opened < k {
+        while opened < again + k {
             let c = &mut self.conns[i];
             let Some(h2) = c.h2.as_deref_mut().filter(|h2| h2.can_open()) else {
                 break;
@@ -196,7 +218,15 @@ impl Worker<'_> {
             let stream = h2.open(block, http2.requests.body());
             c.next_url = (c.next_url + 1) % self.shared.requests.cycle();
             c.on_connection += 1;
-            let due = self.next_due(i);
+            let requeued = if opened < again {
+                c.requeued.pop_front()
+            } else {
+                None
+            };
+            let due = match requeued {
+                Some(due) => due,
+                None => self.next_due(i),
+            };
             self.conns[i].pending.push_back(Pending {
                 due,
                 sent: self.now,
@@ -205,9 +235,10 @@ impl Worker<'_> {
             });
             opened += 1;
         }
-        self.outstanding += opened as usize;
+        let fresh = opened.saturating_sub(again);
+        self.outstanding += fresh as usize;
         // Stream ids ran out midway: the rest go on the next connection.
-        self.give_back(k - opened);
+        self.give_back(k - fresh);
         self.flush_h2(reactor, i);
     }
 
@@ -237,6 +268,33 @@ impl Worker<'_> {
         }
     }
 
+    /// A connection error queued a GOAWAY saying which (RFC 9113 5.4.1): hand it to the socket
+    /// before the close, best effort: at once if the socket takes it, never waiting, and not at
+    /// all behind a send still under way, whose rest would go after it and cut a frame.
+    fn send_goaway(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        let Some(h2) = c.h2.as_mut() else { return };
+        if c.sending.is_some() || !h2.wants_write() {
+            return;
+        }
+        h2.take_output(&mut c.h2_out);
+        let bytes = match c.tls.as_mut() {
+            Some(tls) => {
+                if tls.write(&c.h2_out).is_err() {
+                    return;
+                }
+                // Free: no send is under way.
+                tls.take_queued(&mut c.tls_out);
+                &c.tls_out
+            }
+            None => &c.h2_out,
+        };
+        let sent = send_before_close(c.fd, bytes);
+        if self.measuring(self.now) {
+            self.counters.bytes_written += sent as u64;
+        }
+    }
+
     /// HTTP/2 bytes `data` arrived on connection `i` at `at` (ns since `start`).
     pub(super) fn h2_received<R: Reactor>(
         &mut self,
@@ -246,11 +304,13 @@ impl Worker<'_> {
         at: u64,
     ) {
         let open_loop = self.interval.is_some();
+        let mut requeued = std::mem::take(&mut self.conns[i].requeued);
         let ((result, refused, goaway_error), _) = self.parse(i, at, |_, h2, sink| {
             let mut streams = Streams {
                 sink,
                 refused: 0,
                 open_loop,
+                requeued: &mut requeued,
                 goaway_error: false,
             };
             let result = h2.map(|h2| {
@@ -267,6 +327,7 @@ impl Worker<'_> {
             });
             (result, streams.refused, streams.goaway_error)
         });
+        self.conns[i].requeued = requeued;
         self.give_back(refused);
         if let Some(Err(e)) = result {
             self.last_h2_error = Some(e);
@@ -274,6 +335,7 @@ impl Worker<'_> {
                 // No connection will go better: the run ends now, saying why.
                 self.shared.abort(HTTP1_ANSWER.into());
             }
+            self.send_goaway(i);
         }
         if goaway_error || matches!(result, Some(Err(_))) {
             if self.conns[i].pending.is_empty() {

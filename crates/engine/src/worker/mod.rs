@@ -183,6 +183,10 @@ struct Conn {
     wake_at: Option<u64>,
     /// Listed in `Worker::refill`.
     refill: bool,
+    /// HTTP/2 in an open loop: when the requests were due whose streams a GOAWAY refused
+    /// unprocessed. They go first on the next connection, timed from then; meanwhile they count
+    /// as sent, outstanding, and in flight if the run ends.
+    requeued: VecDeque<u64>,
     bind: Option<IpAddr>,
 }
 
@@ -306,6 +310,7 @@ impl<'a> Worker<'a> {
                     due: (global as f64 * 1e9 / total_rate) as u64,
                     wake_at: None,
                     refill: false,
+                    requeued: VecDeque::new(),
                     bind: (!shared.bind.is_empty())
                         .then(|| shared.bind[global % shared.bind.len()]),
                 }
@@ -515,9 +520,10 @@ impl<'a> Worker<'a> {
         let mut behind = 0;
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            for p in c.pending.iter().filter(|p| p.sent >= self.measure_from) {
+            let measured = c.pending.iter().filter(|p| p.sent >= self.measure_from);
+            for due in measured.map(|p| p.due).chain(c.requeued.iter().copied()) {
                 in_flight += 1;
-                let age = ended.saturating_sub(p.due);
+                let age = ended.saturating_sub(due);
                 in_flight_age = (in_flight_age.0 + age, in_flight_age.1.max(age));
             }
             if let (Some(interval), true) = (self.interval, ended > c.due) {
@@ -549,7 +555,7 @@ impl<'a> Worker<'a> {
     }
 
     fn connect<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        if self.now >= self.end || self.budget_spent() {
+        if self.now >= self.end || (self.budget_spent() && self.conns[i].requeued.is_empty()) {
             return;
         }
         let family = self.shared.addr.family();

@@ -13,22 +13,23 @@ pub type Tls = StreamOwned<ServerConnection, TcpStream>;
 
 pub const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/tls/testdata/");
 
-pub fn serve_tls(answer: fn(&mut Tls)) -> SocketAddr {
+/// `alpn`: the protocols the server selects from, in its order of preference (none: no ALPN).
+pub fn serve_tls(alpn: &[&[u8]], answer: fn(&mut Tls)) -> SocketAddr {
     let certs = CertificateDer::pem_file_iter(format!("{TESTDATA}server.pem"))
         .unwrap()
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
     let key = PrivateKeyDer::from_pem_file(format!("{TESTDATA}server-key.pem")).unwrap();
-    let config = Arc::new(
-        rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap(),
-    );
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let config = Arc::new(config);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {

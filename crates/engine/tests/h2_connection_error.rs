@@ -1,0 +1,118 @@
+//! A connection error of ours ends the connection with a GOAWAY that says which (RFC 9113
+//! 5.4.1): the server reads it before the close, with the error's code, over h2c and over TLS.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use httpbench_engine::spec::{IoChoice, Stop, TlsSpec};
+use httpbench_engine::LoadSpec;
+
+const PREFACE_LEN: usize = 24;
+const HEADERS: u8 = 0x1;
+const GOAWAY: u8 = 0x7;
+const FRAME_SIZE_ERROR: u32 = 0x6;
+
+/// What the client's GOAWAY said, (last stream id, error code), or None if none came before the
+/// close.
+type Heard = Option<(u32, u32)>;
+
+/// An h2 server's side of one connection: its SETTINGS, then, at the first request, the header of
+/// a frame one byte over the client's 16 KiB limit (FRAME_SIZE_ERROR, RFC 9113 4.2); then it
+/// reads to the close.
+fn oversized_frame(io: &mut (impl Read + Write)) -> Heard {
+    io.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).ok()?;
+    io.flush().ok()?;
+    let (mut seen, mut at, mut goaway) = (Vec::new(), PREFACE_LEN, None);
+    let mut buf = [0u8; 4096];
+    while let Ok(n @ 1..) = io.read(&mut buf) {
+        seen.extend_from_slice(&buf[..n]);
+        while seen.len() >= at + 9 {
+            let len = u32::from_be_bytes([0, seen[at], seen[at + 1], seen[at + 2]]) as usize;
+            let Some(payload) = seen.get(at + 9..at + 9 + len) else {
+                break;
+            };
+            match seen[at + 3] {
+                HEADERS => {
+                    let _ = io
+                        .write_all(&[0, 0x40, 0x01, 0, 0, 0, 0, 0, 1])
+                        .and_then(|()| io.flush());
+                }
+                GOAWAY => {
+                    let word = |i: usize| u32::from_be_bytes(payload[i..i + 4].try_into().unwrap());
+                    goaway = Some((word(0) & 0x7fff_ffff, word(4)));
+                }
+                _ => {}
+            }
+            at += 9 + len;
+        }
+    }
+    goaway
+}
+
+fn serve_h2c() -> (String, Receiver<Heard>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://127.0.0.1:{}/",
+        listener.local_addr().unwrap().port()
+    );
+    let (said, heard) = mpsc::channel();
+    std::thread::spawn(move || {
+        let (mut socket, _) = listener.accept().unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let _ = said.send(oversized_frame(&mut socket));
+    });
+    (url, heard)
+}
+
+/// Where the TLS server's connection tells what it heard (`serve_tls` takes a plain fn).
+static TLS_HEARD: Mutex<Option<Sender<Heard>>> = Mutex::new(None);
+
+fn serve_h2() -> (String, Receiver<Heard>) {
+    let (said, heard) = mpsc::channel();
+    *TLS_HEARD.lock().unwrap() = Some(said);
+    let addr = common::serve_tls(&[b"h2"], |tls| {
+        let _ = tls.sock.set_read_timeout(Some(Duration::from_secs(10)));
+        let goaway = oversized_frame(tls);
+        if let Some(said) = TLS_HEARD.lock().unwrap().as_ref() {
+            let _ = said.send(goaway);
+        }
+    });
+    (format!("https://localhost:{}/", addr.port()), heard)
+}
+
+#[test]
+fn a_connection_error_sends_a_goaway_with_its_code_before_the_close() {
+    for (tls, io) in [
+        (false, IoChoice::Auto),
+        (false, IoChoice::Epoll),
+        (true, IoChoice::Auto),
+    ] {
+        let (url, heard) = if tls { serve_h2() } else { serve_h2c() };
+        let r = httpbench_engine::run(&LoadSpec {
+            urls: vec![url],
+            http2: true,
+            connections: 1,
+            stop: Stop::Requests(1),
+            validate: false,
+            request_timeout: 5.0,
+            io,
+            tls: TlsSpec {
+                cacert: tls.then(|| format!("{}ca.pem", common::TESTDATA).into()),
+                ..TlsSpec::default()
+            },
+            ..LoadSpec::default()
+        })
+        .unwrap();
+        assert_eq!(r.errors["h2_protocol"], 1, "{io:?}: {:?}", r.errors);
+        let goaway = heard.recv_timeout(Duration::from_secs(20)).unwrap();
+        // No stream of the server's was processed: we accept none.
+        assert_eq!(goaway, Some((0, FRAME_SIZE_ERROR)), "tls {tls}, {io:?}");
+    }
+}
