@@ -59,6 +59,11 @@ class ProtocolUnsupported(ServerFailed):
     message says why and what to do, in one line. A ServerFailed, as TLSUnsupported is."""
 
 
+class PHPUnsupported(ServerFailed):
+    """A PHP workload asked of a server that cannot run PHP, or whose PHP is not installed; the
+    message says why and what to do, in one line. A ServerFailed, as TLSUnsupported is."""
+
+
 @dataclass(frozen=True)
 class SiteTLS:
     """HTTPS for a site: the server presents `cert` (with `key`, of `key_type`), signed by the
@@ -102,6 +107,23 @@ class Site:
     tls: Optional[SiteTLS] = None
     # Offer HTTP/2: by ALPN beside http/1.1 when the site has TLS, else h2c by prior knowledge.
     http2: bool = False
+    # The workload's PHP kind ("php-wait", say): the site runs `.php` files through PHP.
+    php: Optional[str] = None
+
+    @property
+    def php_dir(self) -> Path:
+        """Where the site's PHP keeps its own files: php.ini, the pool's config, socket and logs."""
+        return self.run_dir / "php"
+
+    @property
+    def php_socket(self) -> Optional[Path]:
+        """The Unix socket the suite's PHP-FPM pool listens on, when the site runs PHP."""
+        return self.php_dir / "fpm.sock" if self.php else None
+
+    @property
+    def php_log(self) -> Path:
+        """PHP's error log (php.ini's error_log): a failing script's own words."""
+        return self.php_dir / "error.log"
 
     @property
     def protocol(self) -> str:
@@ -163,6 +185,10 @@ class Server(ABC):
     speaks_http1: ClassVar[bool] = True
     speaks_h2: ClassVar[bool] = False
     speaks_h2c: ClassVar[bool] = False
+    # How the adapter runs PHP for a site with `php`: "fastcgi" (`.php` requests go to a PHP-FPM
+    # pool on `site.php_socket`, which the suite starts before the server), "module" (PHP inside
+    # the server's own processes: mod_php), or None (it cannot). `php_refusal` says why not.
+    runs_php: ClassVar[Optional[str]] = None
 
     def executable(self) -> Optional[str]:
         return shutil.which(self.program) or (self.program if Path(self.program).is_file() else None)
@@ -215,6 +241,16 @@ class Server(ABC):
         if protocol in ("http", "https") and not self.speaks_http1:
             return f"{self.name} speaks only HTTP/2; measure it over h2 or h2c"
         return None
+
+    def php_refusal(self) -> Optional[str]:
+        """None when this server can run PHP here, else one line saying why not and what to do:
+        the servers that can, or the command that installs the PHP it runs."""
+        from httpbench.servers import ADAPTERS, php
+
+        if self.runs_php is None:
+            able = sorted(name for name, adapter in ADAPTERS.items() if adapter.runs_php)
+            return f"{self.name} cannot run PHP in httpbench; choose a server that can: {', '.join(able)}"
+        return php.missing(self.runs_php)
 
     def backend(self) -> Optional["Server"]:
         """A server this one fronts (a cache in front of an origin), started first on its own
