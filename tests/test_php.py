@@ -10,12 +10,17 @@ import http.client
 import os
 
 import pytest
-from conftest import CLIENT_CPU, SERVER_CPU
-from httpbench import engine, servers
+from conftest import CLIENT_CPU, SERVER_CPU, kill_in_first_window, quick_sweep
+from httpbench import engine, results, servers
 from httpbench.dynamic import PHP_KINDS, page, php_workload
 from httpbench.monitor import Monitor
-from httpbench.servers import ServerProfile, Site, start, verify
+from httpbench.report import summary
+from httpbench.results import comparison
+from httpbench.servers import PHPUnsupported, ServerProfile, Site, php, start, verify
+from httpbench.servers.host import ServerHost
+from httpbench.servers.php import PhpFpm
 from httpbench.servers.process import session_pids
+from httpbench.workload import Workload
 
 WORKLOADS = [php_workload(kind) for kind in PHP_KINDS]
 ANSWERS = {path: answer for work in WORKLOADS for path, answer in work.file_map().items()}
@@ -109,6 +114,99 @@ def test_the_monitor_counts_the_pool_as_the_server_and_shows_it_apart(php_nginx)
     assert 0 < window.php_cpu_cores < window.cpu_cores
     assert 0 < window.php_rss_mean_bytes < window.rss_mean_bytes
     assert 0 < window.php_pss_mean_bytes < window.pss_mean_bytes
+
+
+KILL_PLAN = """
+name = "php-kill"
+servers = ["nginx"]
+profiles = ["default", "tuned"]
+server_cpus = [1]
+rounds = 1
+warmup = "0s"
+[[workload]]
+kind = "php-wait"
+[levels]
+list = [10, 20]
+[budget]
+duration = "1s"
+"""
+
+
+def test_a_pool_killed_mid_level_counts_5xx_flags_the_level_and_the_sweep_goes_on(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(KILL_PLAN)
+    notes: list = []
+    sweep = quick_sweep(plan, tmp_path / "r.db", notes)
+    # The pool's master and its children, by PID, 0.3 s into the first level of the first cell.
+    killed = kill_in_first_window(sweep, "nginx", lambda running: [running.php.pid, *running.php.pids()])
+    run_id = sweep.start()
+    sweep.run(run_id)
+    killed["timer"].join()
+    assert session_pids(killed["pid"]) == [] and session_pids(killed["session"]) == [], "left behind"
+    run = sweep.store.run(run_id)
+    dead, alive = run["cells"]
+    # nginx answered 502 once its pool was gone: counted, the level flagged, the cell stopped.
+    (round_,) = dead["rounds"]
+    measurement = round_["measurement"]
+    assert measurement["status"]["2xx"] > 0 and measurement["status"]["5xx"] > 0, measurement["status"]
+    flags = {f["kind"]: f["reason"] for f in measurement["flags"]}
+    assert "PHP-FPM pool" in flags.get("crashed", "") and str(killed["pid"]) in flags["crashed"], flags
+    assert dead["status"] == "failed" and "level 10" in dead["error"] and "PHP-FPM" in dead["error"], dead["error"]
+    assert any("PHP-FPM" in note for note in notes), notes
+    # The sweep went on: the next cell, on a fresh server and pool, measured every level.
+    assert alive["status"] == "done" and [r["level"] for r in alive["rounds"]] == [10, 20], alive["error"]
+    assert all(r["measurement"]["status"]["5xx"] == r["measurement"]["errors_total"] == 0 for r in alive["rounds"])
+    # The level served by a dead pool is never ranked.
+    measured = results.load(sweep.store, run_id)
+    ranked = [cell for group in comparison.groups(measured.measured) for cell in group.ranked()]
+    assert [cell.profile for cell in ranked if cell.server == "nginx"] in ([], ["tuned"])
+    assert any("flagged crashed" in line for line in summary.cautions([measured]))
+
+
+BROKEN = Workload("broken", (("broken.php", b"<?php\nno_such_function();\n"),), ("/broken.php",), php="php-hello")
+
+
+def test_a_script_failing_with_a_php_error_fails_verification_in_phps_words():
+    host = ServerHost((SERVER_CPU,))
+    try:
+        started = host.start(servers.get("nginx"), ServerProfile("default"), BROKEN, 1)
+        running = host.running
+        # The pool's configuration and version are stored with the server's.
+        assert "[www]" in started.config_text and "PHP 8" in started.version
+        with pytest.raises(servers.VerificationFailed) as failed:
+            host.verify()
+    finally:
+        host.stop()
+    message = str(failed.value)
+    assert "\n" not in message and "status 500" in message, message
+    assert message.endswith(
+        "PHP Fatal error:  Uncaught Error: Call to undefined function no_such_function() in "
+        f"{running.site.docroot}/broken.php:2"
+    ), message
+    assert session_pids(running.pid) == [] and session_pids(running.php.pid) == []
+
+
+def test_php_fpm_missing_is_refused_naming_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setattr(PhpFpm, "program", str(tmp_path / "php-fpm8.2"))
+    refusal = servers.get("nginx").php_refusal()
+    assert refusal == (
+        f"PHP-FPM is not installed ({tmp_path}/php-fpm8.2 is missing); "
+        "install it with: apt-get install -y php8.2-fpm php8.2-opcache"
+    )
+    site = Site(tmp_path, tmp_path / "run", servers.free_port(), php="php-hello")
+    with pytest.raises(PHPUnsupported, match="apt-get install -y php8.2-fpm php8.2-opcache"):
+        start(servers.get("nginx"), site, ServerProfile())
+    assert not site.run_dir.exists(), "something was started"
+    monkeypatch.setattr(php, "MOD_PHP", tmp_path / "libphp8.2.so")
+    assert php.missing("module").endswith("install it with: apt-get install -y libapache2-mod-php8.2")
+
+
+def test_a_server_that_cannot_run_php_names_those_that_can(tmp_path):
+    refusal = servers.get("nghttpd").php_refusal()
+    assert refusal.startswith("nghttpd cannot run PHP in httpbench; choose a server that can: ") and "nginx" in refusal
+    site = Site(tmp_path, tmp_path / "run", servers.free_port(), php="php-hello", http2=True)
+    with pytest.raises(PHPUnsupported, match="nghttpd cannot run PHP"):
+        start(servers.get("nghttpd"), site, ServerProfile())
 
 
 def test_stopping_leaves_no_php_fpm_nor_nginx_behind(php_nginx):
