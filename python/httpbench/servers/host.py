@@ -138,3 +138,9 @@ def installed(adapters: Sequence[Server]) -> List[str]:
 def facts(adapters: Sequence[Server]) -> Tuple[dict, Dict[str, Optional[str]]]:
     """This host's facts, and the version of each server in `adapters`."""
     return engine.host_facts(), {adapter.name: adapter.version() for adapter in adapters}
+
+
+def php_refusals(adapters: Sequence[Server]) -> Dict[str, Optional[str]]:
+    """Why each server in `adapters` cannot run PHP on this host (Server.php_refusal), by name;
+    None for those that can."""
+    return {adapter.name: adapter.php_refusal() for adapter in adapters}
