@@ -298,7 +298,8 @@ def read_args(path: Path) -> List[str]:
 
 def fill(template: str, site: Site) -> str:
     """A user's whole config file (or command line) with the site's values put in; `{cert}`,
-    `{key}` and `{ca}` are the site's certificate files when it serves HTTPS."""
+    `{key}` and `{ca}` are the site's certificate files when it serves HTTPS, `{php_socket}` the
+    PHP-FPM pool's Unix socket when it runs PHP."""
     tls = site.tls
     return (
         template.replace("{port}", str(site.port))
@@ -310,4 +311,5 @@ def fill(template: str, site: Site) -> str:
         .replace("{cert}", str(tls.cert) if tls else "")
         .replace("{key}", str(tls.key) if tls else "")
         .replace("{ca}", str(tls.ca) if tls else "")
+        .replace("{php_socket}", str(site.php_socket or ""))
     )
