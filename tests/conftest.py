@@ -426,3 +426,44 @@ def nginx_plan(folder: Path, levels: str, budget: str) -> tuple[Path, Path]:
     return short_plan(
         folder, '["nginx"]', levels, budget, tables=f'[server.nginx]\ndirectives = ["access_log {log};"]\n'
     ), log
+
+
+KILL_AFTER_S = 0.3
+
+
+def kill_in_first_window(sweep, server: str, victim) -> dict:
+    """Have `victim(running server)` (a pid of that server's session, or a list of pids: a PHP
+    pool's master and children, say) killed with SIGKILL, in that order, KILL_AFTER_S into the
+    first measurement window of `server`'s cell; returns what was killed (`pid`, the first,
+    `pids`, and `session`, the master's pid) once it is."""
+    import threading
+
+    killed: dict = {}
+    make_host = sweep.server_host
+
+    def kill(pids):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # a child that exited with its master
+
+    def host_watched():
+        host = make_host()
+        start_window = host.start_window
+
+        def first_window_kills():
+            start_window()
+            if host.name == server and not killed:
+                chosen = victim(host.running)
+                pids = [chosen] if isinstance(chosen, int) else list(chosen)
+                killed.update(pid=pids[0], pids=pids, session=host.running.pid)
+                timer = threading.Timer(KILL_AFTER_S, kill, (pids,))
+                timer.start()
+                killed["timer"] = timer
+
+        host.start_window = first_window_kills
+        return host
+
+    sweep.server_host = host_watched
+    return killed

@@ -11,6 +11,10 @@ processes "use" 548 MB of RSS). RSS is kept beside it because every other tool r
             engine.run(spec)
         print(measured.window.cpu_user_cores, measured.window.events)
 
+A site that runs PHP through FastCGI has a second tree, its PHP-FPM pool (a session of its own):
+its processes count as the server's in every figure, and the window also shows them apart
+(`php_*`); the pool dying in a window is the server's crash, as an origin's is for a cache.
+
 Only /proc is read (httpbench.procfs), so this works with any Python the suite runs under.
 """
 
@@ -48,6 +52,20 @@ class Sample:
     @property
     def processes(self) -> int:
         return len(self.pids)
+
+    def plus(self, other: "Sample") -> "Sample":
+        """Two trees sampled together (a server and its PHP pool) as one; the machine's counters
+        are this sample's."""
+        return replace(
+            self,
+            pids=self.pids + other.pids,
+            rss_bytes=self.rss_bytes + other.rss_bytes,
+            pss_bytes=None if None in (self.pss_bytes, other.pss_bytes) else self.pss_bytes + other.pss_bytes,
+            cpu_user_s=self.cpu_user_s + other.cpu_user_s,
+            cpu_sys_s=self.cpu_sys_s + other.cpu_sys_s,
+            threads=self.threads + other.threads,
+            fds=None if None in (self.fds, other.fds) else self.fds + other.fds,
+        )
 
 
 class ProcessTree:
@@ -171,6 +189,12 @@ class Window:
     crashed: bool = False  # the session leader (the server's main process) died
     workers_exited: int = 0  # processes other than the leader that left the tree
     workers_started: int = 0  # processes that joined it (a restarted worker is one of each)
+    # The PHP-FPM pool's share of the figures above (its processes are counted in them too);
+    # None for a server without a pool.
+    php_cpu_cores: Optional[float] = None
+    php_rss_mean_bytes: Optional[int] = None
+    php_pss_mean_bytes: Optional[int] = None
+    php_processes_max: Optional[int] = None
 
     @property
     def cpu_cores(self) -> float:
@@ -181,8 +205,9 @@ class _Aggregate:
     """Running figures of the window being measured: no samples kept, so memory stays bounded
     however long the window."""
 
-    def __init__(self, leader: int, first: Sample) -> None:
+    def __init__(self, leader: int, first: Sample, what: str = "server") -> None:
         self.leader = leader
+        self.what = what  # what the tree is, as its events name it
         self.first = self.last = first
         self.events: List[str] = []
         self.crashed = False
@@ -224,11 +249,11 @@ class _Aggregate:
         if self.leader not in now and not self.crashed:
             self.crashed = True
             self.events.append(
-                f"server (pid {self.leader}) " + ("died during the window" if previous else "was not running")
+                f"{self.what} (pid {self.leader}) " + ("died during the window" if previous else "was not running")
             )
         if not now and not self.exited:
             self.exited = True
-            self.events.append("server exited during the window")
+            self.events.append(f"{self.what} exited during the window")
 
     def window(self) -> Window:
         first, last = self.first, self.last
@@ -276,6 +301,12 @@ class Monitor:
         # is the server, not another job, and a window it died in is the server's crash.
         self.backend = getattr(server, "backend", None)
         self.sessions = {self.sid} | ({os.getsid(self.backend.pid)} if self.backend is not None else set())
+        # A PHP-FPM pool is a session of its own (its master leads it), watched beside the server.
+        self.php = getattr(server, "php", None)
+        self._php_tree = ProcessTree(self.php.pid, pss_refresh) if self.php is not None else None
+        self._php_current: Optional[_Aggregate] = None
+        if self.php is not None:
+            self.sessions.add(self.php.pid)
         self.interval = interval
         self.idle: Optional[Window] = None
         self._tree = ProcessTree(self.sid, pss_refresh)
@@ -285,16 +316,26 @@ class Monitor:
         self._workers = WorkerChanges(self.sid)
         self._machine_at_start: Optional[contention.Snapshot] = None
         self._error: Optional[BaseException] = None
-        self.last = self._tree.sample()
+        self.last = self._sample_trees()[0]
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"monitor-{self.sid}", daemon=True)
         self._thread.start()
 
+    def _sample_trees(self) -> Tuple[Sample, Optional[Sample]]:
+        """The server with its PHP pool, and the pool alone (None without one)."""
+        server = self._tree.sample()
+        if self._php_tree is None:
+            return server, None
+        pool = self._php_tree.sample()
+        return server.plus(pool), pool
+
     def sample(self) -> Sample:
         with self._lock:
-            sample = self._tree.sample()
+            sample, pool = self._sample_trees()
             if self._current is not None:
                 self._current.add(sample)
+                if pool is not None:
+                    self._php_current.add(pool)
             self._take(sample)
             return sample
 
@@ -325,8 +366,10 @@ class Monitor:
             if self._current is not None:
                 raise RuntimeError("a window is already open")
             self._machine_at_start = machine
-            first = self._tree.sample()
+            first, pool = self._sample_trees()
             self._current = _Aggregate(self.sid, first)
+            if pool is not None:
+                self._php_current = _Aggregate(self.php.pid, pool, "its PHP-FPM pool's master")
             self._take(first)
 
     def end_window(self) -> Window:
@@ -334,6 +377,7 @@ class Monitor:
         machine = self.snapshot()
         with self._lock:
             current, self._current = self._current, None
+            pool, self._php_current = self._php_current, None
             if current is None:
                 raise RuntimeError("no window is open")
             workers = self._workers.close(current.first.t, current.last.t)
@@ -347,7 +391,22 @@ class Monitor:
         if self.backend is not None and not crashed and not self.backend.alive():
             crashed = True
             events.append(f"its origin {self.backend.server.name} (pid {self.backend.pid}) died")
-        return replace(window, events=events, crashed=crashed, **workers, **machine.since(self._machine_at_start))
+        php = {}
+        if pool is not None:
+            # Without its pool the server answers every PHP request 502: its figures are not the
+            # pair's any more, and the level is not one to rank.
+            pooled = pool.window()
+            crashed = crashed or pooled.crashed
+            events += pooled.events
+            php = dict(
+                php_cpu_cores=pooled.cpu_cores,
+                php_rss_mean_bytes=pooled.rss_mean_bytes,
+                php_pss_mean_bytes=pooled.pss_mean_bytes,
+                php_processes_max=pooled.processes_max,
+            )
+        return replace(
+            window, events=events, crashed=crashed, **workers, **php, **machine.since(self._machine_at_start)
+        )
 
     @contextmanager
     def window(self) -> Iterator[Measured]:

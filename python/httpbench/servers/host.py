@@ -108,7 +108,9 @@ class ServerHost:
         return asdict(self.monitor.end_window())
 
     def alive(self) -> bool:
-        return self.running is not None and self.running.alive()
+        """The server, and its PHP pool if it has one, without which it serves no page."""
+        running = self.running
+        return running is not None and running.alive() and (running.php is None or running.php.alive())
 
     def stop(self) -> None:
         """Stop what this host started, if anything; safe to call twice."""

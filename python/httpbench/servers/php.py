@@ -44,7 +44,7 @@ def missing(runs_php: str) -> Optional[str]:
     """None when the PHP a server runs (`Server.runs_php`: "fastcgi" or "module") is installed,
     else one line naming what is missing and the command that installs it."""
     if runs_php == "fastcgi" and not PhpFpm().installed():
-        return f"PHP-FPM is not installed ({FPM} is missing); install it with: {FPM_INSTALL}"
+        return f"PHP-FPM is not installed ({PhpFpm.program} is missing); install it with: {FPM_INSTALL}"
     if runs_php == "module" and not MOD_PHP.is_file():
         return f"mod_php is not installed ({MOD_PHP} is missing); install it with: {MOD_PHP_INSTALL}"
     return None
@@ -143,6 +143,11 @@ class PhpFpm(Server):
     summary = "PHP-FPM, a FastCGI pool of PHP processes"
     packages = ("php8.2-fpm", "php8.2-opcache")
     program = FPM
+
+    def version(self) -> Optional[str]:
+        """ "PHP 8.2.36 (fpm-fcgi)": its version line without the build date."""
+        line = super().version()
+        return line.split(" (built:", 1)[0] if line else None
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
         return Config({POOL_CONF: pool_conf(site, profile), PHP_INI: php_ini(site, profile)})
