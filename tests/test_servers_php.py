@@ -2,7 +2,8 @@
 with mod_php, apache2-worker and apache2-event, lighttpd, caddy and h2o with the suite's PHP-FPM
 pool. Each is started once per profile with the three workloads' scripts in its document root,
 verified byte for byte, loaded by the engine, and stopped leaving none of its processes, nor the
-pool's. Then what needs no start: which adapters run PHP, and the command adapter's placeholder."""
+pool's; a failing script fails verification in PHP's own words through each. Then what needs no
+start: which adapters run PHP, and the command adapter's placeholder."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -12,7 +13,7 @@ from conftest import CLIENT_CPU, SERVER_CPU, free_port
 from httpbench import engine, servers
 from httpbench.dynamic import PHP_KINDS, php_workload
 from httpbench.procfs import session_pids
-from httpbench.servers import ServerProfile, Site, start, verify
+from httpbench.servers import ServerProfile, Site, VerificationFailed, start, verify
 from httpbench.servers.adapters.command import CommandServer
 from httpbench.servers.base import fill
 
@@ -29,6 +30,7 @@ def _php_site(base: Path, profile: str) -> Site:
     docroot.mkdir()
     for workload in WORKLOADS:
         workload.write(docroot)
+    (docroot / "broken.php").write_text("<?php\nno_such_function();\n")
     return Site(docroot, base / "run", free_port(), cpus=(SERVER_CPU,), php=SITE_KIND[profile])
 
 
@@ -52,6 +54,10 @@ def test_server_runs_php_verifies_serves_load_and_leaves_nothing(tmp_path, name,
             assert pool is not None and pool.alive() and len(pool.pids()) > 1, "no PHP-FPM master and children"
         sessions = [running.pid] + ([pool.pid] if pool else [])
         verify(site, ANSWERS, name)
+        # PHP's error log is written (by www-data, for mod_php) and read back by verification.
+        with pytest.raises(VerificationFailed) as failed:
+            verify(site, {"broken.php": b""}, name)
+        assert str(failed.value).endswith(f"no_such_function() in {site.docroot}/broken.php:2"), str(failed.value)
         report = engine.run(
             {
                 "urls": [site.url + url for url in ANSWERS],
