@@ -34,8 +34,8 @@ class ServerProfile:
     # Extra configuration lines, added where the adapter says (e.g. nginx's http block).
     directives: Tuple[str, ...] = ()
     # A whole configuration file replacing the rendered one; `{port}`, `{host}`, `{docroot}`,
-    # `{run_dir}`, `{workers}`, `{upstream}` (a fronted origin's host:port), and for HTTPS
-    # `{cert}`, `{key}` and `{ca}` are filled in.
+    # `{run_dir}`, `{workers}`, `{upstream}` (a fronted origin's host:port), for HTTPS `{cert}`,
+    # `{key}` and `{ca}`, and for PHP `{php_socket}` (the PHP-FPM pool's) are filled in.
     config_file: Optional[Path] = None
 
     def __post_init__(self) -> None:
