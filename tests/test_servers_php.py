@@ -72,6 +72,25 @@ def test_server_runs_php_verifies_serves_load_and_leaves_nothing(tmp_path, name,
     assert not any(left.values()), f"left running after stop: {left}"
 
 
+def test_command_with_a_php_socket_gets_the_pool(tmp_path):
+    # lighttpd as "any other server": its config (written here) takes the socket from the command line.
+    site = _php_site(tmp_path, "default")
+    conf = tmp_path / "lighttpd.conf"
+    conf.write_text(f"""server.document-root = "{site.docroot}"
+server.bind = "{site.host}"
+server.port = {site.port}
+server.errorlog = "{tmp_path}/error.log"
+server.modules = ( "mod_fastcgi", "mod_staticfile" )
+fastcgi.server = ( ".php" => (( "socket" => env.PHP_SOCKET )) )
+""")
+    adapter = CommandServer(f"env PHP_SOCKET={{php_socket}} /usr/sbin/lighttpd -D -f {conf}", name="mine")
+    with start(adapter, site, ServerProfile()) as running:
+        assert running.php is not None and running.php.alive()
+        assert f"PHP_SOCKET={site.php_socket} " in running.config.text
+        verify(site, ANSWERS, "mine")
+    assert not session_pids(running.pid) and not session_pids(running.php.pid)
+
+
 def test_exactly_the_servers_that_can_run_php_say_how():
     runs = {name: adapter.runs_php for name, adapter in servers.ADAPTERS.items() if adapter.runs_php}
     assert runs == {
