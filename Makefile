@@ -6,10 +6,11 @@ PY ?= python3
 # h2load); what the tests add (a real PostgreSQL, network namespaces, a real Chromium for the
 # HTML report); peers the benchmark scripts measure against. curl is the servers' side too: it
 # fetches the workload over HTTP/2 when a server offering h2 is verified.
-# PHP for the dynamic pages: the pool the suite starts for every server but apache2-prefork, which
-# runs mod_php (their packages' own services are never used: everything runs from the run dir).
-PHP_PACKAGES := php8.2-fpm php8.2-opcache libapache2-mod-php8.2
-SERVER_PACKAGES := nginx-light apache2 lighttpd lighttpd-mod-openssl varnish hitch h2o caddy trafficserver mighttpd2 jetty9 nodejs nghttp2-server curl $(PHP_PACKAGES)
+SERVER_PACKAGES := nginx-light apache2 lighttpd lighttpd-mod-openssl varnish hitch h2o caddy trafficserver mighttpd2 jetty9 nodejs nghttp2-server curl
+# PHP for the dynamic workloads: the PHP-FPM pool the suite runs itself (never Debian's service).
+SERVER_PACKAGES += php8.2-fpm php8.2-opcache
+# mod_php, with which apache2-prefork runs PHP (from the run directory, as every server).
+SERVER_PACKAGES += libapache2-mod-php8.2
 CLIENT_PACKAGES := apache2-utils wrk nghttp2-client
 TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) nghttp2-server iproute2 postgresql chromium fonts-liberation
 BENCH_PACKAGES := nginx-light h2o $(CLIENT_PACKAGES)
