@@ -85,7 +85,7 @@ class _Apache(Server):
     # mod_http2 ships there too: h2 by ALPN beside mod_ssl, h2c by prior knowledge without it
     speaks_h2 = True
     speaks_h2c = True
-
+    # worker and event: the suite's PHP-FPM pool through mod_proxy_fcgi; prefork runs mod_php
     runs_php = "fastcgi"
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
