@@ -34,8 +34,8 @@ class ServerProfile:
     # Extra configuration lines, added where the adapter says (e.g. nginx's http block).
     directives: Tuple[str, ...] = ()
     # A whole configuration file replacing the rendered one; `{port}`, `{host}`, `{docroot}`,
-    # `{run_dir}`, `{workers}`, `{upstream}` (a fronted origin's host:port), and for HTTPS
-    # `{cert}`, `{key}` and `{ca}` are filled in.
+    # `{run_dir}`, `{workers}`, `{upstream}` (a fronted origin's host:port), for HTTPS `{cert}`,
+    # `{key}` and `{ca}`, and for PHP `{php_socket}` (the PHP-FPM pool's) are filled in.
     config_file: Optional[Path] = None
 
     def __post_init__(self) -> None:
@@ -298,7 +298,8 @@ def read_args(path: Path) -> List[str]:
 
 def fill(template: str, site: Site) -> str:
     """A user's whole config file (or command line) with the site's values put in; `{cert}`,
-    `{key}` and `{ca}` are the site's certificate files when it serves HTTPS."""
+    `{key}` and `{ca}` are the site's certificate files when it serves HTTPS, `{php_socket}` the
+    PHP-FPM pool's Unix socket when it runs PHP."""
     tls = site.tls
     return (
         template.replace("{port}", str(site.port))
@@ -310,4 +311,5 @@ def fill(template: str, site: Site) -> str:
         .replace("{cert}", str(tls.cert) if tls else "")
         .replace("{key}", str(tls.key) if tls else "")
         .replace("{ca}", str(tls.ca) if tls else "")
+        .replace("{php_socket}", str(site.php_socket or ""))
     )
