@@ -24,8 +24,11 @@ def _pages(group: Group, best: CellResult, other: CellResult, winner: str, loser
     a, b = group.figures(best), group.figures(other)
     ratio = _Ratio.of(a.mean_rps / b.mean_rps, compare.spread(_rates(a)), compare.spread(_rates(b)))
     bound = _bound(a, b)
-    times = f"{bound}as many" if ratio.tie else f"{bound}{ratio.value:.2f} times as many"
-    return f"With PHP ({group.name}), {winner} serves {times} pages per second as {loser}{ratio.why_tie()}."
+    if ratio.tie:
+        return f"With PHP ({group.name}), {winner} serves {bound}as many pages per second as {loser}{ratio.why_tie()}."
+    return (
+        f"With PHP ({group.name}), {winner} serves {bound}{ratio.value:.2f} times as many pages per second as {loser}."
+    )
 
 
 def _memory(cell: CellResult, group: Group) -> Optional[str]:
