@@ -396,6 +396,25 @@ list = [{levels}]
 """
 
 
+def refused_run(plan: Path, db: Path) -> str:
+    """`httpbench run PLAN --db DB` for a plan that must be refused as bad input: it exits 2 with
+    one line on stderr, which is returned, prints nothing else, stores no run and leaves nothing
+    of its session running."""
+    from httpbench.servers.process import session_pids
+    from httpbench.store import Store
+
+    run = subprocess.Popen(
+        [sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 2 and "Traceback" not in err, err[-2000:]
+    assert len(err.strip().splitlines()) == 1 and out == "", (out, err)
+    assert session_pids(run.pid) == []
+    assert not db.exists() or Store(str(db)).runs() == []
+    return err
+
+
 def short_plan(folder: Path, servers: str, levels: str, budget: str, extra: str = "", tables: str = "") -> Path:
     """plan.toml in `folder`: one round per level, no warm-up, the 7-byte index.html, on CPU 1.
     `extra` adds top-level keys, `tables` whole tables (a [server.NAME] one, say)."""

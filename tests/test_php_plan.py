@@ -5,11 +5,10 @@ memory apart, CPU per page, the dynamic pages' sentences; those sentences on doc
 the run (a tie stays a tie, a cell whose PHP died is never ranked)."""
 
 import shutil
-import subprocess
-import sys
 from importlib import resources
 
 import pytest
+from conftest import refused_run
 from httpbench import plan as plans
 from httpbench import results, servers
 from httpbench.dynamic import PHP_KINDS
@@ -52,21 +51,29 @@ def test_the_dynamic_plan_takes_every_installed_server_that_runs_php_in_under_ei
 
 
 def test_a_plan_naming_a_server_that_cannot_run_php_is_refused_in_one_line_leaving_nothing(tmp_path):
-    from httpbench.servers.process import session_pids
-
     plan = tmp_path / "plan.toml"
     plan.write_text(SHORT.replace('"apache2-prefork"]', '"varnish"]'))
-    db = tmp_path / "results.db"
-    run = subprocess.Popen(
-        [sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    out, err = run.communicate(timeout=120)
-    assert run.returncode == 2 and out == "" and len(err.strip().splitlines()) == 1, (out, err)
+    err = refused_run(plan, tmp_path / "results.db")
     assert err.startswith("httpbench: workload php-hello runs PHP scripts: varnish cannot run PHP in httpbench")
     assert "nginx" in err  # among the servers that can
-    assert session_pids(run.pid) == []
-    assert not db.exists() or Store(str(db)).runs() == []
+
+
+def test_a_named_server_whose_php_is_not_installed_is_refused_with_the_install_command(tmp_path, monkeypatch):
+    # As if php-fpm were missing where the servers run: refused before anything starts.
+    from httpbench.placement import Placement
+    from httpbench.servers import php
+    from httpbench.sweep import Sweep
+
+    monkeypatch.setattr(
+        php, "missing", lambda runs_php: f"PHP-FPM is not installed; install it with: {php.FPM_INSTALL}"
+    )
+    plan = plans.parse(SHORT.replace(', "apache2-prefork"]', "]"), "dynamic-short.toml")
+    with pytest.raises(servers.PHPUnsupported) as refused:
+        Sweep(plan, Store(str(tmp_path / "r.db")), Placement.choose("0", "1"))
+    assert str(refused.value) == (
+        "workload php-hello runs PHP scripts: PHP-FPM is not installed; install it with: "
+        "apt-get install -y php8.2-fpm php8.2-opcache"
+    )
 
 
 @pytest.fixture(scope="module")
