@@ -209,6 +209,25 @@ def test_a_server_that_cannot_run_php_names_those_that_can(tmp_path):
         start(servers.get("nghttpd"), site, ServerProfile())
 
 
+def test_a_plan_names_php_workloads_by_kind_and_their_pages_serve_as_files_for_the_ceiling(tmp_path):
+    from httpbench import plan as plans
+    from httpbench.plan import PlanError
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(KILL_PLAN.replace('kind = "php-wait"', 'kind = "php-wait"\n[[workload]]\nkind = "php-page"'))
+    work = plans.load(str(plan)).workloads
+    assert [(w.label, w.php, w.paths) for w in work] == [
+        ("php-wait", "php-wait", ("/wait.php",)),
+        ("php-page", "php-page", ("/page.php",)),
+    ]
+    # The client ceiling's reference server runs no PHP: it serves the same answers as files.
+    files = work[1].as_files()
+    assert files.php is None and dict(files.files) == files.file_map() == {"page.php": page()}
+    plan.write_text(KILL_PLAN.replace('kind = "php-wait"', 'kind = "php-wait"\nsize = 7'))
+    with pytest.raises(PlanError, match="workload.size does not apply to kind = 'php-wait', which takes no other key"):
+        plans.load(str(plan))
+
+
 def test_stopping_leaves_no_php_fpm_nor_nginx_behind(php_nginx):
     for profile in ("default", "tuned"):
         running = php_nginx(profile)
