@@ -201,6 +201,27 @@ def test_php_fpm_missing_is_refused_naming_the_install_command(monkeypatch, tmp_
     assert php.missing("module").endswith("install it with: apt-get install -y libapache2-mod-php8.2")
 
 
+def test_a_pool_that_fails_to_start_says_why_in_php_fpms_words_and_leaves_nothing(monkeypatch, tmp_path):
+    rendered = php.pool_conf
+    monkeypatch.setattr(php, "pool_conf", lambda site, profile: rendered(site, profile) + "pm.bogus = 3\n")
+    (tmp_path / "www").mkdir()
+    site = Site(tmp_path / "www", tmp_path / "run", servers.free_port(), cpus=(SERVER_CPU,), php="php-hello")
+    with pytest.raises(servers.ServerFailed) as failed:
+        start(servers.get("nginx"), site, ServerProfile())
+    message = str(failed.value)
+    assert message.startswith("PHP-FPM exited with code 78 at start: ") and "\n" not in message, message
+    assert "unknown entry 'pm.bogus'" in message and "rendered php-fpm.conf: 'pm.bogus = 3'" in message, message
+    assert not (site.run_dir / "server.log").exists(), "nginx was started without its pool"
+    assert not [pid for pid in os.listdir("/proc") if pid.isdigit() and _runs_in(pid, site.run_dir)]
+
+
+def _runs_in(pid: str, run_dir) -> bool:
+    try:
+        return str(run_dir) in open(f"/proc/{pid}/cmdline").read()
+    except OSError:
+        return False
+
+
 def test_a_server_that_cannot_run_php_names_those_that_can(tmp_path):
     refusal = servers.get("nghttpd").php_refusal()
     assert refusal.startswith("nghttpd cannot run PHP in httpbench; choose a server that can: ") and "nginx" in refusal
