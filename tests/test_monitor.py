@@ -15,7 +15,8 @@ from dataclasses import asdict
 
 import pytest
 from httpbench import engine, honesty, servers
-from httpbench.monitor import Monitor, ProcessTree, sample_tree
+from httpbench.monitor import Monitor
+from httpbench.process_tree import ProcessTree, sample_tree
 from httpbench.servers import ServerProfile, Site
 from httpbench.servers.process import session_pids
 
