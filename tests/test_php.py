@@ -87,6 +87,7 @@ def test_php_wait_queues_behind_the_pool_ground_truth(php_nginx, measured):
     # 20 / 5 = 4 others: a p50 of 4 x 10 ms. A sanity check of the whole chain (nginx, FastCGI,
     # the pool, the engine), not a timing test: 30% either way.
     running = php_nginx("default")
+    children_at_start = len(running.php.pids()) - 1  # 2, or 3 if an earlier test's load grew it
     report = _load(running.site.url + "wait.php", CONNECTIONS, 4.2)
     assert report["errors_total"] == 0, report["errors"]
     assert len(running.php.pids()) == 1 + POOL, "the pool did not grow to pm.max_children"
@@ -95,8 +96,9 @@ def test_php_wait_queues_behind_the_pool_ground_truth(php_nginx, measured):
     measured(f"php-wait, nginx + PHP-FPM default pool, {CONNECTIONS} connections: (req/s, p50 us) by second {seconds}")
     assert 0.7 * POOL / WAIT_S <= grown_rps <= 1.3 * POOL / WAIT_S, seconds
     assert 0.7 * CONNECTIONS / POOL * WAIT_S * 1e6 <= grown_p50_us <= 1.5 * CONNECTIONS / POOL * WAIT_S * 1e6, seconds
-    # Fewer children at first (2): the same connections queued longer behind them.
-    assert seconds[0][1] > 1.5 * grown_p50_us and seconds[0][0] < grown_rps, seconds
+    # Fewer children at first: the same connections queued longer behind them.
+    assert children_at_start < POOL
+    assert seconds[0][1] > 1.1 * grown_p50_us and seconds[0][0] < grown_rps, seconds
 
 
 def test_the_monitor_counts_the_pool_as_the_server_and_shows_it_apart(php_nginx):
