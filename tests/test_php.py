@@ -8,6 +8,7 @@ One nginx + pool start per profile, shared by the module's tests (module-scoped)
 
 import http.client
 import os
+from dataclasses import replace
 
 import pytest
 from conftest import CLIENT_CPU, SERVER_CPU, kill_in_first_window, quick_sweep
@@ -186,6 +187,18 @@ def test_a_script_failing_with_a_php_error_fails_verification_in_phps_words():
         f"{running.site.docroot}/broken.php:2"
     ), message
     assert session_pids(running.pid) == [] and session_pids(running.php.pid) == []
+
+
+def test_a_server_that_sends_the_scripts_source_fails_verification_saying_so(tmp_path):
+    # nginx for a site without PHP serves page.php as a file: its source, which verification
+    # of the PHP workload names as such.
+    work = php_workload("php-page")
+    (tmp_path / "www").mkdir()
+    work.write(tmp_path / "www")
+    site = Site(tmp_path / "www", tmp_path / "run", servers.free_port(), cpus=(SERVER_CPU,))
+    with start(servers.get("nginx"), site, ServerProfile("tuned")):
+        with pytest.raises(servers.VerificationFailed, match="the script's own source, not its output"):
+            verify(replace(site, php=work.php), work.file_map(), "nginx")
 
 
 def test_php_fpm_missing_is_refused_naming_the_install_command(monkeypatch, tmp_path):
