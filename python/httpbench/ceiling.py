@@ -11,7 +11,6 @@ from httpbench import honesty, servers, target
 from httpbench.plan import Cell
 from httpbench.protocol import is_http2, uses_tls
 from httpbench.servers import ServerProfile
-from httpbench.workload import Workload
 
 if TYPE_CHECKING:
     from httpbench.sweep import Sweep
@@ -25,16 +24,6 @@ CEILING_SECONDS = 1.0
 # this kind of machine, nghttpd as nghttp2's own. On its one CPU such a server may well be slower
 # than the client, so its ceiling counts only when the client was the limit of its run.
 H2_CEILING_SERVERS = ("reference", "h2o", "nginx", "nghttpd")
-
-
-def served_static(workload: Workload) -> Workload:
-    """What the reference server serves for a ceiling: the workload itself, or a PHP workload's
-    answers as plain files at its URLs (it runs no PHP, and the client's work per answer is the
-    same bytes)."""
-    if not workload.php:
-        return workload
-    answers = tuple(workload.file_map().items())
-    return Workload(workload.label, answers, workload.paths)
 
 
 def kind_of(cell: Cell) -> target.Kind:
@@ -70,16 +59,13 @@ class ClientCeiling:
         if against is None:
             return None
         host = self.sweep.server_host()
-        workload = served_static(self.sweep.plan.workloads[0])
+        # A PHP workload's pages as plain files: the client's ceiling is for answers of that size,
+        # and the reference server runs no PHP.
+        workload = self.sweep.plan.workloads[0].as_files()
         try:
             tls = self.sweep.plan.tls if uses_tls(protocol) else None
             started = host.start(
-                servers.get(against),
-                ServerProfile("tuned"),
-                workload,
-                1,
-                tls,
-                http2=is_http2(protocol),
+                servers.get(against), ServerProfile("tuned"), workload, 1, tls, http2=is_http2(protocol)
             )
             to = self.sweep.target_of(started, protocol, resumption, "ceiling")
             spec = self.sweep.spec(to, workload, self.connections, {"duration": CEILING_SECONDS}, keep_alive, streams)

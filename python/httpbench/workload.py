@@ -52,6 +52,13 @@ class Workload:
         files = dict(self.files)
         return {path[1:]: files[_file_for(path)] for path in self.paths}
 
+    def as_files(self) -> "Workload":
+        """The same URLs answering the same bytes as plain files: what a server that runs no PHP
+        (the client ceiling's reference server) serves in a PHP workload's place."""
+        if self.php is None:
+            return self
+        return Workload(self.label, self.answers, self.paths)
+
 
 def size_label(size: int) -> str:
     """7 -> "7B", 25600 -> "25KB", 1048576 -> "1MB"; a size that is no whole KB stays in bytes."""

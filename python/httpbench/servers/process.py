@@ -287,7 +287,7 @@ def _start_pool(site: Site, profile: ServerProfile, timeout: float) -> RunningSe
         while True:
             code = pool.process.poll()
             if code is not None:
-                raise ServerFailed(f"PHP-FPM exited with code {code} at start: {_explain(pool)}")
+                raise ServerFailed(f"PHP-FPM exited with code {code} at start: {_explain(pool, first=True)}")
             with socket.socket(socket.AF_UNIX) as probe:
                 try:
                     probe.connect(socket_path)
@@ -295,7 +295,9 @@ def _start_pool(site: Site, profile: ServerProfile, timeout: float) -> RunningSe
                 except OSError:
                     pass
             if time.monotonic() > deadline:
-                raise ServerFailed(f"PHP-FPM did not listen on {socket_path} within {timeout:.0f} s: {_explain(pool)}")
+                raise ServerFailed(
+                    f"PHP-FPM did not listen on {socket_path} within {timeout:.0f} s: {_explain(pool, first=True)}"
+                )
             time.sleep(0.05)
     except BaseException:
         pool.stop(grace=1.0)
@@ -337,21 +339,27 @@ def _answers(site: Site) -> bool:
     return True
 
 
-def _explain(running: RunningServer) -> str:
-    """The server's own last word, and the rendered config line it names, if it names one."""
+def _explain(running: RunningServer, first: bool = False) -> str:
+    """The server's own last word (its first error with `first`: PHP-FPM logs the cause, then
+    that it failed), and the rendered config line it names, if it names one."""
     lines = [line.strip() for line in running.log_tail(40).splitlines() if line.strip()]
     said = next(
-        (said for said in reversed(lines) if re.search(r"emerg|error|fatal|invalid|unknown|failed|cannot", said, re.I)),
+        (
+            said
+            for said in (lines if first else reversed(lines))
+            if re.search(r"emerg|error|fatal|invalid|unknown|failed|cannot", said, re.I)
+        ),
         lines[-1] if lines else "it printed nothing",
     )
     # Some servers (apache2) name the file and line on one line and give the reason on the next.
     at = len(lines) - 1 - lines[::-1].index(said) if said in lines else -1
     if at > 0 and lines[at - 1].endswith(":"):
         said = f"{lines[at - 1]} {said}"
-    where = re.search(r"(?P<file>[\w./-]+):(?P<line>\d+)", said) or re.search(
-        r"line (?P<line>\d+) of (?P<file>[\w./-]+)", said
-    )
-    if where:
+    # The first "file:line" (or "line N of file") naming a rendered file: a timestamp's "16:26"
+    # names none.
+    named = [*re.finditer(r"(?P<file>[\w./-]+):(?P<line>\d+)", said)]
+    named += re.finditer(r"line (?P<line>\d+) of (?P<file>[\w./-]+)", said)
+    for where in named:
         name = Path(where["file"].rstrip(":")).name
         text = next((text for file, text in running.config.files.items() if Path(file).name == name), None)
         if text is not None:
@@ -359,4 +367,5 @@ def _explain(running: RunningServer) -> str:
             rendered = text.splitlines()
             if 0 < number <= len(rendered):
                 said += f" (line {number} of the rendered {name}: {rendered[number - 1].strip()!r})"
+            break
     return said

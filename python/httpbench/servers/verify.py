@@ -129,6 +129,8 @@ def _judge(
 
     if status != 200:
         raise fail(f"status {status}, not 200")
+    if php and body.lstrip().startswith(b"<?php"):
+        raise fail("the script's own source, not its output: the server does not pass .php files to PHP")
     encoding = fields.get("content-encoding")
     if encoding and encoding.lower() != "identity" and not compression:
         raise fail(f"it compressed the body ({encoding}) though the plan does not ask for compression")
