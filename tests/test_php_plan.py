@@ -74,6 +74,9 @@ def test_a_named_server_whose_php_is_not_installed_is_refused_with_the_install_c
         "workload php-hello runs PHP scripts: PHP-FPM is not installed; install it with: "
         "apt-get install -y php8.2-fpm php8.2-opcache"
     )
+    # Unnamed, no installed server is left to run the plan's cells: refused too, not an empty run.
+    with pytest.raises(servers.PHPUnsupported, match="install it with: apt-get install -y php8.2-fpm"):
+        Sweep(plans.builtin()["dynamic"], Store(str(tmp_path / "r.db")), Placement.choose("0", "1"))
 
 
 @pytest.fixture(scope="module")
