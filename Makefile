@@ -7,6 +7,10 @@ PY ?= python3
 # HTML report); peers the benchmark scripts measure against. curl is the servers' side too: it
 # fetches the workload over HTTP/2 when a server offering h2 is verified.
 SERVER_PACKAGES := nginx-light apache2 lighttpd lighttpd-mod-openssl varnish hitch h2o caddy trafficserver mighttpd2 jetty9 nodejs nghttp2-server curl
+# PHP for the dynamic workloads: the PHP-FPM pool the suite runs itself (never Debian's service).
+SERVER_PACKAGES += php8.2-fpm php8.2-opcache
+# mod_php, with which apache2-prefork runs PHP (from the run directory, as every server).
+SERVER_PACKAGES += libapache2-mod-php8.2
 CLIENT_PACKAGES := apache2-utils wrk nghttp2-client
 TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) nghttp2-server iproute2 postgresql chromium fonts-liberation
 BENCH_PACKAGES := nginx-light h2o $(CLIENT_PACKAGES)

@@ -396,6 +396,25 @@ list = [{levels}]
 """
 
 
+def refused_run(plan: Path, db: Path) -> str:
+    """`httpbench run PLAN --db DB` for a plan that must be refused as bad input: it exits 2 with
+    one line on stderr, which is returned, prints nothing else, stores no run and leaves nothing
+    of its session running."""
+    from httpbench.servers.process import session_pids
+    from httpbench.store import Store
+
+    run = subprocess.Popen(
+        [sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 2 and "Traceback" not in err, err[-2000:]
+    assert len(err.strip().splitlines()) == 1 and out == "", (out, err)
+    assert session_pids(run.pid) == []
+    assert not db.exists() or Store(str(db)).runs() == []
+    return err
+
+
 def short_plan(folder: Path, servers: str, levels: str, budget: str, extra: str = "", tables: str = "") -> Path:
     """plan.toml in `folder`: one round per level, no warm-up, the 7-byte index.html, on CPU 1.
     `extra` adds top-level keys, `tables` whole tables (a [server.NAME] one, say)."""
@@ -426,3 +445,44 @@ def nginx_plan(folder: Path, levels: str, budget: str) -> tuple[Path, Path]:
     return short_plan(
         folder, '["nginx"]', levels, budget, tables=f'[server.nginx]\ndirectives = ["access_log {log};"]\n'
     ), log
+
+
+KILL_AFTER_S = 0.3
+
+
+def kill_in_first_window(sweep, server: str, victim) -> dict:
+    """Have `victim(running server)` (a pid of that server's session, or a list of pids: a PHP
+    pool's master and children, say) killed with SIGKILL, in that order, KILL_AFTER_S into the
+    first measurement window of `server`'s cell; returns what was killed (`pid`, the first,
+    `pids`, and `session`, the master's pid) once it is."""
+    import threading
+
+    killed: dict = {}
+    make_host = sweep.server_host
+
+    def kill(pids):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # a child that exited with its master
+
+    def host_watched():
+        host = make_host()
+        start_window = host.start_window
+
+        def first_window_kills():
+            start_window()
+            if host.name == server and not killed:
+                chosen = victim(host.running)
+                pids = [chosen] if isinstance(chosen, int) else list(chosen)
+                killed.update(pid=pids[0], pids=pids, session=host.running.pid)
+                timer = threading.Timer(KILL_AFTER_S, kill, (pids,))
+                timer.start()
+                killed["timer"] = timer
+
+        host.start_window = first_window_kills
+        return host
+
+    sweep.server_host = host_watched
+    return killed

@@ -15,7 +15,8 @@ from dataclasses import asdict
 
 import pytest
 from httpbench import engine, honesty, servers
-from httpbench.monitor import Monitor, ProcessTree, sample_tree
+from httpbench.monitor import Monitor
+from httpbench.process_tree import ProcessTree, sample_tree
 from httpbench.servers import ServerProfile, Site
 from httpbench.servers.process import session_pids
 
@@ -67,6 +68,7 @@ def test_idle_then_load(nginx):
         assert w.processes_min == w.processes_max == 2  # tuned: master + one worker per CPU
         assert w.threads_peak >= 2 and w.fds_peak > 0
         assert w.events == [] and not w.crashed
+        assert w.php_cpu_cores is w.php_pss_mean_bytes is w.php_processes_max is None  # no PHP pool
     # 5 and 15 intervals, give or take a late wake-up on a busy machine.
     assert idle.samples >= 4 and busy.samples >= 10
     assert 1.4 < busy.duration_s < 4

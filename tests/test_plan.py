@@ -434,6 +434,7 @@ EXPECTED = {
     "ssl-impact",
     "h2",
     "baseline-h2",
+    "dynamic",
 }
 
 

@@ -2,10 +2,8 @@
 in the plan's terms; a plan that cannot be run as written is refused in one line, exit 2."""
 
 import resource
-import subprocess
-import sys
 
-from conftest import httpbench, short_plan
+from conftest import httpbench, refused_run, short_plan
 from httpbench.store import Store
 
 
@@ -49,17 +47,6 @@ def test_a_run_that_fails_once_stored_exits_1_with_its_resume_command(tmp_path):
 def test_a_plan_naming_a_server_without_https_is_refused_in_one_line_leaving_nothing(tmp_path):
     # Debian's mighttpd2 has no TLS: named by a plan with https cells, the run is refused before
     # anything starts or is stored, and nothing of the run's session outlives it.
-    from httpbench.servers.process import session_pids
-
     plan = short_plan(tmp_path, '["nginx", "mighttpd2"]', "1", 'duration = "0.2s"', extra='protocols = ["https"]')
-    db = tmp_path / "results.db"
-    run = subprocess.Popen(
-        [sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    out, err = run.communicate(timeout=120)
-    assert run.returncode == 2 and "Traceback" not in err, err[-2000:]
-    assert len(err.strip().splitlines()) == 1 and out == "", (out, err)
+    err = refused_run(plan, tmp_path / "results.db")
     assert "mighttpd2 is built without TLS" in err and "measure it over http" in err, err
-    assert session_pids(run.pid) == []
-    assert not db.exists() or Store(str(db)).runs() == []

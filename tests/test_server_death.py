@@ -5,47 +5,15 @@ one of its workers dying flags the level `server_restarted` and says so on the c
 that stops answering while its process lives on ends the load early: the round is stored, flagged
 `ended_early`, and its cell stops as the dead master's does."""
 
-import os
-import signal
 import sys
-import threading
 
-from conftest import quick_sweep, short_plan
+from conftest import kill_in_first_window, quick_sweep, short_plan
 from httpbench import results
 from httpbench.report import summary
 from httpbench.results import comparison
 from httpbench.servers.process import session_pids
 from httpbench.session import Session
 from httpbench.sweep import Progress, Sweep
-
-KILL_AFTER_S = 0.3
-
-
-def kill_in_first_window(sweep: Sweep, server: str, victim) -> dict:
-    """Have `victim(running server)` (a pid of that server's session) killed with SIGKILL
-    KILL_AFTER_S into the first measurement window of `server`'s cell; returns what was killed
-    (`pid`, and `session`, the master's pid) once it is."""
-    killed: dict = {}
-    make_host = sweep.server_host
-
-    def host_watched():
-        host = make_host()
-        start_window = host.start_window
-
-        def first_window_kills():
-            start_window()
-            if host.name == server and not killed:
-                pid = victim(host.running)
-                killed.update(pid=pid, session=host.running.pid)
-                timer = threading.Timer(KILL_AFTER_S, os.kill, (pid, signal.SIGKILL))
-                timer.start()
-                killed["timer"] = timer
-
-        host.start_window = first_window_kills
-        return host
-
-    sweep.server_host = host_watched
-    return killed
 
 
 def sweep_of(tmp_path, notes: list) -> Sweep:

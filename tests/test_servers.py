@@ -132,7 +132,8 @@ def test_servers_command_bad_input_is_one_line(args, says):
 
 
 def test_servers_die_with_a_killed_suite(site):
-    # A suite process that starts nginx and is then SIGKILLed: nothing of nginx may survive.
+    # A suite process that starts nginx, with its PHP-FPM pool (a session of its own), and is then
+    # SIGKILLed: nothing of nginx nor of the pool may survive.
     import signal
     import subprocess
     import sys
@@ -143,17 +144,17 @@ def test_servers_die_with_a_killed_suite(site):
         "from httpbench import servers\n"
         "from httpbench.servers import Site, ServerProfile\n"
         f"site = Site(docroot=pathlib.Path({str(site.docroot)!r}), run_dir=pathlib.Path({str(site.run_dir)!r}),"
-        f" port={site.port}, cpus=(0,))\n"
+        f" port={site.port}, cpus=(0,), php='php-hello')\n"
         "running = servers.start(servers.get('nginx'), site, ServerProfile('default'))\n"
-        "print(running.pid, flush=True)\n"
+        "print(running.pid, running.php.pid, flush=True)\n"
         "import time; time.sleep(60)\n"
     )
     suite = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    sid = int(suite.stdout.readline())
-    assert len(session_pids(sid)) >= 2  # master and workers
+    sid, pool = map(int, suite.stdout.readline().split())
+    assert len(session_pids(sid)) >= 2 and len(session_pids(pool)) >= 2  # masters and workers
     suite.send_signal(signal.SIGKILL)
     suite.wait()
     deadline = time.monotonic() + 5
-    while session_pids(sid) and time.monotonic() < deadline:
+    while (session_pids(sid) or session_pids(pool)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert session_pids(sid) == []
+    assert session_pids(sid) == [] and session_pids(pool) == []

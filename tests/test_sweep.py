@@ -167,6 +167,7 @@ def test_a_resumed_run_keeps_its_cpus_and_servers(plan_file, tmp_path):
 
 # ssl-impact, cut down to nginx and reference, is run through the CLI by test_report_tls's tls_run
 # fixture, which fails when any of its cells does.
+# So is dynamic, cut down to nginx and apache2-prefork, by test_php_plan's dynamic_run.
 @pytest.mark.parametrize(
     "name", ["quick", "seed-2016", "seed-2011", "seed-2010-rounds", "seed-2007-image", "tfb-plaintext"]
 )

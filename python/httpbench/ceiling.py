@@ -66,20 +66,16 @@ class ClientCeiling:
         if against is None:
             return None
         host = self.sweep.server_host()
+        # A PHP workload's pages as plain files: the client's ceiling is for answers of that size,
+        # and the reference server runs no PHP.
+        workload = self.sweep.plan.workloads[0].as_files()
         try:
             tls = self.sweep.plan.tls if uses_tls(protocol) else None
             started = host.start(
-                servers.get(against),
-                ServerProfile("tuned"),
-                self.sweep.plan.workloads[0],
-                1,
-                tls,
-                http2=is_http2(protocol),
+                servers.get(against), ServerProfile("tuned"), workload, 1, tls, http2=is_http2(protocol)
             )
             to = self.sweep.target_of(started, protocol, resumption, "ceiling")
-            spec = self.sweep.spec(
-                to, self.sweep.plan.workloads[0], self.connections, {"duration": CEILING_SECONDS}, keep_alive, streams
-            )
+            spec = self.sweep.spec(to, workload, self.connections, {"duration": CEILING_SECONDS}, keep_alive, streams)
             rounds: List[dict] = []
             while len(rounds) < CEILING_ROUNDS:
                 measurement = self.sweep.load(spec)

@@ -20,8 +20,8 @@ from rich.text import Text
 
 from httpbench.errors import Error
 from httpbench.plan import Rounds
+from httpbench.report import php_summary, tables
 from httpbench.report import summary as report_summary
-from httpbench.report import tables
 from httpbench.results.model import RunResults
 from httpbench.session import Session, resume_command
 from httpbench.store import url_of
@@ -43,6 +43,18 @@ TLS_LEVEL_COLUMNS = [
     "tls_handshake_p50_us",
     "tls_handshake_p99_us",
     "server_cpu_per_request_us",
+]
+# A PHP cell's: what a page cost the server, and its memory with PHP-FPM's share in brackets, in
+# the room of the 95% interval and the CPU in cores.
+PHP_LEVEL_COLUMNS = [
+    "level",
+    "rounds",
+    "rps_mean",
+    "p50_us",
+    "p99_us",
+    "errors",
+    "server_cpu_per_request_us",
+    "server_memory_bytes",
 ]
 CELL_COLUMNS = ["status", "levels", "rps_mean", "seconds"]
 
@@ -193,6 +205,11 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         out.print("HTTP/2 against HTTP/1.1:", markup=False)
         for line in gains:
             out.print(f"  {line}", markup=False)
+    pages = php_summary.dynamic_pages([run])
+    if pages:
+        out.print("dynamic pages (PHP):", markup=False)
+        for line in pages:
+            out.print(f"  {line}", markup=False)
     busy = report_summary.busy_machine([run])
     if busy:
         out.print(busy, style="red", markup=False)
@@ -205,7 +222,14 @@ def levels(run: RunResults, out: Console) -> None:
         table = tables.levels(cell)
         tls = tables.tls_words(cell)
         title = f"{cell.key} ({cell.server_version}" + (f"; {tls})" if tls else ")")
-        out.print(_rich(title, *_columns(table, TLS_LEVEL_COLUMNS if tls else LEVEL_COLUMNS)))
+        if cell.php:
+            headings, rows = _columns(table, PHP_LEVEL_COLUMNS)
+            headings[-1] = "memory MiB (PHP's)"
+            for row, (pool,) in zip(rows, _columns(table, ["php_memory_bytes"])[1]):
+                row[-1] = row[-1].removesuffix(" MiB") + (f" ({pool.removesuffix(' MiB')})" if pool != "-" else "")
+            out.print(_rich(title, headings, rows))
+        else:
+            out.print(_rich(title, *_columns(table, TLS_LEVEL_COLUMNS if tls else LEVEL_COLUMNS)))
         _flags(out, [(f"level {lv.level}", flags) for lv, flags in zip(cell.levels, table.flags)])
 
 

@@ -11,139 +11,25 @@ processes "use" 548 MB of RSS). RSS is kept beside it because every other tool r
             engine.run(spec)
         print(measured.window.cpu_user_cores, measured.window.events)
 
+A site that runs PHP through FastCGI has a second tree, its PHP-FPM pool (a session of its own):
+its processes count as the server's in every figure, and the window also shows them apart
+(`php_*`); the pool dying in a window is the server's crash, as an origin's is for a cache.
+
 Only /proc is read (httpbench.procfs), so this works with any Python the suite runs under.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Iterator, List, Optional, Tuple
 
-from httpbench import contention, procfs
-from httpbench.procfs import Key
+from httpbench import contention
+from httpbench.process_tree import ProcessTree, Sample
 from httpbench.restarts import WorkerChanges
-
-
-@dataclass(frozen=True)
-class Sample:
-    """The server's process tree at one instant. CPU figures are cumulative seconds, counters
-    from /proc/stat are cumulative jiffies: only differences between two samples mean something."""
-
-    t: float  # time.monotonic()
-    pids: Tuple[int, ...]
-    rss_bytes: int
-    pss_bytes: Optional[int]  # None when any process's smaps_rollup could not be read
-    cpu_user_s: float
-    cpu_sys_s: float
-    threads: int
-    fds: Optional[int]  # None when any process's fd directory could not be read
-    machine_idle: int  # idle + iowait jiffies, all CPUs
-    machine_total: int  # all jiffies, all CPUs
-
-    @property
-    def processes(self) -> int:
-        return len(self.pids)
-
-
-class ProcessTree:
-    """One server's processes (its session), sampled again and again.
-
-    What successive samples must remember lives here:
-
-    - CPU time. A process's utime/stime vanish from the sum when it exits, so each process's
-      last-seen values are kept and, once it is gone, still counted: the total never goes
-      backwards. What it spent between its last sample and its exit is lost (an interval's worth
-      at most).
-    - Which pids are not the server's. Finding the session by reading every /proc/PID/stat
-      (as `process.session_pids` does) costs ~30 us a process, 6 ms on this machine at every
-      sample; only pids new since the last listing are read instead. That is exact: a process
-      cannot join a session it was not born in, and a pid cannot be reused between two listings
-      an interval apart unless the whole pid space was cycled through in between.
-    - PSS. Reading smaps_rollup walks the process's page tables under its mmap lock: ~150 us for
-      a small Python process, 15 ms for 100 of them. So each process's PSS is re-read once every
-      `pss_refresh` seconds, a share of the tree at each sample, the stalest first, to spread the
-      cost evenly; new processes are read at once. pss_refresh=0 re-reads all at every sample.
-    """
-
-    def __init__(self, session_id: int, pss_refresh: float = 1.0) -> None:
-        self.sid = session_id
-        self.pss_refresh = pss_refresh
-        self._outside: Set[int] = set()
-        self._cpu: Dict[Key, Tuple[int, int]] = {}
-        self._gone_user = self._gone_sys = 0
-        self._pss: Dict[Key, Tuple[Optional[int], float]] = {}  # PSS, and when it was read
-        self._last_t: Optional[float] = None
-
-    def sample(self) -> Sample:
-        t = time.monotonic()
-        idle, total = procfs.machine_cpu()
-        processes = self._members()
-        user, system = self._account_cpu(processes)
-        pss = self._refresh_pss(processes, t)
-        fds = [procfs.fd_count(p.pid) for p in processes]
-        self._last_t = t
-        return Sample(
-            t=t,
-            pids=tuple(p.pid for p in processes),
-            rss_bytes=sum(p.rss for p in processes),
-            # A partial sum would look like a smaller server: all or nothing.
-            pss_bytes=None if None in pss else sum(pss),
-            cpu_user_s=user / procfs.TICKS,
-            cpu_sys_s=system / procfs.TICKS,
-            threads=sum(p.threads for p in processes),
-            fds=None if None in fds else sum(fds),
-            machine_idle=idle,
-            machine_total=total,
-        )
-
-    def _members(self) -> List[procfs.Stat]:
-        listed = set(procfs.pids())
-        members, outside = [], self._outside & listed
-        for pid in sorted(listed - outside):
-            process = procfs.stat(pid)
-            if process is None:
-                continue  # exited since the listing
-            if process.session == self.sid and not process.zombie:
-                members.append(process)
-            else:
-                outside.add(pid)  # not ours, and never will be (nor will a zombie come back)
-        self._outside = outside
-        return members
-
-    def _account_cpu(self, processes: List[procfs.Stat]) -> Tuple[int, int]:
-        """(user, system) ticks of the tree so far, exited processes included."""
-        live = {p.key: (p.utime, p.stime) for p in processes}
-        for key in self._cpu.keys() - live.keys():
-            user, system = self._cpu.pop(key)
-            self._gone_user += user
-            self._gone_sys += system
-            self._pss.pop(key, None)
-        self._cpu.update(live)
-        return (self._gone_user + sum(u for u, _ in live.values()), self._gone_sys + sum(s for _, s in live.values()))
-
-    def _refresh_pss(self, processes: List[procfs.Stat], t: float) -> List[Optional[int]]:
-        due = [p for p in processes if p.key not in self._pss]
-        known = [p for p in processes if p.key in self._pss]
-        if self.pss_refresh <= 0 or self._last_t is None:
-            due += known
-        else:
-            # The share of the tree whose turn came since the last sample, stalest first.
-            share = math.ceil(len(known) * (t - self._last_t) / self.pss_refresh)
-            due += sorted(known, key=lambda p: self._pss[p.key][1])[:share]
-        for p in due:
-            self._pss[p.key] = (procfs.pss(p.pid), t)
-        return [self._pss[p.key][0] for p in processes]
-
-
-def sample_tree(session_id: int) -> Sample:
-    """The processes of session `session_id` (a server and its workers) summed, now, every PSS
-    read fresh. For a series of samples, keep one ProcessTree."""
-    return ProcessTree(session_id, pss_refresh=0).sample()
 
 
 @dataclass(frozen=True)
@@ -171,6 +57,12 @@ class Window:
     crashed: bool = False  # the session leader (the server's main process) died
     workers_exited: int = 0  # processes other than the leader that left the tree
     workers_started: int = 0  # processes that joined it (a restarted worker is one of each)
+    # The PHP-FPM pool's share of the figures above (its processes are counted in them too);
+    # None for a server without a pool.
+    php_cpu_cores: Optional[float] = None
+    php_rss_mean_bytes: Optional[int] = None
+    php_pss_mean_bytes: Optional[int] = None
+    php_processes_max: Optional[int] = None
 
     @property
     def cpu_cores(self) -> float:
@@ -181,8 +73,9 @@ class _Aggregate:
     """Running figures of the window being measured: no samples kept, so memory stays bounded
     however long the window."""
 
-    def __init__(self, leader: int, first: Sample) -> None:
+    def __init__(self, leader: int, first: Sample, what: str = "server") -> None:
         self.leader = leader
+        self.what = what  # what the tree is, as its events name it
         self.first = self.last = first
         self.events: List[str] = []
         self.crashed = False
@@ -224,11 +117,11 @@ class _Aggregate:
         if self.leader not in now and not self.crashed:
             self.crashed = True
             self.events.append(
-                f"server (pid {self.leader}) " + ("died during the window" if previous else "was not running")
+                f"{self.what} (pid {self.leader}) " + ("died during the window" if previous else "was not running")
             )
         if not now and not self.exited:
             self.exited = True
-            self.events.append("server exited during the window")
+            self.events.append(f"{self.what} exited during the window")
 
     def window(self) -> Window:
         first, last = self.first, self.last
@@ -276,6 +169,12 @@ class Monitor:
         # is the server, not another job, and a window it died in is the server's crash.
         self.backend = getattr(server, "backend", None)
         self.sessions = {self.sid} | ({os.getsid(self.backend.pid)} if self.backend is not None else set())
+        # A PHP-FPM pool is a session of its own (its master leads it), watched beside the server.
+        self.php = getattr(server, "php", None)
+        self._php_tree = ProcessTree(self.php.pid, pss_refresh) if self.php is not None else None
+        self._php_current: Optional[_Aggregate] = None
+        if self.php is not None:
+            self.sessions.add(self.php.pid)
         self.interval = interval
         self.idle: Optional[Window] = None
         self._tree = ProcessTree(self.sid, pss_refresh)
@@ -285,16 +184,26 @@ class Monitor:
         self._workers = WorkerChanges(self.sid)
         self._machine_at_start: Optional[contention.Snapshot] = None
         self._error: Optional[BaseException] = None
-        self.last = self._tree.sample()
+        self.last = self._sample_trees()[0]
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"monitor-{self.sid}", daemon=True)
         self._thread.start()
 
+    def _sample_trees(self) -> Tuple[Sample, Optional[Sample]]:
+        """The server with its PHP pool, and the pool alone (None without one)."""
+        server = self._tree.sample()
+        if self._php_tree is None:
+            return server, None
+        pool = self._php_tree.sample()
+        return server.plus(pool), pool
+
     def sample(self) -> Sample:
         with self._lock:
-            sample = self._tree.sample()
+            sample, pool = self._sample_trees()
             if self._current is not None:
                 self._current.add(sample)
+                if pool is not None:
+                    self._php_current.add(pool)
             self._take(sample)
             return sample
 
@@ -325,8 +234,10 @@ class Monitor:
             if self._current is not None:
                 raise RuntimeError("a window is already open")
             self._machine_at_start = machine
-            first = self._tree.sample()
+            first, pool = self._sample_trees()
             self._current = _Aggregate(self.sid, first)
+            if pool is not None:
+                self._php_current = _Aggregate(self.php.pid, pool, "its PHP-FPM pool's master")
             self._take(first)
 
     def end_window(self) -> Window:
@@ -334,6 +245,7 @@ class Monitor:
         machine = self.snapshot()
         with self._lock:
             current, self._current = self._current, None
+            pool, self._php_current = self._php_current, None
             if current is None:
                 raise RuntimeError("no window is open")
             workers = self._workers.close(current.first.t, current.last.t)
@@ -347,7 +259,22 @@ class Monitor:
         if self.backend is not None and not crashed and not self.backend.alive():
             crashed = True
             events.append(f"its origin {self.backend.server.name} (pid {self.backend.pid}) died")
-        return replace(window, events=events, crashed=crashed, **workers, **machine.since(self._machine_at_start))
+        php = {}
+        if pool is not None:
+            # Without its pool the server answers every PHP request 502: its figures are not the
+            # pair's any more, and the level is not one to rank.
+            pooled = pool.window()
+            crashed = crashed or pooled.crashed
+            events += pooled.events
+            php = dict(
+                php_cpu_cores=pooled.cpu_cores,
+                php_rss_mean_bytes=pooled.rss_mean_bytes,
+                php_pss_mean_bytes=pooled.pss_mean_bytes,
+                php_processes_max=pooled.processes_max,
+            )
+        return replace(
+            window, events=events, crashed=crashed, **workers, **php, **machine.since(self._machine_at_start)
+        )
 
     @contextmanager
     def window(self) -> Iterator[Measured]:

@@ -21,6 +21,7 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
 from httpbench import workload as workloads
+from httpbench.dynamic import PHP_KINDS, php_workload
 from httpbench.plan import Budget, Plan, PlanError, Rounds
 from httpbench.plan_protocols import ProtocolChecks
 from httpbench.plan_values import is_int, key_name, show
@@ -29,7 +30,7 @@ from httpbench.workload import Workload, WorkloadError
 
 CLIENTS = ("engine", "ab", "wrk", "h2load")
 MODELS = ("closed", "open")
-KINDS = ("generated", "file", "docroot")
+KINDS = ("generated", "file", "docroot", *PHP_KINDS)
 
 TOP_KEYS = (
     "name",
@@ -57,7 +58,13 @@ TOP_KEYS = (
 )
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
-WORKLOAD_KEYS = {"generated": ("kind", "size", "name"), "file": ("kind", "path"), "docroot": ("kind", "path", "urls")}
+WORKLOAD_KEYS = {
+    "generated": ("kind", "size", "name"),
+    "file": ("kind", "path"),
+    "docroot": ("kind", "path", "urls"),
+    # a PHP script and its answer (httpbench.dynamic), labelled with its kind
+    **{kind: ("kind",) for kind in PHP_KINDS},
+}
 SERVER_KEYS = ("directives", "config_file", "command")
 
 
@@ -226,7 +233,7 @@ class _Parser(ProtocolChecks):
                 self.fail(
                     path + (key,),
                     f"workload.{key} does not apply to kind = {kind!r}, which takes "
-                    f"{', '.join(WORKLOAD_KEYS[kind][1:])}",
+                    f"{', '.join(WORKLOAD_KEYS[kind][1:]) or 'no other key'}",
                 )
         self.keys(table, WORKLOAD_KEYS[kind], path)
         try:
@@ -235,6 +242,8 @@ class _Parser(ProtocolChecks):
                     self.fail(path, "workload.size is missing: a generated file needs its size in bytes")
                 size = self.integer(table["size"], path + ("size",), 0)
                 return workloads.generated(size, self.string(table.get("name", "index.html"), path + ("name",)))
+            if kind in PHP_KINDS:
+                return php_workload(kind)
             if "path" not in table:
                 self.fail(path, f"workload.path is missing: a {kind} workload needs one")
             where = self.file_path(table["path"], path + ("path",))

@@ -99,6 +99,7 @@ class Sweep:
         else:
             plan.check_installed(installed, where)
         cells = [c for c in plan.cells(installed) if not only or c.server in only]
+        self.left_out: List[str] = []  # why a server lost cells, one line each (`_served`)
         self.cells: List[Cell] = self._served(cells, named=bool(only) or plan.servers is not None)
         for cell in self.cells:
             if cell.cpus > len(placement.server):
@@ -111,18 +112,36 @@ class Sweep:
         self.scratch = Path(tempfile.mkdtemp(prefix="httpbench-sweep-"))
 
     def _served(self, cells: List[Cell], named: bool) -> List[Cell]:
-        """`cells` without those of servers that cannot serve their protocol as the plan asks (TLS
-        as the plan's [tls] says, HTTP/2). A server the plan or --servers names is refused in one
-        line; one that is there because it is installed only loses those cells, and a note says
-        so."""
-        refused = {(c.server, c.protocol): why for c in cells for why in [self.refusal(c.server, c.protocol)] if why}
-        if refused and named:
-            (server, protocol), why = next(iter(refused.items()))
-            error = servers.TLSUnsupported if protocol == "https" else servers.ProtocolUnsupported
-            raise error(why)
-        for (server, protocol), why in refused.items():
-            self.progress.on_note(f"{server}: no {protocol} cells: {why}")
-        return [c for c in cells if (c.server, c.protocol) not in refused]
+        """`cells` without those of servers that cannot serve them as the plan asks: its protocol
+        (TLS as the plan's [tls] says, HTTP/2), or PHP for a PHP workload (the server cannot run
+        it, or the PHP it runs is not installed where it runs). A server the plan or --servers
+        names is refused in one line, and so is a plan none of whose cells can be served; one
+        that is there because it is installed only loses those cells, and a note says so."""
+        php = self._on_server_host(
+            server_host.php_refusals, [self.plan.adapter(s) for s in dict.fromkeys(c.server for c in cells)]
+        )
+        refused: Dict[Cell, Tuple[str, str]] = {}  # cell -> (what it needs, why the server cannot)
+        for c in cells:
+            why = self.refusal(c.server, c.protocol)
+            if why:
+                refused[c] = (f"{c.protocol} cells", why)
+            elif c.workload.php and php[c.server]:
+                refused[c] = ("PHP cells", f"workload {c.workload.label} runs PHP scripts: {php[c.server]}")
+        if refused and (named or len(refused) == len(cells)):
+            cell, (_, why) = next(iter(refused.items()))
+            if cell.workload.php and not self.refusal(cell.server, cell.protocol):
+                raise servers.PHPUnsupported(why)
+            raise (servers.TLSUnsupported if cell.protocol == "https" else servers.ProtocolUnsupported)(why)
+        notes: Dict[Tuple[str, str], Tuple[str, List[str]]] = {}
+        for c, (what, why) in refused.items():
+            notes.setdefault((c.server, what), (why, []))[1].append(c.workload.label)
+        # Said when the run starts (`run`): a session gives the sweep its display only then.
+        for (server, what), (why, labels) in notes.items():
+            if what == "PHP cells":
+                # One note for all of a server's PHP workloads: the reason is its PHP's, not theirs.
+                what, why = f"PHP cells ({', '.join(dict.fromkeys(labels))})", php[server]
+            self.left_out.append(f"{server}: no {what}: {why}")
+        return [c for c in cells if c not in refused]
 
     def refusal(self, server: str, protocol: str) -> Optional[str]:
         """Why `server` cannot serve `protocol` as the plan asks; None when it can."""
@@ -149,6 +168,8 @@ class Sweep:
         `done`, or `cells failed` when a cell failed. KeyboardInterrupt leaves the run
         `interrupted`, resumable."""
         status = "failed"
+        for note in self.left_out:
+            self.progress.on_note(note)
         try:
             for kind in dict.fromkeys(kind_of(c) for c in self.cells):
                 self.ceiling.measure(kind)

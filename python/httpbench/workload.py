@@ -1,5 +1,5 @@
-"""What the servers serve and the load requests: a generated file of N bytes, a given file, or a
-document root with a list of URLs.
+"""What the servers serve and the load requests: a generated file of N bytes, a given file, a
+document root with a list of URLs, or a PHP script (httpbench.dynamic).
 
 A workload holds its files' bytes, so the same bytes are written into every server's document
 root and checked by verification; generated content depends only on (size, name), so every run
@@ -12,7 +12,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Dict, List, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from httpbench.errors import Error
 
@@ -31,6 +31,12 @@ class Workload:
     # (name relative to the docroot, bytes); repr=False: a 25 KB body in a traceback helps nobody
     files: Tuple[Tuple[str, bytes], ...] = field(repr=False)
     paths: Tuple[str, ...]  # URL paths the load requests, round robin
+    # The PHP workload's kind ("php-wait", say) when its URLs are PHP scripts: the site must run
+    # `.php` files through PHP (servers.base.Site.php).
+    php: Optional[str] = None
+    # (URL path without its "/", the exact bytes it answers) where that is not the file's bytes:
+    # a script's output, computed in Python (httpbench.dynamic).
+    answers: Tuple[Tuple[str, bytes], ...] = field(default=(), repr=False)
 
     def write(self, docroot: Path) -> None:
         for name, data in self.files:
@@ -41,8 +47,17 @@ class Workload:
     def file_map(self) -> Dict[str, bytes]:
         """URL path (without its leading "/", as verification wants it) -> the bytes it must
         answer: exactly what the load will request."""
+        if self.answers:
+            return dict(self.answers)
         files = dict(self.files)
         return {path[1:]: files[_file_for(path)] for path in self.paths}
+
+    def as_files(self) -> "Workload":
+        """The same URLs answering the same bytes as plain files: what a server that runs no PHP
+        (the client ceiling's reference server) serves in a PHP workload's place."""
+        if self.php is None:
+            return self
+        return Workload(self.label, self.answers, self.paths)
 
 
 def size_label(size: int) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from httpbench.report import summary, tables
+from httpbench.report import php_summary, summary, tables
 from httpbench.results.comparison import groups
 from httpbench.results.model import RunResults, levels_text
 
@@ -47,6 +47,9 @@ def render(runs: Sequence[RunResults]) -> str:
     gains = summary.h2_gains(runs)
     if gains:
         lines += ["### HTTP/2 against HTTP/1.1", ""] + [f"- {line}" for line in gains] + [""]
+    pages = php_summary.dynamic_pages(runs)
+    if pages:
+        lines += ["### Dynamic pages (PHP)", ""] + [f"- {line}" for line in pages] + [""]
     for caution in summary.cautions(runs):
         lines.append(f"> {caution}")
     return "\n".join(lines).rstrip() + "\n"

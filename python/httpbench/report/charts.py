@@ -19,6 +19,7 @@ from httpbench.report.bars import differences, end_memory, rating, ratings, rps_
 from httpbench.report.h2_bars import http1_beside, streams
 from httpbench.report.lines import latency, server_cpu, server_memory, spectrum, throughput, timeline
 from httpbench.report.marks import FLAG_OUTLINE, HIDDEN, Chart, Choices, Measured
+from httpbench.report.php_lines import php_cpu_per_page, php_memory
 from httpbench.report.tls_bars import handshakes, share
 from httpbench.results.model import RunResults
 
@@ -50,6 +51,8 @@ BUILDERS: Sequence[Callable[[Measured], Chart]] = (
     handshakes,
     streams,
     http1_beside,
+    php_memory,
+    php_cpu_per_page,
     spectrum,
     timeline,
 )

@@ -12,7 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from httpbench import __version__
-from httpbench.report import summary, tables
+from httpbench.report import php_summary, summary, tables
 from httpbench.report.charts import Chart, Measured, ratings, vega
 from httpbench.results.model import RunResults
 
@@ -30,6 +30,8 @@ SHORT = {
     "tls_handshakes": "Handshakes",
     "h2_streams": "Streams",
     "h2_against_http1": "HTTP/1.1 vs h2",
+    "php_memory": "PHP memory",
+    "php_cpu_per_page": "CPU per page",
     "spectrum": "Percentiles",
     "timeline": "Timeline",
 }
@@ -201,6 +203,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         winners=summary.winners(runs),
         tls_costs=summary.tls_costs(runs),
         h2_gains=summary.h2_gains(runs),
+        dynamic_pages=php_summary.dynamic_pages(runs),
         cautions=summary.cautions(runs),
         cells=cells,
         tls_column=any(c["tls"] for c in cells),

@@ -119,6 +119,13 @@ H2_LEVEL_COLUMNS = [
     Column("h2_refused_streams", "refused streams"),
     Column("h2_resets", "resets"),
 ]
+# A PHP cell's PHP-FPM pool apart from the server's figures, which include it (the exports have
+# these for every cell, empty without a pool).
+PHP_LEVEL_COLUMNS = [
+    Column("php_memory_bytes", "PHP memory", _mib),
+    Column("php_cpu_cores", "PHP CPU", _cores),
+    Column("php_processes", "PHP processes", _count),
+]
 CELL_COLUMNS = [
     Column("run", "run"),
     Column("cell", "cell"),
@@ -196,21 +203,39 @@ def _h2_values(lv) -> list:
     return [lv.streams_granted, lv.goaways, lv.refused_streams, resets or None]
 
 
+def _php_values(lv) -> list:
+    return [lv.php_memory_bytes, lv.php_cpu_cores, lv.php_processes]
+
+
 def levels(cell: CellResult) -> Table:
     """Every level of one cell, with what a request cost the server; a TLS cell's with its
-    handshakes' latency, an HTTP/2 cell's with its streams granted, GOAWAYs and resets."""
-    tls, h2 = uses_tls(cell.protocol), is_http2(cell.protocol)
-    table = Table(LEVEL_COLUMNS + COST_COLUMNS + (TLS_LEVEL_COLUMNS if tls else []) + (H2_LEVEL_COLUMNS if h2 else []))
+    handshakes' latency, an HTTP/2 cell's with its streams granted, GOAWAYs and resets, a PHP
+    cell's with its PHP-FPM pool's memory, CPU and processes."""
+    tls, h2, php = uses_tls(cell.protocol), is_http2(cell.protocol), cell.php is not None
+    table = Table(
+        LEVEL_COLUMNS
+        + COST_COLUMNS
+        + (TLS_LEVEL_COLUMNS if tls else [])
+        + (H2_LEVEL_COLUMNS if h2 else [])
+        + (PHP_LEVEL_COLUMNS if php else [])
+    )
     for lv in cell.levels:
         values = _level_values(lv) + [lv.server_cpu_per_request_us]
-        table.add(values + (_tls_values(lv) if tls else []) + (_h2_values(lv) if h2 else []), lv.flags)
+        values += (_tls_values(lv) if tls else []) + (_h2_values(lv) if h2 else [])
+        table.add(values + (_php_values(lv) if php else []), lv.flags)
     return table
 
 
 def all_levels(runs: Sequence[RunResults]) -> Table:
     """Every level of every cell in one long table: the CSV export."""
     table = Table(
-        CELL_COLUMNS + LEVEL_COLUMNS + COST_COLUMNS + TLS_LEVEL_COLUMNS + HANDSHAKE_COLUMNS + H2_LEVEL_COLUMNS
+        CELL_COLUMNS
+        + LEVEL_COLUMNS
+        + COST_COLUMNS
+        + TLS_LEVEL_COLUMNS
+        + HANDSHAKE_COLUMNS
+        + H2_LEVEL_COLUMNS
+        + PHP_LEVEL_COLUMNS
     )
     for run in runs:
         for cell in run.measured:
@@ -218,7 +243,13 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
                 handshakes = [lv.handshakes_full, lv.handshakes_resumed]
                 cost = [lv.server_cpu_per_request_us]
                 table.add(
-                    _cell_values(cell) + _level_values(lv) + cost + _tls_values(lv) + handshakes + _h2_values(lv),
+                    _cell_values(cell)
+                    + _level_values(lv)
+                    + cost
+                    + _tls_values(lv)
+                    + handshakes
+                    + _h2_values(lv)
+                    + _php_values(lv),
                     lv.flags,
                 )
     return table

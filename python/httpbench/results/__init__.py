@@ -70,7 +70,22 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         timeseries=series,
         **_tls(measurements),
         **_h2(measurements),
+        **_php(servers),
     )
+
+
+def _php(servers: Sequence[dict]) -> dict:
+    """A PHP-FPM pool's figures over a level's rounds (the LevelResult fields), from the monitor's
+    windows; nothing where no window watched a pool."""
+    pools = [s for s in servers if s.get("php_processes_max") is not None]
+    if not pools:
+        return {}
+    memory = [s["php_pss_mean_bytes"] or s["php_rss_mean_bytes"] for s in pools]
+    return {
+        "php_memory_bytes": max((v for v in memory if v), default=None),
+        "php_cpu_cores": _mean([s["php_cpu_cores"] for s in pools]),
+        "php_processes": max(s["php_processes_max"] for s in pools),
+    }
 
 
 def _h2(measurements: Sequence[dict]) -> dict:

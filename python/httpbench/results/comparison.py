@@ -66,6 +66,13 @@ class Figures:
         return self.levels[-1].server_memory_bytes if self.levels else None
 
     @property
+    def cpu_per_request_us(self) -> Optional[float]:
+        """What a request cost the server in CPU time (user and system, microseconds), the mean of
+        these levels' (LevelResult.server_cpu_per_request_us); None when a level has none."""
+        costs = [lv.server_cpu_per_request_us for lv in self.levels]
+        return statistics.fmean(costs) if costs and None not in costs else None
+
+    @property
     def flagged(self) -> Dict[str, List[LevelResult]]:
         """Each honesty flag raised at these levels, with the levels that raised it."""
         out: Dict[str, List[LevelResult]] = {}

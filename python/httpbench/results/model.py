@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from httpbench import protocol
+from httpbench.dynamic import PHP_KINDS
 from httpbench.honesty import CELL_STOPPERS
 from httpbench.stats import LevelStats
 
@@ -58,6 +59,13 @@ class LevelResult:
     goaways: Optional[int] = None
     refused_streams: Optional[int] = None
     resets: Dict[str, int] = field(default_factory=dict)
+    # A PHP cell's PHP-FPM pool, apart (the server's figures above include it): its memory (mean
+    # PSS, RSS where PSS is unreadable; highest round), CPU (cores, mean over the rounds) and
+    # most processes. None where PHP runs inside the server's own processes (mod_php), without
+    # PHP, and in rounds stored before the monitor watched the pool.
+    php_memory_bytes: Optional[int] = None
+    php_cpu_cores: Optional[float] = None
+    php_processes: Optional[int] = None
 
     @property
     def server_cpu_per_request_us(self) -> Optional[float]:
@@ -127,6 +135,11 @@ class CellResult:
         if self.resumption is not None:
             words.append(protocol.HANDSHAKES[self.resumption])
         return words
+
+    @property
+    def php(self) -> Optional[str]:
+        """The PHP workload's kind ("php-page") when the cell ran PHP scripts; None otherwise."""
+        return self.workload if self.workload in PHP_KINDS else None
 
     @property
     def tls_version_used(self) -> Optional[str]:

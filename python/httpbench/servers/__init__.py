@@ -16,6 +16,7 @@ from httpbench.servers.base import (
     PROFILES,
     TLS_VERSIONS,
     Config,
+    PHPUnsupported,
     ProtocolUnsupported,
     Server,
     ServerProfile,
@@ -59,6 +60,7 @@ def names() -> List[str]:
 __all__ = [
     "ADAPTERS",
     "PROFILES",
+    "PHPUnsupported",
     "ProtocolUnsupported",
     "Config",
     "RunningServer",

@@ -34,8 +34,8 @@ class ServerProfile:
     # Extra configuration lines, added where the adapter says (e.g. nginx's http block).
     directives: Tuple[str, ...] = ()
     # A whole configuration file replacing the rendered one; `{port}`, `{host}`, `{docroot}`,
-    # `{run_dir}`, `{workers}`, `{upstream}` (a fronted origin's host:port), and for HTTPS
-    # `{cert}`, `{key}` and `{ca}` are filled in.
+    # `{run_dir}`, `{workers}`, `{upstream}` (a fronted origin's host:port), for HTTPS `{cert}`,
+    # `{key}` and `{ca}`, and for PHP `{php_socket}` (the PHP-FPM pool's) are filled in.
     config_file: Optional[Path] = None
 
     def __post_init__(self) -> None:
@@ -56,6 +56,11 @@ class TLSUnsupported(ServerFailed):
 
 class ProtocolUnsupported(ServerFailed):
     """HTTP/2 asked of a server that cannot offer it as asked (at all, or in cleartext as h2c); the
+    message says why and what to do, in one line. A ServerFailed, as TLSUnsupported is."""
+
+
+class PHPUnsupported(ServerFailed):
+    """A PHP workload asked of a server that cannot run PHP, or whose PHP is not installed; the
     message says why and what to do, in one line. A ServerFailed, as TLSUnsupported is."""
 
 
@@ -102,6 +107,23 @@ class Site:
     tls: Optional[SiteTLS] = None
     # Offer HTTP/2: by ALPN beside http/1.1 when the site has TLS, else h2c by prior knowledge.
     http2: bool = False
+    # The workload's PHP kind ("php-wait", say): the site runs `.php` files through PHP.
+    php: Optional[str] = None
+
+    @property
+    def php_dir(self) -> Path:
+        """Where the site's PHP keeps its own files: php.ini, the pool's config, socket and logs."""
+        return self.run_dir / "php"
+
+    @property
+    def php_socket(self) -> Optional[Path]:
+        """The Unix socket the suite's PHP-FPM pool listens on, when the site runs PHP."""
+        return self.php_dir / "fpm.sock" if self.php else None
+
+    @property
+    def php_log(self) -> Path:
+        """PHP's error log (php.ini's error_log): a failing script's own words."""
+        return self.php_dir / "error.log"
 
     @property
     def protocol(self) -> str:
@@ -163,6 +185,10 @@ class Server(ABC):
     speaks_http1: ClassVar[bool] = True
     speaks_h2: ClassVar[bool] = False
     speaks_h2c: ClassVar[bool] = False
+    # How the adapter runs PHP for a site with `php`: "fastcgi" (`.php` requests go to a PHP-FPM
+    # pool on `site.php_socket`, which the suite starts before the server), "module" (PHP inside
+    # the server's own processes: mod_php), or None (it cannot). `php_refusal` says why not.
+    runs_php: ClassVar[Optional[str]] = None
 
     def executable(self) -> Optional[str]:
         return shutil.which(self.program) or (self.program if Path(self.program).is_file() else None)
@@ -216,6 +242,16 @@ class Server(ABC):
             return f"{self.name} speaks only HTTP/2; measure it over h2 or h2c"
         return None
 
+    def php_refusal(self) -> Optional[str]:
+        """None when this server can run PHP here, else one line saying why not and what to do:
+        the servers that can, or the command that installs the PHP it runs."""
+        from httpbench.servers import ADAPTERS, php
+
+        if self.runs_php is None:
+            able = sorted(name for name, adapter in ADAPTERS.items() if adapter.runs_php)
+            return f"{self.name} cannot run PHP in httpbench; choose a server that can: {', '.join(able)}"
+        return php.missing(self.runs_php)
+
     def backend(self) -> Optional["Server"]:
         """A server this one fronts (a cache in front of an origin), started first on its own
         port; None for a server that serves files itself."""
@@ -262,7 +298,8 @@ def read_args(path: Path) -> List[str]:
 
 def fill(template: str, site: Site) -> str:
     """A user's whole config file (or command line) with the site's values put in; `{cert}`,
-    `{key}` and `{ca}` are the site's certificate files when it serves HTTPS."""
+    `{key}` and `{ca}` are the site's certificate files when it serves HTTPS, `{php_socket}` the
+    PHP-FPM pool's Unix socket when it runs PHP."""
     tls = site.tls
     return (
         template.replace("{port}", str(site.port))
@@ -274,4 +311,5 @@ def fill(template: str, site: Site) -> str:
         .replace("{cert}", str(tls.cert) if tls else "")
         .replace("{key}", str(tls.key) if tls else "")
         .replace("{ca}", str(tls.ca) if tls else "")
+        .replace("{php_socket}", str(site.php_socket or ""))
     )

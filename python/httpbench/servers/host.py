@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from httpbench import engine
 from httpbench.certificates import LOOPBACK_NAMES, make_site_certificate
 from httpbench.monitor import Monitor
-from httpbench.servers.base import Server, ServerProfile, Site, SiteTLS
+from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
 from httpbench.servers.process import RunningServer, free_port, start
 from httpbench.servers.verify import verify
 
@@ -81,10 +81,17 @@ class ServerHost:
             cpus=self.cpus[:cpus],
             tls=site_tls,
             http2=http2,
+            php=workload.php,
         )
         self.running = start(adapter, site, profile)
         ca = site_tls.ca.read_text() if site_tls else None
-        return Started(site.url, self.running.config.text, adapter.version() or "", ca)
+        config, version = self.running.config, adapter.version() or ""
+        pool = self.running.php
+        if pool is not None:
+            # What served the pages is the pair: both configurations stored, both versions named.
+            config = Config({**config.files, **pool.config.files})
+            version = f"{version} + {pool.server.version() or pool.server.name}"
+        return Started(site.url, config.text, version, ca)
 
     def verify(self) -> None:
         verify(self.running.site, self.files, self.name)
@@ -101,7 +108,9 @@ class ServerHost:
         return asdict(self.monitor.end_window())
 
     def alive(self) -> bool:
-        return self.running is not None and self.running.alive()
+        """The server, and its PHP pool if it has one, without which it serves no page."""
+        running = self.running
+        return running is not None and running.alive() and (running.php is None or running.php.alive())
 
     def stop(self) -> None:
         """Stop what this host started, if anything; safe to call twice."""
@@ -129,3 +138,9 @@ def installed(adapters: Sequence[Server]) -> List[str]:
 def facts(adapters: Sequence[Server]) -> Tuple[dict, Dict[str, Optional[str]]]:
     """This host's facts, and the version of each server in `adapters`."""
     return engine.host_facts(), {adapter.name: adapter.version() for adapter in adapters}
+
+
+def php_refusals(adapters: Sequence[Server]) -> Dict[str, Optional[str]]:
+    """Why each server in `adapters` cannot run PHP on this host (Server.php_refusal), by name;
+    None for those that can."""
+    return {adapter.name: adapter.php_refusal() for adapter in adapters}

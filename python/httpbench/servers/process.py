@@ -1,6 +1,9 @@
 """Running a server under test: a private run directory, the whole process tree pinned, a
 readiness check, and a stop that leaves nothing behind, even after Ctrl-C or a crash.
 
+A site that runs PHP through FastCGI gets the suite's PHP-FPM pool (httpbench.servers.php) first,
+started the same way in a session of its own, and stopped after the server.
+
 Servers run in the foreground as session leaders, so their workers share a session and a
 process group: stopping is one signal to the group, and a leftover is found by its session id.
 Should the suite die without cleaning up (SIGKILL, a crash of the interpreter), a watchdog
@@ -27,6 +30,7 @@ from typing import List, Optional, Set
 from httpbench.procfs import session_pids
 from httpbench.servers.base import (
     Config,
+    PHPUnsupported,
     ProtocolUnsupported,
     Server,
     ServerFailed,
@@ -35,6 +39,7 @@ from httpbench.servers.base import (
     TLSUnsupported,
     fill,
 )
+from httpbench.servers.php import POOL_LOG, PhpFpm
 from httpbench.servers.verify import CLOSED, connection, h2_probe
 
 _PR_SET_PDEATHSIG = 1
@@ -71,6 +76,8 @@ class RunningServer:
     process: subprocess.Popen
     log: Path
     backend: Optional["RunningServer"] = None
+    # The site's PHP-FPM pool, when the server passes PHP to one (its own session).
+    php: Optional["RunningServer"] = None
 
     @property
     def pid(self) -> int:
@@ -89,7 +96,8 @@ class RunningServer:
             return ""
 
     def stop(self, grace: float = 5.0) -> None:
-        """Stop gracefully, then kill whatever is left of the session; the backend last."""
+        """Stop gracefully, then kill whatever is left of the session; the backend and the PHP
+        pool after it."""
         try:
             if self.alive():
                 self.process.send_signal(signal.SIGTERM)
@@ -113,8 +121,12 @@ class RunningServer:
             if self in _running:
                 _running.discard(self)
                 _tell_watchdog(f"-{self.process.pid}")
-            if self.backend is not None:
-                self.backend.stop(grace)
+            try:
+                if self.backend is not None:
+                    self.backend.stop(grace)
+            finally:
+                if self.php is not None:
+                    self.php.stop(grace)
 
     def __enter__(self) -> "RunningServer":
         return self
@@ -182,7 +194,8 @@ def render(server: Server, site: Site, profile: ServerProfile) -> Config:
 
 def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: float = 20.0) -> RunningServer:
     """Start `server` for `site` and return once it answers HTTP (HTTPS when the site has TLS, an
-    HTTP/2 connection when it offers h2)."""
+    HTTP/2 connection when it offers h2); first its PHP-FPM pool, for a site that runs PHP through
+    FastCGI."""
     # First: installing a server that cannot serve HTTPS or HTTP/2 as asked would not help.
     if site.tls is not None:
         refusal = server.tls_refusal(site.tls)
@@ -191,13 +204,17 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
     refusal = server.protocol_refusal(site.protocol)
     if refusal is not None:
         raise ProtocolUnsupported(refusal)
+    if site.php is not None:
+        refusal = server.php_refusal()
+        if refusal is not None:
+            raise PHPUnsupported(refusal)
     if not server.installed():
         raise ServerFailed(f"{server.name} is not installed; install it with: {server.install_command()}")
     if not site.docroot.is_dir():
         raise ServerFailed(f"document root {site.docroot} does not exist; create it or name another")
     if not port_is_free(site.host, site.port):
         raise ServerFailed(f"port {site.port} on {site.host} is in use; choose another port or stop what listens there")
-    backend = None
+    backend = pool = None
     origin = server.backend()
     if origin is not None:
         backend_site = replace(
@@ -208,29 +225,14 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
         # The authority, so an IPv6 origin is bracketed ("[::1]:port") as varnish and ATS need.
         site = replace(site, upstream=backend_site.authority)
     try:
-        site.run_dir.mkdir(parents=True, exist_ok=True)
-        config = render(server, site, profile)
-        for name, text in config.files.items():
-            (site.run_dir / name).parent.mkdir(parents=True, exist_ok=True)
-            (site.run_dir / name).write_text(text)
-        log = site.run_dir / "server.log"
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                server.command(site, site.run_dir),
-                cwd=site.run_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env={**os.environ, **server.environment(site)},
-                preexec_fn=lambda: _child_setup(site.cpus),
-            )
-        running = RunningServer(server, site, profile, config, process, log, backend)
-        _running.add(running)
-        _tell_watchdog(f"+{process.pid}")
+        if site.php is not None and server.runs_php == "fastcgi":
+            pool = _start_pool(site, profile, ready_timeout)
+        running = _launch(server, site, profile, render(server, site, profile), "server.log")
+        running.backend, running.php = backend, pool
     except BaseException:
-        if backend is not None:
-            backend.stop()
+        for started in (pool, backend):
+            if started is not None:
+                started.stop()
         raise
     try:
         _wait_ready(running, ready_timeout)
@@ -238,6 +240,68 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
         running.stop(grace=1.0)
         raise
     return running
+
+
+def _launch(server: Server, site: Site, profile: ServerProfile, config: Config, log_name: str) -> RunningServer:
+    """Write `config` into the run directory and run `server` in a session of its own, pinned,
+    its output into `log_name`, the watchdog told."""
+    site.run_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in config.files.items():
+        (site.run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (site.run_dir / name).write_text(text)
+    log = site.run_dir / log_name
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            server.command(site, site.run_dir),
+            cwd=site.run_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **server.environment(site)},
+            preexec_fn=lambda: _child_setup(site.cpus),
+        )
+    running = RunningServer(server, site, profile, config, process, log)
+    _running.add(running)
+    _tell_watchdog(f"+{process.pid}")
+    return running
+
+
+# sockaddr_un's sun_path holds 108 bytes, the terminating NUL included.
+_UNIX_PATH_MAX = 107
+
+
+def _start_pool(site: Site, profile: ServerProfile, timeout: float) -> RunningServer:
+    """The site's PHP-FPM pool, once its socket accepts connections."""
+    socket_path = str(site.php_socket)
+    if len(socket_path.encode()) > _UNIX_PATH_MAX:
+        raise ServerFailed(
+            f"PHP-FPM's socket path {socket_path} is {len(socket_path.encode())} bytes, more than a Unix "
+            f"socket's {_UNIX_PATH_MAX}; give the server a run directory with a shorter path"
+        )
+    fpm = PhpFpm()
+    pool = _launch(fpm, site, profile, fpm.render(site, profile), POOL_LOG)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            code = pool.process.poll()
+            if code is not None:
+                raise ServerFailed(f"PHP-FPM exited with code {code} at start: {_explain(pool, first=True)}")
+            with socket.socket(socket.AF_UNIX) as probe:
+                try:
+                    probe.connect(socket_path)
+                    return pool
+                except OSError:
+                    pass
+            if time.monotonic() > deadline:
+                raise ServerFailed(
+                    f"PHP-FPM did not listen on {socket_path} within {timeout:.0f} s: {_explain(pool, first=True)}"
+                )
+            time.sleep(0.05)
+    except BaseException:
+        pool.stop(grace=1.0)
+        raise
 
 
 def _wait_ready(running: RunningServer, timeout: float) -> None:
@@ -275,26 +339,33 @@ def _answers(site: Site) -> bool:
     return True
 
 
-def _explain(running: RunningServer) -> str:
-    """The server's own last word, and the rendered config line it names, if it names one."""
+def _explain(running: RunningServer, first: bool = False) -> str:
+    """The server's own last word (its first error with `first`: PHP-FPM logs the cause, then
+    that it failed), and the rendered config line it names, if it names one."""
     lines = [line.strip() for line in running.log_tail(40).splitlines() if line.strip()]
     said = next(
-        (said for said in reversed(lines) if re.search(r"emerg|error|fatal|invalid|unknown|failed|cannot", said, re.I)),
+        (
+            said
+            for said in (lines if first else reversed(lines))
+            if re.search(r"emerg|error|fatal|invalid|unknown|failed|cannot", said, re.I)
+        ),
         lines[-1] if lines else "it printed nothing",
     )
     # Some servers (apache2) name the file and line on one line and give the reason on the next.
     at = len(lines) - 1 - lines[::-1].index(said) if said in lines else -1
     if at > 0 and lines[at - 1].endswith(":"):
         said = f"{lines[at - 1]} {said}"
-    where = re.search(r"(?P<file>[\w./-]+):(?P<line>\d+)", said) or re.search(
-        r"line (?P<line>\d+) of (?P<file>[\w./-]+)", said
-    )
-    if where:
+    # The first "file:line" (or "line N of file") naming a rendered file: a timestamp's "16:26"
+    # names none.
+    named = [*re.finditer(r"(?P<file>[\w./-]+):(?P<line>\d+)", said)]
+    named += re.finditer(r"line (?P<line>\d+) of (?P<file>[\w./-]+)", said)
+    for where in named:
         name = Path(where["file"].rstrip(":")).name
-        text = running.config.files.get(name)
+        text = next((text for file, text in running.config.files.items() if Path(file).name == name), None)
         if text is not None:
             number = int(where["line"])
             rendered = text.splitlines()
             if 0 < number <= len(rendered):
                 said += f" (line {number} of the rendered {name}: {rendered[number - 1].strip()!r})"
+            break
     return said

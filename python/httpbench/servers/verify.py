@@ -10,6 +10,11 @@ presenting exactly the site's certificate, in the TLS version the site pins (any
 otherwise): a server that fell back to a certificate of its own, or ignored the pin, would be
 measured doing something else than the plan says.
 
+A PHP page may come without a Content-Length (PHP does not know its length before it has printed
+it: HTTP/1.1 chunked, or the end of an HTTP/2 stream): accepted for a site that runs PHP, its bytes
+still compared exactly. A failing script's message ends with PHP's own last error line from the
+site's PHP error log, which is where PHP says why (display_errors is off, as in production).
+
 A site that offers HTTP/2 must speak it, not fall back to HTTP/1.1: over TLS the server selects
 "h2" by ALPN, in cleartext (h2c, prior knowledge) it answers the client's preface with SETTINGS,
 as RFC 9113 requires of an h2 server. Its files are then fetched over h2 by curl (built with
@@ -49,10 +54,39 @@ def verify(
     if site.http2:
         _check_h2(site, server_name)
     fetch = _fetch_h2 if site.http2 else _fetch
+    logged = _size(site.php_log) if site.php else 0
     for name, expected in files.items():
         path = "/" + name
-        status, reason, answer, body = fetch(site, path, headers or {}, server_name)
-        _judge(server_name, path, expected, compression, status, reason, answer, body)
+        try:
+            status, reason, answer, body = fetch(site, path, headers or {}, server_name)
+            _judge(server_name, path, expected, compression, status, reason, answer, body, site.php is not None)
+        except VerificationFailed as e:
+            said = _php_said(site.php_log, logged) if site.php else None
+            if said is None:
+                raise
+            raise VerificationFailed(f"{e}; PHP logged: {said}") from None
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _php_said(log: Path, since: int) -> Optional[str]:
+    """PHP's last error in its log since offset `since`: the first line of its last entry
+    ("PHP Fatal error:  ..."), its timestamp left out; None when PHP logged nothing."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    entries = [line for line in text.splitlines() if line.startswith("[")]
+    if not entries:
+        return None
+    return entries[-1].split("] ", 1)[-1].strip()
 
 
 # An answer: status, reason phrase (none in HTTP/2), headers in the order sent, body.
@@ -85,6 +119,7 @@ def _judge(
     reason: str,
     answer: List[Tuple[str, str]],
     body: bytes,
+    php: bool = False,
 ) -> None:
     head = f"{status} {reason}".rstrip() + "; " + ", ".join(f"{k}: {v}" for k, v in answer)
     fields = {k.lower(): v for k, v in answer}
@@ -94,15 +129,17 @@ def _judge(
 
     if status != 200:
         raise fail(f"status {status}, not 200")
+    if php and body.lstrip().startswith(b"<?php"):
+        raise fail("the script's own source, not its output: the server does not pass .php files to PHP")
     encoding = fields.get("content-encoding")
     if encoding and encoding.lower() != "identity" and not compression:
         raise fail(f"it compressed the body ({encoding}) though the plan does not ask for compression")
     length = fields.get("content-length")
-    if length is None:
+    if length is None and not php:
         raise fail("no Content-Length")
-    if not length.isdigit():
+    if length is not None and not length.isdigit():
         raise fail(f"Content-Length {length!r} is not a number")
-    if not compression and int(length) != len(expected):
+    if length is not None and not compression and int(length) != len(expected):
         raise fail(f"Content-Length {length}, not {len(expected)}")
     if not compression and body != expected:
         raise fail(f"a body of {len(body)} bytes that differs from the {len(expected)}-byte file")

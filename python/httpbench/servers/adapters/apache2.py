@@ -6,6 +6,12 @@ run as www-data, could not reach a document root under a private 0700 directory 
 So when the suite is root, apache is started as www-data with one capability, CAP_DAC_READ_SEARCH
 (read and traverse any path, as nginx's `user root` workers can), and the run directory is given
 to www-data so it can write its pid file and logs there. Nothing outside the run directory changes.
+The capability also lets mod_php read the scripts and its php.ini; PHP's own directory in the run
+directory (its error log) is given to www-data too.
+
+PHP: prefork runs it inside its own processes (mod_php, the classic LAMP: Debian's libphp8.2 is
+built without thread safety, so it loads only beside prefork); worker and event hand `.php` to the
+suite's PHP-FPM pool through mod_proxy_fcgi, as Debian's php8.2-fpm package configures apache.
 """
 
 from __future__ import annotations
@@ -14,9 +20,10 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import ClassVar, List, Optional
+from typing import ClassVar, Dict, List, Optional
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site
+from httpbench.servers.php import MOD_PHP, PHP_INI, php_ini
 
 MODULES = "/usr/lib/apache2/modules"
 STOCK = "/etc/apache2/mods-available"
@@ -78,9 +85,14 @@ class _Apache(Server):
     # mod_http2 ships there too: h2 by ALPN beside mod_ssl, h2c by prior knowledge without it
     speaks_h2 = True
     speaks_h2c = True
+    # worker and event: the suite's PHP-FPM pool through mod_proxy_fcgi; prefork runs mod_php
+    runs_php = "fastcgi"
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
-        return Config({"apache2.conf": render_conf(site, profile, self.mpm)})
+        files = {"apache2.conf": render_conf(site, profile, self.mpm)}
+        if site.php and self.runs_php == "module":
+            files[PHP_INI] = php_ini(site, profile)  # mod_php's PHPIniDir; the pool writes its own
+        return Config(files)
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
         # -d: relative paths resolve in the run directory, not /etc/apache2. FOREGROUND: neither
@@ -89,6 +101,8 @@ class _Apache(Server):
         if os.geteuid() != 0:
             return apache  # not root: apache keeps the suite's user and changes nothing
         shutil.chown(config_dir, RUN_USER, RUN_USER)  # pid file and logs (see the module doc)
+        if site.php and self.runs_php == "module":
+            shutil.chown(site.php_dir, RUN_USER, RUN_USER)  # mod_php's error log
         # --pdeathsig keep: a change of user clears the parent-death signal the framework set.
         return [
             "setpriv",
@@ -109,6 +123,12 @@ class ApachePrefork(_Apache):
     mpm = "prefork"
     speaks_h2 = False
     speaks_h2c = False
+    runs_php = "module"
+
+    def environment(self, site: Site) -> Dict[str, str]:
+        # PHP would read Debian's /etc/php/8.2/apache2/conf.d after the suite's php.ini; empty,
+        # it reads no directory: the rendered php.ini is the whole of PHP's configuration.
+        return {"PHP_INI_SCAN_DIR": ""} if site.php else {}
 
     def protocol_refusal(self, protocol: str) -> Optional[str]:
         if protocol in ("h2", "h2c"):
@@ -198,6 +218,7 @@ LogFormat "%h %l %u %t \\"%r\\" %>s %O \\"%{{Referer}}i\\" \\"%{{User-Agent}}i\\
 CustomLog "{run}/access.log" combined"""
     extra = "".join(f"{line}\n" for line in profile.directives)
     tls = _tls(site, profile) + _h2(site, profile)
+    php = _php(site, profile, mpm)
     return f"""# rendered by httpbench for profile {profile.name}, {mpm} MPM
 ServerRoot "{run}"
 DefaultRuntimeDir "{run}"
@@ -210,7 +231,69 @@ Listen {host}:{site.port}
 ServerName localhost
 DocumentRoot "{site.docroot}"
 {modules}{body}
-{tls}{extra}"""
+{php}{tls}{extra}"""
+
+
+def _php(site: Site, profile: ServerProfile, mpm: str) -> str:
+    """`.php` through PHP for a PHP site: mod_php under prefork, the suite's PHP-FPM pool through
+    mod_proxy_fcgi under worker and event."""
+    if not site.php:
+        return ""
+    if mpm == "prefork":
+        text = f"""# mod_php (Debian's php8.2.load), reading the suite's php.ini: never /etc/php
+LoadModule php_module {MOD_PHP}
+PHPIniDir "{site.php_dir}"
+"""
+        if profile.name == "tuned":
+            return (
+                text
+                + """<FilesMatch "\\.php$">
+    SetHandler application/x-httpd-php
+</FilesMatch>
+DirectoryIndex index.php
+# MaxRequestWorkers stays as above with PHP: a keep-alive connection holds its process, so fewer
+# would leave connections waiting unserved. Memory allows it: children fork after PHP and opcache
+# start, sharing their pages; a child's own is what its requests used (about 0.15 MB of PSS on
+# average after php-page load, measured on this kind of machine: 1,024 children cost ~150 MB).
+"""
+            )
+        # Debian's php8.2.conf as a2enmod php8.2 enables it (dir.conf already lists index.php)
+        return text + f"Include {STOCK}/php8.2.conf\n"
+    handler = f'SetHandler "proxy:unix:{site.php_socket}|fcgi://localhost"'
+    text = f"""# the suite's PHP-FPM pool through mod_proxy_fcgi, on its Unix socket
+LoadModule proxy_module {MODULES}/mod_proxy.so
+LoadModule proxy_fcgi_module {MODULES}/mod_proxy_fcgi.so
+"""
+    if profile.name == "tuned":
+        return (
+            text
+            + f"""<FilesMatch "\\.php$">
+    {handler}
+</FilesMatch>
+DirectoryIndex index.php
+# No connection reuse to the pool (enablereuse, off by default for FastCGI): a PHP-FPM child
+# serves one kept connection until it closes, so requests sent on the others wait in the pool's
+# queue meanwhile (php-wait, 64 clients, 4 children: 4 clients served, 60 starved for a whole
+# 3-s run); a Unix socket connect costs microseconds.
+"""
+        )
+    # Debian's conf-available/php8.2-fpm.conf (a2enconf php8.2-fpm), its socket the suite's pool
+    return (
+        text
+        + f"""<IfModule setenvif_module>
+SetEnvIfNoCase ^Authorization$ "(.+)" HTTP_AUTHORIZATION=$1
+</IfModule>
+<FilesMatch ".+\\.ph(?:ar|p|tml)$">
+    {handler}
+</FilesMatch>
+<FilesMatch ".+\\.phps$">
+    Require all denied
+</FilesMatch>
+<FilesMatch "^\\.ph(?:ar|p|ps|tml)$">
+    Require all denied
+</FilesMatch>
+"""
+    )
 
 
 def _tls(site: Site, profile: ServerProfile) -> str:

@@ -18,6 +18,7 @@ class Caddy(Server):
     # Over TLS Caddy offers h2 by ALPN by default; h2c by prior knowledge once `protocols` lists it.
     speaks_h2 = True
     speaks_h2c = True
+    runs_php = "fastcgi"
 
     def version_args(self) -> List[str]:
         return ["version"]
@@ -40,6 +41,7 @@ class Caddy(Server):
         # `encode`: both profiles serve plain files and log only its own start and stop.
         extra = "".join(f"\t{line}\n" for line in profile.directives)
         scheme, tls = _tls(site, profile)
+        php = _php(site)
         return Config(
             {
                 "Caddyfile": f"""# rendered by httpbench for profile {profile.name}
@@ -54,7 +56,7 @@ class Caddy(Server):
 {scheme}://:{site.port} {{
 	bind {site.host}
 	root * {site.docroot}
-	file_server
+{php}	file_server
 {tls}{extra}}}
 """
             }
@@ -72,6 +74,18 @@ class Caddy(Server):
             # affinity mask, so default is unchanged; said here so the stored setting is explicit.
             env["GOMAXPROCS"] = str(len(site.cpus))
         return env
+
+
+def _php(site: Site) -> str:
+    """`.php` to the suite's PHP-FPM pool, the same in both profiles: php_fastcgi as Caddy's docs
+    give it, which has no settings that matter here."""
+    if not site.php:
+        return ""
+    return (
+        "\t# the suite's PHP-FPM pool. php_fastcgi also sends a path naming no file to /index.php (a\n"
+        "\t# front controller): the workloads' URLs name their scripts, so each runs as named\n"
+        f"\tphp_fastcgi unix/{site.php_socket}\n"
+    )
 
 
 def _tls(site: Site, profile: ServerProfile) -> Tuple[str, str]:

@@ -4,7 +4,9 @@ OpenLiteSpeed, G-WAN, Cherokee or their own server, which Debian does not packag
     CommandServer("/opt/gwan/gwan -d:{run_dir} -p {port}", name="gwan")
 
 `{port}`, `{host}`, `{docroot}`, `{run_dir}` and `{workers}` in the command are filled in, and for
-HTTPS `{cert}`, `{key}` and `{ca}` (the site's certificate, its key, the suite's authority). The
+HTTPS `{cert}`, `{key}` and `{ca}` (the site's certificate, its key, the suite's authority). A
+command with `{php_socket}` runs PHP: the suite starts its PHP-FPM pool on that Unix socket first,
+and the server is to pass `.php` requests to it by FastCGI. The
 filled command line is the rendered configuration (`command.txt`), so what is stored with the
 results is exactly what ran. Discovery skips this class (it sets `name` per instance, not on the
 class), since it cannot be made without a command: plans construct it themselves.
@@ -36,6 +38,7 @@ class CommandServer(Server):
         self.command_template = command
         self.name = name
         self.program = words[0]
+        self.runs_php = "fastcgi" if "{php_socket}" in command else None
 
     def install_command(self) -> str:
         return f"install {self.program} yourself, or give its full path in the command"
@@ -50,6 +53,14 @@ class CommandServer(Server):
                 "suite's certificate; add them where the server takes its certificate and key files"
             )
         return None
+
+    def php_refusal(self) -> Optional[str]:
+        if self.runs_php is None:
+            return (
+                f"{self.name}'s command has no {{php_socket}} placeholder, so it cannot be given the suite's "
+                "PHP-FPM pool; add it where the server takes its FastCGI socket"
+            )
+        return super().php_refusal()
 
     def version(self) -> Optional[str]:
         """`PROGRAM --version`'s first line if it answers that at once and cleanly, else

@@ -5,6 +5,9 @@ drops to www-data, but lighttpd serves files from the very process that drops pr
 www-data can neither traverse a document root under a private 0700 directory (pytest's are) nor
 open its error log in a root-owned run directory, which makes lighttpd exit at start. Unlike
 apache, lighttpd accepts running as root, so no other arrangement is needed.
+
+PHP: `.php` goes to the suite's PHP-FPM pool by mod_fastcgi, on its Unix socket, as Debian's
+15-fastcgi-php-fpm.conf sends it to the system's pool.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class Lighttpd(Server):
     # http/1.1 over TLS, and h2c (server.h2c) by prior knowledge in cleartext.
     speaks_h2 = True
     speaks_h2c = True
+    runs_php = "fastcgi"
 
     def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
         if not Path(OPENSSL_MODULE).is_file():
@@ -54,7 +58,9 @@ def render_conf(site: Site, profile: ServerProfile) -> str:
             if site.workers > 1
             else ""
         )
-        body = f"""server.modules = ( "mod_indexfile", "mod_staticfile" )
+        # mod_fastcgi before mod_staticfile, which would otherwise send a script's source
+        fastcgi = '"mod_fastcgi", ' if site.php else ""
+        body = f"""server.modules = ( "mod_indexfile", {fastcgi}"mod_staticfile" )
 {workers}server.max-fds = 20000              # connections are descriptors; 20,000 is the hard limit here
 server.max-connections = 10000      # lighttpd's ceiling is max-fds / 2 (default about 1365)
 server.listen-backlog = 4096        # as nginx's tuned backlog: a connection storm waits, not fails
@@ -89,7 +95,7 @@ static-file.exclude-extensions = ( ".php", ".pl", ".fcgi" )
 alias.url += ( "/javascript" => "/usr/share/javascript" )
 server.modules += ( "mod_dirlisting", "mod_staticfile" )"""
     host = site.address
-    tls = _tls(site, profile) + _h2(site, profile)
+    tls = _php(site, profile) + _tls(site, profile) + _h2(site, profile)
     # Added last; to change a setting made above, use := (lighttpd refuses a second =).
     extra = "".join(f"{line}\n" for line in profile.directives)
     return f"""# rendered by httpbench for profile {profile.name}
@@ -102,6 +108,28 @@ server.port = {site.port}
 include_shell "/usr/share/lighttpd/create-mime.conf.pl"
 {body}
 {tls}{extra}"""
+
+
+def _php(site: Site, profile: ServerProfile) -> str:
+    """mod_fastcgi to the suite's PHP-FPM pool for a PHP site."""
+    if not site.php:
+        return ""
+    if profile.name == "tuned":
+        return f"""index-file.names += ( "index.php" )
+# The suite's pool, started before lighttpd (no bin-path: lighttpd neither spawns nor watches it).
+# No keep-alive to it: lighttpd's mod_fastcgi opens a connection per request and has no setting
+# to keep one; on a Unix socket a connect costs microseconds.
+fastcgi.server = ( ".php" => (( "socket" => "{site.php_socket}" )) )
+"""
+    # Debian's 15-fastcgi-php-fpm.conf (lighty-enable-mod fastcgi-php-fpm), its socket the suite's pool
+    return f"""server.modules += ( "mod_fastcgi" )
+fastcgi.server += ( ".php" =>
+  ((
+    "socket" => "{site.php_socket}",
+    "broken-scriptfilename" => "enable"
+  ))
+)
+"""
 
 
 def _h2(site: Site, profile: ServerProfile) -> str:

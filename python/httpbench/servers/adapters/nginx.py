@@ -18,6 +18,7 @@ class Nginx(Server):
     # is h2c by prior knowledge only (nginx 1.22 then answers no HTTP/1.1 on that port).
     speaks_h2 = True
     speaks_h2c = True
+    runs_php = "fastcgi"  # the LEMP stack: `.php` requests to the suite's PHP-FPM pool
 
     def version_args(self) -> List[str]:
         return ["-v"]
@@ -43,7 +44,7 @@ class Nginx(Server):
 def render_conf(site: Site, profile: ServerProfile) -> str:
     run = site.run_dir
     listen = site.authority + (" ssl" if site.tls else "") + (" http2" if site.http2 else "")
-    tls = _tls(site, profile) + _h2(site, profile)
+    tls = _tls(site, profile) + _h2(site, profile) + _php(site, profile)
     if profile.name == "tuned":
         main = f"""worker_processes {site.workers};              # one worker per core given (the 2016 write-up)
 worker_rlimit_nofile 20000;               # connections are descriptors; 20,000 is the hard limit here
@@ -144,6 +145,45 @@ def _h2(site: Site, profile: ServerProfile) -> str:
         "keepalive_requests 100000;",
         "# the windows nginx advertises bound only request bodies (GETs have none): left as they are",
     ]
+    return "".join(f"        {line}\n" for line in lines)
+
+
+# What Debian's /etc/nginx/fastcgi_params (with snippets/fastcgi-php.conf's SCRIPT_FILENAME) tells
+# PHP of a request, rendered here so the whole configuration is in the stored text.
+_FASTCGI_PARAMS = (
+    ("SCRIPT_FILENAME", "$document_root$fastcgi_script_name"),
+    ("QUERY_STRING", "$query_string"),
+    ("REQUEST_METHOD", "$request_method"),
+    ("CONTENT_TYPE", "$content_type"),
+    ("CONTENT_LENGTH", "$content_length"),
+    ("SCRIPT_NAME", "$fastcgi_script_name"),
+    ("REQUEST_URI", "$request_uri"),
+    ("DOCUMENT_URI", "$document_uri"),
+    ("DOCUMENT_ROOT", "$document_root"),
+    ("SERVER_PROTOCOL", "$server_protocol"),
+    ("REQUEST_SCHEME", "$scheme"),
+    ("HTTPS", "$https if_not_empty"),
+    ("GATEWAY_INTERFACE", "CGI/1.1"),
+    ("SERVER_SOFTWARE", "nginx/$nginx_version"),
+    ("REMOTE_ADDR", "$remote_addr"),
+    ("REMOTE_PORT", "$remote_port"),
+    ("SERVER_ADDR", "$server_addr"),
+    ("SERVER_PORT", "$server_port"),
+    ("SERVER_NAME", "$server_name"),
+    ("REDIRECT_STATUS", "200"),  # PHP built with force-cgi-redirect wants it
+)
+
+
+def _php(site: Site, profile: ServerProfile) -> str:
+    """The server block's PHP location, for a site that runs PHP: `.php` requests passed to the
+    suite's PHP-FPM pool over its Unix socket, one FastCGI connection per request (nginx's
+    default, in both profiles: an FPM child serves one connection at a time, so connections
+    nginx kept open would hold children idle while requests queue for them)."""
+    if site.php_socket is None:
+        return ""
+    lines = ["location ~ \\.php$ {", f"    fastcgi_pass unix:{site.php_socket};"]
+    lines += [f"    fastcgi_param {name} {value};" for name, value in _FASTCGI_PARAMS]
+    lines.append("}")
     return "".join(f"        {line}\n" for line in lines)
 
 

@@ -1,0 +1,121 @@
+"""PHP behind every server that runs it but nginx (php-core's tests have nginx): apache2-prefork
+with mod_php, apache2-worker and apache2-event, lighttpd, caddy and h2o with the suite's PHP-FPM
+pool. Each is started once per profile with the three workloads' scripts in its document root,
+verified byte for byte, loaded by the engine, and stopped leaving none of its processes, nor the
+pool's; a failing script fails verification in PHP's own words through each. Then what needs no
+start: which adapters run PHP, and the command adapter's placeholder."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import CLIENT_CPU, SERVER_CPU, free_port
+from httpbench import engine, servers
+from httpbench.dynamic import PHP_KINDS, php_workload
+from httpbench.procfs import session_pids
+from httpbench.servers import ServerProfile, Site, VerificationFailed, start, verify
+from httpbench.servers.adapters.command import CommandServer
+from httpbench.servers.base import fill
+
+SERVERS = ("apache2-prefork", "apache2-worker", "apache2-event", "lighttpd", "caddy", "h2o")
+CELLS = [(name, profile) for name in SERVERS for profile in ("default", "tuned")]
+# The site's kind only sizes the tuned pool: php-wait's is the largest (children per CPU).
+SITE_KIND = {"default": "php-hello", "tuned": "php-wait"}
+WORKLOADS = [php_workload(kind) for kind in PHP_KINDS]
+ANSWERS = {url: body for workload in WORKLOADS for url, body in workload.file_map().items()}
+
+
+def _php_site(base: Path, profile: str) -> Site:
+    docroot = base / "www"
+    docroot.mkdir()
+    for workload in WORKLOADS:
+        workload.write(docroot)
+    (docroot / "broken.php").write_text("<?php\nno_such_function();\n")
+    return Site(docroot, base / "run", free_port(), cpus=(SERVER_CPU,), php=SITE_KIND[profile])
+
+
+def _maps_mod_php(pid: int) -> bool:
+    try:
+        return "libphp8.2.so" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("name, profile", CELLS, ids=["-".join(cell) for cell in CELLS])
+def test_server_runs_php_verifies_serves_load_and_leaves_nothing(tmp_path, name, profile):
+    adapter = servers.get(name)
+    site = _php_site(tmp_path, profile)
+    with start(adapter, site, ServerProfile(profile)) as running:
+        pool = running.php
+        if adapter.runs_php == "module":
+            assert pool is None
+            assert any(_maps_mod_php(pid) for pid in running.pids()), "no apache process has mod_php loaded"
+        else:
+            assert pool is not None and pool.alive() and len(pool.pids()) > 1, "no PHP-FPM master and children"
+        sessions = [running.pid] + ([pool.pid] if pool else [])
+        verify(site, ANSWERS, name)
+        # PHP's error log is written (by www-data, for mod_php) and read back by verification.
+        with pytest.raises(VerificationFailed) as failed:
+            verify(site, {"broken.php": b""}, name)
+        assert str(failed.value).endswith(f"no_such_function() in {site.docroot}/broken.php:2"), str(failed.value)
+        report = engine.run(
+            {
+                "urls": [site.url + url for url in ANSWERS],
+                "connections": 4,
+                "stop": {"requests": 300},
+                "cpus": [CLIENT_CPU],
+            }
+        )
+        assert report["errors_total"] == 0, report["errors"]
+        assert report["status"]["2xx"] == report["requests"]["completed"] == 300, report["status"]
+    left = {sid: session_pids(sid) for sid in sessions}
+    assert not any(left.values()), f"left running after stop: {left}"
+
+
+def test_command_with_a_php_socket_gets_the_pool(tmp_path):
+    # lighttpd as "any other server": its config (written here) takes the socket from the command line.
+    site = _php_site(tmp_path, "default")
+    conf = tmp_path / "lighttpd.conf"
+    conf.write_text(f"""server.document-root = "{site.docroot}"
+server.bind = "{site.host}"
+server.port = {site.port}
+server.errorlog = "{tmp_path}/error.log"
+server.modules = ( "mod_fastcgi", "mod_staticfile" )
+fastcgi.server = ( ".php" => (( "socket" => env.PHP_SOCKET )) )
+""")
+    adapter = CommandServer(f"env PHP_SOCKET={{php_socket}} /usr/sbin/lighttpd -D -f {conf}", name="mine")
+    with start(adapter, site, ServerProfile()) as running:
+        assert running.php is not None and running.php.alive()
+        assert f"PHP_SOCKET={site.php_socket} " in running.config.text
+        verify(site, ANSWERS, "mine")
+    assert not session_pids(running.pid) and not session_pids(running.php.pid)
+
+
+def test_exactly_the_servers_that_can_run_php_say_how():
+    runs = {name: adapter.runs_php for name, adapter in servers.ADAPTERS.items() if adapter.runs_php}
+    assert runs == {
+        "nginx": "fastcgi",
+        "apache2-prefork": "module",
+        "apache2-worker": "fastcgi",
+        "apache2-event": "fastcgi",
+        "lighttpd": "fastcgi",
+        "caddy": "fastcgi",
+        "h2o": "fastcgi",
+    }
+    for name in set(servers.ADAPTERS) - set(runs):
+        refusal = servers.get(name).php_refusal()
+        assert refusal and "\n" not in refusal and "lighttpd" in refusal, (name, refusal)
+
+
+def test_command_runs_php_only_with_its_socket_placeholder(tmp_path):
+    site = Site(tmp_path / "www", tmp_path / "run", 8080, php="php-hello")
+    with_socket = CommandServer("/usr/bin/myserver --port {port} --fastcgi unix:{php_socket}")
+    assert with_socket.runs_php == "fastcgi"
+    assert fill("--fastcgi unix:{php_socket}", site) == f"--fastcgi unix:{site.php_socket}"
+    assert with_socket.render(site, ServerProfile()).text.split()[-1] == f"unix:{site.php_socket}"
+    without = CommandServer("/usr/bin/myserver --port {port}")
+    assert without.runs_php is None
+    refusal = without.php_refusal()
+    assert "has no {php_socket} placeholder" in refusal and "\n" not in refusal
+    # A site without PHP fills the placeholder with nothing, as {cert} without TLS.
+    assert fill("{php_socket}", replace(site, php=None)) == ""
