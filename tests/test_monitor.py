@@ -304,3 +304,51 @@ time.sleep(30)
     finally:
         leader.kill()
         leader.wait(timeout=10)
+
+
+def test_many_children_each_under_a_clock_tick_are_counted():
+    # prefork's and PHP-FPM's shape under load: many one-thread children, each running less than
+    # a 10 ms clock tick in a window, which /proc/PID/stat rounds to nothing.
+    code = """
+import os, sys, time
+go_r, go_w = os.pipe()
+for _ in range(16):
+    if os.fork() == 0:
+        os.close(go_w)
+        os.read(go_r, 1)  # wait for the window to open
+        end = time.process_time() + 0.004
+        while time.process_time() < end:
+            pass
+        time.sleep(30)
+        os._exit(0)
+print("ready", flush=True)
+sys.stdin.readline()
+os.write(go_w, b"x" * 16)
+time.sleep(30)
+"""
+    leader = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert leader.stdout.readline().strip() == "ready"
+        tree = ProcessTree(leader.pid)
+        first = tree.sample()
+        leader.stdin.write("go\n")
+        leader.stdin.flush()
+        time.sleep(0.5)  # 16 x 4 ms of CPU, however busy the machine, is spent by then or soon after
+        deadline = time.monotonic() + 5
+        while True:
+            last = tree.sample()
+            spent = last.cpu_user_s + last.cpu_sys_s - first.cpu_user_s - first.cpu_sys_s
+            if spent >= 0.064 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert last.processes == 17
+        assert spent >= 0.064, f"{spent * 1e3:.1f} ms of the children's 64 counted"
+    finally:
+        for pid in session_pids(leader.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        leader.wait(timeout=10)

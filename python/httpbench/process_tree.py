@@ -75,8 +75,8 @@ class ProcessTree:
         self.sid = session_id
         self.pss_refresh = pss_refresh
         self._outside: Set[int] = set()
-        self._cpu: Dict[Key, Tuple[int, int]] = {}
-        self._gone_user = self._gone_sys = 0
+        self._cpu: Dict[Key, Tuple[float, float]] = {}
+        self._gone_user = self._gone_sys = 0.0
         self._pss: Dict[Key, Tuple[Optional[int], float]] = {}  # PSS, and when it was read
         self._last_t: Optional[float] = None
 
@@ -94,8 +94,8 @@ class ProcessTree:
             rss_bytes=sum(p.rss for p in processes),
             # A partial sum would look like a smaller server: all or nothing.
             pss_bytes=None if None in pss else sum(pss),
-            cpu_user_s=user / procfs.TICKS,
-            cpu_sys_s=system / procfs.TICKS,
+            cpu_user_s=user,
+            cpu_sys_s=system,
             threads=sum(p.threads for p in processes),
             fds=None if None in fds else sum(fds),
             machine_idle=idle,
@@ -116,9 +116,9 @@ class ProcessTree:
         self._outside = outside
         return members
 
-    def _account_cpu(self, processes: List[procfs.Stat]) -> Tuple[int, int]:
-        """(user, system) ticks of the tree so far, exited processes included."""
-        live = {p.key: (p.utime, p.stime) for p in processes}
+    def _account_cpu(self, processes: List[procfs.Stat]) -> Tuple[float, float]:
+        """(user, system) seconds of the tree so far, exited processes included."""
+        live = {p.key: _cpu_seconds(p) for p in processes}
         for key in self._cpu.keys() - live.keys():
             user, system = self._cpu.pop(key)
             self._gone_user += user
@@ -139,6 +139,22 @@ class ProcessTree:
         for p in due:
             self._pss[p.key] = (procfs.pss(p.pid), t)
         return [self._pss[p.key][0] for p in processes]
+
+
+def _cpu_seconds(p: procfs.Stat) -> Tuple[float, float]:
+    """A process's (user, system) CPU seconds. /proc/PID/stat counts them in whole clock ticks
+    (10 ms): a prefork or PHP-FPM child serving a few requests a second stays at 0 for many
+    seconds, and 1,024 of them read as an idle server (0.01 cores where the scheduler counted
+    0.66). A process of one thread (such children are) is timed by the scheduler's nanoseconds
+    instead; the ticks only split it, system time being its ticks' worth and the rest user, so
+    the split is off by a tick at most and the total exact. Threaded servers are few processes:
+    their ticks' rounding is a tick a process."""
+    user, system = p.utime / procfs.TICKS, p.stime / procfs.TICKS
+    if p.threads == 1:
+        runtime = procfs.runtime_s(p.pid)
+        if runtime is not None and runtime >= system:
+            return runtime - system, system
+    return user, system
 
 
 def sample_tree(session_id: int) -> Sample:

@@ -76,6 +76,16 @@ def stat(pid: int) -> Optional[Stat]:
     )
 
 
+def runtime_s(pid: int) -> Optional[float]:
+    """Seconds the process's main thread has run, to the nanosecond (/proc/PID/schedstat's first
+    field), or None if it has exited or the kernel keeps no scheduler statistics. For a process
+    of one thread that is its whole CPU time, which /proc/PID/stat gives only in clock ticks."""
+    try:
+        return int(read(f"/proc/{pid}/schedstat").split()[0]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def pids() -> List[int]:
     """Every process now, by pid."""
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
