@@ -151,6 +151,7 @@ def test_an_http1_server_ends_an_h2c_run_at_once_saying_so(tmp_path):
         started.stop()
     said = "the server answered in HTTP/1.1: it does not speak h2c by prior knowledge"
     assert said in r["aborted"], r["aborted"]
+    assert "--" not in r["aborted"], "the engine names no flag (a plan user reads it too)"
     q = r["requests"]
     assert q["failed"] == q["completed"] == 0 and q["sent"] == q["in_flight"], q
     assert r["errors"]["h2_protocol"] >= 1, r["errors"]

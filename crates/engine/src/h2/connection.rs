@@ -58,7 +58,7 @@ impl fmt::Display for H2Error {
 impl std::error::Error for H2Error {}
 
 /// Why a connection failed whose server answered our preface in HTTP/1.1.
-pub const HTTP1_ANSWER: &str = "the server answered in HTTP/1.1: it does not speak h2c by prior knowledge (drop --http2, or enable h2c on it)";
+pub const HTTP1_ANSWER: &str = "the server answered in HTTP/1.1: it does not speak h2c by prior knowledge; enable h2c on it, or measure it over HTTP/1.1";
 
 fn connection_error(code: u32, why: &'static str) -> H2Error {
     H2Error { code, why }
