@@ -117,6 +117,7 @@ def test_the_monitor_counts_the_pool_as_the_server_and_shows_it_apart(php_nginx)
     assert 0 < window.php_cpu_cores < window.cpu_cores
     assert 0 < window.php_rss_mean_bytes < window.rss_mean_bytes
     assert 0 < window.php_pss_mean_bytes < window.pss_mean_bytes
+    assert window.php_pss_mean_bytes <= window.php_pss_peak_bytes <= window.pss_peak_bytes
 
 
 KILL_PLAN = """

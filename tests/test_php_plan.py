@@ -151,3 +151,13 @@ def test_dynamic_sentences_keep_ties_and_never_rank_a_cell_whose_php_died(dynami
         "all its processes",
         "its PHP-FPM pool",
     }
+
+
+def test_a_level_s_memory_is_pss_only_where_every_round_has_it():
+    from httpbench.results import peak_memory
+
+    both = [{"pss": 10, "rss": 50}, {"pss": 12, "rss": 60}]
+    assert peak_memory(both, "pss", "rss") == 12
+    # One round without PSS: RSS for every round, never one round's RSS beside another's PSS.
+    assert peak_memory([*both, {"pss": None, "rss": 55}], "pss", "rss") == 60
+    assert peak_memory([], "pss", "rss") is None

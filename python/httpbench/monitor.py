@@ -62,6 +62,8 @@ class Window:
     php_cpu_cores: Optional[float] = None
     php_rss_mean_bytes: Optional[int] = None
     php_pss_mean_bytes: Optional[int] = None
+    php_rss_peak_bytes: Optional[int] = None
+    php_pss_peak_bytes: Optional[int] = None
     php_processes_max: Optional[int] = None
 
     @property
@@ -270,6 +272,8 @@ class Monitor:
                 php_cpu_cores=pooled.cpu_cores,
                 php_rss_mean_bytes=pooled.rss_mean_bytes,
                 php_pss_mean_bytes=pooled.pss_mean_bytes,
+                php_rss_peak_bytes=pooled.rss_peak_bytes,
+                php_pss_peak_bytes=pooled.pss_peak_bytes,
                 php_processes_max=pooled.processes_max,
             )
         return replace(

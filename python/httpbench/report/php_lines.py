@@ -39,7 +39,7 @@ def php_memory(m: Measured) -> Chart:
         "Memory of servers running PHP against concurrency, PHP-FPM's share apart",
         _per_level(m, rows, "mib", "memory (MiB, PSS)", dash="memory"),
         "The solid line: every process of the server, its PHP-FPM pool included (peak PSS of the level, RSS where "
-        "PSS cannot be read); the dashed one: the pool alone (its mean PSS, highest round). A server running PHP "
+        "PSS cannot be read); the dashed one: the pool alone (its peak, likewise). A server running PHP "
         "inside its own processes (apache2-prefork's mod_php) has no pool to show apart.",
     )
 

@@ -40,10 +40,9 @@ def _memory(cell: CellResult, group: Group) -> Optional[str]:
     at = f"at {level.level} connections"
     if level.php_memory_bytes is None:
         return f"{at} its processes, PHP inside them, peaked at {_mib(level.server_memory_bytes)}"
-    # The pool's figure is a mean over the level, the server's a peak: said as such, never as a share.
     return (
-        f"{at} its PHP-FPM pool ({level.php_processes} processes) used {_mib(level.php_memory_bytes)} on "
-        f"average, and all its processes together peaked at {_mib(level.server_memory_bytes)}"
+        f"{at} its PHP-FPM pool ({level.php_processes} processes) peaked at {_mib(level.php_memory_bytes)}, "
+        f"and all its processes together at {_mib(level.server_memory_bytes)}"
     )
 
 

@@ -33,7 +33,6 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         for kind, count in (m["errors"] or {}).items():
             errors_by_class[kind] += count or 0
     servers = [m["server"] for m in measurements if m["server"]]
-    memory = [s["pss_peak_bytes"] or s["rss_peak_bytes"] for s in servers]
     busy = [m["client"]["busy_share"] for m in measurements]
     series, offset = [], 0
     for index, m in enumerate(measurements):
@@ -64,7 +63,7 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         duration_s=sum(m["duration_s"] or m["client"].get("wall_s") or 0 for m in measurements),
         server_cpu_user=_mean([s["cpu_user_cores"] for s in servers]),
         server_cpu_sys=_mean([s["cpu_sys_cores"] for s in servers]),
-        server_memory_bytes=max((v for v in memory if v), default=None),
+        server_memory_bytes=peak_memory(servers, "pss_peak_bytes", "rss_peak_bytes"),
         client_busy=max((b for b in busy if b is not None), default=None),
         flags=flags,
         timeseries=series,
@@ -74,15 +73,25 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
     )
 
 
+def peak_memory(windows: Sequence[dict], pss: str, rss: str) -> Optional[int]:
+    """The highest of the windows' peaks: PSS where every window has it, else RSS for all. A mix
+    would let one round's RSS, which counts shared pages once per process (opcache, a prefork's
+    interpreter), stand for the level."""
+    if not windows:
+        return None
+    key = pss if all(w.get(pss) is not None for w in windows) else rss
+    return max((w.get(key) or 0 for w in windows), default=0) or None
+
+
 def _php(servers: Sequence[dict]) -> dict:
     """A PHP-FPM pool's figures over a level's rounds (the LevelResult fields), from the monitor's
     windows; nothing where no window watched a pool."""
     pools = [s for s in servers if s.get("php_processes_max") is not None]
     if not pools:
         return {}
-    memory = [s["php_pss_mean_bytes"] or s["php_rss_mean_bytes"] for s in pools]
     return {
-        "php_memory_bytes": max((v for v in memory if v), default=None),
+        # A peak, as the server's figure beside it is: the two are drawn on one chart.
+        "php_memory_bytes": peak_memory(pools, "php_pss_peak_bytes", "php_rss_peak_bytes"),
         "php_cpu_cores": _mean([s["php_cpu_cores"] for s in pools]),
         "php_processes": max(s["php_processes_max"] for s in pools),
     }

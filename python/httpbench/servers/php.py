@@ -116,9 +116,9 @@ pm.max_children = {children(site, profile)}
 listen.backlog = 4096
 """
     else:
-        pool = """; Debian's www.conf pool
+        pool = f"""; Debian's www.conf pool
 pm = dynamic
-pm.max_children = 5
+pm.max_children = {children(site, profile)}
 pm.start_servers = 2
 pm.min_spare_servers = 1
 pm.max_spare_servers = 3
