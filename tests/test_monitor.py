@@ -145,9 +145,18 @@ while time.monotonic() < end:
 
     yield start
     for leader in started:
-        for pid in session_pids(leader.pid):
+        _kill_session(leader)
+
+
+def _kill_session(leader: subprocess.Popen) -> None:
+    """Every process of a test's own session (its leader started it with start_new_session), by
+    pid, then the leader reaped."""
+    for pid in session_pids(leader.pid):
+        try:
             os.kill(pid, signal.SIGKILL)
-        leader.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+    leader.wait(timeout=10)
 
 
 def _kill_and_wait_gone(leader, pid: int) -> None:
@@ -232,12 +241,7 @@ time.sleep(60)
         assert leader.stdout.readline().strip() == "100"
         yield leader
     finally:
-        for pid in session_pids(leader.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        leader.wait(timeout=10)
+        _kill_session(leader)
 
 
 def _cost(sid: int, samples: int = 10) -> tuple:
@@ -346,9 +350,4 @@ time.sleep(30)
         assert last.processes == 17
         assert spent >= 0.064, f"{spent * 1e3:.1f} ms of the children's 64 counted"
     finally:
-        for pid in session_pids(leader.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        leader.wait(timeout=10)
+        _kill_session(leader)
