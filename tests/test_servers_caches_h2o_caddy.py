@@ -1,6 +1,10 @@
 """What the shared adapter test cannot see for varnish, trafficserver, h2o and caddy: the caches
 really answer from cache, nobody compresses even when asked, and profile directives land."""
 
+import socket
+import threading
+import time
+
 import pytest
 from conftest import CLIENT_CPU, FILES
 from httpbench import engine, servers
@@ -65,3 +69,33 @@ def test_directives_of_caches_are_rendered(site, name, directive):
     site = Site(docroot=site.docroot, run_dir=site.run_dir, port=site.port, upstream="127.0.0.1:1")
     config = servers.get(name).render(site, ServerProfile("tuned", directives=(directive,)))
     assert config.files[config.main].rstrip().endswith(directive)
+
+
+@pytest.mark.parametrize("profile", ["default", "tuned"])
+def test_trafficserver_opens_its_port_only_once_its_cache_is_ready(site, profile):
+    # ATS 9.2 listens before its cache is ready unless told to wait, and a request in the few
+    # milliseconds between "traffic server running" and "cache enabled" crashed it (SIGSEGV in
+    # Cache::key_to_vol, seen once in CI). A connect attempt every 0.2 ms reads the diagnostics
+    # log at the first connection accepted.
+    at_first_connection = []
+
+    def knock():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection((site.host, site.port), timeout=1).close()
+            except OSError:
+                time.sleep(0.0002)
+                continue
+            diags = site.run_dir / "diags.log"
+            at_first_connection.append(diags.read_text() if diags.exists() else "")
+            return
+
+    knocker = threading.Thread(target=knock)
+    knocker.start()
+    try:
+        with start(servers.get("trafficserver"), site, ServerProfile(profile)):
+            pass
+    finally:
+        knocker.join()
+    assert "NOTE: cache enabled" in at_first_connection[0]
