@@ -696,6 +696,35 @@ def test_losing_the_scheduler_stops_the_run_with_every_round_stored(tls_cluster,
     assert run["status"] == "done" and cell["status"] == "done" and list(levels) == [4, 8]
 
 
+# A worker's last word stands in for distributed's objects torn down after it, against a scheduler
+# already gone: here an object whose finalizer raises at exit, as one of theirs printed a bare
+# TimeoutError after the worker's line in CI.
+_NOISY_WORKER = """
+import sys
+from httpbench.cluster import daemons
+
+class Noisy:
+    def __del__(self):
+        raise TimeoutError
+
+async def served(*args):
+    pass
+
+daemons._serve_worker = served
+noisy = Noisy()
+sys.exit(daemons.run_worker("tcp://127.0.0.1:9", "client", None))
+"""
+
+
+def test_a_stopped_workers_last_line_says_why_whatever_its_teardown_prints():
+    done = subprocess.run([sys.executable, "-c", _NOISY_WORKER], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "httpbench: lost the scheduler tcp://127.0.0.1:9, so this worker stopped; start it again once the "
+        "scheduler is back"
+    ]
+
+
 def test_the_server_host_has_its_own_cpus_servers_and_facts(tls_cluster, tmp_path):
     net, _ = tls_cluster
     assert shutil.which("fakeserver") is None  # only the server host has it

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import socket
 import sys
 from pathlib import Path
@@ -170,8 +171,18 @@ def run_worker(
     )
     asyncio.run(_serve_worker(scheduler, role, certs, name, listen))
     # Nothing here asks a worker to stop: it ended because its scheduler went away.
-    print(
-        f"httpbench: lost the scheduler {scheduler}, so this worker stopped; start it again once the scheduler is back",
-        file=sys.stderr,
+    _say_last(
+        f"httpbench: lost the scheduler {scheduler}, so this worker stopped; start it again once the scheduler is back"
     )
     return 1
+
+
+def _say_last(line: str) -> None:
+    """Print the process's last line. All that follows is the teardown of distributed's objects
+    against a scheduler already gone, whose finalizers and leftover threads can print tracebacks
+    (a bare TimeoutError after the worker's line, seen in CI): news to nobody, so not printed."""
+    sys.stdout.flush()
+    print(line, file=sys.stderr, flush=True)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, sys.stdout.fileno())
+    os.dup2(quiet, sys.stderr.fileno())
