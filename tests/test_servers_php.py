@@ -13,7 +13,7 @@ from conftest import CLIENT_CPU, SERVER_CPU, free_port
 from httpbench import engine, servers
 from httpbench.dynamic import PHP_KINDS, php_workload
 from httpbench.procfs import session_pids
-from httpbench.servers import ServerProfile, Site, VerificationFailed, start, verify
+from httpbench.servers import ServerProfile, Site, VerificationFailed, process, start, verify
 from httpbench.servers.adapters.command import CommandServer
 from httpbench.servers.base import fill
 
@@ -70,6 +70,26 @@ def test_server_runs_php_verifies_serves_load_and_leaves_nothing(tmp_path, name,
         assert report["status"]["2xx"] == report["requests"]["completed"] == 300, report["status"]
     left = {sid: session_pids(sid) for sid in sessions}
     assert not any(left.values()), f"left running after stop: {left}"
+
+
+def test_a_failure_right_after_the_server_is_launched_stops_it_and_its_pool(tmp_path, monkeypatch):
+    launched = []
+    launch = process._launch
+
+    def launch_then_fail(*args, **kwargs):
+        running = launch(*args, **kwargs)
+        launched.append(running)
+        if running.log.name == "server.log":  # the server's, after its pool's
+            raise RuntimeError("the step after launching the server failed")
+        return running
+
+    monkeypatch.setattr(process, "_launch", launch_then_fail)
+    with pytest.raises(RuntimeError, match="the step after"):
+        start(servers.get("lighttpd"), _php_site(tmp_path, "default"), ServerProfile())
+    left = {running.log.name: session_pids(running.pid) for running in launched}
+    for running in launched:
+        running.stop(grace=1.0)
+    assert len(left) == 2 and not any(left.values()), f"left running: {left}"
 
 
 def test_command_with_a_php_socket_gets_the_pool(tmp_path):
