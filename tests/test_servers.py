@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from conftest import CLIENT_CPU, FILES, SERVER_CPU
 from httpbench import engine, servers
-from httpbench.servers import ServerFailed, ServerProfile, Site, start, verify
+from httpbench.servers import ServerFailed, ServerProfile, Site, catalog, php, start, verify
 from httpbench.servers.process import port_is_free, session_pids
 
 
@@ -115,6 +115,16 @@ def test_servers_command_lists_adapters_with_state_and_version():
     rows = {line.split()[0]: line for line in done.stdout.splitlines()}
     assert set(rows) == set(servers.names())
     assert "installed" in rows["nginx"] and "nginx/" in rows["nginx"]
+    # What each runs PHP with, and whether that is installed.
+    assert "  php-fpm8.2 installed  " in rows["nginx"] and "  mod_php installed  " in rows["apache2-prefork"]
+    assert "  no PHP  " in rows["varnish"]
+
+
+def test_servers_command_says_how_to_install_a_missing_php(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(php, "MOD_PHP", tmp_path / "libphp8.2.so")
+    assert catalog.show() == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "  mod_php missing, install: apt-get install -y libapache2-mod-php8.2  " in rows["apache2-prefork"]
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,10 @@
 with mod_php, apache2-worker and apache2-event, lighttpd, caddy and h2o with the suite's PHP-FPM
 pool. Each is started once per profile with the three workloads' scripts in its document root,
 verified byte for byte, loaded by the engine, and stopped leaving none of its processes, nor the
-pool's; a failing script fails verification in PHP's own words through each. Then what needs no
-start: which adapters run PHP, and the command adapter's placeholder."""
+pool's; a failing script fails verification in PHP's own words through each. Behind TLS (nginx
+too): h2 by ALPN through PHP-FPM, HTTPS/1.1 with mod_php, verified and loaded. A failure right
+after the server is launched leaves none of its processes. Then what needs no start: which
+adapters run PHP, and the command adapter's placeholder."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -11,9 +13,10 @@ from pathlib import Path
 import pytest
 from conftest import CLIENT_CPU, SERVER_CPU, free_port
 from httpbench import engine, servers
+from httpbench.certificates import make_site_certificate
 from httpbench.dynamic import PHP_KINDS, php_workload
 from httpbench.procfs import session_pids
-from httpbench.servers import ServerProfile, Site, VerificationFailed, start, verify
+from httpbench.servers import ServerProfile, Site, SiteTLS, VerificationFailed, process, start, verify
 from httpbench.servers.adapters.command import CommandServer
 from httpbench.servers.base import fill
 
@@ -70,6 +73,60 @@ def test_server_runs_php_verifies_serves_load_and_leaves_nothing(tmp_path, name,
         assert report["status"]["2xx"] == report["requests"]["completed"] == 300, report["status"]
     left = {sid: session_pids(sid) for sid in sessions}
     assert not any(left.values()), f"left running after stop: {left}"
+
+
+# PHP behind TLS: h2 by ALPN through PHP-FPM (nginx, h2o), HTTPS/1.1 with mod_php (prefork, which
+# mod_http2 does not work with); a profile each (prefork's tuned one forks 1,024 children).
+TLS_CELLS = [("nginx", "h2", "tuned"), ("h2o", "h2", "default"), ("apache2-prefork", "https", "default")]
+
+
+@pytest.fixture(scope="module", params=TLS_CELLS, ids=["-".join(cell) for cell in TLS_CELLS])
+def php_over_tls(request, tmp_path_factory):
+    name, protocol, profile = request.param
+    base = tmp_path_factory.mktemp(name)
+    tls = SiteTLS.of(make_site_certificate(base / "tls"))
+    site = replace(_php_site(base, profile), tls=tls, http2=protocol == "h2")
+    with start(servers.get(name), site, ServerProfile(profile)) as running:
+        yield running
+
+
+def test_php_over_tls_verifies_byte_for_byte_and_serves_load(php_over_tls):
+    site, name = php_over_tls.site, php_over_tls.server.name
+    verify(site, ANSWERS, name)  # over h2 where the site offers it
+    report = engine.run(
+        {
+            "urls": [site.url + url for url in ANSWERS],
+            "connections": 4,
+            "http2": site.http2,
+            "streams": 4 if site.http2 else 1,
+            "tls": {"cacert": str(site.tls.ca)},
+            "stop": {"duration": 0.5},
+            "cpus": [CLIENT_CPU],
+        }
+    )
+    assert report["protocol"] == report["tls"]["alpn"] == ("h2" if site.http2 else "http/1.1"), report["tls"]
+    assert report["errors_total"] == 0, report["errors"]
+    assert report["status"]["2xx"] == report["requests"]["completed"] > 0, report["status"]
+
+
+def test_a_failure_right_after_the_server_is_launched_stops_it_and_its_pool(tmp_path, monkeypatch):
+    launched = []
+    launch = process._launch
+
+    def launch_then_fail(*args, **kwargs):
+        running = launch(*args, **kwargs)
+        launched.append(running)
+        if running.log.name == "server.log":  # the server's, after its pool's
+            raise RuntimeError("the step after launching the server failed")
+        return running
+
+    monkeypatch.setattr(process, "_launch", launch_then_fail)
+    with pytest.raises(RuntimeError, match="the step after"):
+        start(servers.get("lighttpd"), _php_site(tmp_path, "default"), ServerProfile())
+    left = {running.log.name: session_pids(running.pid) for running in launched}
+    for running in launched:
+        running.stop(grace=1.0)
+    assert len(left) == 2 and not any(left.values()), f"left running: {left}"
 
 
 def test_command_with_a_php_socket_gets_the_pool(tmp_path):

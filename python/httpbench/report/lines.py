@@ -28,7 +28,7 @@ SPECTRUM_TICKS = [2, 10, 100, 1000, 10000, 100000]
 TIMELINE_SECONDS = 3
 
 
-def _per_level(
+def per_level(
     m: Measured,
     rows: List[dict],
     y_field: str,
@@ -77,7 +77,7 @@ def _per_level(
 
 
 def throughput(m: Measured) -> Chart:
-    spec = _per_level(
+    spec = per_level(
         m,
         m.level_rows(),
         "rps",
@@ -109,7 +109,7 @@ def latency(m: Measured) -> Chart:
     return Chart(
         "latency",
         "Latency (p50 and p99) against concurrency",
-        _per_level(m, rows, "ms", "latency (ms)", dash="percentile"),
+        per_level(m, rows, "ms", "latency (ms)", dash="percentile"),
         "Percentiles of all rounds' histograms added together."
         if exact
         else "Where the client gives no histogram (ab, wrk, h2load), the median of its rounds' percentiles.",
@@ -121,7 +121,7 @@ def server_cpu(m: Measured) -> Chart:
     return Chart(
         "server_cpu",
         "Server CPU (user and system) against concurrency",
-        _per_level(m, rows, "cores", "server CPU (cores)", dash="cpu"),
+        per_level(m, rows, "cores", "server CPU (cores)", dash="cpu"),
         "CPU time of the server's processes over each round, in cores (1 = one core busy).",
     )
 
@@ -131,7 +131,7 @@ def server_memory(m: Measured) -> Chart:
     return Chart(
         "server_memory",
         "Server memory against concurrency",
-        _per_level(m, rows, "memory_mib", "server memory (MiB, PSS)"),
+        per_level(m, rows, "memory_mib", "server memory (MiB, PSS)"),
         "Peak proportional set size of the server's processes during the level (RSS where PSS cannot be read).",
     )
 

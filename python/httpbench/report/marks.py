@@ -108,7 +108,7 @@ class Measured:
                     {
                         "series": self.series_of(cell),
                         "cpus": f"{cell.cpus} CPU",
-                        "context": _context(cell),
+                        "context": panel_context(cell),
                         "level": lv.level,
                         "rps": lv.rps.mean,
                         "rps_min": lv.rps.min,
@@ -190,7 +190,7 @@ class Measured:
         return next((lv for lv in cell.levels if lv.level == self.choices.level), None)
 
 
-def _context(cell: CellResult) -> str:
+def panel_context(cell: CellResult) -> str:
     """A cell's group without its CPU count: panels are per CPU count within it. Its protocol is
     part of it, so a server's http and https levels are never one line."""
     parts = [cell.workload, *cell.connection]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import List
 
-from httpbench.report.lines import _per_level
-from httpbench.report.marks import MIB, Chart, Measured, _context, flagged
+from httpbench.report.lines import per_level
+from httpbench.report.marks import MIB, Chart, Measured, flagged, panel_context
 from httpbench.results.model import CellResult, LevelResult
 
 ALL, POOL = "all its processes", "its PHP-FPM pool"
@@ -18,7 +18,7 @@ def _row(m: Measured, cell: CellResult, lv: LevelResult, **values) -> dict:
     return {
         "series": m.series_of(cell),
         "cpus": f"{cell.cpus} CPU",
-        "context": _context(cell),
+        "context": panel_context(cell),
         "level": lv.level,
         **values,
         **flagged(lv.flags),
@@ -37,7 +37,7 @@ def php_memory(m: Measured) -> Chart:
     return Chart(
         "php_memory",
         "Memory of servers running PHP against concurrency, PHP-FPM's share apart",
-        _per_level(m, rows, "mib", "memory (MiB, PSS)", dash="memory"),
+        per_level(m, rows, "mib", "memory (MiB, PSS)", dash="memory"),
         "The solid line: every process of the server, its PHP-FPM pool included (peak PSS of the level, RSS where "
         "PSS cannot be read); the dashed one: the pool alone (its peak, likewise). A server running PHP "
         "inside its own processes (apache2-prefork's mod_php) has no pool to show apart.",
@@ -53,7 +53,7 @@ def php_cpu_per_page(m: Measured) -> Chart:
     return Chart(
         "php_cpu_per_page",
         "Server CPU per PHP page against concurrency",
-        _per_level(m, rows, "cpu_us", "server CPU per page (us)"),
+        per_level(m, rows, "cpu_us", "server CPU per page (us)"),
         "CPU time (user and system) of the server's processes, PHP's included, over the level, divided by the "
         "pages it served: what a page costs, which a server limited by PHP's workers can keep low while its "
         "pages per second stop rising.",

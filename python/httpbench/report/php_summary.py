@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from httpbench import compare
-from httpbench.report.summary import _bound, _name, _rates, _Ratio
-from httpbench.report.tables import _mib, _ms
+from httpbench.report.summary import cell_name, ratio_bound, rps_ratio
+from httpbench.report.tables import duration_text, mib_text
 from httpbench.results.comparison import Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
 
@@ -22,8 +21,8 @@ from httpbench.results.model import CellResult, RunResults, levels_text
 def _pages(group: Group, best: CellResult, other: CellResult, winner: str, loser: str) -> str:
     """The winner's pages per second against another cell's, a tie said as one."""
     a, b = group.figures(best), group.figures(other)
-    ratio = _Ratio.of(a.mean_rps / b.mean_rps, compare.spread(_rates(a)), compare.spread(_rates(b)))
-    bound = _bound(a, b)
+    ratio = rps_ratio(a, b)
+    bound = ratio_bound(a, b)
     if ratio.tie:
         return f"With PHP ({group.name}), {winner} serves {bound}as many pages per second as {loser}{ratio.why_tie()}."
     return (
@@ -39,10 +38,10 @@ def _memory(cell: CellResult, group: Group) -> Optional[str]:
         return None
     at = f"at {level.level} connections"
     if level.php_memory_bytes is None:
-        return f"{at} its processes, PHP inside them, peaked at {_mib(level.server_memory_bytes)}"
+        return f"{at} its processes, PHP inside them, peaked at {mib_text(level.server_memory_bytes)}"
     return (
-        f"{at} its PHP-FPM pool ({level.php_processes} processes) peaked at {_mib(level.php_memory_bytes)}, "
-        f"and all its processes together at {_mib(level.server_memory_bytes)}"
+        f"{at} its PHP-FPM pool ({level.php_processes} processes) peaked at {mib_text(level.php_memory_bytes)}, "
+        f"and all its processes together at {mib_text(level.server_memory_bytes)}"
     )
 
 
@@ -52,7 +51,7 @@ def _cost(cell: CellResult, group: Group, name: str) -> str:
     over = levels_text(group.levels) if group.levels != group.every_level else "every level"
     line = f"{name} ({group.name}) serves {figures.mean_rps:,.0f} pages per second on average over {over}"
     if figures.cpu_per_request_us is not None:
-        line += f", at {_ms(figures.cpu_per_request_us)} of server CPU per page"
+        line += f", at {duration_text(figures.cpu_per_request_us)} of server CPU per page"
     if not cell.finished:
         line += " (it did not finish, so it is not ranked)"
     memory = _memory(cell, group)
@@ -69,7 +68,7 @@ def dynamic_pages(runs: Sequence[RunResults]) -> List[str]:
             continue
         ranked = group.ranked()
         if len(ranked) > 1:
-            winner = _name(ranked[0], several, group)
-            out += [_pages(group, ranked[0], other, winner, _name(other, several, group)) for other in ranked[1:]]
-        out += [_cost(cell, group, _name(cell, several)) for cell in group.cells if group.figures(cell).levels]
+            winner = cell_name(ranked[0], several, group)
+            out += [_pages(group, ranked[0], other, winner, cell_name(other, several, group)) for other in ranked[1:]]
+        out += [_cost(cell, group, cell_name(cell, several)) for cell in group.cells if group.figures(cell).levels]
     return out

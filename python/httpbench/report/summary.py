@@ -20,7 +20,7 @@ from httpbench.results.model import CellResult, RunResults, levels_text
 from httpbench.stats import LevelStats
 
 
-def _name(cell: CellResult, several_runs: bool, group: Optional[Group] = None) -> str:
+def cell_name(cell: CellResult, several_runs: bool, group: Optional[Group] = None) -> str:
     """How sentences name a cell; within a comparison, marked when it lacks levels."""
     incomplete = group is not None and group.incomplete(cell)
     return cell.series + (f" (run {cell.run_id})" if several_runs else "") + (" (incomplete)" if incomplete else "")
@@ -32,14 +32,14 @@ def _saturated(figures: Figures) -> Tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class _Ratio:
+class Ratio:
     """One figure of the winner against another cell's: their ratio, and whether it is a tie."""
 
     value: float
     interval: Optional[Tuple[float, float]]
 
     @classmethod
-    def of(cls, value: float, *spreads: Optional[float]) -> "_Ratio":
+    def of(cls, value: float, *spreads: Optional[float]) -> "Ratio":
         return cls(value, compare.ratio_interval(value, *spreads))
 
     @property
@@ -57,7 +57,8 @@ class _Ratio:
         return f" ({self.value:.2f} times: within the noise, its 95% interval {low:.2f} to {high:.2f})"
 
 
-def _bound(best: Figures, other: Figures) -> str:
+def ratio_bound(best: Figures, other: Figures) -> str:
+    """How a ratio of `best`'s figure to `other`'s bounds the servers' own ("at least "...)."""
     return _bound_when_held(bool(_saturated(best)), bool(_saturated(other)))
 
 
@@ -67,13 +68,13 @@ def _bound_when_held(held_best: bool, held_other: bool) -> str:
     return {(True, False): "at least ", (False, True): "at most "}.get((held_best, held_other), "")
 
 
-def _serves(winner: str, loser: str, ratio: _Ratio, bound: str) -> str:
+def _serves(winner: str, loser: str, ratio: Ratio, bound: str) -> str:
     if ratio.tie:
         return f"{winner} serves {bound}as many requests per second on average as {loser}{ratio.why_tie()}"
     return f"{winner} serves {bound}{ratio.value:.2f} times more requests per second on average than {loser}"
 
 
-def _needs(loser: str, winner: str, ratio: _Ratio, bound: str) -> str:
+def _needs(loser: str, winner: str, ratio: Ratio, bound: str) -> str:
     if ratio.tie:
         return f"{loser} needs {bound}as much time as {winner} to serve the same requests{ratio.why_tie()}"
     return f"{loser} needs {bound}{ratio.value:.2f} times the time of {winner} to serve the same requests"
@@ -83,14 +84,19 @@ def _rates(figures: Figures) -> List[LevelStats]:
     return [lv.rps for lv in figures.levels]
 
 
+def rps_ratio(best: Figures, other: Figures) -> Ratio:
+    """`best`'s mean requests per second against `other`'s, with the interval its rounds allow."""
+    return Ratio.of(best.mean_rps / other.mean_rps, compare.spread(_rates(best)), compare.spread(_rates(other)))
+
+
 def _detail(best: Figures, other: Figures, winner: str, loser: str) -> Tuple[bool, str, str]:
     """Whether `other` ties the winner, how the ratio bounds the servers' ("at least "...), and
     the sentence saying by how much it lost or tied."""
-    rps = _Ratio.of(best.mean_rps / other.mean_rps, compare.spread(_rates(best)), compare.spread(_rates(other)))
-    bound = _bound(best, other)
+    rps = rps_ratio(best, other)
+    bound = ratio_bound(best, other)
     line = _serves(winner, loser, rps, bound)
     if other.time_for_same_requests and best.time_for_same_requests:
-        time = _Ratio.of(
+        time = Ratio.of(
             other.time_for_same_requests / best.time_for_same_requests,
             compare.time_spread(_rates(best)),
             compare.time_spread(_rates(other)),
@@ -131,10 +137,10 @@ def winners(runs: Sequence[RunResults]) -> List[Verdict]:
         ranked = group.ranked()
         if len(ranked) < 2:
             continue
-        best, winner = group.figures(ranked[0]), _name(ranked[0], several, group)
+        best, winner = group.figures(ranked[0]), cell_name(ranked[0], several, group)
         details, tied = [], {}
         for cell in ranked[1:]:
-            loser = _name(cell, several, group)
+            loser = cell_name(cell, several, group)
             tie, bound, line = _detail(best, group.figures(cell), winner, loser)
             details.append(line)
             if tie:
@@ -181,11 +187,11 @@ def busy_machine(runs: Sequence[RunResults]) -> Optional[str]:
 def cautions(runs: Sequence[RunResults]) -> List[str]:
     """Failed cells, incomplete ones, and how many levels carry each honesty flag."""
     several = len(runs) > 1
-    out = [f"{_name(c, several)} ({c.group}) failed: {c.error or c.status}." for r in runs for c in r.failed]
+    out = [f"{cell_name(c, several)} ({c.group}) failed: {c.error or c.status}." for r in runs for c in r.failed]
     for group in groups([c for r in runs for c in r.measured]):
         # A failed cell is listed once, above, with its error.
         out += [
-            f"{_name(c, several)} ({group.name}) is incomplete: {group.incomplete(c)}."
+            f"{cell_name(c, several)} ({group.name}) is incomplete: {group.incomplete(c)}."
             for c in group.cells
             if c.status != "failed" and group.incomplete(c)
         ]
@@ -236,8 +242,8 @@ def _https_share(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
     if cost.keep_alive_figures is None:
         return None
     https, http = cost.keep_alive_figures
-    share = _Ratio.of(https.mean_rps / http.mean_rps, compare.spread(_rates(https)), compare.spread(_rates(http)))
-    bound = _bound(https, http)
+    share = Ratio.of(https.mean_rps / http.mean_rps, compare.spread(_rates(https)), compare.spread(_rates(http)))
+    bound = ratio_bound(https, http)
     place = f"(keep-alive{where}{_over(cost.keep_alive)})"
     if share.tie:
         line = f"{name} serves {bound}as many requests per second over HTTPS as over HTTP {place}{share.why_tie()}"
@@ -273,8 +279,8 @@ def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
         if not base:
             line += f", {rate:,.0f} when {how} ({reused:,.0f} of them resumed; no full handshake to compare with)"
             continue
-        multiple = _Ratio.of(rate / base, compare.spread(_rates(resumed)), compare.spread(_rates(against)))
-        bound, held = _bound(resumed, against), "at least " if _saturated(resumed) else ""
+        multiple = Ratio.of(rate / base, compare.spread(_rates(resumed)), compare.spread(_rates(against)))
+        bound, held = ratio_bound(resumed, against), "at least " if _saturated(resumed) else ""
         # Within parentheses already: the tie's own reason joins them rather than nesting its own.
         why = multiple.why_tie().strip(" ()")
         times = f"as many{', ' + why if why else ''}" if multiple.tie else f"{bound}{multiple.value:.2f} times"
@@ -294,7 +300,7 @@ def tls_costs(runs: Sequence[RunResults]) -> List[str]:
     out = []
     for cost in costs:
         cell = (cost.keep_alive and cost.keep_alive.cell) or cost.full
-        name = _name(cell, len(runs) > 1)
+        name = cell_name(cell, len(runs) > 1)
         where = f", {cost.context}" if several_contexts else ""
         out += [line for line in (_https_share(cost, name, where), _handshakes(cost, name, where)) if line]
     return out
@@ -307,7 +313,7 @@ def _held(level) -> bool:
 def _against_http1(c: h2_compare.Comparison, n: int, point: h2_compare.Point) -> str:
     """One streams count's requests/s as a multiple of HTTP/1.1's, ties and bounds as in the verdicts."""
     base = c.http1
-    ratio = _Ratio.of(point.rps / base.rps, compare.spread([point.level.rps]), compare.spread([base.level.rps]))
+    ratio = Ratio.of(point.rps / base.rps, compare.spread([point.level.rps]), compare.spread([base.level.rps]))
     bound = _bound_when_held(_held(point.level), _held(base.level))
     times = f"{bound}as many" if ratio.tie else f"{bound}{ratio.value:.2f} times as many"
     # Said once, after the first multiple: the others read as its continuation.
@@ -331,7 +337,7 @@ def h2_gains(runs: Sequence[RunResults]) -> List[str]:
     for c in found:
         if c.http1 is None or not c.http1.rps:
             continue
-        name = _name(c.http1.cell, len(runs) > 1)
+        name = cell_name(c.http1.cell, len(runs) > 1)
         where = f" ({c.context})" if several_contexts else ""
         over = "HTTPS" if c.protocol == "h2" else "HTTP/1.1 in cleartext"
         parts = [_against_http1(c, n, point) for n, point in c.http2]

@@ -17,7 +17,8 @@ def _count(v) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
-def _ms(v) -> str:
+def duration_text(v) -> str:
+    """A duration in microseconds as the tables print it: "850 us", "1.25 ms", or "-"."""
     return "-" if v is None else (f"{v / 1000:,.2f} ms" if v >= 1000 else f"{v:,.0f} us")
 
 
@@ -25,7 +26,8 @@ def _cores(v) -> str:
     return "-" if v is None else f"{v:.2f}"
 
 
-def _mib(v) -> str:
+def mib_text(v) -> str:
+    """A size in bytes as the tables print it, in MiB, or "-" when not measured."""
     return "-" if not v else f"{v / 2**20:,.1f} MiB"
 
 
@@ -90,23 +92,23 @@ LEVEL_COLUMNS = [
     Column("rps_median", "median", _count),
     Column("rps_min", "min", _count),
     Column("rps_max", "max", _count),
-    Column("p50_us", "p50", _ms),
-    Column("p99_us", "p99", _ms),
-    Column("p99_9_us", "p99.9", _ms),
+    Column("p50_us", "p50", duration_text),
+    Column("p99_us", "p99", duration_text),
+    Column("p99_9_us", "p99.9", duration_text),
     Column("errors", "errors", _count),
     Column("non_2xx", "non-2xx", _count),
     Column("server_cpu_user", "server CPU user", _cores),
     Column("server_cpu_sys", "system", _cores),
-    Column("server_memory_bytes", "server memory", _mib),
+    Column("server_memory_bytes", "server memory", mib_text),
     Column("client_busy", "client busy", _share),
 ]
 # What a request costs the server, which TLS raises even where the client sets the pace.
-COST_COLUMNS = [Column("server_cpu_per_request_us", "server CPU per request", _ms)]
+COST_COLUMNS = [Column("server_cpu_per_request_us", "server CPU per request", duration_text)]
 # A TLS cell's levels have these too; the exports have them for every cell (empty for plain HTTP),
 # and the handshakes' counts, which the cost of TLS shows per second.
 TLS_LEVEL_COLUMNS = [
-    Column("tls_handshake_p50_us", "handshake p50", _ms),
-    Column("tls_handshake_p99_us", "handshake p99", _ms),
+    Column("tls_handshake_p50_us", "handshake p50", duration_text),
+    Column("tls_handshake_p99_us", "handshake p99", duration_text),
 ]
 HANDSHAKE_COLUMNS = [
     Column("handshakes_full", "full handshakes", _count),
@@ -122,7 +124,7 @@ H2_LEVEL_COLUMNS = [
 # A PHP cell's PHP-FPM pool apart from the server's figures, which include it (the exports have
 # these for every cell, empty without a pool).
 PHP_LEVEL_COLUMNS = [
-    Column("php_memory_bytes", "PHP memory", _mib),
+    Column("php_memory_bytes", "PHP memory", mib_text),
     Column("php_cpu_cores", "PHP CPU", _cores),
     Column("php_processes", "PHP processes", _count),
 ]

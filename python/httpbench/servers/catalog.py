@@ -9,6 +9,8 @@ import sys
 from typing import List
 
 from httpbench import servers
+from httpbench.servers import php
+from httpbench.servers.base import Server
 
 
 def show() -> int:
@@ -21,13 +23,24 @@ def show() -> int:
                 name,
                 "installed" if installed else "missing",
                 adapter.version() or "" if installed else f"install: httpbench servers install {name}",
+                _php(adapter),
                 adapter.summary,
             )
         )
-    width = [max(len(r[i]) for r in rows) for i in range(3)]
+    width = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
-        print(f"{row[0]:<{width[0]}}  {row[1]:<{width[1]}}  {row[2]:<{width[2]}}  {row[3]}")
+        print("  ".join(f"{cell:<{width[i]}}" for i, cell in enumerate(row[:4])) + f"  {row[4]}")
     return 0
+
+
+def _php(adapter: Server) -> str:
+    """What the server runs PHP with and whether that is installed, with the command if not."""
+    if adapter.runs_php is None:
+        return "no PHP"
+    runs_with, install = php.RUNS_WITH[adapter.runs_php]
+    if php.missing(adapter.runs_php) is not None:
+        return f"{runs_with} missing, install: {install}"
+    return f"{runs_with} installed"
 
 
 def install(names: List[str]) -> int:

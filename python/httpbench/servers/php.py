@@ -40,6 +40,11 @@ CPU_BOUND_CHILDREN_PER_CPU = 4
 WAITING_CHILDREN_PER_CPU = 64
 
 
+# What a server runs PHP with, by `Server.runs_php`, as `httpbench servers` names it, and the
+# command that installs it.
+RUNS_WITH = {"fastcgi": ("php-fpm8.2", FPM_INSTALL), "module": ("mod_php", MOD_PHP_INSTALL)}
+
+
 def missing(runs_php: str) -> Optional[str]:
     """None when the PHP a server runs (`Server.runs_php`: "fastcgi" or "module") is installed,
     else one line naming what is missing and the command that installs it."""

@@ -215,36 +215,37 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
     if not port_is_free(site.host, site.port):
         raise ServerFailed(f"port {site.port} on {site.host} is in use; choose another port or stop what listens there")
     backend = pool = None
-    origin = server.backend()
-    if origin is not None:
-        backend_site = replace(
-            site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None, tls=None, http2=False
-        )
-        # The origin gets the profile's name only: directives and a config file are the front's.
-        backend = start(origin, backend_site, ServerProfile(profile.name), ready_timeout)
-        # The authority, so an IPv6 origin is bracketed ("[::1]:port") as varnish and ATS need.
-        site = replace(site, upstream=backend_site.authority)
+    # Every process this call starts, as soon as it runs: whatever fails after, they are stopped.
+    launched: List[RunningServer] = []
     try:
+        origin = server.backend()
+        if origin is not None:
+            backend_site = replace(
+                site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None, tls=None, http2=False
+            )
+            # The origin gets the profile's name only: directives and a config file are the front's.
+            backend = start(origin, backend_site, ServerProfile(profile.name), ready_timeout)
+            launched.append(backend)
+            # The authority, so an IPv6 origin is bracketed ("[::1]:port") as varnish and ATS need.
+            site = replace(site, upstream=backend_site.authority)
         if site.php is not None and server.runs_php == "fastcgi":
-            pool = _start_pool(site, profile, ready_timeout)
-        running = _launch(server, site, profile, render(server, site, profile), "server.log")
+            pool = _start_pool(site, profile, ready_timeout, launched)
+        running = _launch(server, site, profile, render(server, site, profile), "server.log", launched)
         running.backend, running.php = backend, pool
-    except BaseException:
-        for started in (pool, backend):
-            if started is not None:
-                started.stop()
-        raise
-    try:
         _wait_ready(running, ready_timeout)
     except BaseException:
-        running.stop(grace=1.0)
+        # The server first, then its pool, then its backend (stopping one twice does nothing).
+        for started in reversed(launched):
+            started.stop(grace=1.0)
         raise
     return running
 
 
-def _launch(server: Server, site: Site, profile: ServerProfile, config: Config, log_name: str) -> RunningServer:
+def _launch(
+    server: Server, site: Site, profile: ServerProfile, config: Config, log_name: str, launched: List[RunningServer]
+) -> RunningServer:
     """Write `config` into the run directory and run `server` in a session of its own, pinned,
-    its output into `log_name`, the watchdog told."""
+    its output into `log_name`, the watchdog told; added to `launched` as soon as it runs."""
     site.run_dir.mkdir(parents=True, exist_ok=True)
     for name, text in config.files.items():
         (site.run_dir / name).parent.mkdir(parents=True, exist_ok=True)
@@ -263,6 +264,7 @@ def _launch(server: Server, site: Site, profile: ServerProfile, config: Config, 
             preexec_fn=lambda: _child_setup(site.cpus),
         )
     running = RunningServer(server, site, profile, config, process, log)
+    launched.append(running)
     _running.add(running)
     _tell_watchdog(f"+{process.pid}")
     return running
@@ -272,8 +274,8 @@ def _launch(server: Server, site: Site, profile: ServerProfile, config: Config, 
 _UNIX_PATH_MAX = 107
 
 
-def _start_pool(site: Site, profile: ServerProfile, timeout: float) -> RunningServer:
-    """The site's PHP-FPM pool, once its socket accepts connections."""
+def _start_pool(site: Site, profile: ServerProfile, timeout: float, launched: List[RunningServer]) -> RunningServer:
+    """The site's PHP-FPM pool, once its socket accepts connections; `start` stops it if this fails."""
     socket_path = str(site.php_socket)
     if len(socket_path.encode()) > _UNIX_PATH_MAX:
         raise ServerFailed(
@@ -281,27 +283,23 @@ def _start_pool(site: Site, profile: ServerProfile, timeout: float) -> RunningSe
             f"socket's {_UNIX_PATH_MAX}; give the server a run directory with a shorter path"
         )
     fpm = PhpFpm()
-    pool = _launch(fpm, site, profile, fpm.render(site, profile), POOL_LOG)
+    pool = _launch(fpm, site, profile, fpm.render(site, profile), POOL_LOG, launched)
     deadline = time.monotonic() + timeout
-    try:
-        while True:
-            code = pool.process.poll()
-            if code is not None:
-                raise ServerFailed(f"PHP-FPM exited with code {code} at start: {_explain(pool, first=True)}")
-            with socket.socket(socket.AF_UNIX) as probe:
-                try:
-                    probe.connect(socket_path)
-                    return pool
-                except OSError:
-                    pass
-            if time.monotonic() > deadline:
-                raise ServerFailed(
-                    f"PHP-FPM did not listen on {socket_path} within {timeout:.0f} s: {_explain(pool, first=True)}"
-                )
-            time.sleep(0.05)
-    except BaseException:
-        pool.stop(grace=1.0)
-        raise
+    while True:
+        code = pool.process.poll()
+        if code is not None:
+            raise ServerFailed(f"PHP-FPM exited with code {code} at start: {_explain(pool, first=True)}")
+        with socket.socket(socket.AF_UNIX) as probe:
+            try:
+                probe.connect(socket_path)
+                return pool
+            except OSError:
+                pass
+        if time.monotonic() > deadline:
+            raise ServerFailed(
+                f"PHP-FPM did not listen on {socket_path} within {timeout:.0f} s: {_explain(pool, first=True)}"
+            )
+        time.sleep(0.05)
 
 
 def _wait_ready(running: RunningServer, timeout: float) -> None:
