@@ -337,6 +337,14 @@ def make_site(base: Path, docroot: str = "www", run_dir: str = "run"):
     return Site(docroot=root, run_dir=base / run_dir, port=servers.free_port(), cpus=(SERVER_CPU,))
 
 
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    """A site certificate (ECDSA P-256) and its authority, made once per test module."""
+    from httpbench.certificates import make_site_certificate
+
+    return make_site_certificate(tmp_path_factory.mktemp("certificate"))
+
+
 @pytest.fixture
 def site(tmp_path):
     return make_site(tmp_path)

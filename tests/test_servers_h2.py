@@ -12,18 +12,12 @@ from dataclasses import replace
 import pytest
 from conftest import FILES, SERVER_CPU, make_site
 from httpbench import servers
-from httpbench.certificates import make_site_certificate
 from httpbench.servers import ProtocolUnsupported, ServerProfile, SiteTLS, VerificationFailed, start, verify
 
 # (server, protocol): every server the issue names, over h2 and over h2c.
 OFFERS = [
     (name, protocol) for name in ("nginx", "h2o", "caddy", "apache2-event", "nghttpd") for protocol in ("h2", "h2c")
 ]
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory):
-    return make_site_certificate(tmp_path_factory.mktemp("tls"), "ecdsa-p256")
 
 
 def _site(tmp_path_factory, certificate, protocol: str):

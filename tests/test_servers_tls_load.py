@@ -11,15 +11,9 @@ from dataclasses import replace
 import pytest
 from conftest import binary, make_site
 from httpbench import servers
-from httpbench.certificates import make_site_certificate
 from httpbench.servers import ServerProfile, SiteTLS, start
 
 SERVERS = ["nginx", "apache2-event", "lighttpd", "h2o", "caddy"]
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory):
-    return make_site_certificate(tmp_path_factory.mktemp("certificate"))
 
 
 @pytest.fixture(
