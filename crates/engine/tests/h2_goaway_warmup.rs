@@ -2,8 +2,10 @@
 //! unprocessed goes again on the next connection like one sent while measuring, counted only if
 //! it goes once measurement has begun.
 
+mod h2c;
+
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
@@ -63,21 +65,9 @@ fn serve(mut io: TcpStream, first: bool, goaway_after: Duration) -> usize {
 /// A server whose connections each report the requests they received when the client closes
 /// them.
 fn server(goaway_after: Duration) -> (String, Receiver<usize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!(
-        "http://127.0.0.1:{}/",
-        listener.local_addr().unwrap().port()
-    );
     let (said, heard) = mpsc::channel();
-    std::thread::spawn(move || {
-        for (i, socket) in listener.incoming().take(4).enumerate() {
-            let Ok(socket) = socket else { return };
-            let _ = socket.set_read_timeout(Some(Duration::from_secs(10)));
-            let said = said.clone();
-            std::thread::spawn(move || {
-                let _ = said.send(serve(socket, i == 0, goaway_after));
-            });
-        }
+    let url = h2c::serve(4, move |socket, i| {
+        let _ = said.send(serve(socket, i == 0, goaway_after));
     });
     (url, heard)
 }
