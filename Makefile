@@ -78,7 +78,7 @@ fuzz:
 	mkdir -p fuzz/corpus/response_parser fuzz/corpus/hpack_decoder fuzz/corpus/h2_frames
 	cd fuzz && cargo +nightly fuzz run response_parser corpus/response_parser seeds/response_parser -- -max_total_time=60 -dict=response_parser.dict
 	cd fuzz && cargo +nightly fuzz run hpack_decoder corpus/hpack_decoder seeds/hpack_decoder -- -max_total_time=60
-	cd fuzz && cargo +nightly fuzz run h2_frames corpus/h2_frames -- -max_total_time=60
+	cd fuzz && cargo +nightly fuzz run h2_frames corpus/h2_frames seeds/h2_frames -- -max_total_time=60
 
 bench: bench-deps build
 	bench/engine_vs_peers

@@ -2,9 +2,9 @@
 //! 5.4.1): the server reads it before the close, with the error's code, over h2c and over TLS.
 
 mod common;
+mod h2c;
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -55,17 +55,8 @@ fn oversized_frame(io: &mut (impl Read + Write)) -> Heard {
 }
 
 fn serve_h2c() -> (String, Receiver<Heard>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!(
-        "http://127.0.0.1:{}/",
-        listener.local_addr().unwrap().port()
-    );
     let (said, heard) = mpsc::channel();
-    std::thread::spawn(move || {
-        let (mut socket, _) = listener.accept().unwrap();
-        socket
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
+    let url = h2c::serve(1, move |mut socket, _| {
         let _ = said.send(oversized_frame(&mut socket));
     });
     (url, heard)

@@ -8,7 +8,9 @@
 //! next. In an open loop a stream above a GOAWAY's last id is the same request still: the server
 //! ended the connection, as servers do after so many requests, and any client sends such a
 //! request again on a new one. It goes first on the next connection, timed from when it was due,
-//! so the wait shows in its latency. A stream the server reset with REFUSED_STREAM was turned
+//! so the wait shows in its latency. So does one sent in the warm-up, which is the schedule's
+//! load too: uncounted, it is counted as sent if it goes again once measurement has begun, as
+//! any request of the schedule sent then is. A stream the server reset with REFUSED_STREAM was turned
 //! away under load, at its moment in the schedule: sending it later would be another request, so
 //! it fails as `h2_refused_stream`.
 
@@ -39,9 +41,9 @@ struct Streams<'a, 's> {
     /// Requests to send again (the measured ones were counted as sent).
     refused: u64,
     /// An open loop: a stream the server reset with REFUSED_STREAM fails instead of going again,
-    /// and one a GOAWAY refused is requeued here (the connection's `requeued`).
+    /// and one a GOAWAY refused is requeued here (the connection's `requeued`), warm-up or not.
     open_loop: bool,
-    requeued: &'a mut VecDeque<u64>,
+    requeued: &'a mut VecDeque<Pending>,
     /// A GOAWAY with an error code arrived.
     goaway_error: bool,
 }
@@ -137,11 +139,13 @@ impl StreamSink for Streams<'_, '_> {
             .position(|p| p.stream > last_stream)
         {
             let p = self.sink.pending[at];
-            if self.open_loop && p.sent >= self.sink.measure_from {
+            if self.open_loop {
                 // Still outstanding (not `take`n): neither progress nor given back.
                 self.sink.pending.remove(at);
-                self.sink.counters.h2.refused_streams += 1;
-                self.requeued.push_back(p.due);
+                if p.sent >= self.sink.measure_from {
+                    self.sink.counters.h2.refused_streams += 1;
+                }
+                self.requeued.push_back(p);
             } else {
                 self.take(p.stream);
                 self.refuse(p);
@@ -205,28 +209,33 @@ impl Worker<'_> {
             .spec
             .requests_per_connection
             .map_or(u64::MAX, |limit| limit - c.on_connection);
-        // Counted as sent and outstanding already.
-        let again = (c.requeued.len() as u64).min(room).min(left);
+        // Outstanding already, and counted as sent unless sent in the warm-up (`take_requeued`).
+        let mut again = (c.requeued.len() as u64).min(room).min(left);
         let k = self.claim_due(i, (room - again).min(left - again));
         let mut opened = 0;
         while opened < again + k {
-            let c = &mut self.conns[i];
-            let Some(h2) = c.h2.as_deref_mut().filter(|h2| h2.can_open()) else {
+            if !self.conns[i]
+                .h2
+                .as_deref()
+                .is_some_and(Connection::can_open)
+            {
                 break;
+            }
+            let due = if opened < again {
+                let Some(due) = self.take_requeued(i) else {
+                    again = opened;
+                    continue;
+                };
+                due
+            } else {
+                self.next_due(i)
             };
+            let c = &mut self.conns[i];
+            let h2 = c.h2.as_deref_mut().expect("can open, above");
             let block = http2.requests.block(c.next_url, h2);
             let stream = h2.open(block, http2.requests.body());
             c.next_url = (c.next_url + 1) % self.shared.requests.cycle();
             c.on_connection += 1;
-            let requeued = if opened < again {
-                c.requeued.pop_front()
-            } else {
-                None
-            };
-            let due = match requeued {
-                Some(due) => due,
-                None => self.next_due(i),
-            };
             self.conns[i].pending.push_back(Pending {
                 due,
                 sent: self.now,
@@ -240,6 +249,24 @@ impl Worker<'_> {
         // Stream ids ran out midway: the rest go on the next connection.
         self.give_back(k - fresh);
         self.flush_h2(reactor, i);
+    }
+
+    /// When connection `i`'s next request a GOAWAY refused was due, to send it again now. One
+    /// first sent in the warm-up was not counted: going once measurement has begun, it is
+    /// counted as sent then, as any request of the schedule is, unless the budget is spent,
+    /// and then it is dropped (None when none is left).
+    fn take_requeued(&mut self, i: usize) -> Option<u64> {
+        while let Some(p) = self.conns[i].requeued.pop_front() {
+            if self.measuring(p.sent) || !self.measuring(self.now) {
+                return Some(p.due);
+            }
+            if self.shared.claim(1) == 1 {
+                self.counters.sent += 1;
+                return Some(p.due);
+            }
+            self.outstanding -= 1;
+        }
+        None
     }
 
     /// The first `n` streams waiting on connection `i` timed out: they are counted so, and

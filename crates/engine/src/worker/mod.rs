@@ -183,10 +183,11 @@ struct Conn {
     wake_at: Option<u64>,
     /// Listed in `Worker::refill`.
     refill: bool,
-    /// HTTP/2 in an open loop: when the requests were due whose streams a GOAWAY refused
-    /// unprocessed. They go first on the next connection, timed from then; meanwhile they count
-    /// as sent, outstanding, and in flight if the run ends.
-    requeued: VecDeque<u64>,
+    /// HTTP/2 in an open loop: the requests whose streams a GOAWAY refused unprocessed, as they
+    /// were first sent. They go first on the next connection, timed from when they were due;
+    /// meanwhile they are outstanding, and those sent while measuring count as sent, and in
+    /// flight if the run ends.
+    requeued: VecDeque<Pending>,
     bind: Option<IpAddr>,
 }
 
@@ -521,7 +522,8 @@ impl<'a> Worker<'a> {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
             let measured = c.pending.iter().filter(|p| p.sent >= self.measure_from);
-            for due in measured.map(|p| p.due).chain(c.requeued.iter().copied()) {
+            let requeued = c.requeued.iter().filter(|p| p.sent >= self.measure_from);
+            for due in measured.chain(requeued).map(|p| p.due) {
                 in_flight += 1;
                 let age = ended.saturating_sub(due);
                 in_flight_age = (in_flight_age.0 + age, in_flight_age.1.max(age));
