@@ -260,7 +260,26 @@ const GATHER_SHARE: u64 = 16;
 const GATHER_CONNECTIONS: usize = 4;
 /// Below these, arming the kernel's timer for every wait costs more than the wake-ups saved.
 const GATHER_MIN_HOLD: Duration = Duration::from_micros(50);
-const GATHER_MIN_COMPLETIONS: usize = 4;
+const GATHER_MIN_RESPONSES: usize = 4;
+
+/// How a closed loop with `outstanding` requests in flight over `connections` gathers, given the
+/// recent mean service time. A wait gathers reads, and a read brings all of its connection's
+/// responses that have arrived: one over HTTP/1.1, up to its streams in flight over HTTP/2. So
+/// 10 connections of 10 streams gather 2 reads (about 20 responses) where 10 of HTTP/1.1 do not:
+/// without it nginx at 10 x 10 spent 10 % more of its CPU per request waking the client (its
+/// socket wake-ups, 14 % of its samples against 4 % with h2load) and served 0.82 of h2load's rate.
+fn gather_for(outstanding: usize, connections: usize, service: Duration) -> Gather {
+    let reads = outstanding.min(connections) / GATHER_CONNECTIONS;
+    let responses = reads * (outstanding / connections.max(1)).max(1);
+    let hold = service / GATHER_SHARE as u32;
+    if reads < 2 || responses < GATHER_MIN_RESPONSES || hold < GATHER_MIN_HOLD {
+        return Gather::NONE;
+    }
+    Gather {
+        completions: reads as u32,
+        hold,
+    }
+}
 
 /// The wall-clock time (CLOCK_REALTIME) of `start`, since the epoch.
 pub fn wall_clock_of(start: Instant) -> Duration {
@@ -492,15 +511,11 @@ impl<'a> Worker<'a> {
         if recent.count == 0 {
             return self.gather;
         }
-        let completions = self.outstanding.min(self.conns.len()) / GATHER_CONNECTIONS;
-        let hold = Duration::from_nanos(recent.sum / recent.count / GATHER_SHARE);
-        if completions < GATHER_MIN_COMPLETIONS || hold < GATHER_MIN_HOLD {
-            return Gather::NONE;
-        }
-        Gather {
-            completions: completions as u32,
-            hold,
-        }
+        gather_for(
+            self.outstanding,
+            self.conns.len(),
+            Duration::from_nanos(recent.sum / recent.count),
+        )
     }
 
     /// A connect or a response came through: the server is there.
@@ -995,5 +1010,42 @@ impl<'a> Worker<'a> {
         } else {
             self.fail(reactor, i, class);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS2: Duration = Duration::from_millis(2);
+
+    fn gathers(completions: u32, hold_us: u64) -> Gather {
+        Gather {
+            completions,
+            hold: Duration::from_micros(hold_us),
+        }
+    }
+
+    #[test]
+    fn http1_gathers_from_a_quarter_of_its_connections_once_that_is_four_responses() {
+        assert_eq!(gather_for(10, 10, MS2), Gather::NONE);
+        assert_eq!(gather_for(16, 16, MS2), gathers(4, 125));
+        assert_eq!(gather_for(100, 100, MS2), gathers(25, 125));
+    }
+
+    #[test]
+    fn http2_counts_the_responses_a_read_brings() {
+        // 10 connections x 10 streams: 2 reads, about 20 responses.
+        assert_eq!(gather_for(100, 10, MS2), gathers(2, 125));
+        // Every response on 4 connections: no quarter of them to wait for.
+        assert_eq!(gather_for(400, 4, MS2), Gather::NONE);
+    }
+
+    #[test]
+    fn no_gathering_under_a_timer_worth_arming() {
+        assert_eq!(
+            gather_for(100, 10, Duration::from_micros(500)),
+            Gather::NONE
+        );
     }
 }
