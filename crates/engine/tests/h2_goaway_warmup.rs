@@ -72,41 +72,63 @@ fn server(goaway_after: Duration) -> (String, Receiver<usize>) {
     (url, heard)
 }
 
-/// One connection, one request due at time zero and the next 2 s later, after the run: only the
-/// first is sent, in the warm-up, and refused by a GOAWAY after `goaway_after`.
-fn run_refusing_the_first(goaway_after: Duration) -> (httpbench_engine::Report, Vec<usize>) {
+/// One connection of two streams, an open loop at `rate` with a 0.5 s warm-up and `stop`: the
+/// first request, due at time zero in the warm-up, is refused by a GOAWAY `goaway_after` it
+/// came. Returns the report and the requests each connection received, fewest first.
+fn run_refusing_the_first(
+    goaway_after: Duration,
+    rate: f64,
+    stop: Stop,
+) -> (httpbench_engine::Report, Vec<usize>) {
     let (url, heard) = server(goaway_after);
     let r = httpbench_engine::run(&LoadSpec {
         urls: vec![url],
         http2: true,
         connections: 1,
-        rate: Some(0.5),
-        warmup: 0.3,
-        stop: Stop::Duration(0.6),
+        streams: 2,
+        rate: Some(rate),
+        warmup: 0.5,
+        stop,
         validate: false,
         request_timeout: 5.0,
         ..LoadSpec::default()
     })
     .unwrap();
-    let per_connection = (0..2)
+    let mut per_connection: Vec<usize> = (0..2)
         .map(|_| heard.recv_timeout(Duration::from_secs(20)).unwrap())
         .collect();
+    per_connection.sort();
     (r, per_connection)
 }
 
 #[test]
 fn a_warm_up_stream_refused_by_a_goaway_goes_again() {
-    // Refused at once: it goes again in the warm-up, so the server sees it twice and the report
-    // nothing.
-    let (r, per_connection) = run_refusing_the_first(Duration::ZERO);
+    // One request due at zero, the next 2 s later, after the run (0.5 s of warm-up, 1 s
+    // measured). Refused at once: it goes again in the warm-up, so the server sees it twice
+    // and the report nothing.
+    let (r, per_connection) = run_refusing_the_first(Duration::ZERO, 0.5, Stop::Duration(1.0));
     assert_eq!(per_connection, [1, 1], "requests on each connection");
     let q = &r.requests;
     assert_eq!((q.sent, q.completed, q.in_flight), (0, 0, 0), "{q:?}");
     assert_eq!(r.errors_total, 0, "{:?}", r.errors);
 
     // Refused once measurement has begun: it goes again then, and is measured.
-    let (r, per_connection) = run_refusing_the_first(Duration::from_millis(600));
+    let goaway_after = Duration::from_millis(1000);
+    let (r, per_connection) = run_refusing_the_first(goaway_after, 0.5, Stop::Duration(1.0));
     assert_eq!(per_connection, [1, 1], "requests on each connection");
+    let q = &r.requests;
+    assert_eq!((q.sent, q.completed, q.in_flight), (1, 1, 0), "{q:?}");
+    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+}
+
+#[test]
+fn under_n_a_warm_up_stream_refused_by_a_goaway_goes_again_only_with_a_request_left() {
+    // Requests due every 0.5 s; `-n 1`. The one due at 0.5 s, measured, takes the only request
+    // and goes on the same connection; the GOAWAY at 1 s refuses both. The measured one goes
+    // again; the warm-up one finds no request left and is dropped, never sent.
+    let goaway_after = Duration::from_millis(1000);
+    let (r, per_connection) = run_refusing_the_first(goaway_after, 2.0, Stop::Requests(1));
+    assert_eq!(per_connection, [1, 2], "requests on each connection");
     let q = &r.requests;
     assert_eq!((q.sent, q.completed, q.in_flight), (1, 1, 0), "{q:?}");
     assert_eq!(r.errors_total, 0, "{:?}", r.errors);
