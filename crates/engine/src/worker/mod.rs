@@ -255,24 +255,42 @@ const TICK: u64 = 10_000_000;
 /// the kernel's arrival stamps, so only the next requests can go that much later, and even
 /// they lose nothing when the server is the bottleneck: it still has requests queued.
 const GATHER_SHARE: u64 = 16;
-/// ... and a quarter of the connections with requests in flight at most: the rest keep the
-/// server busy meanwhile.
+/// ... and reads of a quarter of the connections with requests in flight at most: the rest keep
+/// the server busy meanwhile. Over HTTP/2 with several streams a connection, of half of them: a
+/// read brings only the part of its connection's responses that has arrived (about 2 of 10 at
+/// 10 connections x 10 streams), so the other half and the streams still unanswered keep the
+/// server busy.
 const GATHER_CONNECTIONS: usize = 4;
+const GATHER_STREAMED_CONNECTIONS: usize = 2;
 /// Below these, arming the kernel's timer for every wait costs more than the wake-ups saved.
 const GATHER_MIN_HOLD: Duration = Duration::from_micros(50);
 const GATHER_MIN_RESPONSES: usize = 4;
 
 /// How a closed loop with `outstanding` requests in flight over `connections` gathers, given the
-/// recent mean service time. A wait gathers reads, and a read brings all of its connection's
-/// responses that have arrived: one over HTTP/1.1, up to its streams in flight over HTTP/2. So
-/// 10 connections of 10 streams gather 2 reads (about 20 responses) where 10 of HTTP/1.1 do not:
-/// without it nginx at 10 x 10 spent 10 % more of its CPU per request waking the client (its
-/// socket wake-ups, 14 % of its samples against 4 % with h2load) and served 0.82 of h2load's rate.
-fn gather_for(outstanding: usize, connections: usize, service: Duration) -> Gather {
-    let reads = outstanding.min(connections) / GATHER_CONNECTIONS;
-    let responses = reads * (outstanding / connections.max(1)).max(1);
+/// recent mean service time; `multiplexed` over HTTP/2. A read brings one response over
+/// HTTP/1.1 (pipelined ones are counted so too, as the rule was measured) and up to a
+/// connection's streams in flight over HTTP/2, so 10 connections x 10 streams gather where 10
+/// of HTTP/1.1 do not. The server pays for every wake-up too: on loopback its send wakes the
+/// client (bench/RESULTS.md, "Gathered reads at 10 x 10").
+fn gather_for(
+    outstanding: usize,
+    connections: usize,
+    multiplexed: bool,
+    service: Duration,
+) -> Gather {
+    let per_read = if multiplexed {
+        (outstanding / connections.max(1)).max(1)
+    } else {
+        1
+    };
+    let share = if per_read > 1 {
+        GATHER_STREAMED_CONNECTIONS
+    } else {
+        GATHER_CONNECTIONS
+    };
+    let reads = outstanding.min(connections) / share;
     let hold = service / GATHER_SHARE as u32;
-    if reads < 2 || responses < GATHER_MIN_RESPONSES || hold < GATHER_MIN_HOLD {
+    if reads < 2 || reads * per_read < GATHER_MIN_RESPONSES || hold < GATHER_MIN_HOLD {
         return Gather::NONE;
     }
     Gather {
@@ -514,6 +532,7 @@ impl<'a> Worker<'a> {
         gather_for(
             self.outstanding,
             self.conns.len(),
+            self.shared.http2.is_some(),
             Duration::from_nanos(recent.sum / recent.count),
         )
     }
@@ -1028,23 +1047,26 @@ mod tests {
 
     #[test]
     fn http1_gathers_from_a_quarter_of_its_connections_once_that_is_four_responses() {
-        assert_eq!(gather_for(10, 10, MS2), Gather::NONE);
-        assert_eq!(gather_for(16, 16, MS2), gathers(4, 125));
-        assert_eq!(gather_for(100, 100, MS2), gathers(25, 125));
+        assert_eq!(gather_for(10, 10, false, MS2), Gather::NONE);
+        assert_eq!(gather_for(16, 16, false, MS2), gathers(4, 125));
+        assert_eq!(gather_for(100, 100, false, MS2), gathers(25, 125));
+        // Pipelined responses count one a read, as before HTTP/2 came.
+        assert_eq!(gather_for(128, 8, false, MS2), Gather::NONE);
     }
 
     #[test]
-    fn http2_counts_the_responses_a_read_brings() {
-        // 10 connections x 10 streams: 2 reads, about 20 responses.
-        assert_eq!(gather_for(100, 10, MS2), gathers(2, 125));
-        // Every response on 4 connections: no quarter of them to wait for.
-        assert_eq!(gather_for(400, 4, MS2), Gather::NONE);
+    fn http2_gathers_from_half_its_connections_counting_the_responses_a_read_brings() {
+        assert_eq!(gather_for(100, 10, true, MS2), gathers(5, 125));
+        assert_eq!(gather_for(10_000, 100, true, MS2), gathers(50, 125));
+        // One stream a connection is HTTP/1.1's case.
+        assert_eq!(gather_for(10, 10, true, MS2), Gather::NONE);
+        assert_eq!(gather_for(16, 16, true, MS2), gathers(4, 125));
     }
 
     #[test]
     fn no_gathering_under_a_timer_worth_arming() {
         assert_eq!(
-            gather_for(100, 10, Duration::from_micros(500)),
+            gather_for(100, 10, true, Duration::from_micros(500)),
             Gather::NONE
         );
     }
