@@ -10,9 +10,9 @@
 //! request again on a new one. It goes first on the next connection, timed from when it was due,
 //! so the wait shows in its latency. So does one sent in the warm-up, which is the schedule's
 //! load too: uncounted, it is counted as sent if it goes again once measurement has begun, as
-//! any request of the schedule sent then is. A stream the server reset with REFUSED_STREAM was turned
-//! away under load, at its moment in the schedule: sending it later would be another request, so
-//! it fails as `h2_refused_stream`.
+//! any request of the schedule sent then is. A stream the server reset with REFUSED_STREAM was
+//! turned away under load, at its moment in the schedule: sending it later would be another
+//! request, so it fails as `h2_refused_stream`.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
