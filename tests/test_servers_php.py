@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from conftest import CLIENT_CPU, SERVER_CPU, free_port
 from httpbench import engine, servers
-from httpbench.certificates import make_site_certificate
 from httpbench.dynamic import PHP_KINDS, php_workload
 from httpbench.procfs import session_pids
 from httpbench.servers import ServerProfile, Site, SiteTLS, VerificationFailed, process, start, verify
@@ -82,11 +81,11 @@ TLS_CELLS = [("nginx", "h2", "tuned"), ("h2o", "h2", "default"), ("apache2-prefo
 
 
 @pytest.fixture(scope="module", params=TLS_CELLS, ids=["-".join(cell) for cell in TLS_CELLS])
-def php_over_tls(request, tmp_path_factory):
+def php_over_tls(request, tmp_path_factory, certificate):
     name, protocol, profile = request.param
-    base = tmp_path_factory.mktemp(name)
-    tls = SiteTLS.of(make_site_certificate(base / "tls"))
-    site = replace(_php_site(base, profile), tls=tls, http2=protocol == "h2")
+    site = replace(
+        _php_site(tmp_path_factory.mktemp(name), profile), tls=SiteTLS.of(certificate), http2=protocol == "h2"
+    )
     with start(servers.get(name), site, ServerProfile(profile)) as running:
         yield running
 
