@@ -701,6 +701,7 @@ def test_losing_the_scheduler_stops_the_run_with_every_round_stored(tls_cluster,
 # TimeoutError after the worker's line in CI.
 _NOISY_WORKER = """
 import sys
+from httpbench import cli
 from httpbench.cluster import daemons
 
 class Noisy:
@@ -712,7 +713,7 @@ async def served(*args):
 
 daemons._serve_worker = served
 noisy = Noisy()
-sys.exit(daemons.run_worker("tcp://127.0.0.1:9", "client", None))
+sys.exit(cli.main(["worker", "--scheduler", "tcp://127.0.0.1:9", "--role", "client"]))
 """
 
 

@@ -66,9 +66,22 @@ def test_directives_reach_the_server(site, name, directive):
 )
 def test_directives_of_caches_are_rendered(site, name, directive):
     # Rendered only: started, the directive would also reach the nginx backend (same profile).
-    site = Site(docroot=site.docroot, run_dir=site.run_dir, port=site.port, upstream="127.0.0.1:1")
-    config = servers.get(name).render(site, ServerProfile("tuned", directives=(directive,)))
+    config = _rendered_in_front(site, name, ServerProfile("tuned", directives=(directive,)))
     assert config.files[config.main].rstrip().endswith(directive)
+
+
+def _rendered_in_front(site, name, profile):
+    return servers.get(name).render(
+        Site(docroot=site.docroot, run_dir=site.run_dir, port=site.port, upstream="127.0.0.1:1"), profile
+    )
+
+
+@pytest.mark.parametrize("profile", ["default", "tuned"])
+def test_trafficserver_is_told_to_open_its_port_only_once_its_cache_is_ready(site, profile):
+    # What guards against the crash the next test looks for; that one sees it only when the
+    # timing is unlucky.
+    records = _rendered_in_front(site, "trafficserver", ServerProfile(profile)).files["records.config"]
+    assert "CONFIG proxy.config.http.wait_for_cache INT 2" in records.splitlines(), records
 
 
 @pytest.mark.parametrize("profile", ["default", "tuned"])
@@ -78,10 +91,12 @@ def test_trafficserver_opens_its_port_only_once_its_cache_is_ready(site, profile
     # Cache::key_to_vol, seen once in CI). A connect attempt every 0.2 ms reads the diagnostics
     # log at the first connection accepted.
     at_first_connection = []
+    # Set once the start has ended, well or not: the knocker then stops, connected or not.
+    start_ended = threading.Event()
 
     def knock():
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        while not start_ended.is_set() and time.monotonic() < deadline:
             try:
                 socket.create_connection((site.host, site.port), timeout=1).close()
             except OSError:
@@ -97,5 +112,9 @@ def test_trafficserver_opens_its_port_only_once_its_cache_is_ready(site, profile
         with start(servers.get("trafficserver"), site, ServerProfile(profile)):
             pass
     finally:
+        start_ended.set()
         knocker.join()
-    assert "NOTE: cache enabled" in at_first_connection[0]
+    assert at_first_connection, "trafficserver answered HTTP, yet the knocker never connected"
+    assert "NOTE: cache enabled" in at_first_connection[0], (
+        f"accepted before its cache was ready:\n{at_first_connection[0]}"
+    )

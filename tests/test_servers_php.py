@@ -7,13 +7,13 @@ too): h2 by ALPN through PHP-FPM, HTTPS/1.1 with mod_php, verified and loaded. A
 after the server is launched leaves none of its processes. Then what needs no start: which
 adapters run PHP, and the command adapter's placeholder."""
 
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import CLIENT_CPU, SERVER_CPU, free_port
 from httpbench import engine, servers
-from httpbench.certificates import make_site_certificate
 from httpbench.dynamic import PHP_KINDS, php_workload
 from httpbench.procfs import session_pids
 from httpbench.servers import ServerProfile, Site, SiteTLS, VerificationFailed, process, start, verify
@@ -81,11 +81,11 @@ TLS_CELLS = [("nginx", "h2", "tuned"), ("h2o", "h2", "default"), ("apache2-prefo
 
 
 @pytest.fixture(scope="module", params=TLS_CELLS, ids=["-".join(cell) for cell in TLS_CELLS])
-def php_over_tls(request, tmp_path_factory):
+def php_over_tls(request, tmp_path_factory, certificate):
     name, protocol, profile = request.param
-    base = tmp_path_factory.mktemp(name)
-    tls = SiteTLS.of(make_site_certificate(base / "tls"))
-    site = replace(_php_site(base, profile), tls=tls, http2=protocol == "h2")
+    site = replace(
+        _php_site(tmp_path_factory.mktemp(name), profile), tls=SiteTLS.of(certificate), http2=protocol == "h2"
+    )
     with start(servers.get(name), site, ServerProfile(profile)) as running:
         yield running
 
@@ -109,23 +109,34 @@ def test_php_over_tls_verifies_byte_for_byte_and_serves_load(php_over_tls):
     assert report["status"]["2xx"] == report["requests"]["completed"] > 0, report["status"]
 
 
-def test_a_failure_right_after_the_server_is_launched_stops_it_and_its_pool(tmp_path, monkeypatch):
+def test_a_failure_right_after_the_server_is_launched_stops_it_and_its_pool_even_when_a_stop_fails(
+    tmp_path, monkeypatch
+):
     launched = []
     launch = process._launch
 
     def launch_then_fail(*args, **kwargs):
         running = launch(*args, **kwargs)
         launched.append(running)
-        if running.log.name == "server.log":  # the server's, after its pool's
+        if running.log.name == "server.log":  # stopped first, before its pool
+            stop = running.stop
+
+            def stop_then_fail(grace=5.0):
+                stop(grace)
+                raise subprocess.TimeoutExpired("server", grace)
+
+            # Its stop works, then raises, as one whose process outlives its wait would.
+            running.stop = stop_then_fail
             raise RuntimeError("the step after launching the server failed")
         return running
 
     monkeypatch.setattr(process, "_launch", launch_then_fail)
+    # The cause, not the failed stop's exception.
     with pytest.raises(RuntimeError, match="the step after"):
         start(servers.get("lighttpd"), _php_site(tmp_path, "default"), ServerProfile())
     left = {running.log.name: session_pids(running.pid) for running in launched}
     for running in launched:
-        running.stop(grace=1.0)
+        process.RunningServer.stop(running, grace=1.0)
     assert len(left) == 2 and not any(left.values()), f"left running: {left}"
 
 

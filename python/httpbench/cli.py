@@ -162,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "--listen", help="the address to listen on (default: this host's address towards the scheduler)"
     )
-    worker.set_defaults(run=lambda a: _cluster().run_worker(a.scheduler, a.role, a.certs, a.name, a.listen))
+    worker.set_defaults(run=_worker)
     cluster = _command(
         commands,
         "cluster",
@@ -260,6 +260,17 @@ def _cluster():
     from httpbench import cluster
 
     return cluster
+
+
+def _worker(args: argparse.Namespace) -> int:
+    why = _cluster().run_worker(args.scheduler, args.role, args.certs, args.name, args.listen)
+    print(f"httpbench: {why}", file=sys.stderr, flush=True)
+    # The last line: distributed's teardown against a scheduler already gone can print tracebacks
+    # after it (a bare TimeoutError, seen in CI), news to nobody.
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    return 1
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import socket
-import sys
 from pathlib import Path
 from typing import Optional
 from urllib.parse import urlsplit
@@ -158,7 +156,9 @@ def run_scheduler(address: str, certs: Optional[Path]) -> int:
 
 def run_worker(
     scheduler: str, role: str, certs: Optional[Path], name: Optional[str] = None, listen: Optional[str] = None
-) -> int:
+) -> str:
+    """Serve the scheduler until it goes away (nothing else stops a worker); return why the worker
+    stopped, in one line."""
     import asyncio
 
     scheduler = check_address(scheduler, certs)
@@ -170,19 +170,4 @@ def run_worker(
         else listen_address(scheduler)
     )
     asyncio.run(_serve_worker(scheduler, role, certs, name, listen))
-    # Nothing here asks a worker to stop: it ended because its scheduler went away.
-    _say_last(
-        f"httpbench: lost the scheduler {scheduler}, so this worker stopped; start it again once the scheduler is back"
-    )
-    return 1
-
-
-def _say_last(line: str) -> None:
-    """Print the process's last line. All that follows is the teardown of distributed's objects
-    against a scheduler already gone, whose finalizers and leftover threads can print tracebacks
-    (a bare TimeoutError after the worker's line, seen in CI): news to nobody, so not printed."""
-    sys.stdout.flush()
-    print(line, file=sys.stderr, flush=True)
-    quiet = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(quiet, sys.stdout.fileno())
-    os.dup2(quiet, sys.stderr.fileno())
+    return f"lost the scheduler {scheduler}, so this worker stopped; start it again once the scheduler is back"

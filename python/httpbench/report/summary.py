@@ -242,7 +242,7 @@ def _https_share(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
     if cost.keep_alive_figures is None:
         return None
     https, http = cost.keep_alive_figures
-    share = Ratio.of(https.mean_rps / http.mean_rps, compare.spread(_rates(https)), compare.spread(_rates(http)))
+    share = rps_ratio(https, http)
     bound = ratio_bound(https, http)
     place = f"(keep-alive{where}{_over(cost.keep_alive)})"
     if share.tie:

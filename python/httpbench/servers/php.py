@@ -42,16 +42,17 @@ WAITING_CHILDREN_PER_CPU = 64
 
 # What a server runs PHP with, by `Server.runs_php`, as `httpbench servers` names it, and the
 # command that installs it.
-RUNS_WITH = {"fastcgi": ("php-fpm8.2", FPM_INSTALL), "module": ("mod_php", MOD_PHP_INSTALL)}
+RUNS_WITH = {"fastcgi": (Path(FPM).name, FPM_INSTALL), "module": ("mod_php", MOD_PHP_INSTALL)}
 
 
 def missing(runs_php: str) -> Optional[str]:
     """None when the PHP a server runs (`Server.runs_php`: "fastcgi" or "module") is installed,
     else one line naming what is missing and the command that installs it."""
+    install = RUNS_WITH[runs_php][1]
     if runs_php == "fastcgi" and not PhpFpm().installed():
-        return f"PHP-FPM is not installed ({PhpFpm.program} is missing); install it with: {FPM_INSTALL}"
+        return f"PHP-FPM is not installed ({PhpFpm.program} is missing); install it with: {install}"
     if runs_php == "module" and not MOD_PHP.is_file():
-        return f"mod_php is not installed ({MOD_PHP} is missing); install it with: {MOD_PHP_INSTALL}"
+        return f"mod_php is not installed ({MOD_PHP} is missing); install it with: {install}"
     return None
 
 

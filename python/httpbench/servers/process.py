@@ -194,8 +194,27 @@ def render(server: Server, site: Site, profile: ServerProfile) -> Config:
 
 def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: float = 20.0) -> RunningServer:
     """Start `server` for `site` and return once it answers HTTP (HTTPS when the site has TLS, an
-    HTTP/2 connection when it offers h2); first its PHP-FPM pool, for a site that runs PHP through
-    FastCGI."""
+    HTTP/2 connection when it offers h2); first its backend, for a server in front of one, and its
+    PHP-FPM pool, for a site that runs PHP through FastCGI."""
+    # Every process this call starts, the backend's too, as soon as it runs: whatever fails after,
+    # they are stopped.
+    launched: List[RunningServer] = []
+    try:
+        return _start(server, site, profile, ready_timeout, launched)
+    except BaseException:
+        # The server first, then its pool, then its backend (stopping one twice does nothing); each
+        # even when one before it fails to stop, and the cause, not that failure, is what is raised.
+        for started in reversed(launched):
+            try:
+                started.stop(grace=1.0)
+            except Exception:
+                pass
+        raise
+
+
+def _start(
+    server: Server, site: Site, profile: ServerProfile, ready_timeout: float, launched: List[RunningServer]
+) -> RunningServer:
     # First: installing a server that cannot serve HTTPS or HTTP/2 as asked would not help.
     if site.tls is not None:
         refusal = server.tls_refusal(site.tls)
@@ -215,29 +234,20 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
     if not port_is_free(site.host, site.port):
         raise ServerFailed(f"port {site.port} on {site.host} is in use; choose another port or stop what listens there")
     backend = pool = None
-    # Every process this call starts, as soon as it runs: whatever fails after, they are stopped.
-    launched: List[RunningServer] = []
-    try:
-        origin = server.backend()
-        if origin is not None:
-            backend_site = replace(
-                site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None, tls=None, http2=False
-            )
-            # The origin gets the profile's name only: directives and a config file are the front's.
-            backend = start(origin, backend_site, ServerProfile(profile.name), ready_timeout)
-            launched.append(backend)
-            # The authority, so an IPv6 origin is bracketed ("[::1]:port") as varnish and ATS need.
-            site = replace(site, upstream=backend_site.authority)
-        if site.php is not None and server.runs_php == "fastcgi":
-            pool = _start_pool(site, profile, ready_timeout, launched)
-        running = _launch(server, site, profile, render(server, site, profile), "server.log", launched)
-        running.backend, running.php = backend, pool
-        _wait_ready(running, ready_timeout)
-    except BaseException:
-        # The server first, then its pool, then its backend (stopping one twice does nothing).
-        for started in reversed(launched):
-            started.stop(grace=1.0)
-        raise
+    origin = server.backend()
+    if origin is not None:
+        backend_site = replace(
+            site, run_dir=site.run_dir / "backend", port=free_port(site.host), upstream=None, tls=None, http2=False
+        )
+        # The origin gets the profile's name only: directives and a config file are the front's.
+        backend = _start(origin, backend_site, ServerProfile(profile.name), ready_timeout, launched)
+        # The authority, so an IPv6 origin is bracketed ("[::1]:port") as varnish and ATS need.
+        site = replace(site, upstream=backend_site.authority)
+    if site.php is not None and server.runs_php == "fastcgi":
+        pool = _start_pool(site, profile, ready_timeout, launched)
+    running = _launch(server, site, profile, render(server, site, profile), "server.log", launched)
+    running.backend, running.php = backend, pool
+    _wait_ready(running, ready_timeout)
     return running
 
 
