@@ -165,8 +165,16 @@ def _tell_watchdog(message: str) -> None:
 
 
 def _stop_all() -> None:
-    for running in list(_running):
-        running.stop(grace=2.0)
+    _stop_each(list(_running), grace=2.0)
+
+
+def _stop_each(runnings: List[RunningServer], grace: float) -> None:
+    """Stop each of `runnings`, in order, even when one before it fails to stop."""
+    for running in runnings:
+        try:
+            running.stop(grace=grace)
+        except Exception:
+            pass
 
 
 atexit.register(_stop_all)
@@ -202,13 +210,9 @@ def start(server: Server, site: Site, profile: ServerProfile, ready_timeout: flo
     try:
         return _start(server, site, profile, ready_timeout, launched)
     except BaseException:
-        # The server first, then its pool, then its backend (stopping one twice does nothing); each
-        # even when one before it fails to stop, and the cause, not that failure, is what is raised.
-        for started in reversed(launched):
-            try:
-                started.stop(grace=1.0)
-            except Exception:
-                pass
+        # The server first, then its pool, then its backend (stopping one twice does nothing), and
+        # the cause, not a failure to stop, is what is raised.
+        _stop_each(launched[::-1], grace=1.0)
         raise
 
 
