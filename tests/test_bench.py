@@ -14,7 +14,8 @@ BENCH = ROOT / "bench" / "engine_vs_peers"
 sys.path.insert(0, str(BENCH.parent))
 
 from vs_peers import oha  # noqa: E402
-from vs_peers.matrix import BASE_CONNS, HTTP_TOOLS, PIPELINE, TLS_CLOSE_CONNS, TOOLS, build  # noqa: E402
+from vs_peers.matrix import BASE_CONNS, HTTP_TOOLS, PIPELINE, TLS_CLOSE_CONNS, TOOLS, Run, Scenario, build  # noqa: E402
+from vs_peers.targets import h2_targets  # noqa: E402
 from vs_peers.tools import command, failures  # noqa: E402
 
 
@@ -93,6 +94,25 @@ OHA_JSON = """{"summary":{"successRate":0.99,"total":1.0012,"slowest":0.0121,"fa
 "average":0.0021,"requestsPerSec":955.8,"totalData":6664,"sizePerRequest":7,"sizePerSec":6655.9},
 "statusCodeDistribution":{"200":950,"503":2},"errorDistribution":{"aborted due to deadline":2,
 "connection closed before message completed":1}}"""
+
+
+def test_h2_req_s_target_follows_the_core_at_its_limit():
+    def verdict(h2load_pct, engine_pct, rps):
+        s = Scenario("h2o-h2-100x10", "h2o", "ka", 100, ["h2load", "httpbench"], "", http2=True)
+        s.runs["h2load"] = [
+            Run("h2load", rps=100.0, us_per_req=2.0, server_pct=h2load_pct[0], client_pct=h2load_pct[1])
+        ]
+        s.runs["httpbench"] = [Run("httpbench", rps=rps, us_per_req=1.0, server_pct=engine_pct)]
+        label, result, _ = h2_targets([s])[0]
+        return label.split(": ", 1)[1], result
+
+    assert verdict((98, 80), 99, 110.0) == ("req/s httpbench/h2load >= 1.00 (the server at its core)", "PASS")
+    assert verdict((80, 97), 70, 140.0) == ("req/s httpbench/h2load >= 1.50 (h2load at its core)", "FAIL")
+    # The engine took the server to its core: 1.5 times is beyond this host, beating h2load is not.
+    pushed = "req/s httpbench/h2load >= 1.00 (h2load at its core; the server at its core under httpbench)"
+    assert verdict((80, 97), 99, 115.0) == (pushed, "PASS")
+    assert verdict((80, 97), 99, 80.0) == (pushed, "FAIL")
+    assert verdict((60, 70), 70, 80.0)[1] == "n/a"
 
 
 def test_oha_parser():
