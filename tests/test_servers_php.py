@@ -110,7 +110,7 @@ def test_php_over_tls_verifies_byte_for_byte_and_serves_load(php_over_tls):
 
 
 def test_a_failure_right_after_the_server_is_launched_stops_it_and_its_pool_even_when_a_stop_fails(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, capsys
 ):
     launched = []
     launch = process._launch
@@ -138,6 +138,7 @@ def test_a_failure_right_after_the_server_is_launched_stops_it_and_its_pool_even
     for running in launched:
         process.RunningServer.stop(running, grace=1.0)
     assert len(left) == 2 and not any(left.values()), f"left running: {left}"
+    assert "httpbench: could not stop lighttpd (pid " in capsys.readouterr().err
 
 
 def test_command_with_a_php_socket_gets_the_pool(tmp_path):

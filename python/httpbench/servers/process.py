@@ -22,6 +22,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -117,10 +118,12 @@ class RunningServer:
                 time.sleep(0.05)
             if self.process.poll() is None:
                 self.process.wait(timeout=5)
-        finally:
+            # Only once it is gone: one that would not die stays the watchdog's, killed when
+            # httpbench ends, and is tried again at exit.
             if self in _running:
                 _running.discard(self)
                 _tell_watchdog(f"-{self.process.pid}")
+        finally:
             try:
                 if self.backend is not None:
                     self.backend.stop(grace)
@@ -169,12 +172,16 @@ def _stop_all() -> None:
 
 
 def _stop_each(runnings: List[RunningServer], grace: float) -> None:
-    """Stop each of `runnings`, in order, even when one before it fails to stop."""
+    """Stop each of `runnings`, in order, even when one before it fails to stop; say which did."""
     for running in runnings:
         try:
             running.stop(grace=grace)
-        except Exception:
-            pass
+        except Exception as e:
+            print(
+                f"httpbench: could not stop {running.server.name} (pid {running.process.pid}): {e}; the "
+                "watchdog kills it when httpbench ends",
+                file=sys.stderr,
+            )
 
 
 atexit.register(_stop_all)
