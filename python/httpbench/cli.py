@@ -264,12 +264,13 @@ def _cluster():
 
 def _worker(args: argparse.Namespace) -> int:
     why = _cluster().run_worker(args.scheduler, args.role, args.certs, args.name, args.listen)
+    sys.stdout.flush()
     print(f"httpbench: {why}", file=sys.stderr, flush=True)
     # The last line: distributed's teardown against a scheduler already gone can print tracebacks
     # after it (a bare TimeoutError, seen in CI), news to nobody.
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, sys.stdout.fileno())
+    os.dup2(quiet, sys.stderr.fileno())
     return 1
 
 
