@@ -132,4 +132,9 @@ fn under_n_a_warm_up_stream_refused_by_a_goaway_goes_again_only_with_a_request_l
     let q = &r.requests;
     assert_eq!((q.sent, q.completed, q.in_flight), (1, 1, 0), "{q:?}");
     assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    // The one measured is the one due at 0.5 s (refused once, sent after measurement began), not
+    // the warm-up one due at zero: it waited about 0.5 s for the GOAWAY, not 1 s.
+    assert_eq!(r.h2.as_ref().unwrap().refused_streams, 1);
+    let waited = r.latency.total.max_us;
+    assert!((400_000..900_000).contains(&waited), "{waited} us");
 }

@@ -256,10 +256,10 @@ const TICK: u64 = 10_000_000;
 /// they lose nothing when the server is the bottleneck: it still has requests queued.
 const GATHER_SHARE: u64 = 16;
 /// ... and reads of a quarter of the connections with requests in flight at most: the rest keep
-/// the server busy meanwhile. Over HTTP/2 with several streams a connection, of half of them: a
-/// read brings only the part of its connection's responses that has arrived (about 2 of 10 at
-/// 10 connections x 10 streams), so the other half and the streams still unanswered keep the
-/// server busy.
+/// the server busy meanwhile. Over HTTP/2 with two or more streams in flight a connection (on
+/// average), of half of them: a read brings only the part of its connection's responses that has
+/// arrived (about 2 of 10 at 10 connections x 10 streams: 11 responses a wake-up of 5 reads), so
+/// the other half and the streams still unanswered keep the server busy.
 const GATHER_CONNECTIONS: usize = 4;
 const GATHER_STREAMED_CONNECTIONS: usize = 2;
 /// Below these, arming the kernel's timer for every wait costs more than the wake-ups saved.
@@ -267,11 +267,12 @@ const GATHER_MIN_HOLD: Duration = Duration::from_micros(50);
 const GATHER_MIN_RESPONSES: usize = 4;
 
 /// How a closed loop with `outstanding` requests in flight over `connections` gathers, given the
-/// recent mean service time; `multiplexed` over HTTP/2. A read brings one response over
+/// recent mean service time; `multiplexed` over HTTP/2. A read can bring one response over
 /// HTTP/1.1 (pipelined ones are counted so too, as the rule was measured) and up to a
-/// connection's streams in flight over HTTP/2, so 10 connections x 10 streams gather where 10
-/// of HTTP/1.1 do not. The server pays for every wake-up too: on loopback its send wakes the
-/// client (bench/RESULTS.md, "Gathered reads at 10 x 10").
+/// connection's streams in flight over HTTP/2, and the 4-response floor counts those, so 10
+/// connections x 10 streams gather where 10 of HTTP/1.1 do not. The server pays for every
+/// wake-up too: on loopback its send wakes the client (bench/RESULTS.md, "Gathered reads at
+/// 10 x 10").
 fn gather_for(
     outstanding: usize,
     connections: usize,
@@ -1061,6 +1062,12 @@ mod tests {
         // One stream a connection is HTTP/1.1's case.
         assert_eq!(gather_for(10, 10, true, MS2), Gather::NONE);
         assert_eq!(gather_for(16, 16, true, MS2), gathers(4, 125));
+        // Half of few connections too: the hold bounds the wait.
+        assert_eq!(gather_for(8, 4, true, MS2), gathers(2, 125));
+        assert_eq!(gather_for(400, 4, true, MS2), gathers(2, 125));
+        // Fewer than 2 streams in flight a connection on average: the quarter, as HTTP/1.1.
+        assert_eq!(gather_for(19, 10, true, MS2), Gather::NONE);
+        assert_eq!(gather_for(20, 10, true, MS2), gathers(5, 125));
     }
 
     #[test]
