@@ -89,9 +89,10 @@ def test_trafficserver_opens_its_port_only_once_its_cache_is_ready(site, profile
     # ATS 9.2 listens before its cache is ready unless told to wait, and a request in the few
     # milliseconds between "traffic server running" and "cache enabled" crashed it (SIGSEGV in
     # Cache::key_to_vol, seen once in CI). A connect attempt every 0.2 ms reads the diagnostics
-    # log at the first connection accepted.
+    # log at the first connection accepted: it shows the wait where the knocker is quick enough
+    # (the 2 ms window was hit every time here), and the render test above guards the setting.
     at_first_connection = []
-    # Set once the start has ended, well or not: the knocker then stops, connected or not.
+    # Set once the server has started and stopped again, or failed to: the knocker then stops.
     start_ended = threading.Event()
 
     def knock():
