@@ -204,7 +204,7 @@ class Server(ABC):
         exe = self.executable()
         if exe is None:
             return None
-        out = _run_quietly([exe, *self.version_args()])
+        out = run_quietly([exe, *self.version_args()])
         return out.strip().splitlines()[0] if out.strip() else None
 
     def version_args(self) -> List[str]:
@@ -262,7 +262,7 @@ class Server(ABC):
         return {}
 
 
-def _run_quietly(cmd: List[str]) -> str:
+def run_quietly(cmd: List[str]) -> str:
     """Output of a short command (a version query), stdout and stderr together."""
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=20)

@@ -20,7 +20,8 @@ from typing import Dict, List, Optional
 from httpbench.servers.base import Config, Server, ServerProfile, Site
 
 FPM = "/usr/sbin/php-fpm8.2"
-FPM_INSTALL = "apt-get install -y php8.2-fpm php8.2-opcache"
+FPM_PACKAGES = ("php8.2-fpm", "php8.2-opcache")
+FPM_INSTALL = "apt-get install -y " + " ".join(FPM_PACKAGES)
 MOD_PHP = Path("/usr/lib/apache2/modules/libphp8.2.so")
 MOD_PHP_INSTALL = "apt-get install -y libapache2-mod-php8.2"
 
@@ -147,7 +148,7 @@ class PhpFpm(Server):
 
     name = "php-fpm"
     summary = "PHP-FPM, a FastCGI pool of PHP processes"
-    packages = ("php8.2-fpm", "php8.2-opcache")
+    packages = FPM_PACKAGES
     program = FPM
 
     def version(self) -> Optional[str]:

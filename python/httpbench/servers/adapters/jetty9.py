@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from httpbench.certificates import write_private
-from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS, _run_quietly
+from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS, run_quietly
 
 HOME = Path("/usr/share/jetty9")
 KEYSTORE = "keystore.p12"
@@ -55,7 +55,7 @@ class Jetty9(Server):
             ),
             "unknown",
         )
-        java = _run_quietly([shutil.which("java"), *self.version_args()]).strip().splitlines()
+        java = run_quietly([shutil.which("java"), *self.version_args()]).strip().splitlines()
         return f"jetty {jetty}" + (f" on {java[0]}" if java else "")
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
