@@ -9,13 +9,9 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use httpbench_engine::h2::frame::{self, code, kind};
 use httpbench_engine::spec::{IoChoice, Stop, TlsSpec};
 use httpbench_engine::LoadSpec;
-
-const PREFACE_LEN: usize = 24;
-const HEADERS: u8 = 0x1;
-const GOAWAY: u8 = 0x7;
-const FRAME_SIZE_ERROR: u32 = 0x6;
 
 /// What the client's GOAWAY said, (last stream id, error code), or None if none came before the
 /// close.
@@ -25,32 +21,19 @@ type Heard = Option<(u32, u32)>;
 /// a frame one byte over the client's 16 KiB limit (FRAME_SIZE_ERROR, RFC 9113 4.2); then it
 /// reads to the close.
 fn oversized_frame(io: &mut (impl Read + Write)) -> Heard {
-    io.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).ok()?;
-    io.flush().ok()?;
-    let (mut seen, mut at, mut goaway) = (Vec::new(), PREFACE_LEN, None);
-    let mut buf = [0u8; 4096];
-    while let Ok(n @ 1..) = io.read(&mut buf) {
-        seen.extend_from_slice(&buf[..n]);
-        while seen.len() >= at + 9 {
-            let len = u32::from_be_bytes([0, seen[at], seen[at + 1], seen[at + 2]]) as usize;
-            let Some(payload) = seen.get(at + 9..at + 9 + len) else {
-                break;
-            };
-            match seen[at + 3] {
-                HEADERS => {
-                    let _ = io
-                        .write_all(&[0, 0x40, 0x01, 0, 0, 0, 0, 0, 1])
-                        .and_then(|()| io.flush());
-                }
-                GOAWAY => {
-                    let word = |i: usize| u32::from_be_bytes(payload[i..i + 4].try_into().unwrap());
-                    goaway = Some((word(0) & 0x7fff_ffff, word(4)));
-                }
-                _ => {}
-            }
-            at += 9 + len;
+    let mut out = Vec::new();
+    frame::write_settings(&mut out, &[]);
+    h2c::send(io, &out);
+    let mut goaway = None;
+    h2c::each_frame(io, |io, header, payload| match header.kind {
+        kind::HEADERS => {
+            let mut out = Vec::new();
+            frame::write_header(&mut out, (1 << 14) + 1, kind::DATA, 0, header.stream);
+            h2c::send(io, &out);
         }
-    }
+        kind::GOAWAY => goaway = Some((frame::read_u31(payload), frame::read_u32(&payload[4..]))),
+        _ => {}
+    });
     goaway
 }
 
@@ -104,6 +87,10 @@ fn a_connection_error_sends_a_goaway_with_its_code_before_the_close() {
         assert_eq!(r.errors["h2_protocol"], 1, "{io:?}: {:?}", r.errors);
         let goaway = heard.recv_timeout(Duration::from_secs(20)).unwrap();
         // No stream of the server's was processed: we accept none.
-        assert_eq!(goaway, Some((0, FRAME_SIZE_ERROR)), "tls {tls}, {io:?}");
+        assert_eq!(
+            goaway,
+            Some((0, code::FRAME_SIZE_ERROR)),
+            "tls {tls}, {io:?}"
+        );
     }
 }

@@ -4,61 +4,40 @@
 
 mod h2c;
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
+use httpbench_engine::h2::frame::{self, flag, kind};
 use httpbench_engine::spec::Stop;
 use httpbench_engine::LoadSpec;
-
-const PREFACE_LEN: usize = 24;
-const HEADERS: u8 = 0x1;
-const SETTINGS: u8 = 0x4;
-const GOAWAY: u8 = 0x7;
-const ACK: u8 = 0x1;
-const END_STREAM_HEADERS: u8 = 0x5;
-
-fn frame(io: &mut TcpStream, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-    let len = (payload.len() as u32).to_be_bytes();
-    let mut bytes = vec![len[1], len[2], len[3], kind, flags];
-    bytes.extend_from_slice(&stream.to_be_bytes());
-    bytes.extend_from_slice(payload);
-    let _ = io.write_all(&bytes);
-}
 
 /// One connection of an h2c server: the first refuses its first request with a GOAWAY (last
 /// stream id 0) sent `goaway_after` it came, the others answer every request with an empty 200.
 /// Returns the requests the connection received.
 fn serve(mut io: TcpStream, first: bool, goaway_after: Duration) -> usize {
-    frame(&mut io, SETTINGS, 0, 0, &[]);
-    let (mut seen, mut at, mut requests) = (Vec::new(), PREFACE_LEN, 0);
-    let mut buf = [0u8; 4096];
-    while let Ok(n @ 1..) = io.read(&mut buf) {
-        seen.extend_from_slice(&buf[..n]);
-        while seen.len() >= at + 9 {
-            let len = u32::from_be_bytes([0, seen[at], seen[at + 1], seen[at + 2]]) as usize;
-            if seen.len() < at + 9 + len {
-                break;
-            }
-            let stream = u32::from_be_bytes(seen[at + 5..at + 9].try_into().unwrap());
-            match (seen[at + 3], seen[at + 4]) {
-                (SETTINGS, 0) => frame(&mut io, SETTINGS, ACK, 0, &[]),
-                (HEADERS, _) => {
-                    requests += 1;
-                    if first {
-                        std::thread::sleep(goaway_after);
-                        frame(&mut io, GOAWAY, 0, 0, &[0; 8]);
-                    } else {
-                        // `:status: 200`, no body.
-                        frame(&mut io, HEADERS, END_STREAM_HEADERS, stream, &[0x88]);
-                    }
+    let mut out = Vec::new();
+    frame::write_settings(&mut out, &[]);
+    h2c::send(&mut io, &out);
+    let mut requests = 0;
+    h2c::each_frame(&mut io, |io, header, _| {
+        let mut out = Vec::new();
+        match header.kind {
+            kind::SETTINGS if !header.has(flag::ACK) => frame::write_settings_ack(&mut out),
+            kind::HEADERS => {
+                requests += 1;
+                if first {
+                    std::thread::sleep(goaway_after);
+                    frame::write_goaway(&mut out, 0, 0);
+                } else {
+                    // `:status: 200`, no body.
+                    frame::write_headers(&mut out, header.stream, &[0x88], true, 16_384);
                 }
-                _ => {}
             }
-            at += 9 + len;
+            _ => {}
         }
-    }
+        h2c::send(io, &out);
+    });
     requests
 }
 
@@ -101,24 +80,32 @@ fn run_refusing_the_first(
     (r, per_connection)
 }
 
+/// The requests each connection received, fewest first, and the report's (sent, completed, in
+/// flight), with no error.
+fn assert_counts(
+    r: &httpbench_engine::Report,
+    per_connection: &[usize],
+    received: [usize; 2],
+    counts: (u64, u64, u64),
+) {
+    assert_eq!(per_connection, received, "requests on each connection");
+    let q = &r.requests;
+    assert_eq!((q.sent, q.completed, q.in_flight), counts, "{q:?}");
+    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+}
+
 #[test]
 fn a_warm_up_stream_refused_by_a_goaway_goes_again() {
     // One request due at zero, the next 2 s later, after the run (0.5 s of warm-up, 1 s
     // measured). Refused at once: it goes again in the warm-up, so the server sees it twice
     // and the report nothing.
     let (r, per_connection) = run_refusing_the_first(Duration::ZERO, 0.5, Stop::Duration(1.0));
-    assert_eq!(per_connection, [1, 1], "requests on each connection");
-    let q = &r.requests;
-    assert_eq!((q.sent, q.completed, q.in_flight), (0, 0, 0), "{q:?}");
-    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    assert_counts(&r, &per_connection, [1, 1], (0, 0, 0));
 
     // Refused once measurement has begun: it goes again then, and is measured.
     let goaway_after = Duration::from_millis(1000);
     let (r, per_connection) = run_refusing_the_first(goaway_after, 0.5, Stop::Duration(1.0));
-    assert_eq!(per_connection, [1, 1], "requests on each connection");
-    let q = &r.requests;
-    assert_eq!((q.sent, q.completed, q.in_flight), (1, 1, 0), "{q:?}");
-    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    assert_counts(&r, &per_connection, [1, 1], (1, 1, 0));
 }
 
 #[test]
@@ -128,10 +115,7 @@ fn under_n_a_warm_up_stream_refused_by_a_goaway_goes_again_only_with_a_request_l
     // again; the warm-up one finds no request left and is dropped, never sent.
     let goaway_after = Duration::from_millis(1000);
     let (r, per_connection) = run_refusing_the_first(goaway_after, 2.0, Stop::Requests(1));
-    assert_eq!(per_connection, [1, 2], "requests on each connection");
-    let q = &r.requests;
-    assert_eq!((q.sent, q.completed, q.in_flight), (1, 1, 0), "{q:?}");
-    assert_eq!(r.errors_total, 0, "{:?}", r.errors);
+    assert_counts(&r, &per_connection, [1, 2], (1, 1, 0));
     // The one measured is the one due at 0.5 s (refused once, sent after measurement began), not
     // the warm-up one due at zero: it waited about 0.5 s for the GOAWAY, not 1 s.
     assert_eq!(r.h2.as_ref().unwrap().refused_streams, 1);
