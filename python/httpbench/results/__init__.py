@@ -77,8 +77,6 @@ def peak_memory(windows: Sequence[dict], pss: str, rss: str) -> Optional[int]:
     """The highest of the windows' peaks: PSS where every window has it, else RSS for all. A mix
     would let one round's RSS, which counts shared pages once per process (opcache, a prefork's
     interpreter), stand for the level."""
-    if not windows:
-        return None
     key = pss if all(w.get(pss) is not None for w in windows) else rss
     return max((w.get(key) or 0 for w in windows), default=0) or None
 
