@@ -270,11 +270,13 @@ class TlsNginx:
 
 
 @contextmanager
-def tls_nginx(folder: Path, files: dict[str, bytes], sites: dict | None = None):
+def tls_nginx(folder: Path, files: dict[str, bytes], sites: dict | None = None, http2: bool = False):
     """nginx from Debian's package, one worker, serving `files` over TLS 1.2 and 1.3 with the
     suite's certificate for the loopback names (site "ok"), each of `sites` (name: (certificate
     PEM, key PEM)) on a port of its own, and over plain HTTP on one more; session cache and
-    tickets on, as the tuned profiles have them. Stopped by PID on the way out."""
+    tickets on, as the tuned profiles have them; with `http2`, its TLS ports offer h2 by ALPN
+    beside HTTP/1.1 (the request line in the log then ends in HTTP/2.0). Stopped by PID on the
+    way out."""
     from httpbench.certificates import make_site_certificate
 
     if not os.path.exists(NGINX):
@@ -291,8 +293,9 @@ def tls_nginx(folder: Path, files: dict[str, bytes], sites: dict | None = None):
         pairs[name][1].write_bytes(key)
     ports = {name: free_port() for name in pairs}
     plain_port = free_port()
+    offers = "ssl http2" if http2 else "ssl"
     servers = "\n".join(
-        f"server {{ listen 127.0.0.1:{ports[name]} ssl; ssl_certificate {cert}; ssl_certificate_key {key}; }}"
+        f"server {{ listen 127.0.0.1:{ports[name]} {offers}; ssl_certificate {cert}; ssl_certificate_key {key}; }}"
         for name, (cert, key) in pairs.items()
     )
     log = folder / "access.log"

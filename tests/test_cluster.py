@@ -427,6 +427,39 @@ def test_a_tls_level_over_two_client_workers_merges_its_handshakes_exactly(tls_c
     assert len(lines) == 400 + 2 and {line.split()[4] for line in lines} == {"TLSv1.3"}
 
 
+def test_an_h2_level_over_two_client_workers_splits_connections_not_streams_and_merges_exactly(tls_cluster, tmp_path):
+    _, load = tls_cluster
+    with tls_nginx(tmp_path / "nginx", {"index.html": SEVEN}, http2=True) as server:
+        level = {
+            "urls": [server.url() + "index.html"], "connections": 4, "http2": True, "streams": 10,
+            "stop": {"requests": 2000}, "tls": {"cacert": str(server.ca)},
+        }  # fmt: skip
+        merged = load.run(level)
+        lines = log_lines(server.log, 2000 + 2)
+    assert merged["requests"]["completed"] == 2000 == merged["latency"]["total"]["count"]
+    assert merged["errors_total"] == 0 and merged["status"]["2xx"] == 2000
+    reports = [h["report"] for h in merged["hosts"]]
+    assert [r["requests"]["completed"] for r in reports] == [1000, 1000]
+    # Each host takes its share of the connections, each connection the level's streams.
+    assert merged["spec"] == as_read(level)
+    shares = [r["spec"] for r in reports]
+    assert [(s["connections"], s["http2"], s["streams"]) for s in shares] == [(2, True, 10)] * 2
+    assert merged["protocol"] == "h2" and [r["protocol"] for r in reports] == ["h2", "h2"]
+    assert_is_the_engines_merge(merged)
+    # What Report::merge promises of the h2 object: the level's streams per connection (not the
+    # hosts' added), the smallest grant, every counter added (resets code by code).
+    h2, hosts = merged["h2"], [r["h2"] for r in reports]
+    assert h2["streams_requested"] == 10 and [h["streams_requested"] for h in hosts] == [10, 10]
+    assert h2["streams_granted"] == min(h["streams_granted"] for h in hosts) >= 10
+    for count in ("goaways", "refused_streams", "frame_bytes"):
+        assert h2[count] == sum(h[count] for h in hosts), (count, h2, hosts)
+    codes = {code for h in hosts for code in h["resets"]}
+    assert h2["resets"] == {code: sum(h["resets"].get(code, 0) for h in hosts) for code in codes}
+    assert all(h["frame_bytes"] > 0 for h in hosts)
+    # Each host's validation request, then the level's requests, every one over HTTP/2.
+    assert len(lines) == 2000 + 2 and {line.split()[3] for line in lines} == {"HTTP/2.0"}
+
+
 def test_a_plain_client_cannot_join_a_tls_scheduler(tls_cluster):
     from distributed import Client
 
