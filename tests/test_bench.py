@@ -1,7 +1,8 @@
-"""bench/engine_vs_peers, so that it cannot rot: its error count on captured h2load output, the
-command lines it gives each tool, its oha parser, and two tiny runs end to end (nginx, 10
-connections, every tool for one second, over http; and over https with keep-alive and with
-resumed handshakes). The numbers are not judged: the bench is a benchmark, not a test."""
+"""bench/engine_vs_peers and bench/wake_cost, so that they cannot rot: the bench's error count on
+captured h2load output, the command lines it gives each tool, its oha parser, its verdicts, and
+two tiny runs end to end (nginx, 10 connections, every tool for one second, over http; and over
+https with keep-alive and with resumed handshakes); a short wake_cost. The numbers are not
+judged: these are benchmarks, not tests."""
 
 import subprocess
 import sys
@@ -192,3 +193,15 @@ def test_one_tiny_tls_scenario():
     assert resumed_count > full, rows["httpbench"]
     assert rows[f"nginx-tls-resume-{TLS_CLOSE_CONNS}: share of handshakes resumed >= 0.99"][2] in ("PASS", "FAIL")
     assert rows["nginx-tls-ka-10: req/s httpbench/best peer >= 1.00"][2] in ("PASS", "FAIL")
+
+
+def test_wake_cost_says_what_a_wake_costs_and_refuses_one_cpu_for_both():
+    wake_cost = [sys.executable, str(ROOT / "bench" / "wake_cost")]
+    cpus = ["--client-cpu", str(CLIENT_CPU), "--server-cpu", str(SERVER_CPU)]
+    done = subprocess.run([*wake_cost, "--wakes", "200", "--gap", "100", *cpus], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("a wake costs the woken thread "), done
+    assert "200 reads each" in done.stdout
+    same = subprocess.run(
+        [*wake_cost, "--client-cpu", str(CLIENT_CPU), "--server-cpu", str(CLIENT_CPU)], capture_output=True, text=True
+    )
+    assert same.returncode == 2 and "two different CPUs" in same.stderr and "Traceback" not in same.stderr
