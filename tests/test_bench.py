@@ -116,23 +116,6 @@ def test_h2_req_s_target_follows_the_core_at_its_limit():
     assert verdict((60, 70), 70, 80.0)[1] == "n/a"
 
 
-def test_below_h2load_where_the_server_set_both_rates_and_the_runs_overlap_is_a_tie():
-    def verdict(peer_rps, ours_rps, ours_server_pct=98):
-        s = Scenario("h2o-h2-10x10", "h2o", "ka", 10, ["h2load", "httpbench"], "", http2=True)
-        s.runs["h2load"] = [Run("h2load", rps=r, us_per_req=2.0, server_pct=97, client_pct=98) for r in peer_rps]
-        s.runs["httpbench"] = [Run("httpbench", rps=r, us_per_req=1.0, server_pct=ours_server_pct) for r in ours_rps]
-        return h2_targets([s])[0][1:]
-
-    assert verdict([341, 334, 366], [323, 320, 351]) == (
-        "TIE",
-        "0.95 (the server at its core under both, req/s ranges overlap)",
-    )
-    # Apart, it is a shortfall; and a server not at its core under the engine says nothing of it.
-    assert verdict([341, 334, 366], [300, 310, 320])[0] == "FAIL"
-    assert verdict([341, 334, 366], [323, 320, 351], ours_server_pct=70)[0] == "FAIL"
-    assert verdict([341, 334, 366], [350, 360, 370])[0] == "PASS"
-
-
 def test_oha_parser():
     report = oha.parse(OHA_JSON)
     assert report["requests"]["completed"] == 952 and report["errors_total"] == 1
@@ -198,9 +181,11 @@ def test_one_tiny_tls_scenario():
 def test_wake_cost_says_what_a_wake_costs_and_refuses_one_cpu_for_both():
     wake_cost = [sys.executable, str(ROOT / "bench" / "wake_cost")]
     cpus = ["--client-cpu", str(CLIENT_CPU), "--server-cpu", str(SERVER_CPU)]
-    done = subprocess.run([*wake_cost, "--wakes", "200", "--gap", "100", *cpus], capture_output=True, text=True)
+    # A byte every 2 ms: the reader sleeps before each one even on a busy CI host.
+    one = ["--wakes", "50", "--gap", "2000", "--repeats", "1"]
+    done = subprocess.run([*wake_cost, *one, *cpus], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("a wake costs the woken thread "), done
-    assert "200 reads each" in done.stdout
+    assert "(median of 1, " in done.stdout and "50 reads each" in done.stdout
     same = subprocess.run(
         [*wake_cost, "--client-cpu", str(CLIENT_CPU), "--server-cpu", str(CLIENT_CPU)], capture_output=True, text=True
     )

@@ -12,7 +12,7 @@ from vs_peers.matrix import BASE_CONNS, PEERS, TLS_CLOSE_CONNS, Scenario, find
 # A core at this share of its CPU or more is the run's limit.
 SATURATED_PCT = 90
 
-Target = Tuple[str, str, str]  # (label, verdict: PASS, FAIL, TIE or n/a, ratio or why not)
+Target = Tuple[str, str, str]  # (label, verdict: PASS, FAIL or n/a, ratio or why not)
 
 
 def ratio(s: Optional[Scenario], tool_a: str, tool_b: str, figure: str) -> Tuple[Optional[float], str]:
@@ -177,26 +177,10 @@ def h2_targets(scenarios: Sequence[Scenario]) -> List[Target]:
             label, bound = "req/s httpbench/h2load >= 1.00 or 1.50", 1.0
             why = f"neither core saturated under h2load (server {server or 0:.0f}%, h2load {client or 0:.0f}%)"
         rps, rps_why = ratio(s, "httpbench", "h2load", "rps")
-        target = verdict(f"{s.key}: {label}", None if why else rps, why or rps_why, at_least(bound))
-        if target[1] == "FAIL" and bound == 1.0 and server_bound_tie(s):
-            target = (target[0], "TIE", f"{target[2]} (the server at its core under both, req/s ranges overlap)")
-        out.append(target)
+        out.append(verdict(f"{s.key}: {label}", None if why else rps, why or rps_why, at_least(bound)))
         us = ratio(s, "httpbench", "h2load", "us_per_req")
         out.append(verdict(f"{s.key}: us/req httpbench/h2load <= 0.60", *us, at_most(0.6)))
     return out
-
-
-def server_bound_tie(s: Scenario) -> bool:
-    """Whether the server's core set the rate under both clients and their req/s ranges over the
-    runs overlap: both got what the server had, and the medians' order is the host's noise, not
-    a verdict (h2o at 10 x 10 over h2: 0.92-0.95 in the bench, the engine ahead measured
-    interleaved; bench/RESULTS.md)."""
-    cores = [s.med(tool, "server_pct") for tool in ("h2load", "httpbench")]
-    ranges = [s.spread(tool, "rps") for tool in ("h2load", "httpbench")]
-    if None in cores or None in ranges or min(cores) < SATURATED_PCT:
-        return False
-    (peer_low, peer_high), (ours_low, ours_high) = ranges
-    return ours_high >= peer_low and peer_high >= ours_low
 
 
 def resumed_share(s: Scenario) -> Tuple[Optional[float], str]:
