@@ -1,16 +1,18 @@
 """HTTP/2 on the real servers: each server that offers it started once per protocol (h2 by ALPN
 over TLS in the tuned profile, h2c by prior knowledge in the default one), verified (which proves
 h2 was spoken, not HTTP/1.1, and fetches every file over h2 with curl), and asked for ten streams
-at once on one connection by nghttp; then what cannot be done, each a one-line error, and a
-server that falls back to HTTP/1.1 failing verification by name. No load runs here: the engine's
-HTTP/2 client has tests of its own."""
+at once on one connection by nghttp, and loaded through the engine (4 connections x 10 streams,
+an exact count, which the access log counts too where the profile keeps one); then what cannot be
+done, each a one-line error, and a server that falls back to HTTP/1.1 failing verification by
+name."""
 
+import json
 import re
 import subprocess
 from dataclasses import replace
 
 import pytest
-from conftest import FILES, SERVER_CPU, make_site
+from conftest import FILES, SERVER_CPU, binary, log_lines, make_site
 from httpbench import servers
 from httpbench.servers import ProtocolUnsupported, ServerProfile, SiteTLS, VerificationFailed, start, verify
 
@@ -53,6 +55,34 @@ def test_server_speaks_h2_and_serves_the_files_over_it(running):
     statuses = re.findall(r"recv \(stream_id=(\d+)\) :status: (\d+)", done.stdout)
     assert len({stream for stream, _ in statuses}) == 10 and {status for _, status in statuses} == {"200"}
     assert "recv SETTINGS frame" in done.stdout
+
+
+def test_a_load_over_h2_is_exact_and_counts_its_streams(running):
+    site, n = running.site, 400
+    # The default profiles of nginx, h2o and apache2 keep an access log: a line per request.
+    log = site.run_dir / "access.log"
+    before = len(log_lines(log)) if log.exists() else None
+    tls = ["--cacert", str(site.tls.ca)] if site.tls else []
+    done = subprocess.run(
+        [str(binary("httpbench-load")), "--json", "--http2", "-c", "4", "--streams", "10", "-n", str(n), *tls]
+        + [site.url + "index.html"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    r = json.loads(done.stdout)
+    assert r["requests"]["completed"] == n == r["status"]["2xx"] and r["errors_total"] == 0, r["errors"]
+    assert r["protocol"] == "h2" and (not site.tls or r["tls"]["alpn"] == "h2"), r["tls"]
+    h2 = r["h2"]
+    assert h2["streams_requested"] == 10 and h2["streams_granted"] >= 1 and h2["frame_bytes"] > 0, h2
+    if before is not None:
+        # The validation request and the load's, every one over HTTP/2.
+        lines = log_lines(log, before + 1 + n)[before:]
+        protocols = [re.search(r'"GET /index.html (HTTP/[\d.]+)"', line) for line in lines]
+        assert len(lines) == 1 + n and all(protocols), lines[:3]
+        spoken = "HTTP/2" if running.server.name == "h2o" else "HTTP/2.0"
+        assert {p[1] for p in protocols} == {spoken}, lines[:3]
 
 
 def test_servers_that_cannot_offer_h2_say_so_in_one_line(tmp_path, certificate):

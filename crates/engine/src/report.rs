@@ -729,33 +729,57 @@ mod tests {
         a.reset(0x8);
         a.reset(0x8);
         a.reset(0x7f);
-        a.goaways = 1;
-        a.refused_streams = 3;
+        a.goaways = 2;
+        a.refused_streams = 4;
         a.frame_bytes = 90;
         let mut b = H2Counters::default();
         b.granted(128);
         b.granted(64);
+        b.reset(0x8);
         b.reset(0x1);
+        b.goaways = 1;
+        b.refused_streams = 3;
         b.frame_bytes = 10;
-        let (ha, hb) = (H2::of(8, &a), H2::of(8, &b));
+        // A part that heard no limit: it lowers no grant.
+        let c = H2Counters {
+            frame_bytes: 5,
+            ..H2Counters::default()
+        };
+        let (ha, hb, hc) = (H2::of(8, &a), H2::of(8, &b), H2::of(8, &c));
         assert_eq!(ha.streams_granted, Some(100));
         assert_eq!(
             ha.resets,
             BTreeMap::from([("CANCEL".into(), 2), ("unknown".into(), 1)])
         );
-        // Threads add up as hosts do.
-        let mut threads = a.clone();
-        threads.add(&b);
-        let whole = H2::of(8, &threads);
-        assert_eq!(whole.streams_granted, Some(64));
-        assert_eq!(whole.frame_bytes, 100);
+        // The spec's streams (not the parts' added), the smallest grant (not the first's nor
+        // the largest), every counter added, resets code by code: sums, where a max would give
+        // 2 GOAWAYs, 4 refused and 2 CANCELs.
+        let merged = H2 {
+            streams_requested: 8,
+            streams_granted: Some(64),
+            goaways: 3,
+            resets: BTreeMap::from([
+                ("CANCEL".into(), 3),
+                ("PROTOCOL_ERROR".into(), 1),
+                ("unknown".into(), 1),
+            ]),
+            refused_streams: 7,
+            frame_bytes: 105,
+        };
         let spec = LoadSpec {
             http2: true,
             streams: 8,
             ..LoadSpec::default()
         };
-        assert_eq!(merge_h2(&spec, &[&ha, &hb]), Some(whole));
+        assert_eq!(merge_h2(&spec, &[&ha, &hb, &hc]), Some(merged.clone()));
+        assert_eq!(merge_h2(&spec, &[&hc, &hb, &ha]), Some(merged.clone()));
+        assert_eq!(merge_h2(&spec, &[&hc]).unwrap().streams_granted, None);
         assert_eq!(merge_h2(&spec, &[]), None);
+        // Threads add up as hosts do.
+        let mut threads = a.clone();
+        threads.add(&b);
+        threads.add(&c);
+        assert_eq!(H2::of(8, &threads), merged);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! HTTP/2 load against real servers over h2c: nghttpd (Debian's nghttp2-server), its stream
-//! limit below the streams asked for, so each connection must keep to what the server grants;
-//! nginx, which sends GOAWAY after `keepalive_requests`, so streams in flight then are refused
-//! and must go again on a new connection.
+//! limit below the streams asked for, so each connection must keep to what the server grants,
+//! and to one request without keep-alive or its requests per connection when asked; nginx,
+//! which sends GOAWAY after `keepalive_requests`, so streams in flight then are refused and must
+//! go again on a new connection.
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -127,6 +128,29 @@ fn a_count_is_exact_with_more_streams_asked_than_granted() {
         },
     );
     exact(&r, 40);
+    // A connection per request; a slot that reconnected just before the budget ran out may
+    // open one that carries nothing: at most one per slot.
+    assert!(
+        (40..=40 + 2).contains(&r.connections.opened),
+        "{:?}",
+        r.connections
+    );
+    // A limit per connection below the streams a connection opens at once (3 granted, 8
+    // asked): each connection's first streams are cut to the 2 it may carry. One slot, so
+    // nothing races the budget: exactly 100 / 2 connections.
+    let r = run(
+        &server,
+        LoadSpec {
+            connections: 1,
+            streams: 8,
+            requests_per_connection: Some(2),
+            stop: Stop::Requests(100),
+            ..LoadSpec::default()
+        },
+    );
+    exact(&r, 100);
+    assert_eq!(r.connections.opened, 50, "{:?}", r.connections);
+    assert_eq!(r.h2.as_ref().map(|h2| h2.refused_streams), Some(0));
 }
 
 #[test]
