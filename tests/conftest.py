@@ -270,13 +270,21 @@ class TlsNginx:
 
 
 @contextmanager
-def tls_nginx(folder: Path, files: dict[str, bytes], sites: dict | None = None, http2: bool = False):
+def tls_nginx(
+    folder: Path,
+    files: dict[str, bytes],
+    sites: dict | None = None,
+    http2: bool = False,
+    keepalive_requests: int | None = None,
+):
     """nginx from Debian's package, one worker, serving `files` over TLS 1.2 and 1.3 with the
     suite's certificate for the loopback names (site "ok"), each of `sites` (name: (certificate
     PEM, key PEM)) on a port of its own, and over plain HTTP on one more; session cache and
     tickets on, as the tuned profiles have them; with `http2`, its TLS ports offer h2 by ALPN
-    beside HTTP/1.1 (the request line in the log then ends in HTTP/2.0). Stopped by PID on the
-    way out."""
+    beside HTTP/1.1 (the request line in the log then ends in HTTP/2.0). With `keepalive_requests`,
+    every server ends a connection after that many requests: over HTTP/1.1 with `Connection:
+    close`, over HTTP/2 (nginx 1.19.7 on; it has no `http2_max_requests` any more) with a GOAWAY.
+    Stopped by PID on the way out."""
     from httpbench.certificates import make_site_certificate
 
     if not os.path.exists(NGINX):
@@ -294,8 +302,12 @@ def tls_nginx(folder: Path, files: dict[str, bytes], sites: dict | None = None, 
     ports = {name: free_port() for name in pairs}
     plain_port = free_port()
     offers = "ssl http2" if http2 else "ssl"
+    # In each server, as the http block's (start_nginx's) cannot be set twice; over HTTP/2 nginx
+    # takes the default server's of the port, the only one on each here.
+    limit = f"keepalive_requests {keepalive_requests};" if keepalive_requests is not None else ""
     servers = "\n".join(
-        f"server {{ listen 127.0.0.1:{ports[name]} {offers}; ssl_certificate {cert}; ssl_certificate_key {key}; }}"
+        f"server {{ listen 127.0.0.1:{ports[name]} {offers}; {limit}"
+        f" ssl_certificate {cert}; ssl_certificate_key {key}; }}"
         for name, (cert, key) in pairs.items()
     )
     log = folder / "access.log"
@@ -308,7 +320,7 @@ def tls_nginx(folder: Path, files: dict[str, bytes], sites: dict | None = None, 
     ssl_session_cache shared:SSL:10m;
     ssl_session_tickets on;
     {servers}
-    server {{ listen 127.0.0.1:{plain_port}; }}""",
+    server {{ listen 127.0.0.1:{plain_port}; {limit} }}""",
     )
     try:
         for port in [*ports.values(), plain_port]:

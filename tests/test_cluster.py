@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -427,19 +428,28 @@ def test_a_tls_level_over_two_client_workers_merges_its_handshakes_exactly(tls_c
     assert len(lines) == 400 + 2 and {line.split()[4] for line in lines} == {"TLSv1.3"}
 
 
-def test_an_h2_level_over_two_client_workers_splits_connections_not_streams_and_merges_exactly(tls_cluster, tmp_path):
+def test_an_h2_level_over_two_client_workers_splits_connections_not_streams_and_merges_exactly(
+    tls_cluster, tmp_path, measured
+):
+    # nginx ends each connection with a GOAWAY after 100 requests, so every host meets GOAWAYs,
+    # streams refused above their last id, and connections opened again mid-level.
     _, load = tls_cluster
-    with tls_nginx(tmp_path / "nginx", {"index.html": SEVEN}, http2=True) as server:
+    with tls_nginx(tmp_path / "nginx", {"index.html": SEVEN}, http2=True, keepalive_requests=100) as server:
         level = {
             "urls": [server.url() + "index.html"], "connections": 4, "http2": True, "streams": 10,
             "stop": {"requests": 2000}, "tls": {"cacert": str(server.ca)},
         }  # fmt: skip
         merged = load.run(level)
         lines = log_lines(server.log, 2000 + 2)
+    reports = [r["report"] for r in merged["hosts"]]
+    # Every request answered once: what a GOAWAY refused went again on the next connection, and
+    # nothing twice (each host's validation request, then the level's, each in the log once).
     assert merged["requests"]["completed"] == 2000 == merged["latency"]["total"]["count"]
-    assert merged["errors_total"] == 0 and merged["status"]["2xx"] == 2000
-    reports = [h["report"] for h in merged["hosts"]]
-    assert [r["requests"]["completed"] for r in reports] == [1000, 1000]
+    assert merged["errors_total"] == 0 and merged["requests"]["failed"] == 0 and merged["status"]["2xx"] == 2000
+    assert [[r["requests"][k] for k in ("sent", "completed", "failed", "in_flight")] for r in reports] == [
+        [1000, 1000, 0, 0]
+    ] * 2
+    assert len(lines) == 2000 + 2 and {line.split()[3] for line in lines} == {"HTTP/2.0"}
     # Each host takes its share of the connections, each connection the level's streams.
     assert merged["spec"] == as_read(level)
     shares = [r["spec"] for r in reports]
@@ -447,17 +457,27 @@ def test_an_h2_level_over_two_client_workers_splits_connections_not_streams_and_
     assert merged["protocol"] == "h2" and [r["protocol"] for r in reports] == ["h2", "h2"]
     assert_is_the_engines_merge(merged)
     # What Report::merge promises of the h2 object: the level's streams per connection (not the
-    # hosts' added), the smallest grant, every counter added (resets code by code).
+    # hosts' added), the smallest grant (nginx's default 128 to both), every counter added.
     h2, hosts = merged["h2"], [r["h2"] for r in reports]
     assert h2["streams_requested"] == 10 and [h["streams_requested"] for h in hosts] == [10, 10]
-    assert h2["streams_granted"] == min(h["streams_granted"] for h in hosts) >= 10
+    assert h2["streams_granted"] == 128 and [h["streams_granted"] for h in hosts] == [128, 128]
+    assert all(h["goaways"] > 0 and h["frame_bytes"] > 0 for h in hosts), hosts
     for count in ("goaways", "refused_streams", "frame_bytes"):
         assert h2[count] == sum(h[count] for h in hosts), (count, h2, hosts)
     codes = {code for h in hosts for code in h["resets"]}
     assert h2["resets"] == {code: sum(h["resets"].get(code, 0) for h in hosts) for code in codes}
-    assert all(h["frame_bytes"] > 0 for h in hosts)
-    # Each host's validation request, then the level's requests, every one over HTTP/2.
-    assert len(lines) == 2000 + 2 and {line.split()[3] for line in lines} == {"HTTP/2.0"}
+    # nginx kept its limit, so each host's 1000 requests took at least 10 connections.
+    serials = Counter(line.split()[0] for line in lines)
+    assert max(serials.values()) <= 100, serials.most_common(3)
+    opened = [r["connections"]["opened"] for r in reports]
+    assert all(n >= 1000 // 100 for n in opened) and merged["connections"]["opened"] == sum(opened), opened
+    # Every connection in the log is a host's validation connection (one each, outside the
+    # measurement) or one the host counted: it carried a request, so its connect completed while
+    # measuring. Not equal (in about half the runs here): one opened after a GOAWAY while requests
+    # were left (those it refused went back to the host's budget) may find them taken by the
+    # host's other connection before its handshake ends, and carry none.
+    measured(f"h2, a GOAWAY every 100 requests: {sum(opened)} connections opened, {len(serials) - 2} in nginx's log")
+    assert 2 + 2000 // 100 <= len(serials) <= sum(opened) + 2, (len(serials), opened)
 
 
 def test_a_plain_client_cannot_join_a_tls_scheduler(tls_cluster):
