@@ -186,6 +186,9 @@ def test_wake_cost_says_what_a_wake_costs_and_refuses_one_cpu_for_both():
     done = subprocess.run([*wake_cost, *one, *cpus], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("a wake costs the woken thread "), done
     assert "(median of 1, " in done.stdout and "50 reads each" in done.stdout
+    for bad in (["--gap", "0"], ["--repeats", "0"], ["--wakes", "2000000"]):
+        refused = subprocess.run([*wake_cost, *bad, *cpus], capture_output=True, text=True)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, (bad, refused.stderr)
     same = subprocess.run(
         [*wake_cost, "--client-cpu", str(CLIENT_CPU), "--server-cpu", str(CLIENT_CPU)], capture_output=True, text=True
     )

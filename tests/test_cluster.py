@@ -431,8 +431,9 @@ def test_a_tls_level_over_two_client_workers_merges_its_handshakes_exactly(tls_c
 def test_an_h2_level_over_two_client_workers_splits_connections_not_streams_and_merges_exactly(
     tls_cluster, tmp_path, measured
 ):
-    # nginx ends each connection with a GOAWAY after 100 requests, so every host meets GOAWAYs,
-    # streams refused above their last id, and connections opened again mid-level.
+    # nginx ends each connection with a GOAWAY after 100 requests, so every host meets GOAWAYs
+    # and opens connections again mid-level (streams refused above a GOAWAY's last id too, as
+    # timing has it: not counted on).
     _, load = tls_cluster
     with tls_nginx(tmp_path / "nginx", {"index.html": SEVEN}, http2=True, keepalive_requests=100) as server:
         level = {

@@ -9,6 +9,7 @@ name."""
 import json
 import re
 import subprocess
+import uuid
 from dataclasses import replace
 
 import pytest
@@ -57,15 +58,22 @@ def test_server_speaks_h2_and_serves_the_files_over_it(running):
     assert "recv SETTINGS frame" in done.stdout
 
 
+# The default profiles (h2c here) of these keep an access log: a line per request.
+LOGGED = {("nginx", "h2c"), ("h2o", "h2c"), ("apache2-event", "h2c")}
+
+
 def test_a_load_over_h2_is_exact_and_counts_its_streams(running):
     site, n = running.site, 400
-    # The default profiles of nginx, h2o and apache2 keep an access log: a line per request.
     log = site.run_dir / "access.log"
-    before = len(log_lines(log)) if log.exists() else None
+    logged = (running.server.name, "h2c" if site.tls is None else "h2") in LOGGED
+    assert not logged or log.exists(), f"{running.server.name} keeps no access log at {log} any more"
+    before = len(log_lines(log)) if logged else 0
+    # A query of this run's own picks its lines out of whatever earlier tests still write.
+    token = f"load={uuid.uuid4().hex}"
     tls = ["--cacert", str(site.tls.ca)] if site.tls else []
     done = subprocess.run(
         [str(binary("httpbench-load")), "--json", "--http2", "-c", "4", "--streams", "10", "-n", str(n), *tls]
-        + [site.url + "index.html"],
+        + [f"{site.url}index.html?{token}"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -75,11 +83,12 @@ def test_a_load_over_h2_is_exact_and_counts_its_streams(running):
     assert r["requests"]["completed"] == n == r["status"]["2xx"] and r["errors_total"] == 0, r["errors"]
     assert r["protocol"] == "h2" and (not site.tls or r["tls"]["alpn"] == "h2"), r["tls"]
     h2 = r["h2"]
-    assert h2["streams_requested"] == 10 and h2["streams_granted"] >= 1 and h2["frame_bytes"] > 0, h2
-    if before is not None:
+    # Every one of these servers grants 100 streams or more by default: ten were multiplexed.
+    assert h2["streams_requested"] == 10 and h2["streams_granted"] >= 10 and h2["frame_bytes"] > 0, h2
+    if logged:
         # The validation request and the load's, every one over HTTP/2.
-        lines = log_lines(log, before + 1 + n)[before:]
-        protocols = [re.search(r'"GET /index.html (HTTP/[\d.]+)"', line) for line in lines]
+        lines = [line for line in log_lines(log, before + 1 + n) if token in line]
+        protocols = [re.search(r'"GET /index.html\?\S* (HTTP/[\d.]+)"', line) for line in lines]
         assert len(lines) == 1 + n and all(protocols), lines[:3]
         spoken = "HTTP/2" if running.server.name == "h2o" else "HTTP/2.0"
         assert {p[1] for p in protocols} == {spoken}, lines[:3]

@@ -745,13 +745,15 @@ mod tests {
             frame_bytes: 5,
             ..H2Counters::default()
         };
-        let (ha, hb, hc) = (H2::of(8, &a), H2::of(8, &b), H2::of(8, &c));
+        // Parts that asked for other streams than the spec's (4 and 16 against 8): the merge
+        // says the spec's, not the first's nor the largest.
+        let (ha, hb, hc) = (H2::of(4, &a), H2::of(16, &b), H2::of(8, &c));
         assert_eq!(ha.streams_granted, Some(100));
         assert_eq!(
             ha.resets,
             BTreeMap::from([("CANCEL".into(), 2), ("unknown".into(), 1)])
         );
-        // The spec's streams (not the parts' added), the smallest grant (not the first's nor
+        // The spec's streams (not the parts' added nor any part's), the smallest grant (not the first's nor
         // the largest), every counter added, resets code by code: sums, where a max would give
         // 2 GOAWAYs, 4 refused and 2 CANCELs.
         let merged = H2 {
