@@ -101,13 +101,23 @@ pub fn answer_then_notify_then_more(
     let Some(mut tls) = first_request(stream, config) else {
         return;
     };
-    if tls.write_all(response).is_err() {
+    // The answer, the close_notify and the bytes after it leave in one write, so that they
+    // arrive together: were the answer alone first, the client could send its next request on
+    // the connection before the close_notify came, and that request would be lost to the close
+    // (an `eof`, as with any server that closes a keep-alive connection under a request), which
+    // is not what this mode is for. rustls keeps encrypting application data after its own
+    // close_notify; the records leave in the order they were made.
+    if tls.conn.writer().write_all(response).is_err() {
         return;
     }
-    // rustls keeps encrypting application data after its own close_notify; the records leave in
-    // the order they were made.
     tls.conn.send_close_notify();
-    if tls.write_all(response).and_then(|_| tls.flush()).is_ok() {
+    if tls
+        .conn
+        .writer()
+        .write_all(response)
+        .and_then(|_| tls.flush())
+        .is_ok()
+    {
         ANSWERED.fetch_add(1, Ordering::Relaxed);
         let mut sink = [0u8; 4096];
         while matches!(tls.sock.read(&mut sink), Ok(n) if n > 0) {}
