@@ -6,14 +6,13 @@ an exact count, which the access log counts too where the profile keeps one); th
 done, each a one-line error, and a server that falls back to HTTP/1.1 failing verification by
 name."""
 
-import json
 import re
 import subprocess
 import uuid
 from dataclasses import replace
 
 import pytest
-from conftest import FILES, SERVER_CPU, binary, log_lines, make_site
+from conftest import FILES, SERVER_CPU, log_lines, make_site
 from httpbench import servers
 from httpbench.servers import ProtocolUnsupported, ServerProfile, SiteTLS, VerificationFailed, start, verify
 
@@ -62,7 +61,7 @@ def test_server_speaks_h2_and_serves_the_files_over_it(running):
 LOGGED = {("nginx", "h2c"), ("h2o", "h2c"), ("apache2-event", "h2c")}
 
 
-def test_a_load_over_h2_is_exact_and_counts_its_streams(running):
+def test_a_load_over_h2_is_exact_and_counts_its_streams(running, load):
     site, n = running.site, 400
     log = site.run_dir / "access.log"
     logged = (running.server.name, "h2c" if site.tls is None else "h2") in LOGGED
@@ -71,15 +70,8 @@ def test_a_load_over_h2_is_exact_and_counts_its_streams(running):
     # A query of this run's own picks its lines out of whatever earlier tests still write.
     token = f"load={uuid.uuid4().hex}"
     tls = ["--cacert", str(site.tls.ca)] if site.tls else []
-    done = subprocess.run(
-        [str(binary("httpbench-load")), "--json", "--http2", "-c", "4", "--streams", "10", "-n", str(n), *tls]
-        + [f"{site.url}index.html?{token}"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr
-    r = json.loads(done.stdout)
+    rc, r, err = load("--http2", "-c", "4", "--streams", "10", "-n", str(n), *tls, f"{site.url}index.html?{token}")
+    assert rc == 0, err
     assert r["requests"]["completed"] == n == r["status"]["2xx"] and r["errors_total"] == 0, r["errors"]
     assert r["protocol"] == "h2" and (not site.tls or r["tls"]["alpn"] == "h2"), r["tls"]
     h2 = r["h2"]

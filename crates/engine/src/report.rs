@@ -753,9 +753,9 @@ mod tests {
             ha.resets,
             BTreeMap::from([("CANCEL".into(), 2), ("unknown".into(), 1)])
         );
-        // The spec's streams (not the parts' added nor any part's), the smallest grant (not the first's nor
-        // the largest), every counter added, resets code by code: sums, where a max would give
-        // 2 GOAWAYs, 4 refused and 2 CANCELs.
+        // The spec's streams (not the parts' added nor any part's), the smallest grant (not the
+        // first's nor the largest), every counter added, resets code by code: sums, where a max
+        // would give 2 GOAWAYs, 4 refused and 2 CANCELs.
         let merged = H2 {
             streams_requested: 8,
             streams_granted: Some(64),
