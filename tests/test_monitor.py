@@ -262,20 +262,21 @@ def _cost(sid: int, samples: int = 10) -> tuple:
     return fresh, spent / samples
 
 
-def test_a_prefork_sized_tree_is_cheap_to_sample(prefork_tree, nginx):
+def test_a_prefork_sized_tree_is_cheap_to_sample(prefork_tree, nginx, measured):
     tree = sample_tree(prefork_tree.pid)
     assert tree.processes == 101
     # The children share the interpreter's pages: PSS far below RSS summed.
     assert tree.pss_bytes < tree.rss_bytes / 3
     small, large = _cost(nginx.pid), _cost(prefork_tree.pid)
-    print(
-        f"\none sample, all PSS fresh / as the monitor samples: nginx (2 processes) "
+    measured(
+        f"one sample, all PSS fresh / as the monitor samples: nginx (2 processes) "
         f"{small[0] * 1e3:.2f} / {small[1] * 1e3:.2f} ms, 101 processes "
         f"{large[0] * 1e3:.2f} / {large[1] * 1e3:.2f} ms"
     )
-    # About 1 ms and 3.5 ms on a quiet machine; 10 ms at 10 samples a second would be 10% of a
-    # core. The margin is for a machine busy with other work, which slows /proc reads too.
-    assert small[1] < 0.010 and large[1] < 0.010
+    # What the monitor saves, both costs measured in the same moment: 3-4 times less than every
+    # PSS read fresh here (7-9 against 27 ms quiet, 16 against 40 ms on a busy CI host, where a
+    # bound in milliseconds failed: timings belong to bench/, not to a test's verdict).
+    assert large[1] < large[0] / 2, large
 
 
 def test_cpu_of_an_exited_worker_is_kept(tmp_path):
