@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll};
@@ -172,12 +172,13 @@ impl Reactor for EpollReactor {
 
     fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(
         &mut self,
-        timeout: Duration,
+        deadline: Instant,
         _: Gather,
         mut on: F,
     ) -> io::Result<()> {
+        // A timeout of its own on every wait: the fallback has no ring to hold a timer.
         let timeout = if self.early.is_empty() {
-            timeout
+            deadline.saturating_duration_since(Instant::now())
         } else {
             Duration::ZERO
         };

@@ -11,7 +11,7 @@ pub mod uring;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::RawFd;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Names a connection and its incarnation in 64 bits: the low 32 are the connection's slot, the
 /// next 24 a generation that changes on every reconnect, so that completions still on their way
@@ -64,12 +64,14 @@ pub trait Reactor: Sized {
     /// Close the socket, whatever it is doing; nothing more is delivered for it.
     fn close(&mut self, token: Token, fd: RawFd);
 
-    /// Wait up to `timeout` for completions and hand each to `on`, which may start new
-    /// operations on the reactor it is given. A reactor that can (io_uring) lets completions
-    /// gather as `gather` allows before it wakes up; one that cannot returns at the first.
+    /// Wait until `deadline` at the latest for completions and hand each to `on`, which may
+    /// start new operations on the reactor it is given; a deadline already past takes only what
+    /// is there, without sleeping. A reactor that can (io_uring) lets completions gather as
+    /// `gather` allows before it wakes up; one that cannot returns at the first. A wait may end
+    /// with nothing handed over, before its deadline.
     fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(
         &mut self,
-        timeout: Duration,
+        deadline: Instant,
         gather: Gather,
         on: F,
     ) -> io::Result<()>;

@@ -10,7 +10,7 @@
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use io_uring::types::{BufRingEntry, Fd, RecvMsgOut, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -124,6 +124,17 @@ impl BufRing {
     }
 }
 
+/// CLOCK_MONOTONIC now, as the kernel's absolute timers take it.
+fn monotonic_now() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes the current time into `now`.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
 /// The kernel's receive time in an SCM_TIMESTAMPNS control message, in ns since the epoch.
 fn arrival(control: &[u8]) -> Option<u64> {
     let header = std::mem::size_of::<libc::cmsghdr>();
@@ -180,15 +191,18 @@ pub struct UringReactor {
     /// full socket buffer, a partial send whose rest must go before the server can answer) only
     /// makes such a wait last its hold; a wait that does not gather must not count them.
     sends: u32,
-    /// The wake-up the ring holds for us: its deadline (CLOCK_MONOTONIC, ns) and serial. Waits
-    /// are bounded by it rather than by a timeout of their own, which would arm and cancel a
-    /// kernel timer on every wait that sleeps: on this kind of VM that cost 0.1-0.2 us a request
-    /// at h2o 10 x 10 over h2c, a tenth of the client's CPU (bench/RESULTS.md, "A timer per
-    /// wait"). One timer a 10 ms tick costs nothing; a wait that ends at it finds nothing to do.
-    timer: Option<(u64, u64)>,
-    timers_armed: u64,
+    /// The wake-up the ring holds for us, by its deadline. A wait that does not gather
+    /// is bounded by it rather than by a timeout of its own, which arms and cancels a kernel
+    /// timer on every wait that sleeps: on this kind of VM that cost 0.1-0.2 us a request at h2o
+    /// 10 x 10 over h2c, a tenth of the client's CPU (bench/RESULTS.md, "A timer per wait"). A
+    /// closed loop's is its next tick, armed once a tick; an open loop moves it to each
+    /// request's time, a timer per request as before.
+    timer: Option<Instant>,
     /// Read by the kernel when the timer's submission is taken, inside one of our calls.
     timer_at: Box<Timespec>,
+    /// An instant and the monotonic clock read just after it: the kernel's timers take
+    /// CLOCK_MONOTONIC times, and one set from this pair ends no earlier than its instant.
+    epoch: (Instant, Duration),
 }
 
 /// Per connection slot: its current token and descriptor, to re-arm a receive that ended and to
@@ -252,8 +266,8 @@ impl UringReactor {
             min_timeout,
             sends: 0,
             timer: None,
-            timers_armed: 0,
             timer_at: Box::new(Timespec::new()),
+            epoch: (Instant::now(), monotonic_now()),
         })
     }
 
@@ -301,38 +315,30 @@ impl UringReactor {
             .filter(|s| s.token == token && s.fd >= 0)
     }
 
-    /// Have the ring wake us by `timeout` from now at the latest: a timer already held that
-    /// ends sooner does; a later one is replaced.
-    fn wake_within(&mut self, timeout: Duration) {
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: writes the current time into `now`.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-        let deadline = (now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64)
-            .saturating_add(timeout.as_nanos().min(u64::MAX as u128) as u64);
-        if let Some((at, serial)) = self.timer {
-            if at <= deadline {
-                return;
-            }
-            let e = opcode::TimeoutRemove::new(OP_TIMER | serial)
+    /// Have the ring wake us at `deadline` at the latest: a timer already held that ends no
+    /// later does; a later one is moved.
+    fn wake_by(&mut self, deadline: Instant) {
+        if self.timer.is_some_and(|held| held <= deadline) {
+            return;
+        }
+        let at = self.epoch.1 + deadline.saturating_duration_since(self.epoch.0);
+        *self.timer_at = Timespec::from(at);
+        let e = if self.timer.is_some() {
+            // If it has just fired, the update finds nothing, and its completion, already on
+            // its way, ends the wait: there is never more than one.
+            opcode::TimeoutUpdate::new(OP_TIMER, &*self.timer_at)
+                .flags(types::TimeoutFlags::ABS)
                 .build()
                 .flags(squeue::Flags::SKIP_SUCCESS)
-                .user_data(OP_CANCEL);
-            self.push(&e);
-        }
-        self.timers_armed += 1;
-        let serial = self.timers_armed & !OP_MASK;
-        *self.timer_at = Timespec::new()
-            .sec(deadline / 1_000_000_000)
-            .nsec((deadline % 1_000_000_000) as u32);
-        let e = opcode::Timeout::new(&*self.timer_at)
-            .flags(types::TimeoutFlags::ABS)
-            .build()
-            .user_data(OP_TIMER | serial);
+                .user_data(OP_CANCEL)
+        } else {
+            opcode::Timeout::new(&*self.timer_at)
+                .flags(types::TimeoutFlags::ABS)
+                .build()
+                .user_data(OP_TIMER)
+        };
+        self.timer = Some(deadline);
         self.push(&e);
-        self.timer = Some((deadline, serial));
     }
 
     /// Cancel the operation the kernel holds for `token`: it holds its own reference to the
@@ -416,25 +422,26 @@ impl Reactor for UringReactor {
 
     fn wait<F: FnMut(&mut Self, Token, Completion<'_>)>(
         &mut self,
-        timeout: Duration,
+        deadline: Instant,
         gather: Gather,
         mut on: F,
     ) -> io::Result<()> {
-        // A wait that must not sleep keeps its own zero timeout: no timer is armed for it.
-        let zero = Timespec::new();
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = Timespec::from(left);
         let mut args = SubmitArgs::new();
-        if timeout.is_zero() {
-            args = args.timespec(&zero);
-        } else {
-            self.wake_within(timeout);
-        }
         let hold_us = gather.hold.as_micros().min(u32::MAX as u128) as u32;
         let mut want = 1;
-        // The kernel wakes us once `want` completions are in, or `hold` after the wait began if
-        // at least one is; and at `timeout` in any case.
-        if self.min_timeout && gather.completions > 1 && hold_us > 0 && gather.hold < timeout {
-            args = args.min_wait_usec(hold_us);
+        if left.is_zero() {
+            args = args.timespec(&timeout);
+        } else if self.min_timeout && gather.completions > 1 && hold_us > 0 && gather.hold < left {
+            // The kernel wakes us once `want` completions are in, or `hold` after the wait began
+            // if at least one is; and at the deadline in any case. That takes a timeout of the
+            // wait's own: without one, the kernel ends the wait at `hold` even with nothing in.
+            // Gathering arms a timer for its hold on every such wait anyway.
+            args = args.timespec(&timeout).min_wait_usec(hold_us);
             want = (gather.completions + self.sends) as usize;
+        } else {
+            self.wake_by(deadline);
         }
         self.sends = 0;
         if let Err(e) = self.ring.submitter().submit_with_args(want, &args) {
@@ -528,10 +535,7 @@ impl Reactor for UringReactor {
                         }
                     }
                 }
-                // The timer held now has fired; a replaced one's end changes nothing.
-                OP_TIMER if self.timer.is_some_and(|(_, serial)| serial == token) => {
-                    self.timer = None;
-                }
+                OP_TIMER => self.timer = None,
                 _ => {} // cancels: nothing to report
             }
         }
@@ -543,7 +547,75 @@ impl Reactor for UringReactor {
 
 #[cfg(test)]
 mod tests {
-    use super::arrival;
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    use super::{arrival, UringReactor};
+    use crate::io::{new_socket, token, Completion, Gather, Reactor, SockAddr};
+
+    /// Waits until `deadline` has passed, counting them; none may take past `bound`.
+    fn waits_until(
+        r: &mut UringReactor,
+        deadline: Instant,
+        gather: Gather,
+        bound: Duration,
+    ) -> u32 {
+        let begun = Instant::now();
+        let mut waits = 0;
+        while Instant::now() < deadline {
+            r.wait(deadline, gather, |_, _, _| {}).unwrap();
+            waits += 1;
+            assert!(
+                begun.elapsed() < bound,
+                "{waits} waits took {:?}",
+                begun.elapsed()
+            );
+        }
+        waits
+    }
+
+    #[test]
+    fn a_timer_held_for_later_is_moved_to_an_earlier_deadline() {
+        let Ok(mut r) = UringReactor::new(1, true) else {
+            return; // no io_uring here: the run falls back to epoll
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let fd = new_socket(libc::AF_INET, None, true).unwrap();
+        r.connect(
+            token(0, 0),
+            fd,
+            &SockAddr::new(&listener.local_addr().unwrap()),
+        );
+        // The connect ends this wait long before its deadline, which the ring's timer keeps.
+        let begun = Instant::now();
+        let mut connected = false;
+        while !connected && begun.elapsed() < Duration::from_secs(5) {
+            r.wait(begun + Duration::from_secs(30), Gather::NONE, |_, _, c| {
+                connected |= matches!(c, Completion::Connected)
+            })
+            .unwrap();
+        }
+        assert!(connected);
+        let soon = Instant::now() + Duration::from_millis(20);
+        let waits = waits_until(&mut r, soon, Gather::NONE, Duration::from_secs(5));
+        assert!(waits <= 3, "{waits} waits");
+        r.close(token(0, 0), fd);
+    }
+
+    #[test]
+    fn a_gathering_wait_with_nothing_in_lasts_to_its_deadline_not_its_hold() {
+        let Ok(mut r) = UringReactor::new(1, true) else {
+            return;
+        };
+        let gather = Gather {
+            completions: 4,
+            hold: Duration::from_millis(1),
+        };
+        let deadline = Instant::now() + Duration::from_millis(50);
+        // Woken at each hold, it would take about 50 waits.
+        let waits = waits_until(&mut r, deadline, gather, Duration::from_secs(5));
+        assert!(waits <= 3, "{waits} waits");
+    }
 
     fn cmsg(level: i32, kind: i32, data: &[u8]) -> Vec<u8> {
         let header = std::mem::size_of::<libc::cmsghdr>();

@@ -490,9 +490,9 @@ impl<'a> Worker<'a> {
             if let Some(&Reverse((at, _))) = self.wakes.peek() {
                 until = until.min(at);
             }
-            let timeout = Duration::from_nanos(until.saturating_sub(self.now));
+            let deadline = self.shared.start + Duration::from_nanos(until);
             let mut fresh = false;
-            let result = reactor.wait(timeout, self.gather, |r, token, completion| {
+            let result = reactor.wait(deadline, self.gather, |r, token, completion| {
                 if !fresh {
                     self.now = self.clock();
                     fresh = true;
@@ -572,7 +572,7 @@ impl<'a> Worker<'a> {
             }
         }
         // Closes are submitted on this last call; nothing it reports matters any more.
-        let _ = reactor.wait(Duration::ZERO, Gather::NONE, |_, _, _| {});
+        let _ = reactor.wait(Instant::now(), Gather::NONE, |_, _, _| {});
         let second = ended.saturating_sub(self.measure_from) / 1_000_000_000;
         self.series.finish(second);
         let wall = Duration::from_nanos(ended.saturating_sub(self.measure_from));
