@@ -132,13 +132,14 @@ def test_open_loop_sends_on_schedule(nginx, load, io):
     # A server that is never the bottleneck: each request goes at its set time, so the corrected
     # latency is the service latency plus the send's lateness. One that waited for the next 10 ms
     # tick instead of its own time would be late by about 5 ms on average (measured over io_uring:
-    # 4.8-5.0 ms at 150-1,000 req/s, against 0.06-0.07 ms on schedule).
+    # 4.8-5.0 ms at 150-1,000 req/s). On schedule: 0.05-0.07 ms over io_uring, 0.6 ms over epoll,
+    # whose timeouts are whole milliseconds.
     url, _ = nginx({"index.html": SEVEN}, access_log=False)
     rc, r, err = load("-c", "1", "-R", "333", "-d", "2s", "--io", io, url)
     assert rc == 0, err
     assert r["engine"]["io"] == io.replace("-", "_")
     total, service = r["latency"]["total"], r["latency"]["service"]
-    assert total["mean_us"] - service["mean_us"] < 2000, (total, service)
+    assert total["mean_us"] - service["mean_us"] < 2500, (total, service)
     assert not r["open_loop"]["fell_short"], r["open_loop"]
 
 
