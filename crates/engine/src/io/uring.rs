@@ -24,6 +24,7 @@ const OP_RECV: u64 = 4 << 56;
 const OP_CANCEL: u64 = 5 << 56;
 const OP_TIMER: u64 = 6 << 56;
 const OP_TIMER_MOVE: u64 = 7 << 56;
+const OP_ROOM: u64 = 8 << 56;
 const OP_MASK: u64 = REACTOR_BITS;
 
 const BUF_GROUP: u16 = 0;
@@ -187,10 +188,9 @@ pub struct UringReactor {
     slots: Vec<Slot>,
     /// Whether the kernel can end a wait for several completions early (Linux 6.12).
     min_timeout: bool,
-    /// Sends pushed since the last wait: most complete within the submitting call, so a wait
-    /// that gathers completions counts them on top of those it waits for. One that does not (a
-    /// full socket buffer, a partial send whose rest must go before the server can answer) only
-    /// makes such a wait last its hold; a wait that does not gather must not count them.
+    /// Sends pushed since the last wait. Each completes within the call that submits it (see
+    /// `send`), so every wait counts them on top of the completions it waits for: a wait that
+    /// returned with only its own sends' completions would cost a second enter call per loop.
     sends: u32,
     /// The wake-up the ring holds for us: its deadline and serial. A wait that does not gather
     /// is bounded by it rather than by a timeout of its own, which arms and cancels a kernel
@@ -210,14 +210,18 @@ pub struct UringReactor {
 }
 
 /// Per connection slot: its current token and descriptor, to re-arm a receive that ended and to
-/// tell completions of a closed socket from those of its successor; and which of its operations
-/// the kernel still holds, the only ones a close has to cancel.
+/// tell completions of a closed socket from those of its successor; which of its operations the
+/// kernel still holds, the only ones a close has to cancel; and its last send, to go again once
+/// the socket has room for it.
 #[derive(Clone, Copy)]
 struct Slot {
     token: Token,
     fd: RawFd,
     connecting: bool,
     receiving: bool,
+    /// Waiting for room in the socket's buffer (a poll for POLLOUT is armed).
+    waiting_room: bool,
+    send: (*const u8, usize),
 }
 
 const CLOSED: Slot = Slot {
@@ -225,6 +229,8 @@ const CLOSED: Slot = Slot {
     fd: -1,
     connecting: false,
     receiving: false,
+    waiting_room: false,
+    send: (std::ptr::null(), 0),
 };
 
 impl UringReactor {
@@ -380,7 +386,7 @@ impl Reactor for UringReactor {
             token,
             fd,
             connecting: true,
-            receiving: false,
+            ..CLOSED
         };
         // Responses are timed by when the kernel received them, not by when this thread got
         // round to them: a wait that gathers completions then changes no latency.
@@ -403,9 +409,18 @@ impl Reactor for UringReactor {
     }
 
     unsafe fn send(&mut self, token: Token, fd: RawFd, data: *const u8, len: usize) {
+        if let Some(slot) = self.current(token) {
+            slot.send = (data, len);
+        }
         self.sends += 1;
+        // MSG_DONTWAIT: a socket with no room completes the send at once with EAGAIN (and the
+        // wait's handling polls for room), instead of the kernel holding it until there is. So
+        // every send completes inside the call that submits it, and a wait that counts them
+        // still ends at the first completion of anything else, as one that did not count them
+        // did. Counting a send held for room would keep a wait from ending on its completion
+        // alone, which may be what the connection waits for (the rest of a request).
         let e = opcode::Send::new(Fd(fd), data, len as u32)
-            .flags(libc::MSG_NOSIGNAL)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)
             .build()
             .user_data(OP_SEND | token);
         self.push(&e);
@@ -426,6 +441,9 @@ impl Reactor for UringReactor {
             if held.receiving {
                 self.cancel(OP_RECV, token);
             }
+            if held.waiting_room {
+                self.cancel(OP_ROOM, token);
+            }
         }
         // SAFETY: the descriptor is ours; completions for it are recognised by token, not number.
         unsafe { libc::close(fd) };
@@ -445,7 +463,7 @@ impl Reactor for UringReactor {
         // always past 160 ms: nginx over h2 at 100 x 100 then swung between 37k and 71k req/s
         // from run to run, at up to 0.39 wake-ups a response (bench/RESULTS.md).
         let hold_us = gather.hold.min(left).as_micros().min(u32::MAX as u128) as u32;
-        let mut want = 1;
+        let mut want = 1 + self.sends as usize;
         if left.is_zero() {
             args = args.timespec(&timeout);
         } else if self.min_timeout && gather.completions > 1 && hold_us > 0 {
@@ -489,10 +507,32 @@ impl Reactor for UringReactor {
                     }
                 }
                 OP_SEND => {
-                    if res >= 0 {
+                    if res == -libc::EAGAIN {
+                        let Some(slot) = self.current(token) else {
+                            continue;
+                        };
+                        slot.waiting_room = true;
+                        let poll = opcode::PollAdd::new(Fd(slot.fd), libc::POLLOUT as u32)
+                            .build()
+                            .user_data(OP_ROOM | token);
+                        self.push(&poll);
+                    } else if res >= 0 {
                         on(self, token, Completion::Sent(res as usize));
                     } else {
                         on(self, token, Completion::SendFailed(-res));
+                    }
+                }
+                OP_ROOM => {
+                    let Some(slot) = self.current(token) else {
+                        continue;
+                    };
+                    slot.waiting_room = false;
+                    let (fd, (data, len)) = (slot.fd, slot.send);
+                    if res < 0 {
+                        on(self, token, Completion::SendFailed(-res));
+                    } else {
+                        // SAFETY: the bytes `send` was given, valid until its completion.
+                        unsafe { self.send(token, fd, data, len) };
                     }
                 }
                 OP_RECV => {
@@ -567,7 +607,8 @@ impl Reactor for UringReactor {
 
 #[cfg(test)]
 mod tests {
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::RawFd;
     use std::time::{Duration, Instant};
 
     use super::{arrival, UringReactor};
@@ -594,32 +635,45 @@ mod tests {
         waits
     }
 
+    /// `n` connections to `listener` through `r` (tokens `token(i, 0)`), and the server's ends.
+    /// The waits for them end long before their deadline, which the ring's timer keeps.
+    fn connected(
+        r: &mut UringReactor,
+        listener: &TcpListener,
+        n: usize,
+    ) -> (Vec<RawFd>, Vec<TcpStream>) {
+        // Kept until the connects are submitted, in the first wait.
+        let addr = SockAddr::new(&listener.local_addr().unwrap());
+        let fds: Vec<_> = (0..n)
+            .map(|i| {
+                let fd = new_socket(libc::AF_INET, None, true).unwrap();
+                r.connect(token(i, 0), fd, &addr);
+                fd
+            })
+            .collect();
+        let begun = Instant::now();
+        let mut done = 0;
+        while done < n && begun.elapsed() < Duration::from_secs(5) {
+            r.wait(begun + Duration::from_secs(10), Gather::NONE, |_, _, c| {
+                done += matches!(c, Completion::Connected) as usize
+            })
+            .unwrap();
+        }
+        assert_eq!(done, n);
+        (fds, (0..n).map(|_| listener.accept().unwrap().0).collect())
+    }
+
     #[test]
     fn a_timer_held_for_later_is_moved_to_an_earlier_deadline() {
         let Ok(mut r) = UringReactor::new(1, true) else {
             return; // no io_uring here: the run falls back to epoll
         };
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let fd = new_socket(libc::AF_INET, None, true).unwrap();
-        r.connect(
-            token(0, 0),
-            fd,
-            &SockAddr::new(&listener.local_addr().unwrap()),
-        );
-        // The connect ends this wait long before its deadline, which the ring's timer keeps.
-        let begun = Instant::now();
-        let mut connected = false;
-        while !connected && begun.elapsed() < Duration::from_secs(1) {
-            r.wait(begun + Duration::from_secs(2), Gather::NONE, |_, _, c| {
-                connected |= matches!(c, Completion::Connected)
-            })
-            .unwrap();
-        }
-        assert!(connected);
+        let (fds, _peers) = connected(&mut r, &listener, 1);
         let soon = Instant::now() + Duration::from_millis(20);
         let waits = waits_until(&mut r, soon, Gather::NONE, Duration::from_secs(1));
         assert!(waits <= 3, "{waits} waits");
-        r.close(token(0, 0), fd);
+        r.close(token(0, 0), fds[0]);
     }
 
     #[test]
@@ -631,27 +685,10 @@ mod tests {
             return; // gathering needs the kernel's minimum wait (6.12)
         }
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = SockAddr::new(&listener.local_addr().unwrap());
-        let fds: Vec<_> = (0..3)
-            .map(|i| {
-                let fd = new_socket(libc::AF_INET, None, true).unwrap();
-                r.connect(token(i, 0), fd, &addr);
-                fd
-            })
-            .collect();
-        let begun = Instant::now();
-        let mut connected = 0;
-        while connected < 3 && begun.elapsed() < Duration::from_secs(5) {
-            r.wait(begun + Duration::from_secs(5), Gather::NONE, |_, _, c| {
-                connected += matches!(c, Completion::Connected) as usize
-            })
-            .unwrap();
-        }
-        assert_eq!(connected, 3);
+        let (fds, peers) = connected(&mut r, &listener, 3);
         // One byte on each connection, 5 ms apart from 50 ms on (so that the wait has begun): a
         // wait for 3 that holds for longer than the 2 s left takes all three, where one that
         // waits for the first takes one.
-        let peers: Vec<_> = (0..3).map(|_| listener.accept().unwrap().0).collect();
         let writer = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
             let first = Instant::now();
@@ -696,6 +733,83 @@ mod tests {
         // Woken at each hold, it would take about 50 waits.
         let waits = waits_until(&mut r, deadline, gather, Duration::from_secs(5));
         assert!(waits <= 3, "{waits} waits");
+    }
+
+    #[test]
+    fn a_wait_does_not_end_on_the_completions_of_its_own_sends() {
+        let Ok(mut r) = UringReactor::new(1, true) else {
+            return;
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (fds, _peers) = connected(&mut r, &listener, 1);
+        let request: &'static [u8] = b"ping";
+        // SAFETY: static bytes.
+        unsafe { r.send(token(0, 0), fds[0], request.as_ptr(), request.len()) };
+        let deadline = Instant::now() + Duration::from_millis(30);
+        let mut sent = 0;
+        let mut waits = 0;
+        while Instant::now() < deadline {
+            r.wait(deadline, Gather::NONE, |_, _, c| {
+                if let Completion::Sent(n) = c {
+                    sent += n
+                }
+            })
+            .unwrap();
+            waits += 1;
+        }
+        assert_eq!(sent, request.len());
+        // A wait that ended on the send's completion would take a second to reach the deadline.
+        assert_eq!(waits, 1);
+        r.close(token(0, 0), fds[0]);
+    }
+
+    #[test]
+    fn a_send_with_no_room_goes_once_there_is() {
+        const LEN: usize = 64 << 20; // more than loopback's socket buffers hold
+        let Ok(mut r) = UringReactor::new(1, true) else {
+            return;
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (fds, mut peers) = connected(&mut r, &listener, 1);
+        let data = vec![7u8; LEN];
+        let resend = |r: &mut UringReactor, sent: usize| {
+            // SAFETY: `data` outlives the reactor's use of it: the reactor goes first.
+            unsafe { r.send(token(0, 0), fds[0], data[sent..].as_ptr(), LEN - sent) }
+        };
+        resend(&mut r, 0);
+        let mut sent = 0;
+        let mut reader = None;
+        let begun = Instant::now();
+        while sent < LEN && begun.elapsed() < Duration::from_secs(10) {
+            // The server reads nothing for its first 200 ms: the socket fills up.
+            if reader.is_none() && begun.elapsed() > Duration::from_millis(200) {
+                assert!(sent < LEN, "the socket never filled up");
+                let mut peer = peers.pop().unwrap();
+                reader = Some(std::thread::spawn(move || {
+                    std::io::copy(&mut peer, &mut std::io::sink()).unwrap()
+                }));
+            }
+            let mut got = 0;
+            r.wait(
+                Instant::now() + Duration::from_millis(20),
+                Gather::NONE,
+                |_, _, c| match c {
+                    Completion::Sent(n) => got += n,
+                    c => panic!("{c:?}"),
+                },
+            )
+            .unwrap();
+            sent += got;
+            if got > 0 && sent < LEN {
+                resend(&mut r, sent);
+            }
+        }
+        assert_eq!(sent, LEN);
+        r.close(token(0, 0), fds[0]);
+        // The ring holds the socket until its receive is cancelled: the reader sees the end once
+        // the ring is gone.
+        drop(r);
+        assert_eq!(reader.unwrap().join().unwrap(), LEN as u64);
     }
 
     fn cmsg(level: i32, kind: i32, data: &[u8]) -> Vec<u8> {
