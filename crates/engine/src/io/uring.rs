@@ -602,7 +602,7 @@ mod tests {
         listener: &TcpListener,
         n: usize,
     ) -> (Vec<RawFd>, Vec<TcpStream>) {
-        // Kept until the connects are submitted, in the first wait: io_uring reads it then.
+        // Kept until the connects complete: io_uring reads it when it takes them (see SockAddr).
         let addr = SockAddr::new(&listener.local_addr().unwrap());
         let fds: Vec<_> = (0..n)
             .map(|i| {
@@ -629,6 +629,7 @@ mod tests {
             return; // no io_uring here: the run falls back to epoll
         };
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        // The connects leave the ring's timer 3 s out, past this test's bound of 1 s.
         let (fds, _peers) = connected(&mut r, &listener, 1);
         let soon = Instant::now() + Duration::from_millis(20);
         let waits = waits_until(&mut r, soon, Gather::NONE, Duration::from_secs(1));
