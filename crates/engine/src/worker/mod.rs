@@ -250,30 +250,43 @@ const RECONNECT_BACKOFF: u64 = 10_000_000;
 const REFUSED_GIVE_UP: u64 = 1_000_000_000;
 /// How often request timeouts are checked and the per-second series moves on.
 const TICK: u64 = 10_000_000;
-/// A closed loop lets responses gather for at most this share of the recent mean service time
-/// before it handles them (docs/DESIGN-engine.md, "Timing and wake-ups"). Their latencies are
-/// the kernel's arrival stamps, so only the next requests can go that much later, and even
-/// they lose nothing when the server is the bottleneck: it still has requests queued.
-const GATHER_SHARE: u64 = 16;
-/// ... and reads of a quarter of the connections with requests in flight at most: the rest keep
-/// the server busy meanwhile. Over HTTP/2 with two or more streams in flight a connection (on
-/// average), of half of them: a read brings only the part of its connection's responses that has
-/// arrived (about 2 of 10 at 10 connections x 10 streams: one io_uring_enter per 11 responses
-/// with 5 reads gathered), so the other half and the streams still unanswered keep the server
-/// busy.
-const GATHER_CONNECTIONS: usize = 4;
-const GATHER_STREAMED_CONNECTIONS: usize = 2;
-/// Below these, arming the kernel's timer for every wait costs more than the wake-ups saved.
-const GATHER_MIN_HOLD: Duration = Duration::from_micros(50);
-/// Over HTTP/2 with streams to spare, holds of an eighth of the service time, from 20 us. At h2o
-/// 10 x 10 (a service time of about 220 us) the client woke every 10 responses without a hold,
-/// each wake-up an interrupt that h2o's CPU sends to the client's; a 14 us hold (a sixteenth)
-/// moved that cost to the client's own timer, a 28 us one saved it on both sides: h2o served a
-/// median 7-8 % more, for 5-10 % less client CPU a request (bench/RESULTS.md, "Longer holds over
-/// HTTP/2"). During a hold of 1/k of the service time the server answers about 1/k of the
-/// requests in flight (Little's law) and still has the rest. Not measured over HTTP/1.1.
-const GATHER_SHARE_STREAMED: u64 = 8;
-const GATHER_MIN_HOLD_STREAMED: Duration = Duration::from_micros(20);
+/// How long a closed loop lets responses gather before it handles them, and how many
+/// (docs/DESIGN-engine.md, "Timing and wake-ups"). Their latencies are the kernel's arrival
+/// stamps, so only the next requests can go up to the hold later, and even they lose nothing
+/// when the server is the bottleneck: during a hold of 1/k of the mean service time it answers
+/// about 1/k of the requests in flight (Little's law) and still has the rest queued.
+struct GatherRule {
+    /// Wake once reads of 1/`connections` of the connections with requests in flight are in:
+    /// the rest keep the server busy meanwhile ...
+    connections: usize,
+    /// ... or 1/`service` of the recent mean service time after the wait began, if one is in.
+    service: u32,
+    /// No hold shorter than this.
+    min_hold: Duration,
+}
+
+/// Over HTTP/1.1, and HTTP/2 with fewer than two streams in flight a connection on average.
+/// Below 50 us, arming the kernel's timer for every wait cost the client more than the
+/// wake-ups it saved.
+const HTTP1_GATHER: GatherRule = GatherRule {
+    connections: 4,
+    service: 16,
+    min_hold: Duration::from_micros(50),
+};
+/// Over HTTP/2 with two or more streams in flight a connection on average. Half the
+/// connections: a read brings only the part of its connection's responses that has arrived
+/// (about 2 of 10 at 10 connections x 10 streams), so the other half and the streams still
+/// unanswered keep the server busy. An eighth of the service time, from 20 us, because the
+/// server pays for the wake-ups a hold saves: each read that wakes the client is an interrupt
+/// the server's CPU sends to the client's. At h2o 10 x 10 a sixteenth (14 us) only moved that
+/// cost to the client's own timer; an eighth (28 us) saved it on both sides (bench/RESULTS.md,
+/// "Longer holds over HTTP/2"). Not measured over HTTP/1.1.
+const STREAMED_GATHER: GatherRule = GatherRule {
+    connections: 2,
+    service: 8,
+    min_hold: Duration::from_micros(20),
+};
+/// A wait gathers only reads that can bring this many responses: fewer are not worth a timer.
 const GATHER_MIN_RESPONSES: usize = 4;
 
 /// How a closed loop with `outstanding` requests in flight over `connections` gathers, given the
@@ -294,18 +307,14 @@ fn gather_for(
     } else {
         1
     };
-    let (share, service_share, min_hold) = if per_read > 1 {
-        (
-            GATHER_STREAMED_CONNECTIONS,
-            GATHER_SHARE_STREAMED,
-            GATHER_MIN_HOLD_STREAMED,
-        )
+    let rule = if per_read > 1 {
+        STREAMED_GATHER
     } else {
-        (GATHER_CONNECTIONS, GATHER_SHARE, GATHER_MIN_HOLD)
+        HTTP1_GATHER
     };
-    let reads = outstanding.min(connections) / share;
-    let hold = service / service_share as u32;
-    if reads < 2 || reads * per_read < GATHER_MIN_RESPONSES || hold < min_hold {
+    let reads = outstanding.min(connections) / rule.connections;
+    let hold = service / rule.service;
+    if reads < 2 || reads * per_read < GATHER_MIN_RESPONSES || hold < rule.min_hold {
         return Gather::NONE;
     }
     Gather {
@@ -533,7 +542,7 @@ impl<'a> Worker<'a> {
         self.finish(reactor)
     }
 
-    /// How many responses the next waits may gather, and for how long (see GATHER_SHARE).
+    /// How many responses the next waits may gather, and for how long (see GatherRule).
     /// Not in an open loop, whose requests go at set times. Connect times, which have no
     /// kernel stamp, may be seen up to that hold late.
     fn next_gather(&mut self) -> Gather {
@@ -1090,7 +1099,7 @@ mod tests {
         assert_eq!(gather_for(100, 100, false, us(790)), Gather::NONE);
         assert_eq!(gather_for(100, 100, false, us(800)), gathers(25, 50));
         // With streams to spare, an eighth from 20 us (h2o at 10 x 10: 28 us).
-        assert_eq!(gather_for(100, 10, true, us(150)), Gather::NONE);
-        assert_eq!(gather_for(100, 10, true, us(224)), gathers(5, 28));
+        assert_eq!(gather_for(100, 10, true, us(159)), Gather::NONE);
+        assert_eq!(gather_for(100, 10, true, us(160)), gathers(5, 20));
     }
 }
