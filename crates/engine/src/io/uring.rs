@@ -436,8 +436,9 @@ impl Reactor for UringReactor {
         let mut args = SubmitArgs::new();
         // A hold past the deadline ends there. Dropping the hold instead turned gathering off
         // whenever the hold (then a sixteenth of the mean service time) was over the time to
-        // the next tick, always past 160 ms: nginx over h2 at 100 x 100 then swung between 37k
-        // and 71k req/s from run to run, at up to 0.39 wake-ups a response (bench/RESULTS.md).
+        // the next tick, always at mean service times past 160 ms: nginx over h2 at 100 x 100
+        // then swung between 37k and 71k req/s from run to run, at up to 0.39 wake-ups a
+        // response (bench/RESULTS.md).
         let hold_us = gather.hold.min(left).as_micros().min(u32::MAX as u128) as u32;
         let mut want = 1;
         if left.is_zero() {

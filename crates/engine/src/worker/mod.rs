@@ -251,16 +251,19 @@ const REFUSED_GIVE_UP: u64 = 1_000_000_000;
 /// How often request timeouts are checked and the per-second series moves on.
 const TICK: u64 = 10_000_000;
 /// How long a closed loop lets responses gather before it handles them, and how many
-/// (docs/DESIGN-engine.md, "Timing and wake-ups"). Their latencies are the kernel's arrival
-/// stamps, so only the next requests can go up to the hold later, and even they lose nothing
-/// when the server is the bottleneck: during a hold of 1/k of the mean service time it answers
-/// about 1/k of the requests in flight (Little's law) and still has the rest queued.
+/// (docs/DESIGN-engine.md, "Timing and wake-ups", which has the measurements). Their latencies
+/// are the kernel's arrival stamps, so only the next requests can go up to the hold later. During
+/// a hold of 1/k of the mean service time the server answers about 1/k of the requests in flight
+/// (Little's law) and still has the rest queued, so a short enough hold costs a bottleneck server
+/// nothing; at h2o 10 x 10 over HTTP/2, holds of a fifth and a quarter served a little less than
+/// an eighth in the quietest rounds.
 struct GatherRule {
-    /// Wake once reads of 1/`connections` of the connections with requests in flight are in:
-    /// the rest keep the server busy meanwhile ...
-    connections: usize,
-    /// ... or 1/`service` of the recent mean service time after the wait began, if one is in.
-    service: u32,
+    /// Wake once reads of 1/`connections_share` of the connections with requests in flight
+    /// are in: the rest keep the server busy meanwhile ...
+    connections_share: usize,
+    /// ... or 1/`service_share` of the recent mean service time after the wait began, if one
+    /// is in.
+    service_share: u32,
     /// No hold shorter than this.
     min_hold: Duration,
 }
@@ -269,21 +272,21 @@ struct GatherRule {
 /// Below 50 us, arming the kernel's timer for every wait cost the client more than the
 /// wake-ups it saved.
 const HTTP1_GATHER: GatherRule = GatherRule {
-    connections: 4,
-    service: 16,
+    connections_share: 4,
+    service_share: 16,
     min_hold: Duration::from_micros(50),
 };
 /// Over HTTP/2 with two or more streams in flight a connection on average. Half the
 /// connections: a read brings only the part of its connection's responses that has arrived
 /// (about 2 of 10 at 10 connections x 10 streams), so the other half and the streams still
-/// unanswered keep the server busy. An eighth of the service time, from 20 us, because the
-/// server pays for the wake-ups a hold saves: each read that wakes the client is an interrupt
-/// the server's CPU sends to the client's. At h2o 10 x 10 a sixteenth (14 us) only moved that
-/// cost to the client's own timer; an eighth (28 us) saved it on both sides (bench/RESULTS.md,
-/// "Longer holds over HTTP/2"). Not measured over HTTP/1.1.
+/// unanswered keep the server busy. Holds from 20 us, under HTTP/1.1's floor, because each read
+/// that wakes a sleeping client costs the server an interrupt to the client's CPU, which a hold
+/// ended by the client's own timer does not; an eighth of the service time, not a sixteenth,
+/// because a hold as short as the time between reads left the client's CPU a request no lower.
+/// Not measured over HTTP/1.1.
 const STREAMED_GATHER: GatherRule = GatherRule {
-    connections: 2,
-    service: 8,
+    connections_share: 2,
+    service_share: 8,
     min_hold: Duration::from_micros(20),
 };
 /// A wait gathers only reads that can bring this many responses: fewer are not worth a timer.
@@ -293,9 +296,7 @@ const GATHER_MIN_RESPONSES: usize = 4;
 /// recent mean service time; `multiplexed` over HTTP/2. A read can bring one response over
 /// HTTP/1.1 (pipelined ones are counted so too, as the rule was measured) and up to a
 /// connection's streams in flight over HTTP/2, and the 4-response floor counts those, so 10
-/// connections x 10 streams gather where 10 of HTTP/1.1 do not. The server pays for every
-/// wake-up too: on loopback its send wakes the client (bench/RESULTS.md, "Gathered reads at
-/// 10 x 10").
+/// connections x 10 streams gather where 10 of HTTP/1.1 do not.
 fn gather_for(
     outstanding: usize,
     connections: usize,
@@ -312,8 +313,8 @@ fn gather_for(
     } else {
         HTTP1_GATHER
     };
-    let reads = outstanding.min(connections) / rule.connections;
-    let hold = service / rule.service;
+    let reads = outstanding.min(connections) / rule.connections_share;
+    let hold = service / rule.service_share;
     if reads < 2 || reads * per_read < GATHER_MIN_RESPONSES || hold < rule.min_hold {
         return Gather::NONE;
     }
