@@ -120,7 +120,7 @@ impl EpollReactor {
 impl Reactor for EpollReactor {
     const NAME: &'static str = "epoll";
 
-    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr) {
+    unsafe fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr) {
         *self.slot(fd) = Slot {
             token,
             open: true,

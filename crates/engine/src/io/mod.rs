@@ -53,7 +53,11 @@ pub trait Reactor: Sized {
     /// Connect the fresh socket `fd` to `addr`; completes with `Connected` or `ConnectFailed`
     /// (the caller enforces its own timeout by closing). After `Connected` the reactor delivers
     /// what arrives (`Received`, `Eof`, `RecvFailed`) until `close`.
-    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr);
+    ///
+    /// # Safety
+    /// `addr` must stay valid and unchanged until that completion arrives or `fd` is closed:
+    /// io_uring reads it when it takes the connect, which may be after this call returns.
+    unsafe fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr);
 
     /// Send `len` bytes at `data`; completes with `Sent` (possibly fewer bytes) or `SendFailed`.
     ///

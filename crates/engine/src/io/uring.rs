@@ -360,7 +360,7 @@ impl UringReactor {
 impl Reactor for UringReactor {
     const NAME: &'static str = "io_uring";
 
-    fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr) {
+    unsafe fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr) {
         let slot = slot_of(token);
         if slot >= self.slots.len() {
             self.slots.resize(slot + 1, CLOSED);
@@ -595,12 +595,12 @@ mod tests {
         listener: &TcpListener,
         n: usize,
     ) -> (Vec<RawFd>, Vec<TcpStream>) {
-        // Kept until the connects complete: io_uring reads it when it takes them (see SockAddr).
         let addr = SockAddr::new(&listener.local_addr().unwrap());
         let fds: Vec<_> = (0..n)
             .map(|i| {
                 let fd = new_socket(libc::AF_INET, None, true).unwrap();
-                r.connect(token(i, 0), fd, &addr);
+                // SAFETY: `addr` is kept until the connects complete, below.
+                unsafe { r.connect(token(i, 0), fd, &addr) };
                 fd
             })
             .collect();

@@ -639,7 +639,8 @@ impl<'a> Worker<'a> {
                     State::Connecting,
                 ));
                 let token = self.token(i);
-                reactor.connect(token, fd, &self.shared.addr);
+                // SAFETY: the shared address lives, unchanged, for the whole run.
+                unsafe { reactor.connect(token, fd, &self.shared.addr) };
             }
             Err(e) => {
                 let errno = e.raw_os_error().unwrap_or(libc::EIO);
