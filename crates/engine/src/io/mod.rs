@@ -55,8 +55,8 @@ pub trait Reactor: Sized {
     /// what arrives (`Received`, `Eof`, `RecvFailed`) until `close`.
     ///
     /// # Safety
-    /// `addr` must stay valid and unchanged until that completion arrives or `fd` is closed:
-    /// io_uring reads it when it takes the connect, which may be after this call returns.
+    /// `addr` must stay valid and unchanged until that completion arrives: io_uring reads it
+    /// when it takes the connect, which may be at a later call, even after `fd` is closed.
     unsafe fn connect(&mut self, token: Token, fd: RawFd, addr: &SockAddr);
 
     /// Send `len` bytes at `data`; completes with `Sent` (possibly fewer bytes) or `SendFailed`.
@@ -99,8 +99,8 @@ impl Gather {
     };
 }
 
-/// A socket address in the form the kernel takes, kept at a stable place for the whole run
-/// because io_uring may read it after the submitting call returned.
+/// A socket address in the form the kernel takes. io_uring may read it after the call that
+/// queued a connect returned (see `Reactor::connect`).
 pub struct SockAddr {
     storage: libc::sockaddr_storage,
     len: libc::socklen_t,

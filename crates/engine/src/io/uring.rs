@@ -278,7 +278,7 @@ impl UringReactor {
 
     fn push(&mut self, entry: &squeue::Entry) {
         // SAFETY: every pointer in our entries outlives the operation (see `Reactor::send`,
-        // `SockAddr`, and the boxed timespec).
+        // `Reactor::connect`, and the boxed timespec).
         while unsafe { self.ring.submission().push(entry) }.is_err() {
             // The queue is full: hand what is there to the kernel and go on.
             if let Err(e) = self.ring.submit() {
@@ -595,12 +595,14 @@ mod tests {
         listener: &TcpListener,
         n: usize,
     ) -> (Vec<RawFd>, Vec<TcpStream>) {
-        let addr = SockAddr::new(&listener.local_addr().unwrap());
+        // Leaked: a failed assertion below ends the test with connects still pending.
+        let addr: &'static SockAddr =
+            Box::leak(Box::new(SockAddr::new(&listener.local_addr().unwrap())));
         let fds: Vec<_> = (0..n)
             .map(|i| {
                 let fd = new_socket(libc::AF_INET, None, true).unwrap();
-                // SAFETY: `addr` is kept until the connects complete, below.
-                unsafe { r.connect(token(i, 0), fd, &addr) };
+                // SAFETY: `addr` lives for the rest of the process.
+                unsafe { r.connect(token(i, 0), fd, addr) };
                 fd
             })
             .collect();
