@@ -192,12 +192,12 @@ pub struct UringReactor {
     /// full socket buffer, a partial send whose rest must go before the server can answer) only
     /// makes such a wait last its hold; a wait that does not gather must not count them.
     sends: u32,
-    /// The deadline of the wake-up the ring holds for us, whose serial is `timers_armed`. A wait that does not gather
-    /// is bounded by it rather than by a timeout of its own, which arms and cancels a kernel
-    /// timer on every wait that sleeps: on this kind of VM that cost 0.08 us a request at h2o
-    /// 10 x 10 over h2c in the quieter of two sets of paired rounds, 0.30 in the noisier
-    /// (bench/RESULTS.md, "A timer per wait"). A closed loop's is its next tick, armed once a
-    /// tick; an open loop moves it to each request's time, a timer per request as before.
+    /// The deadline of the wake-up the ring holds for us, whose serial is `timers_armed`. A wait
+    /// that does not gather is bounded by it rather than by a timeout of its own, which arms and
+    /// cancels a kernel timer on every wait that sleeps: on this kind of VM that cost 0.08 us a
+    /// request at h2o 10 x 10 over h2c in the quieter of two sets of paired rounds, 0.30 in the
+    /// noisier (bench/RESULTS.md, "A timer per wait"). A closed loop's is its next tick, armed
+    /// once a tick; an open loop moves it to each request's time, a timer per request as before.
     timer: Option<Instant>,
     /// Numbers the timers armed, in the bits a token leaves free: one that fired on another CPU
     /// just as it was being moved completes late, when a new one may be held.
