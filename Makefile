@@ -29,12 +29,14 @@ test: test-deps build lint
 	cargo test --workspace --quiet
 	$(PY) -m pytest -q tests
 
-# rustfmt, clippy and ruff keep the format and catch what a reviewer should not have to.
+# rustfmt, clippy and ruff keep the format and catch what a reviewer should not have to;
+# lint-imports holds the Python rooms to pyproject.toml's import contract (the source tree's).
 lint:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
 	$(PY) -m ruff check python tests bench tools
 	$(PY) -m ruff format --check python tests bench tools
+	cd python && PYTHONPATH=. "$(BINDIR)/lint-imports" --config ../pyproject.toml --no-cache
 
 # Python's typed view of the report from the engine's types (after a change to
 # crates/engine/src/report.rs); `build` first, since the installed module hands the types over.

@@ -424,7 +424,7 @@ def refused_run(plan: Path, db: Path) -> str:
     one line on stderr, which is returned, prints nothing else, stores no run and leaves nothing
     of its session running."""
     from httpbench.servers.process import session_pids
-    from httpbench.store import Store
+    from httpbench.store.database import Store
 
     run = subprocess.Popen(
         [sys.executable, "-m", "httpbench", "run", str(plan), "--db", str(db)],
@@ -450,15 +450,15 @@ def quick_sweep(plan: Path, db: Path, notes: list):
     """A Sweep of `plan` into the store `db` in this process, server on CPU 0 and client on CPU
     1, its notes appended to `notes`; without the client ceiling, which these tests are not about
     (3 s saved each)."""
-    from httpbench import plan as plans
     from httpbench.placement import Placement
-    from httpbench.store import Store
-    from httpbench.sweep import Progress, Sweep
+    from httpbench.plan import builtin as plans
+    from httpbench.store.database import Store
+    from httpbench.sweep.sweep import Progress, Sweep
 
     sweep = Sweep(
         plans.load(str(plan)), Store(str(db)), Placement.choose("0", "1"), progress=Progress(on_note=notes.append)
     )
-    sweep.ceiling.measure = lambda kind: None
+    sweep.measure_ceiling = lambda kind: None
     return sweep
 
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from conftest import CLIENT_CPU, ROOT, SERVER_CPU, binary
-from httpbench.clients import h2load
+from httpbench.load.tools import h2load
 from test_clients import H2LOAD_503, H2LOAD_REFUSED
 
 BENCH = ROOT / "bench" / "engine_vs_peers"

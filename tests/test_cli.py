@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import HTTPBENCH, ROOT, binary, httpbench, short_plan
-from httpbench import cli, console, results
-from httpbench.protocol import TlsSettings
-from httpbench.store import Store
+from httpbench import results
+from httpbench.cli import console
+from httpbench.cli import main as cli
+from httpbench.plan.protocol import TlsSettings
+from httpbench.store.database import Store
 from rich.console import Console
 from test_store import FakeCell, FakePlan, fill, measurement
 from test_sweep import PLAN, interrupted_after_a_round, rounds_of, until_stored

@@ -7,8 +7,9 @@ second at most.
 
 import pytest
 from conftest import CLIENT_CPU, FILES
-from httpbench import clients
-from httpbench.clients import ab, h2load, wrk
+from httpbench.load import tools
+from httpbench.load.tools import ab, h2load, wrk
+from httpbench.load.tools.process import ClientError, Level
 
 # --------------------------------------------------------------------------- captured outputs
 
@@ -287,9 +288,9 @@ def test_h2load_parser_failing_status_is_not_an_error():
 # --------------------------------------------------------------------------- command lines
 
 
-def level(url, connections, requests, seconds, keep_alive, pipeline=1, cpus=1) -> clients.Level:
-    """A level as clients.run hands it to a tool, pinned to `cpus` CPUs."""
-    return clients.Level(url, connections, requests, seconds, keep_alive, tuple(range(cpus)), pipeline, 60.0)
+def level(url, connections, requests, seconds, keep_alive, pipeline=1, cpus=1) -> Level:
+    """A level as tools.run hands it to a tool, pinned to `cpus` CPUs."""
+    return Level(url, connections, requests, seconds, keep_alive, tuple(range(cpus)), pipeline, 60.0)
 
 
 def test_ab_command_lines():
@@ -298,9 +299,9 @@ def test_ab_command_lines():
     assert args.index("-n") > args.index("-t") and args[args.index("-t") + 1] == "3"
     assert "-k" not in args and args[-1] == "http://h:1/"
     assert "-k" in ab.argv(level("http://h:1/", 10, 100, None, True), "p.csv")
-    with pytest.raises(clients.ClientError, match="-c 10 cannot exceed -n 5"):
+    with pytest.raises(ClientError, match="-c 10 cannot exceed -n 5"):
         ab.argv(level("http://h:1/", 10, 5, None, True), "p.csv")
-    with pytest.raises(clients.ClientError, match="pipeline"):
+    with pytest.raises(ClientError, match="pipeline"):
         ab.argv(level("http://h:1/", 10, 100, None, True, pipeline=4), "p.csv")
 
 
@@ -316,9 +317,9 @@ def test_wrk_command_lines():
         "--latency",
         "http://h:1/",
     ]
-    with pytest.raises(clients.ClientError, match="keep-alive off"):
+    with pytest.raises(ClientError, match="keep-alive off"):
         wrk.argv(level("http://h:1/", 10, None, 1, False), None)
-    with pytest.raises(clients.ClientError, match="no request budget"):
+    with pytest.raises(ClientError, match="no request budget"):
         wrk.argv(level("http://h:1/", 10, 1000, None, True), None)
 
 
@@ -327,17 +328,17 @@ def test_h2load_command_lines():
     assert args[:2] == ["h2load", "--h1"] and args[args.index("-m") + 1] == "16"
     assert args[args.index("-D") + 1] == "1500ms"
     assert "-n" in h2load.argv(level("http://h:1/", 10, 100, None, True))
-    with pytest.raises(clients.ClientError, match="keep-alive off"):
+    with pytest.raises(ClientError, match="keep-alive off"):
         h2load.argv(level("http://h:1/", 10, 100, None, False))
-    with pytest.raises(clients.ClientError, match="-n 5 must be at least -c 10"):
+    with pytest.raises(ClientError, match="-n 5 must be at least -c 10"):
         h2load.argv(level("http://h:1/", 10, 5, None, True))
 
 
 def test_dispatcher_refuses_bad_input():
-    with pytest.raises(clients.ClientError, match="unknown client"):
-        clients.run("siege", "http://h:1/", 1, 10, None, True, [])
-    with pytest.raises(clients.ClientError, match="exactly one budget"):
-        clients.run("ab", "http://h:1/", 1, 10, 1.0, True, [])
+    with pytest.raises(ClientError, match="unknown client"):
+        tools.run("siege", "http://h:1/", 1, 10, None, True, [])
+    with pytest.raises(ClientError, match="exactly one budget"):
+        tools.run("ab", "http://h:1/", 1, 10, 1.0, True, [])
 
 
 # --------------------------------------------------------------------------- against nginx
@@ -363,7 +364,7 @@ def _check(r: dict, tool: str) -> None:
 )
 def test_client_against_nginx(nginx, client, budget_requests, budget_seconds, pipeline):
     url, _ = nginx(FILES, access_log=False)
-    r = clients.run(client, url + "index.html", 10, budget_requests, budget_seconds, True, [CLIENT_CPU], pipeline)
+    r = tools.run(client, url + "index.html", 10, budget_requests, budget_seconds, True, [CLIENT_CPU], pipeline)
     _check(r, client)
     if budget_requests:
         assert r["requests"]["completed"] == budget_requests
@@ -372,7 +373,7 @@ def test_client_against_nginx(nginx, client, budget_requests, budget_seconds, pi
 @pytest.mark.parametrize("keep_alive", [True, False])
 def test_ab_request_budget_is_exact(nginx, keep_alive):
     url, log = nginx(FILES)
-    r = clients.run("ab", url + "index.html", 4, 1000, None, keep_alive, [CLIENT_CPU])
+    r = tools.run("ab", url + "index.html", 4, 1000, None, keep_alive, [CLIENT_CPU])
     _check(r, "ab")
     assert r["requests"]["completed"] == 1000 and r["status"]["non_2xx"] == 0
     from conftest import log_lines
@@ -384,6 +385,6 @@ def test_ab_request_budget_is_exact(nginx, keep_alive):
 
 def test_a_client_past_its_time_limit_is_stopped(nginx):
     url, _ = nginx(FILES, access_log=False)
-    r = clients.run("ab", url + "index.html", 4, None, 30, True, [CLIENT_CPU], timeout=1.0)
+    r = tools.run("ab", url + "index.html", 4, None, 30, True, [CLIENT_CPU], timeout=1.0)
     # ab prints what it measured when interrupted; the report says it was cut short.
     assert r["aborted"] and r["requests"]["completed"] > 0 and r["client"]["wall_s"] < 10

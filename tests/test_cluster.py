@@ -25,10 +25,11 @@ from pathlib import Path
 
 import pytest
 from conftest import HTTPBENCH, free_port, httpbench, log_lines, nginx_plan, short_plan, stop_group, tls_nginx
-from httpbench import cluster, engine
+from httpbench import cluster
 from httpbench.cluster import client_host, daemons
 from httpbench.cluster.server_host import RemoteServerHost
-from httpbench.store import Store
+from httpbench.load import engine
+from httpbench.store.database import Store
 
 SEVEN = b"7 bytes"
 HOSTS = ("c1", "c2", "srv")
@@ -686,7 +687,7 @@ def resume_command(stderr: str) -> list:
 
 def stored_levels(db: Path) -> list:
     """The levels run 1 of `db` has stored so far, while a sweep writes it."""
-    from httpbench.store import StoreError
+    from httpbench.store.database import StoreError
 
     try:
         return [r["level"] for c in Store(str(db)).run(1)["cells"] for r in c["rounds"]] if db.exists() else []
@@ -755,7 +756,7 @@ def test_losing_the_scheduler_stops_the_run_with_every_round_stored(tls_cluster,
 # TimeoutError after the worker's line in CI.
 _NOISY_WORKER = """
 import sys
-from httpbench import cli
+from httpbench.cli import main as cli
 from httpbench.cluster import daemons
 
 class Noisy:

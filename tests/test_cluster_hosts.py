@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 from conftest import HTTPBENCH, nginx_plan, stop_group
-from httpbench import cluster, engine
-from httpbench.store import Store
+from httpbench import cluster
+from httpbench.load import engine
+from httpbench.store.database import Store
 
 SUBNET = "10.231.{}.{}"
 HOSTS = {"sched": 1, "srv": 2, "c1": 3, "c2": 4}

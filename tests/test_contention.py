@@ -10,12 +10,15 @@ import os
 import time
 
 from conftest import httpbench, short_plan, spinning
-from httpbench import contention, engine, honesty, servers
-from httpbench.monitor import Monitor
+from httpbench import servers
+from httpbench.judge import honesty
+from httpbench.load import engine
+from httpbench.observe import contention
+from httpbench.observe.monitor import Monitor
 from httpbench.report import summary
 from httpbench.results import load as load_run
 from httpbench.servers import ServerProfile
-from httpbench.store import Store
+from httpbench.store.database import Store
 from test_monitor import CLIENT_CPU, SERVER_CPU, nginx  # noqa: F401 (nginx: the fixture)
 
 # --------------------------------------------------------------------------- the monitor's window

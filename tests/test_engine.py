@@ -357,7 +357,7 @@ def test_bad_input_is_one_line_and_exit_2(load, args, says):
 
 
 def test_python_api_runs_the_engine(nginx):
-    from httpbench import engine
+    from httpbench.load import engine
 
     url, log = nginx({"index.html": SEVEN})
     r = engine.run({"urls": [url + "index.html"], "connections": 3, "stop": {"requests": 999}})
@@ -477,7 +477,7 @@ def test_runs_leave_no_descriptor_behind(testserver, io):
     # would exhaust the open-file limit halfway through a plan.
     import os
 
-    from httpbench import engine
+    from httpbench.load import engine
 
     url = testserver("ok")
     before = len(os.listdir("/proc/self/fd"))

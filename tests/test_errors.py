@@ -13,9 +13,9 @@ import sys
 import httpbench
 import pytest
 from conftest import quick_sweep, short_plan
-from httpbench import engine
-from httpbench import plan as plans
-from httpbench.sweep import Sweep
+from httpbench.load import engine
+from httpbench.plan.model import PlanError
+from httpbench.sweep.sweep import Sweep
 
 # A flag as a command line writes it: -c, -n 5, --allow-errors.
 FLAG = re.compile(r"(^|[\s(;'\"])--?[a-zA-Z]")
@@ -180,13 +180,15 @@ def test_plan_wording_of_the_engine_refusals_a_plan_can_cause():
 
 
 def test_every_domain_error_is_an_httpbench_error():
-    from httpbench import cluster, placement, store, workload
-    from httpbench.clients import ClientError
-    from httpbench.report import NothingToChart
+    from httpbench import cluster, placement
+    from httpbench.load.tools.process import ClientError
+    from httpbench.plan import workload
+    from httpbench.report.output import NothingToChart
     from httpbench.servers import ServerFailed, UnknownServer, VerificationFailed
+    from httpbench.store import database as store
 
     for error in (
-        plans.PlanError,
+        PlanError,
         ServerFailed,
         VerificationFailed,
         UnknownServer,

@@ -4,8 +4,9 @@ from typing import Optional
 
 import pytest
 from conftest import CLIENT_CPU, FILES, spinning
-from httpbench import engine, honesty
-from httpbench.load_report import tool_report
+from httpbench.judge import honesty
+from httpbench.load import engine
+from httpbench.load.report import tool_report
 
 
 def measurement(

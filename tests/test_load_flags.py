@@ -64,7 +64,7 @@ def front(request, capfd):
     else:
 
         def run(*args):
-            from httpbench import cli
+            from httpbench.cli import main as cli
 
             capfd.readouterr()
             code = cli.main(["load", *args])

@@ -8,8 +8,12 @@ import re
 import sqlite3
 from pathlib import Path
 
-from httpbench import _engine, console, export, load_report, report, report_fields, results
-from httpbench.store import Store
+from httpbench import _engine, export, results
+from httpbench.cli import console
+from httpbench.load import fields as report_fields
+from httpbench.load import report as load_report
+from httpbench.report import output
+from httpbench.store.database import Store
 from rich.console import Console
 from test_store import FakeCell, FakePlan
 
@@ -181,7 +185,7 @@ def test_a_run_stored_by_an_older_version_is_shown_reported_and_exported(tmp_pat
     out = Console(file=io.StringIO(), width=200, color_system=None)
     console.show(run, str(db), out)
     assert "nginx/tuned/7B/ka/1cpu" in out.file.getvalue()
-    assert report.write_html([run], tmp_path / "old.html").stat().st_size > 0
+    assert output.write_html([run], tmp_path / "old.html").stat().st_size > 0
     for fmt in ("csv", "json", "markdown"):
         assert "nginx" in export.render([run], fmt), fmt
 

@@ -14,9 +14,11 @@ import time
 from dataclasses import asdict
 
 import pytest
-from httpbench import engine, honesty, servers
-from httpbench.monitor import Monitor
-from httpbench.process_tree import ProcessTree, sample_tree
+from httpbench import servers
+from httpbench.judge import honesty
+from httpbench.load import engine
+from httpbench.observe.monitor import Monitor
+from httpbench.observe.process_tree import ProcessTree, sample_tree
 from httpbench.servers import ServerProfile, Site
 from httpbench.servers.process import session_pids
 

@@ -12,16 +12,16 @@ from dataclasses import replace
 
 import pytest
 from conftest import CLIENT_CPU, SERVER_CPU, kill_in_first_window, quick_sweep
-from httpbench import engine, results, servers
-from httpbench.dynamic import PHP_KINDS, page, php_workload
-from httpbench.monitor import Monitor
+from httpbench import results, servers
+from httpbench.load import engine
+from httpbench.observe.monitor import Monitor
+from httpbench.plan.dynamic import PHP_KINDS, page, php_workload
+from httpbench.plan.workload import Workload
 from httpbench.report import summary
 from httpbench.results import comparison
-from httpbench.servers import PHPUnsupported, ServerProfile, Site, php, start, verify
+from httpbench.servers import PHPUnsupported, ServerProfile, Site, php, php_install, start, verify
 from httpbench.servers.host import ServerHost
-from httpbench.servers.php import PhpFpm
 from httpbench.servers.process import session_pids
-from httpbench.workload import Workload
 
 WORKLOADS = [php_workload(kind) for kind in PHP_KINDS]
 ANSWERS = {path: answer for work in WORKLOADS for path, answer in work.file_map().items()}
@@ -203,7 +203,7 @@ def test_a_server_that_sends_the_scripts_source_fails_verification_saying_so(tmp
 
 
 def test_php_fpm_missing_is_refused_naming_the_install_command(monkeypatch, tmp_path):
-    monkeypatch.setattr(PhpFpm, "program", str(tmp_path / "php-fpm8.2"))
+    monkeypatch.setattr(php_install, "FPM", str(tmp_path / "php-fpm8.2"))
     refusal = servers.get("nginx").php_refusal()
     assert refusal == (
         f"PHP-FPM is not installed ({tmp_path}/php-fpm8.2 is missing); "
@@ -213,8 +213,8 @@ def test_php_fpm_missing_is_refused_naming_the_install_command(monkeypatch, tmp_
     with pytest.raises(PHPUnsupported, match="apt-get install -y php8.2-fpm php8.2-opcache"):
         start(servers.get("nginx"), site, ServerProfile())
     assert not site.run_dir.exists(), "something was started"
-    monkeypatch.setattr(php, "MOD_PHP", tmp_path / "libphp8.2.so")
-    assert php.missing("module").endswith("install it with: apt-get install -y libapache2-mod-php8.2")
+    monkeypatch.setattr(php_install, "MOD_PHP", tmp_path / "libphp8.2.so")
+    assert php_install.missing("module").endswith("install it with: apt-get install -y libapache2-mod-php8.2")
 
 
 def test_a_pool_that_fails_to_start_says_why_in_php_fpms_words_and_leaves_nothing(monkeypatch, tmp_path):
@@ -239,7 +239,7 @@ def _runs_in(pid: str, run_dir) -> bool:
 
 
 def test_a_server_that_cannot_run_php_names_those_that_can(tmp_path):
-    refusal = servers.get("nghttpd").php_refusal()
+    refusal = servers.php_refusal(servers.get("nghttpd"))
     assert refusal.startswith("nghttpd cannot run PHP in httpbench; choose a server that can: ") and "nginx" in refusal
     site = Site(tmp_path, tmp_path / "run", servers.free_port(), php="php-hello", http2=True)
     with pytest.raises(PHPUnsupported, match="nghttpd cannot run PHP"):
@@ -247,8 +247,8 @@ def test_a_server_that_cannot_run_php_names_those_that_can(tmp_path):
 
 
 def test_a_plan_names_php_workloads_by_kind_and_their_pages_serve_as_files_for_the_ceiling(tmp_path):
-    from httpbench import plan as plans
-    from httpbench.plan import PlanError
+    from httpbench.plan import builtin as plans
+    from httpbench.plan.model import PlanError
 
     plan = tmp_path / "plan.toml"
     plan.write_text(KILL_PLAN.replace('kind = "php-wait"', 'kind = "php-wait"\n[[workload]]\nkind = "php-page"'))

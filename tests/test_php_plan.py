@@ -9,18 +9,18 @@ from importlib import resources
 
 import pytest
 from conftest import refused_run
-from httpbench import plan as plans
 from httpbench import results, servers
-from httpbench.dynamic import PHP_KINDS
+from httpbench.plan import builtin as plans
+from httpbench.plan.dynamic import PHP_KINDS
 from httpbench.report import charts, php_summary
-from httpbench.store import Store
+from httpbench.store.database import Store
 from test_report import copy_run, draw_offline, httpbench
 
 # The servers that run PHP here, as the plan's notes size it.
 PHP_SERVERS = ["apache2-event", "apache2-prefork", "apache2-worker", "caddy", "h2o", "lighttpd", "nginx"]
 SHORT = (
     resources.files("httpbench")
-    .joinpath("plans/dynamic.toml")
+    .joinpath("plan/plans/dynamic.toml")
     .read_text()
     .replace('name = "dynamic"', 'name = "dynamic-short"')
     .replace('profiles = ["tuned"]', 'servers = ["nginx", "apache2-prefork"]\nprofiles = ["tuned"]')
@@ -32,12 +32,12 @@ SHORT = (
 
 def test_the_dynamic_plan_takes_every_installed_server_that_runs_php_in_under_eight_minutes(tmp_path):
     from httpbench.placement import Placement
-    from httpbench.sweep import Sweep
+    from httpbench.sweep.sweep import Sweep
 
     dynamic = plans.builtin()["dynamic"]
     assert dynamic.servers is None and tuple(w.php for w in dynamic.workloads) == PHP_KINDS
     assert dynamic.levels == plans.builtin()["quick"].levels and dynamic.server_cpus == (1,)
-    assert [n for n in servers.names() if servers.get(n).php_refusal() is None] == PHP_SERVERS
+    assert [n for n in servers.names() if servers.php_refusal(servers.get(n)) is None] == PHP_SERVERS
     seconds = dynamic.estimate_seconds(len(PHP_SERVERS))
     assert seconds < 8 * 60 and f"about {seconds:.0f} s" in dynamic.notes
     sweep = Sweep(dynamic, Store(str(tmp_path / "r.db")), Placement.choose("0", "1"))
@@ -61,11 +61,11 @@ def test_a_plan_naming_a_server_that_cannot_run_php_is_refused_in_one_line_leavi
 def test_a_named_server_whose_php_is_not_installed_is_refused_with_the_install_command(tmp_path, monkeypatch):
     # As if php-fpm were missing where the servers run: refused before anything starts.
     from httpbench.placement import Placement
-    from httpbench.servers import php
-    from httpbench.sweep import Sweep
+    from httpbench.servers import php_install
+    from httpbench.sweep.sweep import Sweep
 
     monkeypatch.setattr(
-        php, "missing", lambda runs_php: f"PHP-FPM is not installed; install it with: {php.FPM_INSTALL}"
+        php_install, "missing", lambda runs_php: f"PHP-FPM is not installed; install it with: {php_install.FPM_INSTALL}"
     )
     plan = plans.parse(SHORT.replace(', "apache2-prefork"]', "]"), "dynamic-short.toml")
     with pytest.raises(servers.PHPUnsupported) as refused:

@@ -5,8 +5,11 @@ import subprocess
 import sys
 
 import pytest
-from httpbench import plan, plan_values, servers, workload
-from httpbench.plan import PlanError
+from httpbench import servers
+from httpbench.plan import builtin as plan
+from httpbench.plan import values as plan_values
+from httpbench.plan import workload
+from httpbench.plan.model import Budget, PlanError, Rounds
 
 GOOD = """\
 name = "mine"
@@ -56,14 +59,14 @@ def error(text: str) -> str:
 
 def test_a_good_plan_parses_with_its_defaults():
     p = plan.parse(GOOD, "myplan.toml")
-    assert p.name == "mine" and p.servers == ("nginx", "reference") and p.rounds == plan.Rounds(2, 10)
+    assert p.name == "mine" and p.servers == ("nginx", "reference") and p.rounds == Rounds(2, 10)
     assert p.levels == (1,) + tuple(range(10, 101, 10))
-    assert p.budget == plan.Budget(duration=2.0) and p.budgets == (p.budget,)
+    assert p.budget == Budget(duration=2.0) and p.budgets == (p.budget,)
     assert p.warmup == 1.0 and p.text == GOOD and p.source == "myplan.toml"
     bare = plan.parse("[[workload]]\nsize = 7\n[levels]\nlist = [1]\n[budget]\nrequests = 10\n", "bare.toml")
     assert bare.name == "bare" and bare.servers is None and bare.profiles == ("tuned",)
     assert bare.keep_alive == (True,) and bare.server_cpus == (1,) and bare.client == "engine"
-    assert bare.model == "closed" and bare.pipeline == 1 and bare.rounds == plan.Rounds(1, 10)
+    assert bare.model == "closed" and bare.pipeline == 1 and bare.rounds == Rounds(1, 10)
 
 
 @pytest.mark.parametrize(

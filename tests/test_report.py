@@ -13,12 +13,14 @@ from typing import Optional
 
 import pytest
 from conftest import httpbench
-from httpbench import compare, engine, honesty, report, results
-from httpbench.report import charts, summary
+from httpbench import results
+from httpbench.judge import honesty
+from httpbench.judge.stats import LevelStats
+from httpbench.load import engine
+from httpbench.report import charts, output, summary
 from httpbench.report.charts import Choices
-from httpbench.results import comparison
-from httpbench.stats import LevelStats
-from httpbench.store import Store
+from httpbench.results import compare, comparison
+from httpbench.store.database import Store
 
 # Four rounds: the 95% interval of a ratio of two 4-round means is about 2.2 times the rounds'
 # coefficient of variation wide (t = 3.18), so a 20% drop stays beyond the noise on a busy host.
@@ -971,7 +973,7 @@ def test_rating_and_differences_name_their_baseline_and_what_was_measured(stored
     assert drawn["rating"].title == "Rating: nginx/tuned = 100"
     assert "rating (nginx/tuned = 100)" in json.dumps(drawn["rating"].spec.to_dict())
     assert "difference to nginx/tuned (%)" in json.dumps(drawn["differences"].spec.to_dict())
-    page = report.html([keep_alive])
+    page = output.html([keep_alive])
     assert (
         "relative to nginx/tuned in the same workload and CPU count, as the 2010 LiteSpeed write-up rated "
         "servers." in page
@@ -991,7 +993,7 @@ def test_a_timeline_of_too_few_seconds_is_left_out_and_says_why(stored):
         ": fewer than 3 seconds of the level were recorded, all rounds together, "
         "which draw a dot, not a line; longer levels or more rounds give one."
     )
-    page = report.html([single])
+    page = output.html([single])
     assert f'<p class="note">{timeline.missing}</p>' in page and 'href="#timeline"' in page
     # Cells with enough seconds are drawn; the others are named under the chart.
     nginx_rounds = results.load(
@@ -1011,7 +1013,7 @@ def test_every_level_table_fits_the_page_with_its_flags_in_chromium(stored, tmp_
     reason = "the busiest client thread was 97% busy (> 90%): the client, not the server, may have set the pace"
     flagged = copy_run(db, run_id, doctor=_rates(1.1, flag={"kind": "client_saturated", "reason": reason}))
     page_file = tmp_path / "flags.html"
-    page_file.write_text(report.html([results.load(Store(str(db)), flagged)]))
+    page_file.write_text(output.html([results.load(Store(str(db)), flagged)]))
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:

@@ -11,9 +11,9 @@ from importlib import resources
 
 import pytest
 from httpbench import results
-from httpbench.protocol import TlsSettings
+from httpbench.plan.protocol import TlsSettings
 from httpbench.report import charts, h2_bars, summary
-from httpbench.store import Store
+from httpbench.store.database import Store
 from test_report import draw_offline, httpbench
 from test_store import FakeCell, FakePlan, measurement
 
@@ -101,7 +101,7 @@ def test_exports_carry_protocol_streams_and_h2_counters(run):
 
 H2_PLAN = (
     resources.files("httpbench")
-    .joinpath("plans/h2.toml")
+    .joinpath("plan/plans/h2.toml")
     .read_text()
     .replace('name = "h2"', 'name = "h2-short"')
     .replace('profiles = ["tuned"]', 'servers = ["nginx"]\nprofiles = ["tuned"]')

@@ -8,15 +8,16 @@ import json
 from importlib import resources
 
 import pytest
-from httpbench import console, report, results
-from httpbench.report import charts, summary
-from httpbench.store import Store
+from httpbench import results
+from httpbench.cli import console
+from httpbench.report import charts, output, summary
+from httpbench.store.database import Store
 from rich.console import Console
 from test_report import axes_from_zero, copy_run, draw_offline, httpbench, legend_hides_every_mark
 
 PLAN = (
     resources.files("httpbench")
-    .joinpath("plans/ssl-impact.toml")
+    .joinpath("plan/plans/ssl-impact.toml")
     .read_text()
     .replace('name = "ssl-impact"', 'name = "ssl-impact-short"')
     .replace('profiles = ["tuned"]', 'servers = ["nginx", "reference"]\nprofiles = ["tuned"]')
@@ -169,7 +170,7 @@ def test_the_cost_of_tls_is_drawn_only_with_both_protocols(tls_run):
     plain = results.load(store, copy_run(db, run_id, keep=lambda key, level, index: "/https" not in key))
     every = {c.name: c for c in charts.every_chart(charts.Measured([plain], charts.Choices()))}
     assert not any(every[name].drawn or every[name].missing for name in TLS_CHARTS)
-    assert summary.tls_costs([plain]) == [] and "Cost of TLS" not in report.html([plain])
+    assert summary.tls_costs([plain]) == [] and "Cost of TLS" not in output.html([plain])
     https = results.load(store, copy_run(db, run_id, keep=lambda key, level, index: "/https" in key))
     every = {c.name: c for c in charts.every_chart(charts.Measured([https], charts.Choices()))}
     assert not every["tls_share"].drawn and every["tls_share"].missing == (

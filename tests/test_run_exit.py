@@ -4,7 +4,7 @@ in the plan's terms; a plan that cannot be run as written is refused in one line
 import resource
 
 from conftest import httpbench, refused_run, short_plan
-from httpbench.store import Store
+from httpbench.store.database import Store
 
 
 def test_a_run_whose_cell_failed_exits_1_in_plan_terms(tmp_path):

@@ -12,8 +12,8 @@ from httpbench import results
 from httpbench.report import summary
 from httpbench.results import comparison
 from httpbench.servers.process import session_pids
-from httpbench.session import Session
-from httpbench.sweep import Progress, Sweep
+from httpbench.sweep.session import Session
+from httpbench.sweep.sweep import Progress, Sweep
 
 
 def sweep_of(tmp_path, notes: list) -> Sweep:
@@ -62,7 +62,7 @@ def test_a_master_that_dies_stops_its_cell_and_is_never_ranked(tmp_path):
     with Session(str(tmp_path / "r.db"), resume=run_id) as session:
         # The round its server died in is owed again: the progress bar does not count it stored.
         assert (session.rounds_stored, session.rounds_total) == (3, 6)
-        session.sweep.ceiling.measure = lambda kind: None
+        session.sweep.measure_ceiling = lambda kind: None
         assert session.measure(Progress()) is None
     assert sweep.store.run(run_id)["status"] == "done"
     measured = results.load(sweep.store, run_id)
@@ -92,7 +92,7 @@ def test_a_worker_that_dies_flags_the_level_server_restarted(tmp_path):
 
 
 def test_a_worker_leaving_without_a_replacement_is_a_pool_shrinking_not_a_restart():
-    from httpbench import honesty
+    from httpbench.judge import honesty
 
     # apache2's event MPM ends the children it has more of than it keeps spare (one went at level 2
     # of a 1, 2, 100, 200 sweep here), in a level that may have failed requests of its own.
@@ -177,7 +177,7 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
     # replaced), and level 4, where this server stops answering again: the cell fails there,
     # is never ranked, and the run is stored as one with failed cells.
     resumed = Sweep(sweep.plan, sweep.store, sweep.placement)
-    resumed.ceiling.measure = lambda kind: None
+    resumed.measure_ceiling = lambda kind: None
     resumed.run(run_id)
     run = sweep.store.run(run_id)
     assert run["status"] == "cells failed"
@@ -192,7 +192,7 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
 
 
 def test_a_load_that_ended_early_because_the_server_died_is_flagged_crashed_only():
-    from httpbench import honesty
+    from httpbench.judge import honesty
 
     # The engine gives up on a server that is gone; when its process died, that death is the
     # cause, said once (the engine's reason stays in the stored `aborted`).

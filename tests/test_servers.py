@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 from conftest import CLIENT_CPU, FILES, SERVER_CPU
-from httpbench import engine, servers
+from httpbench import servers
+from httpbench.load import engine
 from httpbench.servers import ServerFailed, ServerProfile, Site, catalog, php, start, verify
 from httpbench.servers.process import port_is_free, session_pids
 

@@ -7,7 +7,8 @@ import time
 
 import pytest
 from conftest import CLIENT_CPU, FILES
-from httpbench import engine, servers
+from httpbench import servers
+from httpbench.load import engine
 from httpbench.servers import ServerProfile, Site, start, verify
 
 OURS = ("varnish", "trafficserver", "h2o", "caddy")

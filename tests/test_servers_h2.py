@@ -128,9 +128,9 @@ def test_nghttpd_refuses_a_pinned_tls_version_in_one_line(certificate):
 
 
 def test_a_server_host_starts_a_server_offering_h2():
-    from httpbench.protocol import TlsSettings
+    from httpbench.plan.protocol import TlsSettings
+    from httpbench.plan.workload import generated
     from httpbench.servers.host import ServerHost
-    from httpbench.workload import generated
 
     host = ServerHost([SERVER_CPU])
     try:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from conftest import FILES, make_site
-from httpbench import engine, servers
+from httpbench import servers
+from httpbench.load import engine
 from httpbench.servers import ServerFailed, ServerProfile, Site, start, verify
 from httpbench.servers.adapters.command import CommandServer
 from httpbench.servers.adapters.node import SCRIPT as NODE_STATIC

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from conftest import CLIENT_CPU, SERVER_CPU, free_port
-from httpbench import engine, servers
-from httpbench.dynamic import PHP_KINDS, php_workload
-from httpbench.procfs import session_pids
+from httpbench import servers
+from httpbench.load import engine
+from httpbench.observe.procfs import session_pids
+from httpbench.plan.dynamic import PHP_KINDS, php_workload
 from httpbench.servers import ServerProfile, Site, SiteTLS, VerificationFailed, process, start, verify
 from httpbench.servers.adapters.command import CommandServer
 from httpbench.servers.base import fill
@@ -172,7 +173,7 @@ def test_exactly_the_servers_that_can_run_php_say_how():
         "h2o": "fastcgi",
     }
     for name in set(servers.ADAPTERS) - set(runs):
-        refusal = servers.get(name).php_refusal()
+        refusal = servers.php_refusal(servers.get(name))
         assert refusal and "\n" not in refusal and "lighttpd" in refusal, (name, refusal)
 
 

@@ -120,9 +120,9 @@ def test_a_cache_serves_https_on_ipv6_loopback(tmp_path, certificate, name):
 
 
 def test_a_server_host_starts_https_with_a_certificate_of_its_own():
-    from httpbench.protocol import TlsSettings
+    from httpbench.plan.protocol import TlsSettings
+    from httpbench.plan.workload import generated
     from httpbench.servers.host import ServerHost
-    from httpbench.workload import generated
 
     host = ServerHost([SERVER_CPU])
     try:

@@ -3,9 +3,10 @@ level's rounds are "auto". (Sessions run for real in test_sweep, test_cli and te
 
 import shlex
 
-from httpbench import console, plan
-from httpbench.load_report import stored_host
-from httpbench.session import Setup, resume_command
+from httpbench.cli import console
+from httpbench.load.report import stored_host
+from httpbench.plan.model import Cell, Rounds
+from httpbench.sweep.session import Setup, resume_command
 
 
 def test_the_resume_command_is_built_from_the_runs_stored_facts():
@@ -45,10 +46,10 @@ def test_the_resume_command_is_built_from_the_runs_stored_facts():
 
 
 def test_auto_rounds_add_to_the_bar_beyond_each_levels_fewest():
-    rounds = plan.Rounds(None, 6)
+    rounds = Rounds(None, 6)
     assert (rounds.fewest, rounds.longest, str(rounds)) == (3, 6, "auto")
     bar, progress = console.live_progress(2 * rounds.fewest, 0, rounds)
-    cell = plan.Cell("reference", "tuned", None, True, 1)
+    cell = Cell("reference", "tuned", None, True, 1)
     for level, taken in ((1, 3), (10, 5)):
         for index in range(taken):
             progress.on_round(cell, level, index, {"requests": {"per_second": 1000.0}, "flags": []})
@@ -57,7 +58,7 @@ def test_auto_rounds_add_to_the_bar_beyond_each_levels_fewest():
 
 
 def test_fixed_rounds_are_decided_by_their_count_and_auto_by_their_agreement():
-    assert plan.Rounds(2, 10).more([50.0]) and not plan.Rounds(2, 10).more([50.0, 150.0])
-    auto = plan.Rounds(None, 4)
+    assert Rounds(2, 10).more([50.0]) and not Rounds(2, 10).more([50.0, 150.0])
+    auto = Rounds(None, 4)
     assert auto.more([100.0, 100.0]) and not auto.more([100.0, 101.0, 99.0])
     assert not auto.more([100.0, 150.0, 50.0, 120.0])  # the cap wins

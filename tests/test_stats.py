@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from httpbench.stats import LevelStats, t95
+from httpbench.judge.stats import LevelStats, t95
 
 
 def test_five_values():

@@ -17,10 +17,10 @@ from typing import Optional
 import psycopg
 import pytest
 from conftest import free_port
-from httpbench.load_report import stored_round
-from httpbench.plan import Budget
-from httpbench.protocol import TlsSettings
-from httpbench.store import Store, StoreError
+from httpbench.load.report import stored_round
+from httpbench.plan.model import Budget
+from httpbench.plan.protocol import TlsSettings
+from httpbench.store.database import Store, StoreError
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -294,7 +294,7 @@ def test_schema_version_mismatch_is_one_line(db):
 def older_store(db: str, version: int, keys=("nginx/tuned/7B/ka/1cpu",), **run) -> None:
     """A store as httpbench wrote it in schema `version`: today's tables without the columns
     added since, holding a run (with `run`'s columns) whose cells have `keys`, each a round."""
-    from httpbench import store
+    from httpbench.store import database as store
     from httpbench.store import schema
     from sqlalchemy import MetaData, Table, create_engine, insert
 
@@ -460,7 +460,7 @@ requests = [100, 1000]
 
 def schema_version(db: str) -> int:
     """The version `db` says it is in, read past Store."""
-    from httpbench import store
+    from httpbench.store import database as store
     from sqlalchemy import create_engine
 
     engine = create_engine(store.url_of(db))
@@ -534,7 +534,7 @@ def test_a_runs_owner_is_its_start_in_ticks_of_this_boot(tmp_path):
     """A start time in seconds since the epoch moves when the wall clock is stepped (the kernel's
     btime moves with it), which would show a live run as interrupted and let a second --resume
     in: the owner's start is kept in clock ticks after the boot, with the boot's id."""
-    from httpbench import procfs
+    from httpbench.observe import procfs
     from httpbench.store import owner
 
     store = Store(str(tmp_path / "r.db"))
@@ -579,7 +579,7 @@ def test_a_writer_killed_mid_run_loses_nothing_it_committed(db):
 WRITER = """
 import json, sys
 from types import SimpleNamespace as NS
-from httpbench.store import Store
+from httpbench.store.database import Store
 store = Store(sys.argv[1])
 m = json.loads(sys.argv[2])
 run_id = store.start_run(NS(name="crash", text=""), {}, {})

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 from conftest import HTTPBENCH, SHORT_CEILING, httpbench, quick_sweep, short_plan
-from httpbench.store import Store
+from httpbench.store.database import Store
 
 PLAN = """
 name = "tiny"
@@ -177,10 +177,12 @@ def test_a_shortened_version_of_each_built_in_plan_runs(name, tmp_path, monkeypa
     # Everything else (workloads, keep-alive, model, client, directives) stays as the plan says.
     import dataclasses
 
-    from httpbench import ceiling, servers
-    from httpbench import plan as plans
+    from httpbench import servers
     from httpbench.placement import Placement
-    from httpbench.sweep import Sweep
+    from httpbench.plan import builtin as plans
+    from httpbench.plan.model import Budget, Rounds
+    from httpbench.sweep import ceiling
+    from httpbench.sweep.sweep import Sweep
 
     for constant, value in SHORT_CEILING.items():
         monkeypatch.setattr(ceiling, constant, value)
@@ -194,10 +196,10 @@ def test_a_shortened_version_of_each_built_in_plan_runs(name, tmp_path, monkeypa
         server_cpus=(1,),
         keep_alive=p.keep_alive[:2],
         levels=tuple(min(level, 20) for level in p.levels[:2]),
-        rounds=plans.Rounds(1, 1),
+        rounds=Rounds(1, 1),
         warmup=0.0,
-        budget=plans.Budget(requests=200) if p.budget.requests else plans.Budget(duration=0.3),
-        budgets=tuple(plans.Budget(requests=min(b.requests, 200)) for b in p.budgets[:2] if b.requests),
+        budget=Budget(requests=200) if p.budget.requests else Budget(duration=0.3),
+        budgets=tuple(Budget(requests=min(b.requests, 200)) for b in p.budgets[:2] if b.requests),
     )
     store = Store(str(tmp_path / "r.db"))
     sweep = Sweep(short, store, Placement.choose("0", "1"), only=wanted)
@@ -238,9 +240,9 @@ class ScriptedCluster:
 
 
 def scripted_sweep(tmp_path, plan_file, loads: list, on_client_loss: str = "continue", notes=None):
-    from httpbench import plan as plans
     from httpbench.placement import Placement
-    from httpbench.sweep import Progress, Sweep
+    from httpbench.plan import model as plans
+    from httpbench.sweep.sweep import Progress, Sweep
 
     return Sweep(
         plans.load(str(plan_file)),
@@ -279,17 +281,17 @@ def test_a_plan_pinned_to_tls_1_2_measures_the_reference_server_at_it(tmp_path):
 
 
 def test_a_client_host_lost_while_measuring_the_ceiling_has_it_measured_again(tmp_path, plan_file):
-    from httpbench.sweep import Stopped
+    from httpbench.sweep.errors import Stopped
 
     # Two hosts measure 1000 req/s; c2 is lost part-way through the next round; c1 alone does 650
     # at best. The hosts that load the rest of the run are c1's: its ceiling is theirs.
     loads = [merged(1000), merged(400, ["c2"]), merged(600), merged(650), merged(640)]
     notes = []
-    assert scripted_sweep(tmp_path, plan_file, loads, notes=notes).ceiling.measure(HTTP) == 650
+    assert scripted_sweep(tmp_path, plan_file, loads, notes=notes).measure_ceiling(HTTP) == 650
     assert loads == [] and "client host(s) c2 lost while measuring the client ceiling" in notes[0]
     stopping = scripted_sweep(tmp_path, plan_file, [merged(1000), merged(400, ["c2"])], on_client_loss="stop")
     with pytest.raises(Stopped, match=r"c2 lost while measuring the client ceiling \(--on-client-loss stop\)"):
-        stopping.ceiling.measure(HTTP)
+        stopping.measure_ceiling(HTTP)
 
 
 def client_host(name: str, busy: float, waiting: float) -> dict:
@@ -313,7 +315,7 @@ def client_host(name: str, busy: float, waiting: float) -> dict:
 
 
 def test_one_saturated_client_host_flags_the_level_naming_that_host():
-    from httpbench.honesty import cluster_level
+    from httpbench.judge.honesty import cluster_level
 
     # c1's busiest thread is half busy and waits for its CPU most of the rest; c2 is at ease.
     level = {
@@ -344,7 +346,7 @@ def test_a_resumed_auto_level_is_judged_with_its_stored_rounds(tmp_path, plan_fi
         stop=lambda: None,
     )
     sweep.cluster.server_host = lambda cpus: host
-    sweep.ceiling.measure = lambda kind: None
+    sweep.measure_ceiling = lambda kind: None
     measured = []
     sweep._round = lambda cell, url, host, level: measured.append(level) or stored_round(1000.0)
     sweep.cells = sweep.cells[:1]
@@ -368,7 +370,7 @@ def stored_round(per_second: float) -> dict:
 def test_each_kind_of_connection_has_a_ceiling_of_its_own():
     # A client that opens a connection per request is bounded far below its keep-alive rate: a
     # keep-alive ceiling would never call such a cell client-bound.
-    from httpbench import target
+    from httpbench.sweep import target
 
     assert target.kind("http", False, None) != target.kind("http", True, None) == HTTP
     assert target.describe(target.kind("http", False, None)) == " without keep-alive"
@@ -384,9 +386,11 @@ def test_each_kind_of_connection_has_a_ceiling_of_its_own():
 def test_an_http2_ceiling_is_measured_against_an_h2_server_and_its_spec_asks_for_streams(tmp_path):
     # The reference server speaks no HTTP/2: over h2c the ceiling is measured against the first
     # h2 server installed, the note and the flags name it, and each load asks for the streams.
-    from httpbench import honesty, servers, target
-    from httpbench.ceiling import H2_CEILING_SERVERS
+    from httpbench import servers
+    from httpbench.judge import honesty
     from httpbench.servers import ProtocolUnsupported
+    from httpbench.sweep import target
+    from httpbench.sweep.ceiling import H2_CEILING_SERVERS
 
     path = tmp_path / "h2c.toml"
     path.write_text(PLAN.replace("keep_alive = [true]", 'keep_alive = [true]\nprotocols = ["h2c"]\nstreams = [10]'))
@@ -404,7 +408,7 @@ def test_an_http2_ceiling_is_measured_against_an_h2_server_and_its_spec_asks_for
     offering = [name for name in H2_CEILING_SERVERS if servers.get(name).protocol_refusal("h2c") is None]
     against = next(name for name in offering if name in sweep.installed)
     assert against != "reference"
-    assert sweep.ceiling.measure(kind) == 1000 and sweep.ceiling.against[kind] == against
+    assert sweep.measure_ceiling(kind) == 1000 and sweep.ceiling.against[kind] == against
     assert f"against {against} over H2C with 10 streams per connection): 1,000 req/s" in notes[-1]
     assert {(s["http2"], s["streams"]) for s in specs} == {(True, 10)} and "tls" not in specs[0]
     (flag,) = [f for f in honesty.cluster_level(dict(merged(990), hosts=[], absent_hosts=[]), 1000, against) if f]
@@ -413,7 +417,7 @@ def test_an_http2_ceiling_is_measured_against_an_h2_server_and_its_spec_asks_for
 
 def test_on_a_cluster_each_client_host_keeps_the_cells_streams_per_connection():
     # Connections are split over the client hosts as over HTTP/1.1; streams per connection are not.
-    from httpbench import engine
+    from httpbench.load import engine
 
     spec = {"urls": ["http://127.0.0.1:1/"], "connections": 10, "http2": True, "streams": 100, "stop": {"duration": 1}}
     shares = engine.split_spec(spec, 2)
@@ -424,7 +428,7 @@ def test_an_http2_ceiling_its_server_set_the_pace_of_is_no_client_ceiling(tmp_pa
     # Against h2o (the reference server has no HTTP/2) the client's busiest thread was half busy:
     # h2o was the limit, so its throughput is h2o's, and the cells are judged by the client's
     # own figures only; a level at that throughput is not client_saturated.
-    from httpbench import target
+    from httpbench.sweep import target
 
     path = tmp_path / "h2c.toml"
     path.write_text(
@@ -435,8 +439,8 @@ def test_an_http2_ceiling_its_server_set_the_pace_of_is_no_client_ceiling(tmp_pa
     notes: list = []
     sweep = scripted_sweep(tmp_path, path, [merged(900), merged(1000), merged(950, busy=0.95)], notes=notes)
     kind = target.kind("h2c", True, None, 10)
-    against = sweep.ceiling.server("h2c")
-    assert sweep.ceiling.measure(kind) is None and kind not in sweep.ceiling.against
+    against = sweep.ceiling.server("h2c", lambda name: name in sweep.installed and not sweep.refusal(name, "h2c"))
+    assert sweep.measure_ceiling(kind) is None and kind not in sweep.ceiling.against
     assert notes[-1] == (
         f"no client ceiling over H2C with 10 streams per connection: {against}, the fastest HTTP/2 server "
         f"here, was the limit of its own ceiling run (1,000 req/s; the client's busiest thread 50.0% busy or waiting "

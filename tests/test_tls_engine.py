@@ -203,7 +203,7 @@ def test_bad_tls_input_is_one_line_and_exit_2(server, args, says):
 
 
 def test_httpbench_load_runs_the_same_tls_flags(server, capfd):
-    from httpbench import cli
+    from httpbench.cli import main as cli
 
     capfd.readouterr()
     code = cli.main(["load", "--json", "-n", "20", "-c", "2", "--cacert", str(server.ca), server.url()])

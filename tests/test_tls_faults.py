@@ -57,7 +57,7 @@ def through_httpbench_load(url: str, ca, io: str) -> dict:
 
 
 def through_engine_module(url: str, ca, io: str) -> dict:
-    from httpbench import engine
+    from httpbench.load import engine
 
     spec = {
         "urls": [url], "connections": 2, "stop": {"duration": DURATION}, "validate": False, "io": io,

@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from httpbench import doctor, engine
+from httpbench.cli import doctor
+from httpbench.load import engine
 from httpbench.placement import PlacementError, parse_cpus
 from httpbench.servers import ServerFailed, VerificationFailed
 from httpbench.servers.host import ServerHost

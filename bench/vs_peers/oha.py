@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import List, Optional
 
-from httpbench.clients import Level, version, whole_seconds
-from httpbench.load_report import Report, tool_report
+from httpbench.load.report import Report, tool_report
+from httpbench.load.tools.process import Level, version, whole_seconds
 
 INSTALL_HINT = "cargo install --locked oha, then put its bin directory on PATH"
 # oha counts the requests in flight when -z runs out as errors of this kind; they are not

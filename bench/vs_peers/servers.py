@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence, Tuple
 
-from httpbench import servers, workload
-from httpbench.protocol import TlsSettings
+from httpbench import servers
+from httpbench.plan import workload
+from httpbench.plan.protocol import TlsSettings
 from httpbench.servers import ServerProfile
 from httpbench.servers.host import ServerHost
 

@@ -1,5 +1,5 @@
 """One tool's run against a server, through the package: the peers' command lines, process
-handling and parsers from httpbench.clients, httpbench-load's own JSON report, and the server's
+handling and parsers from httpbench.load.tools, httpbench-load's own JSON report, and the server's
 and the other processes' CPU from the ServerHost's monitor window around the run."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import json
 import os
 from typing import List, Optional
 
-from httpbench import clients
-from httpbench.clients import ClientError, ab, h2load, wrk
-from httpbench.load_report import filled
+from httpbench.load.report import filled
+from httpbench.load.tools import ab, h2load, wrk
+from httpbench.load.tools import process as clients
+from httpbench.load.tools.process import ClientError
 from httpbench.servers.host import ServerHost
 
 from vs_peers import oha

@@ -2,6 +2,6 @@
 
 import sys
 
-from httpbench.cli import main
+from httpbench.cli.main import main
 
 sys.exit(main())

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import List, Optional
 
-from httpbench import engine
 from httpbench.cluster.errors import ClusterError
-from httpbench.load_report import Report, filled
+from httpbench.load import engine
+from httpbench.load.report import Report, filled
 
 # How long the client hosts have to get their engines ready for a level. Once the load runs there
 # is no time limit: a level takes as long as its budget and the engine's own timeouts say, and a

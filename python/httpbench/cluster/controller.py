@@ -9,13 +9,13 @@ from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from httpbench import engine
 from httpbench.cluster import client_host
 from httpbench.cluster.daemons import cause, only_critical_logs
 from httpbench.cluster.errors import ClusterError, NoClientHost, SchedulerLost, ServerHostLost
 from httpbench.cluster.security import check_address, security
 from httpbench.cluster.server_host import RemoteServerHost
-from httpbench.load_report import LevelReport, Report
+from httpbench.load import engine
+from httpbench.load.report import LevelReport, Report
 from httpbench.servers import ServerFailed
 
 # One call to the server host: well beyond a server's own start-up (20 s) and verification limits.

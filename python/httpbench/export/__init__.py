@@ -4,16 +4,20 @@ tools, Markdown the tables ready to paste into a post."""
 
 from __future__ import annotations
 
-import importlib
-from typing import Sequence
+from typing import Callable, Dict, Sequence
 
 from httpbench.errors import Error
+from httpbench.export import csv, json, markdown
 from httpbench.results.model import RunResults
 
-FORMATS = ("csv", "json", "markdown")
+FORMATS: Dict[str, Callable[[Sequence[RunResults]], str]] = {
+    "csv": csv.render,
+    "json": json.render,
+    "markdown": markdown.render,
+}
 
 
 def render(runs: Sequence[RunResults], fmt: str) -> str:
     if fmt not in FORMATS:
         raise Error(f"unknown export format {fmt!r}: choose one of {', '.join(FORMATS)}")
-    return importlib.import_module(f"{__name__}.{fmt}").render(runs)
+    return FORMATS[fmt](runs)

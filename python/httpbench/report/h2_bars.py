@@ -11,7 +11,7 @@ from typing import List
 
 import altair as alt
 
-from httpbench.protocol import is_http2
+from httpbench.plan.protocol import is_http2
 from httpbench.report.bars import series_beside
 from httpbench.report.marks import Chart, Measured, flagged
 from httpbench.results import h2_compare

@@ -8,7 +8,7 @@ from typing import Dict, List, Optional, Sequence
 
 import altair as alt
 
-from httpbench import engine
+from httpbench.load import engine
 from httpbench.report.marks import (
     HEIGHT,
     Chart,

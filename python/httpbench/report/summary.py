@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from httpbench import compare, protocol
-from httpbench.honesty import NOISY_CV
-from httpbench.results import h2_compare, tls_cost
+from httpbench.judge.honesty import NOISY_CV
+from httpbench.judge.stats import LevelStats
+from httpbench.plan import protocol
+from httpbench.results import compare, h2_compare, tls_cost
 from httpbench.results.comparison import Figures, Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
-from httpbench.stats import LevelStats
 
 
 def cell_name(cell: CellResult, several_runs: bool, group: Optional[Group] = None) -> str:

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from httpbench.protocol import HANDSHAKES, is_http2, uses_tls
+from httpbench.plan.protocol import HANDSHAKES, is_http2, uses_tls
 from httpbench.results.comparison import Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
 

@@ -9,7 +9,7 @@ from typing import Dict, List
 
 import altair as alt
 
-from httpbench.protocol import HANDSHAKES, uses_tls
+from httpbench.plan.protocol import HANDSHAKES, uses_tls
 from httpbench.report.bars import per_group, series_bars, series_beside
 from httpbench.report.marks import (
     Chart,

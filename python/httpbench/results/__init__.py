@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence
 
-from httpbench import engine
-from httpbench.honesty import NOISY_CV
+from httpbench.judge.honesty import NOISY_CV
+from httpbench.judge.stats import LevelStats
+from httpbench.load import engine
 from httpbench.results.model import CellResult, Latency, LevelResult, RunResults
-from httpbench.stats import LevelStats
 
 
 def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
@@ -167,12 +167,13 @@ def _latency(measurements: Sequence[dict], kind: str = "total") -> Latency:
 
 def of_run(run: dict) -> RunResults:
     """Results of a run as `Store.run` returns it."""
-    from httpbench import plan as plans
+    from httpbench.plan import builtin as plans
+    from httpbench.plan.model import Budget, PlanError
 
     try:
         plan = plans.parse(run["plan_text"], f"run {run['id']}")
         baseline, client, budget = plan.baseline, plan.client, plan.budget.requests
-    except plans.PlanError:
+    except PlanError:
         # A plan this httpbench no longer accepts still has results worth showing.
         baseline, client, budget = None, "engine", None
     results = RunResults(
@@ -193,7 +194,7 @@ def of_run(run: dict) -> RunResults:
             by_level[r["level"]].append(r["measurement"])
         # A cell of a plan sweeping several budgets has its own; the others have the plan's one.
         own = (
-            plans.Budget(cell["budget_requests"], cell["budget_seconds"])
+            Budget(cell["budget_requests"], cell["budget_seconds"])
             if cell["budget_requests"] is not None or cell["budget_seconds"] is not None
             else None
         )

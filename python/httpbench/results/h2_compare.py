@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from httpbench.protocol import http1_twin, is_http2
+from httpbench.plan.protocol import http1_twin, is_http2
 from httpbench.results.model import CellResult, LevelResult
 
 

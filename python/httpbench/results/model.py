@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from httpbench import protocol
-from httpbench.dynamic import PHP_KINDS
-from httpbench.honesty import CELL_STOPPERS
-from httpbench.stats import LevelStats
+from httpbench.judge.honesty import CELL_STOPPERS
+from httpbench.judge.stats import LevelStats
+from httpbench.plan import protocol
+from httpbench.plan.dynamic import PHP_KINDS
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from httpbench.protocol import is_http2, uses_tls
+from httpbench.plan.protocol import is_http2, uses_tls
 from httpbench.results.comparison import Figures
 from httpbench.results.model import CellResult
 

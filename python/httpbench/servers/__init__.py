@@ -1,17 +1,9 @@
 """The servers under test: one adapter per server behind `Server` (base.py), started and stopped
-by `process.py`, verified by `verify.py`.
-
-`ADAPTERS` maps each name a plan or the command line may use to its adapter class.
+by `process.py`, verified by `verify.py`; `registry.py` names them all (`ADAPTERS`) and which run PHP.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from typing import Dict, List, Type
-
-from httpbench.errors import Error
-from httpbench.servers import adapters
 from httpbench.servers.base import (
     PROFILES,
     TLS_VERSIONS,
@@ -25,37 +17,8 @@ from httpbench.servers.base import (
     TLSUnsupported,
 )
 from httpbench.servers.process import RunningServer, ServerFailed, free_port, start
+from httpbench.servers.registry import ADAPTERS, UnknownServer, get, names, php_refusal
 from httpbench.servers.verify import VerificationFailed, verify
-
-
-def _discover() -> Dict[str, Type[Server]]:
-    found: Dict[str, Type[Server]] = {}
-    for module in pkgutil.iter_modules(adapters.__path__):
-        namespace = importlib.import_module(f"{adapters.__name__}.{module.name}")
-        for value in vars(namespace).values():
-            if isinstance(value, type) and issubclass(value, Server) and "name" in vars(value):
-                found[value.name] = value
-    return found
-
-
-ADAPTERS: Dict[str, Type[Server]] = _discover()
-
-
-class UnknownServer(Error):
-    pass
-
-
-def get(name: str) -> Server:
-    """The adapter called `name`; an unknown name lists the known ones."""
-    try:
-        return ADAPTERS[name]()
-    except KeyError:
-        raise UnknownServer(f"unknown server {name!r}; known servers: {', '.join(names())}") from None
-
-
-def names() -> List[str]:
-    return sorted(ADAPTERS)
-
 
 __all__ = [
     "ADAPTERS",
@@ -76,6 +39,7 @@ __all__ = [
     "free_port",
     "get",
     "names",
+    "php_refusal",
     "start",
     "verify",
 ]

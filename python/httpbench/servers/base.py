@@ -18,6 +18,7 @@ from typing import ClassVar, Dict, List, Optional, Tuple
 
 from httpbench.certificates import KEY_TYPES, SiteCertificate
 from httpbench.errors import Error
+from httpbench.servers import php_install
 
 PROFILES = ("default", "tuned")
 # The TLS versions a site may pin; None leaves the choice to the server (and the client).
@@ -244,13 +245,11 @@ class Server(ABC):
 
     def php_refusal(self) -> Optional[str]:
         """None when this server can run PHP here, else one line saying why not and what to do:
-        the servers that can, or the command that installs the PHP it runs."""
-        from httpbench.servers import ADAPTERS, php
-
+        the command that installs the PHP it runs (servers.registry.php_refusal adds, for a server
+        that runs none, the servers that can)."""
         if self.runs_php is None:
-            able = sorted(name for name, adapter in ADAPTERS.items() if adapter.runs_php)
-            return f"{self.name} cannot run PHP in httpbench; choose a server that can: {', '.join(able)}"
-        return php.missing(self.runs_php)
+            return f"{self.name} cannot run PHP in httpbench"
+        return php_install.missing(self.runs_php)
 
     def backend(self) -> Optional["Server"]:
         """A server this one fronts (a cache in front of an origin), started first on its own

@@ -9,7 +9,7 @@ import sys
 from typing import List
 
 from httpbench import servers
-from httpbench.servers import php
+from httpbench.servers import php_install
 from httpbench.servers.base import Server
 
 
@@ -37,8 +37,8 @@ def _php(adapter: Server) -> str:
     """What the server runs PHP with and whether that is installed, with the command if not."""
     if adapter.runs_php is None:
         return "no PHP"
-    runs_with, install = php.RUNS_WITH[adapter.runs_php]
-    if php.missing(adapter.runs_php) is not None:
+    runs_with, install = php_install.RUNS_WITH[adapter.runs_php]
+    if php_install.missing(adapter.runs_php) is not None:
         return f"{runs_with} missing, install: {install}"
     return f"{runs_with} installed"
 

@@ -16,11 +16,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from httpbench import engine
 from httpbench.certificates import LOOPBACK_NAMES, make_site_certificate
-from httpbench.monitor import Monitor
+from httpbench.load import engine
+from httpbench.observe.monitor import Monitor
 from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
 from httpbench.servers.process import RunningServer, free_port, start
+from httpbench.servers.registry import php_refusal
 from httpbench.servers.verify import verify
 
 
@@ -141,6 +142,6 @@ def facts(adapters: Sequence[Server]) -> Tuple[dict, Dict[str, Optional[str]]]:
 
 
 def php_refusals(adapters: Sequence[Server]) -> Dict[str, Optional[str]]:
-    """Why each server in `adapters` cannot run PHP on this host (Server.php_refusal), by name;
+    """Why each server in `adapters` cannot run PHP on this host (registry.php_refusal), by name;
     None for those that can."""
-    return {adapter.name: adapter.php_refusal() for adapter in adapters}
+    return {adapter.name: php_refusal(adapter) for adapter in adapters}

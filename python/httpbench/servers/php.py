@@ -18,12 +18,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site
-
-FPM = "/usr/sbin/php-fpm8.2"
-FPM_PACKAGES = ("php8.2-fpm", "php8.2-opcache")
-FPM_INSTALL = "apt-get install -y " + " ".join(FPM_PACKAGES)
-MOD_PHP = Path("/usr/lib/apache2/modules/libphp8.2.so")
-MOD_PHP_INSTALL = "apt-get install -y libapache2-mod-php8.2"
+from httpbench.servers.php_install import FPM, FPM_PACKAGES
 
 # The pool's files in Site.php_dir, named relative to the run directory as Config files are.
 POOL_CONF = "php/php-fpm.conf"
@@ -39,22 +34,6 @@ CPU_BOUND_CHILDREN_PER_CPU = 4
 # serves a few thousand such short pages a second here; 64 children (6,400 pages/s of waiting)
 # keep that cap above what the CPU can do, so the CPU, not the pool, is what a tuned run measures.
 WAITING_CHILDREN_PER_CPU = 64
-
-
-# What a server runs PHP with, by `Server.runs_php`, as `httpbench servers` names it, and the
-# command that installs it.
-RUNS_WITH = {"fastcgi": (Path(FPM).name, FPM_INSTALL), "module": ("mod_php", MOD_PHP_INSTALL)}
-
-
-def missing(runs_php: str) -> Optional[str]:
-    """None when the PHP a server runs (`Server.runs_php`: "fastcgi" or "module") is installed,
-    else one line naming what is missing and the command that installs it."""
-    install = RUNS_WITH[runs_php][1]
-    if runs_php == "fastcgi" and not PhpFpm().installed():
-        return f"PHP-FPM is not installed ({PhpFpm.program} is missing); install it with: {install}"
-    if runs_php == "module" and not MOD_PHP.is_file():
-        return f"mod_php is not installed ({MOD_PHP} is missing); install it with: {install}"
-    return None
 
 
 def children(site: Site, profile: ServerProfile) -> int:

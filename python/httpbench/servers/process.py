@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import List, Optional, Set
 
-from httpbench.procfs import session_pids
+from httpbench.observe.procfs import session_pids
 from httpbench.servers.base import (
     Config,
     PHPUnsupported,

@@ -7,7 +7,7 @@ import os
 import socket
 from typing import Optional
 
-from httpbench import procfs
+from httpbench.observe import procfs
 
 
 def of_this_process() -> dict:

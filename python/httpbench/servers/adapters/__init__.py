@@ -1,2 +1,2 @@
-"""One module per server under test. Every `Server` subclass with a `name` defined in a module of
-this package is an adapter; `httpbench.servers.ADAPTERS` finds them all."""
+"""One module per server under test, each a `Server` subclass with a `name`; servers.registry
+lists them."""

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import ClassVar, Dict, List, Optional
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site
-from httpbench.servers.php import MOD_PHP, PHP_INI, php_ini
+from httpbench.servers.php import PHP_INI, php_ini
+from httpbench.servers.php_install import MOD_PHP
 
 MODULES = "/usr/lib/apache2/modules"
 STOCK = "/etc/apache2/mods-available"

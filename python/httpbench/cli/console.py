@@ -1,0 +1,394 @@
+"""What `httpbench run`, `runs` and `show` print: a live progress display while a sweep runs,
+and a summary of a stored run in the spirit of hyperfine (who won each comparison, by how much).
+
+Everything shown comes from the store: `show` and the end of `run` print the same thing.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.progress import BarColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import Progress as Bar
+from rich.table import Column, Table
+from rich.text import Text
+
+from httpbench.errors import Error
+from httpbench.plan.model import Rounds
+from httpbench.report import php_summary, tables
+from httpbench.report import summary as report_summary
+from httpbench.results.model import RunResults
+from httpbench.store.database import url_of
+from httpbench.sweep.session import Session, resume_command
+from httpbench.sweep.sweep import Progress
+
+console = Console(stderr=True)
+
+# What a terminal shows of each level (80 columns hold them); the report and exports have the rest.
+LEVEL_COLUMNS = ["level", "rounds", "rps_mean", "rps_ci95", "p50_us", "p99_us", "errors", "server_cpu_user"]
+# A TLS cell's: its handshakes' latency, and what a request cost the server (TLS's cost shows
+# there even where the client set the pace), in the room of the 95% interval and errors, which
+# its summary under the table still names.
+TLS_LEVEL_COLUMNS = [
+    "level",
+    "rounds",
+    "rps_mean",
+    "p50_us",
+    "p99_us",
+    "tls_handshake_p50_us",
+    "tls_handshake_p99_us",
+    "server_cpu_per_request_us",
+]
+# A PHP cell's: what a page cost the server, and its memory with PHP-FPM's share in brackets, in
+# the room of the 95% interval and the CPU in cores.
+PHP_LEVEL_COLUMNS = [
+    "level",
+    "rounds",
+    "rps_mean",
+    "p50_us",
+    "p99_us",
+    "errors",
+    "server_cpu_per_request_us",
+    "server_memory_bytes",
+]
+CELL_COLUMNS = ["status", "levels", "rps_mean", "seconds"]
+
+
+class _Stdout(Console):
+    def on_broken_pipe(self) -> None:
+        # rich would exit 1; the command ends as Unix tools do when their reader leaves (cli.main).
+        self.quiet = True
+        raise BrokenPipeError()
+
+
+def _stdout() -> Console:
+    # Piped output keeps long lines whole rather than wrap them at rich's default of 80 columns
+    # (or a COLUMNS that readline may have exported to the parent's children).
+    return _Stdout(width=None if sys.stdout.isatty() else 160)
+
+
+def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Rounds] = None):
+    """A progress bar over every round of the run, the rounds stored before a resume counted as
+    done, naming the current cell and level and the last round's requests/s; returns (the rich
+    context, the sweep's Progress hooks). `total_rounds` counts each level's fewest `rounds`: a
+    level that takes more (rounds = "auto") adds them as they come."""
+    # The words are shown as written ("[client_saturated]" is no style), and cut to fit the line
+    # (a level's flags make them long), never the count.
+    words = TextColumn(
+        "{task.description}",
+        markup=False,
+        table_column=Column(max_width=max(20, console.width - 50), no_wrap=True, overflow="ellipsis"),
+    )
+    bar = Bar(
+        words,
+        BarColumn(bar_width=15),
+        TextColumn("{task.completed}/{task.total} rounds"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    task = bar.add_task("starting", total=total_rounds, completed=stored_rounds)
+    state = {"cell": ""}
+
+    def on_cell(index, total, cell):
+        state["cell"] = f"cell {index + 1}/{total} {cell.key}"
+        bar.update(task, description=state["cell"])
+
+    def on_round(cell, level, index, m):
+        if rounds is not None and index >= rounds.fewest:
+            bar.update(task, total=bar.tasks[task].total + 1)
+        rps = m["requests"]["per_second"] or 0
+        flags = ", ".join(f["kind"] for f in m["flags"])
+        bar.update(
+            task,
+            advance=1,
+            description=f"{state['cell']} level {level}: {rps:,.0f} req/s" + (f" [{flags}]" if flags else ""),
+        )
+
+    def on_note(text):
+        bar.console.print(text, markup=False)  # a failed cell's note holds the server's own words
+
+    return bar, Progress(on_cell=on_cell, on_round=on_round, on_note=on_note)
+
+
+def _rich(title: str, headings: List[str], rows: Iterable[List[str]]) -> Table:
+    """A table that fits a terminal: no rules between columns, and a cell too wide wraps, never
+    cut to "..."."""
+    # Text, not str: stored words (a server's version, an error) are shown as written, never read
+    # as rich markup ("[emerg]" would vanish, "[/x]" would raise).
+    out = Table(
+        title=Text(title),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1, 0, 0),
+        pad_edge=False,
+        show_edge=False,
+    )
+    for n, heading in enumerate(headings):
+        words = (n == 0 and heading != "level") or heading == "status"
+        out.add_column(Text(heading), justify="left" if words else "right", overflow="fold")
+    for row in rows:
+        out.add_row(*map(Text, row))
+    return out
+
+
+def _columns(table: tables.Table, keys: List[str]) -> Tuple[List[str], List[List[str]]]:
+    """The headings and shown rows of `table`'s columns `keys`, in that order."""
+    index = {c.key: n for n, c in enumerate(table.columns)}
+    return [table.columns[index[k]].title for k in keys], [[row[index[k]] for k in keys] for row in table.shown()]
+
+
+def _flags(out: Console, flagged: Iterable[Tuple[str, Dict[str, str]]]) -> None:
+    """Under a table, each flag of its rows with its reason: what to read with care, and why."""
+    for label, flags in flagged:
+        for kind, reason in flags.items():
+            out.print(Padding(Text(f"{label}: {kind}: {reason}"), (0, 0, 0, 2)), highlight=False)
+
+
+def show(run: RunResults, db: str, out: Optional[Console] = None) -> None:
+    """`httpbench show`: every level of every cell, then the summary."""
+    out = out or _stdout()
+    levels(run, out)
+    summary(run, out)
+    # A run stored "done" by an older httpbench may hold a cell that did not finish.
+    status = "cells failed" if run.status == "done" and run.unfinished else run.status
+    hint = _resume_hint(run.id, status, db, run.host)
+    if hint:
+        out.print(hint, markup=False)
+
+
+def _resume_hint(run_id: int, status: str, db: str, host: dict) -> Optional[str]:
+    """How to go on with a run that ended without finishing; None for one that finished, or is
+    still running."""
+    command = resume_command(run_id, db, host)
+    if status in ("interrupted", "stopped", "failed"):
+        return f"run {run_id} is {status}; resume with: {command}"
+    if status == "cells failed":
+        return f"run {run_id} has cells that did not finish; try them again with: {command}"
+    return None
+
+
+def summary(run: RunResults, out: Optional[Console] = None) -> None:
+    """Print a stored run: a table of the cells of each group, then who won each comparison."""
+    out = out or _stdout()
+    table = tables.cells([run])
+    headings, rows = _columns(table, CELL_COLUMNS)
+    headings[CELL_COLUMNS.index("rps_mean")] = "mean req/s"  # "mean" alone, without the min beside it
+    grouped: Dict[str, list] = {}
+    for cell, row, flags in zip(run.cells, rows, table.flags):
+        # The status says when a cell's time adds up several sessions.
+        status = f"{row[0]}, resumed" if cell.sessions > 1 else row[0]
+        grouped.setdefault(cell.group, []).append((cell.series, [cell.series, status, *row[1:]], flags))
+    out.print(f"run {run.id}: plan {run.plan_name} ({run.status})", markup=False)
+    for group, members in grouped.items():
+        out.print(_rich(group, ["server/profile", *headings], [row for _, row, _ in members]))
+        _flags(out, [(series, flags) for series, _, flags in members])
+    for cell in run.failed:
+        out.print(f"{cell.key} failed: {cell.error}", style="red", markup=False)
+    for verdict in report_summary.winners([run]):
+        out.print(f"{verdict.group}: {verdict.headline}", markup=False)
+        for line in verdict.details:
+            out.print(f"  {line}", markup=False)
+    costs = report_summary.tls_costs([run])
+    if costs:
+        out.print("cost of TLS:", markup=False)
+        for line in costs:
+            out.print(f"  {line}", markup=False)
+    gains = report_summary.h2_gains([run])
+    if gains:
+        out.print("HTTP/2 against HTTP/1.1:", markup=False)
+        for line in gains:
+            out.print(f"  {line}", markup=False)
+    pages = php_summary.dynamic_pages([run])
+    if pages:
+        out.print("dynamic pages (PHP):", markup=False)
+        for line in pages:
+            out.print(f"  {line}", markup=False)
+    busy = report_summary.busy_machine([run])
+    if busy:
+        out.print(busy, style="red", markup=False)
+
+
+def levels(run: RunResults, out: Console) -> None:
+    """Every level of every cell: the statistics of its rounds, latency, the server's CPU and
+    memory, and under it the honesty flags with their reasons."""
+    for cell in run.measured:
+        table = tables.levels(cell)
+        tls = tables.tls_words(cell)
+        title = f"{cell.key} ({cell.server_version}" + (f"; {tls})" if tls else ")")
+        if cell.php:
+            headings, rows = _columns(table, PHP_LEVEL_COLUMNS)
+            headings[-1] = "memory MiB (PHP's)"
+            for row, (pool,) in zip(rows, _columns(table, ["php_memory_bytes"])[1]):
+                row[-1] = row[-1].removesuffix(" MiB") + (f" ({pool.removesuffix(' MiB')})" if pool != "-" else "")
+            out.print(_rich(title, headings, rows))
+        else:
+            out.print(_rich(title, *_columns(table, TLS_LEVEL_COLUMNS if tls else LEVEL_COLUMNS)))
+        _flags(out, [(f"level {lv.level}", flags) for lv, flags in zip(cell.levels, table.flags)])
+
+
+def comparison(cmp, threshold: Optional[float]) -> int:
+    """Print a comparison of two runs; returns 1 when `threshold` is given and a level regressed
+    beyond it or run B lacks a cell or level of run A (missing or failed), else 0."""
+    out = _stdout()
+    table = Table(title=f"run {cmp.after.id} against run {cmp.before.id}", title_justify="left")
+    for column in (
+        "cell",
+        "level",
+        f"run {cmp.before.id} req/s",
+        f"run {cmp.after.id} req/s",
+        "ratio",
+        "95% interval",
+        "verdict",
+    ):
+        table.add_column(column, justify="left" if column in ("cell", "verdict") else "right")
+    for c in cmp.changes:
+        style = {"faster": "green", "slower": "red"}.get(c.verdict, "")
+        table.add_row(
+            Text(c.cell),
+            str(c.level),
+            f"{c.before.mean:,.0f}",
+            f"{c.after.mean:,.0f}",
+            f"{c.ratio:.3f}",
+            "-" if c.interval is None else f"{c.interval[0]:.3f} to {c.interval[1]:.3f}",
+            Text(c.verdict, style=style),
+        )
+    out.print(table)
+    counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
+    out.print(
+        f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "
+        f"{counts['within the noise']} within the noise."
+    )
+    for gap in cmp.missing:
+        out.print(f"missing: {gap}", style="red", markup=False)
+    for key in cmp.only_after:
+        out.print(f"{key}: only in run {cmp.after.id}", markup=False)
+    if not cmp.changes:
+        out.print("no cell and level was measured in both runs: nothing to compare")
+    if threshold is None:
+        return 0
+    regressed = cmp.regressions(threshold)
+    for c in regressed:
+        print(
+            f"regression: {c.cell} at {c.level} connections: {c.ratio - 1:+.1%} requests/s "
+            f"({c.before.mean:,.0f} -> {c.after.mean:,.0f}), beyond the noise",
+            file=sys.stderr,
+        )
+    for gap in cmp.missing:
+        print(f"regression: {gap}", file=sys.stderr)
+    if regressed or cmp.missing:
+        return 1
+    print(
+        f"no level fell by more than {threshold:.0%} beyond the noise, and run {cmp.after.id} has every cell "
+        f"and level of run {cmp.before.id}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def runs_table(runs: List[dict], db: str) -> None:
+    """The stored runs, and how to resume each one that did not finish."""
+    out = _stdout()
+    out.print(
+        _rich(
+            "stored runs",
+            ["run", "plan", "status", "started", "ended", "cells"],
+            (
+                [
+                    str(r["id"]),
+                    r["plan_name"],
+                    r["status"],
+                    str(r["started"])[:19],
+                    str(r["ended"] or "")[:19],
+                    str(r["cells"]),
+                ]
+                for r in runs
+            ),
+        )
+    )
+    for r in runs:
+        hint = _resume_hint(r["id"], r["status"], db, r["host"])
+        if hint:
+            out.print(hint, markup=False)
+
+
+def run(session: Session) -> int:
+    """`httpbench run`: a session's sweep with a live display, then the summary. Returns the exit
+    code: 0 done (or nothing left to resume), 1 cells that did not finish, a run stopped for a
+    lost client host or failed once stored (the client ceiling not measured, the disk full), 130
+    interrupted by Ctrl-C and 143 by SIGTERM (all resumable)."""
+    if session.finished:
+        print(
+            f"run {session.run_id} is finished: every round is stored; 'httpbench show {session.run_id}' prints "
+            f"it, 'httpbench report {session.run_id}' writes its report",
+            file=sys.stderr,
+        )
+        return 0
+    with session:
+        bar, progress = live_progress(session.rounds_total, session.rounds_stored, session.plan.rounds)
+        command = session.resume_command()
+        try:
+            with bar:
+                stopped = session.measure(progress)
+        except KeyboardInterrupt as e:
+            # Plain print: the command must stay on one line, to be copied.
+            print(f"interrupted; every finished round is stored. Resume with: {command}", file=sys.stderr)
+            return getattr(e, "exit_code", 130)
+        except (Error, OSError) as e:
+            # Once the run is stored, this is a run that failed (stored so), not bad input.
+            reason = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else str(e)
+            print(
+                f"httpbench: run {session.run_id} failed: {reason}; every finished round is stored. "
+                f"Resume with: {command}",
+                file=sys.stderr,
+            )
+            return 1
+    if stopped:
+        print(f"stopped: {stopped}; every finished round is stored. Resume with: {command}", file=sys.stderr)
+    measured = session.results()
+    summary(measured)
+    write_report(measured, session.db)
+    if measured.unfinished and not stopped:
+        # After everything is stored and shown: a run with cells that did not finish is no success.
+        print(
+            f"{len(measured.unfinished)} of {len(measured.cells)} cells did not finish (listed above); every "
+            f"finished round is stored. Try them again with: {command}",
+            file=sys.stderr,
+        )
+    return 1 if stopped or measured.unfinished else 0
+
+
+def report_path(db: str, run_ids: List[int]) -> Path:
+    """Where a run's report goes by default: next to an SQLite database (a path or an sqlite:///
+    URL), else (PostgreSQL) in httpbench-results/ of the current directory."""
+    url = url_of(db, create=False)
+    sqlite_file = url.database if url.drivername.startswith("sqlite") else None
+    folder = Path(sqlite_file).parent if sqlite_file not in (None, "", ":memory:") else Path("httpbench-results")
+    return folder / f"report-run-{'-'.join(map(str, run_ids))}.html"
+
+
+def write_report(measured: RunResults, db: str) -> None:
+    """The report at the end of `httpbench run`. The run is stored whatever happens here, so a
+    report that cannot be written is a warning, never the run's exit status."""
+    from httpbench.report import output
+
+    try:
+        path = output.write_html([measured], report_path(db, [measured.id]))
+    except output.NothingToChart as e:
+        console.print(str(e), markup=False)
+        return
+    except Exception as e:  # noqa: BLE001 - any failure of the report; the measurements are safe
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(
+            f"httpbench: warning: run {measured.id} is stored but its report failed ({reason}); retry with: "
+            f"httpbench report {measured.id} --db {db}",
+            file=sys.stderr,
+        )
+        return
+    print(f"report: {path}", file=sys.stderr)

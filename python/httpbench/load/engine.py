@@ -1,0 +1,105 @@
+"""The engine's Python API: dicts in, dicts out.
+
+The extension speaks JSON strings so that the spec and report schemas are defined once, in Rust
+(serde); here they only become dicts, typed and filled in by httpbench.load_report.
+"""
+
+import json
+import os
+
+from httpbench import _engine
+
+# Here for the engine's callers to catch: engine.EngineError, engine.EnginePanicked.
+from httpbench.errors import EngineError, EnginePanicked  # noqa: F401
+from httpbench.load.report import Report, Summary, filled
+
+
+def run(spec: dict) -> Report:
+    """Run a load test described by ``spec`` (a LoadSpec) and return its report.
+
+    Raises EngineError, with a one-line message and the error's kind and fields, if the spec is
+    bad or the run cannot start or go on; EnginePanicked if the engine hit a bug.
+    """
+    return filled(json.loads(_engine.run(json.dumps(spec))))
+
+
+def in_plan_terms(error: EngineError) -> str:
+    """The engine's refusal as a plan's user can act on it: in the plan's keys, never in the
+    flags of `httpbench load`. The kinds a plan cannot cause, or whose remedy names no option
+    (the server is unreachable, a URL is invalid), keep the engine's own words."""
+    f = error.fields
+    if error.kind == "validation_failed":
+        return f"{f['fact']}; set allow_errors = true in the plan to load it anyway"
+    if error.kind == "too_few_requests":
+        return (
+            f"budget.requests = {f['requests']} is less than the {f['connections']} connections of level "
+            f"{f['connections']}: some would send nothing; raise budget.requests in the plan or drop the levels "
+            f"above {f['requests']}"
+        )
+    if error.kind == "open_files":
+        return (
+            f"level {f['connections']}: {f['fact']}; drop the levels above {f['most']} from the plan, or raise the "
+            "hard limit"
+        )
+    if error.kind == "pipeline_without_keep_alive":
+        return (
+            f"pipeline = {f['pipeline']} needs keep_alive = true: connections that close after each request "
+            "carry one request at a time; set pipeline = 1 in the plan, or drop false from keep_alive"
+        )
+    if error.kind == "tls_certificate":
+        # The suite made the certificate and the authority the engine checks it against: a
+        # server that presents another one was given or kept a certificate of its own.
+        return (
+            f"the server's certificate is not the one httpbench made for the cell ({f['reason']}); "
+            "a directive or config_file of the plan may set another certificate: let the suite's stand"
+        )
+    if error.kind == "http2_not_selected":
+        # The suite sets h2 up on an h2 cell's server, as it does its certificate; what the plan
+        # adds to the server's configuration may undo it.
+        return (
+            f"{f['fact']}; a directive or config_file of the plan may turn h2 off on the server: let the "
+            'suite\'s h2 settings stand, or drop "h2" from protocols'
+        )
+    if error.kind == "tls_handshake":
+        what = "refused every offer" if f["refused"] else "did not complete a TLS handshake"
+        return f"the server {what}: {f['problem']}; check tls.version in the plan and the server's TLS settings"
+    return str(error)
+
+
+def with_threads(spec: dict) -> dict:
+    """``spec`` with one engine thread per CPU its load may use (its pinned ``cpus``, else every
+    CPU this process may run on), but no more than its connections: the engine refuses idle
+    threads. Decided where the engine runs, which on a cluster is each client host."""
+    cpus = len(spec.get("cpus") or ()) or len(os.sched_getaffinity(0))
+    return {**spec, "threads": max(1, min(cpus, spec["connections"]))}
+
+
+def host_facts() -> dict:
+    """This host's facts: CPU, kernel, distribution, memory, open-file limits and the sysctls
+    benchmarks tune."""
+    return json.loads(_engine.host_facts())
+
+
+def merge_latency(summaries: list) -> Summary:
+    """Add the histograms of several latency summaries (rounds, threads, hosts) and summarise the
+    sum: exact percentiles, never an average of percentiles."""
+    return json.loads(_engine.merge_latency([s["hdr"] for s in summaries]))
+
+
+def merge_reports(spec: dict, reports: list) -> Report:
+    """The report of the run ``spec`` from the reports of its parts (its hosts' engines): the
+    whole spec (an open loop's target is its rate), counts and histograms added, every rate and
+    mean derived again (the engine's ``Report::merge``)."""
+    return filled(json.loads(_engine.merge_reports(json.dumps(spec), [json.dumps(r) for r in reports])))
+
+
+def split_spec(spec: dict, hosts: int) -> list:
+    """``spec`` split over ``hosts`` client hosts, one spec per host it takes: connections, rate
+    and request budget divided as the engine divides them over its threads."""
+    return [json.loads(s) for s in _engine.split_spec(json.dumps(spec), hosts)]
+
+
+def latency_spectrum(summaries: list, ticks: int = 5) -> list:
+    """The percentile spectrum of the added histograms, from the median up to the largest value:
+    ``[[percentile, microseconds], ...]``."""
+    return json.loads(_engine.latency_spectrum([s["hdr"] for s in summaries], ticks))

@@ -1,0 +1,215 @@
+"""Plans: what a run measures, read from TOML (plan.toml) and validated completely before anything
+starts (every mistake one line naming the file, the line and the key; plan.builtin loads them).
+
+A plan is a matrix: servers x profiles x workloads x protocols x keep-alive (x TLS resumption,
+for TLS without keep-alive; x streams per connection, for HTTP/2) x server CPU counts (x budgets,
+when it sweeps several, as the 2007 write-up did) make the cells; each cell is measured at every
+level, for every round. The built-in plans live in `plans/*.toml`, beside this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from httpbench import servers
+from httpbench.errors import Error
+from httpbench.judge.honesty import AUTO_MIN_ROUNDS, needs_more_rounds
+from httpbench.plan.lines import line_of
+from httpbench.plan.protocol import TlsSettings, is_http2, uses_tls
+from httpbench.plan.workload import Workload
+from httpbench.servers.adapters.command import CommandServer
+
+# What `estimate_seconds` adds to the measured time, measured on a 2-core machine: starting,
+# verifying and stopping a server takes 0.1-0.6 s for most and 2.2 s for jetty9 (1.5 s budgeted);
+# the monitor's idle baseline is 0.5 s; a level costs about 0.03 s beyond its budget in the
+# engine, and the monitor window and the store's commit add some (0.25 s budgeted); a run
+# starts with the client ceiling against reference (2 s) and version queries (5 s in all).
+CELL_OVERHEAD_S = 1.5 + 0.5
+LEVEL_OVERHEAD_S = 0.25
+RUN_OVERHEAD_S = 5.0
+# Each kind of connection beyond the first has a client ceiling of its own: the reference server
+# (over HTTP/2, an h2 server) started, then 3 rounds of 1 s.
+CEILING_S = 3.5
+
+
+class PlanError(Error):
+    """One line: "<source> line N: <key> <what is wrong>"."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    requests: Optional[int] = None  # like ab's and weighttp's -n
+    duration: Optional[float] = None  # seconds
+
+    def __post_init__(self) -> None:
+        if (self.requests is None) == (self.duration is None):
+            raise ValueError("a budget is either requests or a duration, exactly one")
+
+    @property
+    def label(self) -> str:
+        return f"n{self.requests}" if self.requests is not None else f"{self.duration:g}s"
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """How many rounds each level gets: `fixed`, or with `fixed` None ("auto"), as the Phoronix
+    Test Suite's dynamic run count, rounds until they agree, `most` at most."""
+
+    fixed: Optional[int]
+    most: int
+
+    @property
+    def auto(self) -> bool:
+        return self.fixed is None
+
+    @property
+    def fewest(self) -> int:
+        """The rounds a level takes at least: what a progress display counts on."""
+        return self.fixed or min(AUTO_MIN_ROUNDS, self.most)
+
+    @property
+    def longest(self) -> int:
+        """The rounds a level takes at most: what a time estimate counts on."""
+        return self.fixed or self.most
+
+    def more(self, values: Sequence[float]) -> bool:
+        """Whether a level whose rounds so far have `values` requests/s (those stored by an
+        earlier session too) needs another."""
+        return len(values) < self.fixed if self.fixed else needs_more_rounds(values, self.most)
+
+    def __str__(self) -> str:
+        return "auto" if self.auto else str(self.fixed)
+
+
+@dataclass(frozen=True)
+class Cell:
+    server: str
+    profile: str
+    workload: Workload
+    keep_alive: bool
+    cpus: int
+    # Set only when the plan sweeps several budgets (the 2007 write-up's -n 100/1000/10000): then
+    # the budget is part of what a cell is. None: the plan's one budget applies (Plan.budget_for).
+    budget: Optional[Budget] = None
+    protocol: str = "http"
+    # A TLS cell's handshakes without keep-alive: "none" (every one full), "tickets" or "ids";
+    # None for every other cell.
+    resumption: Optional[str] = None
+    # Streams each connection keeps open at once: HTTP/2's; 1 for every HTTP/1.1 cell.
+    streams: int = 1
+
+    @property
+    def key(self) -> str:
+        """Stable and readable, used to resume: "nginx/tuned/7B/ka/1cpu", then the protocol
+        unless it is plain HTTP ("/https", "/https/tickets", "/h2/10streams") and the budget when
+        the plan sweeps several ("/n100"); a plain HTTP cell keeps the key it had before protocols
+        existed."""
+        key = (
+            f"{self.server}/{self.profile}/{self.workload.label}/{'ka' if self.keep_alive else 'close'}/{self.cpus}cpu"
+        )
+        if self.protocol != "http":
+            key += f"/{self.protocol}" + (f"/{self.resumption}" if self.resumption else "")
+        if is_http2(self.protocol):
+            key += f"/{self.streams}streams"
+        return key + (f"/{self.budget.label}" if self.budget is not None else "")
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    description: str
+    notes: str  # what an ambiguous write-up made us choose, and why
+    servers: Optional[Tuple[str, ...]]  # None: every installed adapter, plus "reference"
+    profiles: Tuple[str, ...]
+    workloads: Tuple[Workload, ...]
+    keep_alive: Tuple[bool, ...]
+    server_cpus: Tuple[int, ...]
+    levels: Tuple[int, ...]  # connections (0 already made 1); open loop: req/s
+    rounds: Rounds
+    budget: Budget  # the first of `budgets`; the only one for most plans
+    model: str
+    pipeline: int
+    warmup: float
+    client: str
+    directives: Dict[str, Tuple[str, ...]]
+    config_files: Dict[str, str]
+    text: str
+    # Additions to the design's fields:
+    budgets: Tuple[Budget, ...] = ()  # several: one cell per budget (the 2007 write-up)
+    baseline: Optional[str] = None  # the server reports rate others against (= 100, as the 2010 write-up rated)
+    commands: Dict[str, str] = field(default_factory=dict)  # name -> command line (command adapter)
+    source: str = ""  # where the text came from, for messages
+    allow_errors: bool = False  # the engine loads a server whose first answer is wrong
+    protocols: Tuple[str, ...] = ("http",)
+    tls: TlsSettings = TlsSettings()
+    streams: Tuple[int, ...] = (1,)  # per connection, for HTTP/2 cells
+
+    def connections(self) -> List[Tuple[str, bool, Optional[str], int]]:
+        """(protocol, keep-alive, resumption, streams) of each kind of cell a server gets: a TLS
+        cell without keep-alive once per resumption, an HTTP/2 cell once per streams count,
+        every other once."""
+        return [
+            (protocol, ka, resumption, streams)
+            for protocol in self.protocols
+            for ka in self.keep_alive
+            for resumption in (self.tls.resumption if uses_tls(protocol) and not ka else (None,))
+            for streams in (self.streams if is_http2(protocol) else (1,))
+        ]
+
+    def cells(self, installed: Sequence[str]) -> List[Cell]:
+        """Every cell, server-major. `installed` is what may run here: servers the plan names
+        that are not in it are left out (`check_installed` refuses them with one line; a caller
+        narrowing a run with --servers passes only those). Command servers always count."""
+        if self.servers is None:
+            chosen = list(dict.fromkeys([*installed, "reference"]))
+        else:
+            chosen = [s for s in self.servers if s in installed or s in self.commands]
+        several = len(self.budgets) > 1
+        return [
+            Cell(server, profile, work, ka, cpus, budget if several else None, protocol, resumption, streams)
+            for server in chosen
+            for profile in self.profiles
+            for work in self.workloads
+            for protocol, ka, resumption, streams in self.connections()
+            for cpus in self.server_cpus
+            for budget in (self.budgets or (self.budget,))
+        ]
+
+    def check_installed(self, installed: Sequence[str], where: str = "here") -> None:
+        """PlanError naming the first server the plan names that cannot run where the servers
+        run; `installed` names the servers, command servers too, that can run `where`."""
+        for name in self.servers or ():
+            if name in installed:
+                continue
+            if name in self.commands:
+                hint = f"its command's program {self.adapter(name).program!r} is not found"
+            else:
+                hint = f"install it with 'httpbench servers install {name}' ({servers.get(name).install_command()})"
+            line = line_of(self.text, ("servers",))
+            raise PlanError(
+                f"{self.source or self.name} line {line}: servers names {name}, which is not installed "
+                f"{where}; {hint}, or leave it out with --servers"
+            )
+
+    def budget_for(self, cell: Cell) -> Budget:
+        return cell.budget or self.budget
+
+    def adapter(self, name: str):
+        """The server adapter for `name`: the plan's own command server, or a built-in one."""
+        if name in self.commands:
+            return CommandServer(self.commands[name], name=name)
+        return servers.get(name)
+
+    def estimate_seconds(self, n_servers: int, rate: float = 20000.0) -> float:
+        """Time a run takes with `n_servers` servers (count "reference" if it is one of them):
+        the budgets plus the overheads above. A request budget is timed at `rate` req/s;
+        rounds = "auto" counts max_rounds, the longest it may take."""
+        rounds = self.rounds.longest
+        per_cell = len(self.workloads) * len(self.connections()) * len(self.server_cpus) * len(self.profiles)
+        total = 0.0
+        for budget in self.budgets or (self.budget,):
+            seconds = budget.duration if budget.duration is not None else budget.requests / rate
+            total += CELL_OVERHEAD_S + self.warmup + len(self.levels) * rounds * (seconds + LEVEL_OVERHEAD_S)
+        ceilings = CEILING_S * (len(set(self.connections())) - 1)
+        return RUN_OVERHEAD_S + ceilings + n_servers * per_cell * total

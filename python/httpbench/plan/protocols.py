@@ -1,0 +1,75 @@
+"""A plan's protocols, its [tls] table and its `streams` axis checked (plan.parse's part for
+httpbench.protocol), each mistake one line as every other value's (httpbench.plan_values)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Tuple
+
+from httpbench.certificates import KEY_TYPES
+from httpbench.plan.protocol import PROTOCOLS, RESUMPTIONS, TLS_VERSIONS, TlsSettings, is_http2, uses_tls
+from httpbench.plan.values import ValueChecks
+
+TLS_KEYS = ("version", "key", "resumption")
+
+
+class ProtocolChecks(ValueChecks):
+    """The protocol axis and what it allows with the rest of the plan."""
+
+    def protocols(self, data: Dict[str, Any]) -> Tuple[str, ...]:
+        return self.array(data.get("protocols", ["http"]), ("protocols",), lambda v, p: self.string(v, p, PROTOCOLS))
+
+    def streams(
+        self, data: Dict[str, Any], protocols: Tuple[str, ...], keep_alive: Tuple[bool, ...], pipeline: int
+    ) -> Tuple[int, ...]:
+        """The `streams` axis, and what HTTP/2 cells allow: many streams replace pipelining, and a
+        connection that carries them is kept open."""
+        streams = self.array(
+            data.get("streams", [1]), ("streams",), lambda v, p: self.integer(v, p, 1), allow_scalar=True
+        )
+        http2 = [p for p in protocols if is_http2(p)]
+        if max(streams) > 1 and not http2:
+            self.fail(
+                ("streams",),
+                f'streams = {max(streams)} needs an HTTP/2 protocol: add "h2" or "h2c" to protocols, or remove streams',
+            )
+        if http2 and pipeline > 1:
+            self.fail(
+                ("pipeline",),
+                f'pipeline = {pipeline} cannot be used with protocols = "{http2[0]}": HTTP/2 sends requests '
+                "side by side on streams; give streams instead",
+            )
+        if http2 and False in keep_alive:
+            self.fail(
+                ("keep_alive",),
+                f'keep_alive = false cannot be used with protocols = "{http2[0]}": an HTTP/2 connection '
+                "carries many requests; measure keep_alive = false in a plan without h2 or h2c",
+            )
+        return streams
+
+    def tls(self, table: Any, protocols: Tuple[str, ...], client: str) -> TlsSettings:
+        """The [tls] table, for the plan's TLS cells."""
+        self.keys(table, TLS_KEYS, ("tls",))
+        if table and not any(uses_tls(p) for p in protocols):
+            self.fail(("tls",), '[tls] applies to TLS cells only: add "https" or "h2" to protocols, or remove [tls]')
+        special = [p for p in protocols if uses_tls(p) or is_http2(p)]
+        if client != "engine" and special:
+            self.fail(
+                ("protocols",),
+                f'protocols = "{special[0]}" needs client = "engine": {client} cells over {special[0]} are not made',
+            )
+        version = table.get("version")
+        if version is not None:
+            version = self.string(version, ("tls", "version"), TLS_VERSIONS)
+        key = self.string(table.get("key", "ecdsa-p256"), ("tls", "key"), KEY_TYPES)
+        resumption = self.array(
+            table.get("resumption", ["none"]),
+            ("tls", "resumption"),
+            lambda v, p: self.string(v, p, RESUMPTIONS),
+            allow_scalar=True,
+        )
+        if "ids" in resumption and version != "1.2":
+            self.fail(
+                ("tls", "resumption"),
+                'tls.resumption = "ids" needs tls.version = "1.2": TLS 1.3 resumes with tickets only',
+            )
+        return TlsSettings(version, key, resumption)

@@ -1,0 +1,51 @@
+"""Which of a plan's cells their servers can serve as the plan asks: over its protocol (TLS as its
+[tls] says, HTTP/2), and PHP for a PHP workload. A server the plan or --servers names is refused
+in one line, and so is a plan none of whose cells can be served; one that is there because it is
+installed only loses those cells, and a note says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from httpbench import servers
+from httpbench.plan.model import Cell, Plan
+from httpbench.plan.protocol import uses_tls
+from httpbench.servers import SiteTLS
+
+
+def refusal(plan: Plan, server: str, protocol: str) -> Optional[str]:
+    """Why `server` cannot serve `protocol` as `plan` asks; None when it can."""
+    adapter = plan.adapter(server)
+    tls = SiteTLS(Path(), Path(), Path(), plan.tls.key, plan.tls.version)
+    return (adapter.tls_refusal(tls) if uses_tls(protocol) else None) or adapter.protocol_refusal(protocol)
+
+
+def cells(
+    plan: Plan, cells: Sequence[Cell], named: bool, php: Mapping[str, Optional[str]]
+) -> Tuple[List[Cell], List[str]]:
+    """The `cells` their servers can serve, and why a server lost cells, one line each (said when
+    the run starts). `named`: the plan or --servers named the servers; `php`: why each server
+    cannot run PHP where it runs (None: it can)."""
+    refused: Dict[Cell, Tuple[str, str]] = {}  # cell -> (what it needs, why the server cannot)
+    for c in cells:
+        why = refusal(plan, c.server, c.protocol)
+        if why:
+            refused[c] = (f"{c.protocol} cells", why)
+        elif c.workload.php and php[c.server]:
+            refused[c] = ("PHP cells", f"workload {c.workload.label} runs PHP scripts: {php[c.server]}")
+    if refused and (named or len(refused) == len(cells)):
+        cell, (_, why) = next(iter(refused.items()))
+        if cell.workload.php and not refusal(plan, cell.server, cell.protocol):
+            raise servers.PHPUnsupported(why)
+        raise (servers.TLSUnsupported if cell.protocol == "https" else servers.ProtocolUnsupported)(why)
+    notes: Dict[Tuple[str, str], Tuple[str, List[str]]] = {}
+    for c, (what, why) in refused.items():
+        notes.setdefault((c.server, what), (why, []))[1].append(c.workload.label)
+    left_out = []
+    for (server, what), (why, labels) in notes.items():
+        if what == "PHP cells":
+            # One note for all of a server's PHP workloads: the reason is its PHP's, not theirs.
+            what, why = f"PHP cells ({', '.join(dict.fromkeys(labels))})", php[server]
+        left_out.append(f"{server}: no {what}: {why}")
+    return [c for c in cells if c not in refused], left_out
