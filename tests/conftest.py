@@ -79,7 +79,8 @@ SHORT_CEILING = {"CEILING_ROUNDS": 2, "CEILING_SECONDS": 0.3}
 HTTPBENCH = [
     sys.executable,
     "-c",
-    f"import sys\nfrom httpbench import ceiling, cli\nvars(ceiling).update({SHORT_CEILING!r})\nsys.exit(cli.main())",
+    "import sys\nfrom httpbench.cli import main as cli\nfrom httpbench.sweep import ceiling\n"
+    f"vars(ceiling).update({SHORT_CEILING!r})\nsys.exit(cli.main())",
 ]
 
 

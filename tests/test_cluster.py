@@ -233,7 +233,8 @@ def test_dask_is_not_imported_without_cluster(tmp_path):
     plan = short_plan(tmp_path, '["reference"]', "1", "requests = 200")
     code = (
         "import sys\n"
-        "from httpbench import ceiling, cli\n"
+        "from httpbench.cli import main as cli\n"
+        "from httpbench.sweep import ceiling\n"
         "ceiling.CEILING_ROUNDS, ceiling.CEILING_SECONDS = 1, 0.2   # shortened: only the imports matter\n"
         f"code = cli.main(['run', {str(plan)!r}, '--db', {str(tmp_path / 'r.db')!r}])\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')), code)\n"

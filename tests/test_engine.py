@@ -444,7 +444,7 @@ def test_ctrl_c_stops_a_python_run_promptly(testserver):
 
     url = testserver("ok")
     code = (
-        "from httpbench import engine\n"
+        "from httpbench.load import engine\n"
         "try:\n"
         f"    engine.run({{'urls': ['{url}'], 'connections': 2, 'stop': {{'duration': 60}}}})\n"
         "except KeyboardInterrupt:\n"

@@ -206,7 +206,7 @@ def test_every_domain_error_is_an_httpbench_error():
 
 def httpbench_with(code: str, *args: str) -> subprocess.CompletedProcess:
     """`httpbench ARGS` after `code` ran in the cli module (to plant a bug)."""
-    script = f"import sys; from httpbench import cli\n{code}\nsys.exit(cli.main({list(args)!r}))"
+    script = f"import sys; from httpbench.cli import main as cli\n{code}\nsys.exit(cli.main({list(args)!r}))"
     return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
 
 

@@ -502,7 +502,7 @@ def test_runs_opening_an_older_store_at_once_migrate_it_once(db):
     from httpbench.store import schema
 
     version_1_store(db)
-    code = "import sys\nfrom httpbench.store import Store\nStore(sys.argv[1])"
+    code = "import sys\nfrom httpbench.store.database import Store\nStore(sys.argv[1])"
     with holding_runs(db):
         runs = [subprocess.Popen([sys.executable, "-c", code, db], stderr=subprocess.PIPE, text=True) for _ in range(3)]
         time.sleep(2.5)  # under SQLite's 5 s wait for a lock

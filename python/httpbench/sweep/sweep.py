@@ -33,8 +33,7 @@ from httpbench.servers import ServerProfile
 from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
 from httpbench.store.database import Store
-from httpbench.sweep import servable, target
-from httpbench.sweep.ceiling import CEILING_ROUNDS, CEILING_SECONDS, ClientCeiling, kind_of
+from httpbench.sweep import ceiling, servable, target
 from httpbench.sweep.errors import Stopped
 from httpbench.sweep.target import Target
 
@@ -116,7 +115,7 @@ class Sweep:
                     f"the plan gives {cell.server} {cell.cpus} CPUs but --server-cpus gives "
                     f"{len(placement.server)}; name more CPUs or drop that count from server_cpus"
                 )
-        self.ceiling = ClientCeiling()
+        self.ceiling = ceiling.ClientCeiling()
         # Where a TLS cell's authority is written for the engine to verify against.
         self.scratch = Path(tempfile.mkdtemp(prefix="httpbench-sweep-"))
 
@@ -146,7 +145,7 @@ class Sweep:
         for note in self.left_out:
             self.progress.on_note(note)
         try:
-            for kind in dict.fromkeys(kind_of(c) for c in self.cells):
+            for kind in dict.fromkeys(ceiling.kind_of(c) for c in self.cells):
                 self.measure_ceiling(kind)
             for index, cell in enumerate(self.cells):
                 self.progress.on_cell(index, len(self.cells), cell)
@@ -190,9 +189,9 @@ class Sweep:
                 servers.get(against), ServerProfile("tuned"), workload, 1, tls, http2=is_http2(protocol)
             )
             to = self.target_of(started, protocol, resumption, "ceiling")
-            spec = self.spec(to, workload, WARM_CONNECTIONS, {"duration": CEILING_SECONDS}, keep_alive, streams)
+            spec = self.spec(to, workload, WARM_CONNECTIONS, {"duration": ceiling.CEILING_SECONDS}, keep_alive, streams)
             rounds: List[dict] = []
-            while len(rounds) < CEILING_ROUNDS:
+            while len(rounds) < ceiling.CEILING_ROUNDS:
                 measurement = self.load(spec)
                 lost = self.lost_hosts(measurement)
                 if lost and self.on_client_loss == "stop":
@@ -375,12 +374,12 @@ class Sweep:
                 self.plan.pipeline,
             )
         measurement["server"] = host.end_window()
-        ceiling = self.ceiling.rps.get(kind_of(cell))
-        against = self.ceiling.against.get(kind_of(cell), "reference")
+        kind = ceiling.kind_of(cell)
+        rps, against = self.ceiling.rps.get(kind), self.ceiling.against.get(kind, "reference")
         flags = (
-            honesty.cluster_level(measurement, ceiling, against)
+            honesty.cluster_level(measurement, rps, against)
             if self.cluster
-            else [honesty.client_saturated([measurement], ceiling, len(self.placement.client), against)]
+            else [honesty.client_saturated([measurement], rps, len(self.placement.client), against)]
         )
         if self.plan.model == "closed" and self.plan.client == "engine":
             in_flight = honesty.requests_in_flight(level, self.plan.pipeline, measurement)
