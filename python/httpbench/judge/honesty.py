@@ -2,7 +2,7 @@
 or a server that did not stay whole while it was measured.
 
 Each check is a small pure function over the measurements of one level (engine reports, schema
-httpbench-load/1, or a client's report in the same shape: httpbench.load_report), so the sweep can call them per
+httpbench-load/1, or a client's report in the same shape: httpbench.load.report), so the sweep can call them per
 level and a report can show the flag wherever the number is shown.
 """
 

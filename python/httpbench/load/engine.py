@@ -1,7 +1,7 @@
 """The engine's Python API: dicts in, dicts out.
 
 The extension speaks JSON strings so that the spec and report schemas are defined once, in Rust
-(serde); here they only become dicts, typed and filled in by httpbench.load_report.
+(serde); here they only become dicts, typed and filled in by httpbench.load.report.
 """
 
 import json

@@ -1,7 +1,7 @@
 """The load report (schema httpbench-load/1, docs/json-schema.md) as Python sees it: one typed view.
 
 The engine defines the report (crates/engine/src/report.rs); its fields reach Python through
-httpbench.report_fields, generated from those types (tools/report_fields.py). Here the view gets
+httpbench.load.fields, generated from those types (tools/report_fields.py). Here the view gets
 its two ways in: `blank`, a report with every value None, which a client tool's parser fills in
 with what the tool measures; and `filled`, which brings a report of any version to the current
 shape. Every report entering Python passes one of them (the engine's, a cluster's merged level, a
@@ -54,7 +54,7 @@ class LevelReport(Report):
 
 
 def blank(kind: type = Report) -> dict:
-    """A `kind` (a TypedDict of report_fields) with every value None and every object it always
+    """A `kind` (a TypedDict of load.fields) with every value None and every object it always
     has there, blank in turn."""
     return {name: blank(of) if shape == "object" else None for name, (shape, of, _) in _fields(kind).items()}
 
@@ -99,7 +99,7 @@ def _shape(annotation) -> Tuple[str, Optional[type]]:
 
 
 def _is_object(annotation) -> bool:
-    """A TypedDict of report_fields (typing.is_typeddict is Python 3.10's)."""
+    """A TypedDict of load.fields (typing.is_typeddict is Python 3.10's)."""
     return isinstance(annotation, type) and issubclass(annotation, dict) and hasattr(annotation, "__total__")
 
 

@@ -15,7 +15,7 @@ A site that runs PHP through FastCGI has a second tree, its PHP-FPM pool (a sess
 its processes count as the server's in every figure, and the window also shows them apart
 (`php_*`); the pool dying in a window is the server's crash, as an origin's is for a cache.
 
-Only /proc is read (httpbench.procfs), so this works with any Python the suite runs under.
+Only /proc is read (httpbench.observe.procfs), so this works with any Python the suite runs under.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Window:
     machine_idle_share: float  # 0..1, all CPUs, suite and server included
     processes_min: int
     processes_max: int
-    # Was the machine busy with other work (httpbench.contention)? None: not measured.
+    # Was the machine busy with other work (httpbench.observe.contention)? None: not measured.
     server_waiting_share: Optional[float] = None  # the server's threads' wait for a CPU / running + waiting
     others_cpu_cores: Optional[float] = None  # CPUs' worth used by other processes
     machine_cpus: Optional[int] = None

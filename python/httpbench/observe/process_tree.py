@@ -1,8 +1,8 @@
 """A server's process tree (its session, or a PHP pool's) sampled from /proc: the processes, their
 memory (RSS, and PSS where the kernel offers it), CPU time, threads and descriptors, summed at one
-instant; httpbench.monitor sums the samples over a measurement window.
+instant; httpbench.observe.monitor sums the samples over a measurement window.
 
-Only /proc is read (httpbench.procfs), so this works with any Python the suite runs under.
+Only /proc is read (httpbench.observe.procfs), so this works with any Python the suite runs under.
 """
 
 from __future__ import annotations

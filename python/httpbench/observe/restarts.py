@@ -1,4 +1,4 @@
-"""A server's workers restarting: noticed by the monitor (httpbench.monitor) from its samples of
+"""A server's workers restarting: noticed by the monitor (httpbench.observe.monitor) from its samples of
 the server's process tree, told with its windows, flagged `server_restarted` by honesty."""
 
 from __future__ import annotations

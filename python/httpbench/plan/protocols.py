@@ -1,5 +1,5 @@
 """A plan's protocols, its [tls] table and its `streams` axis checked (plan.parse's part for
-httpbench.protocol), each mistake one line as every other value's (httpbench.plan_values)."""
+httpbench.plan.protocol), each mistake one line as every other value's (httpbench.plan.values)."""
 
 from __future__ import annotations
 

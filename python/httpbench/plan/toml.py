@@ -3,8 +3,8 @@ names the file, the line and the key:
 
     myplan.toml line 12: levels.step must be more than 0, got -10
 
-Each value is checked by httpbench.plan_values, which finds its line with httpbench.plan_lines;
-the protocols, [tls] and streams by httpbench.plan_protocols.
+Each value is checked by httpbench.plan.values, which finds its line with httpbench.plan.lines;
+the protocols, [tls] and streams by httpbench.plan.protocols.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ WORKLOAD_KEYS = {
     "generated": ("kind", "size", "name"),
     "file": ("kind", "path"),
     "docroot": ("kind", "path", "urls"),
-    # a PHP script and its answer (httpbench.dynamic), labelled with its kind
+    # a PHP script and its answer (httpbench.plan.dynamic), labelled with its kind
     **{kind: ("kind",) for kind in PHP_KINDS},
 }
 SERVER_KEYS = ("directives", "config_file", "command")

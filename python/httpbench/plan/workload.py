@@ -1,5 +1,5 @@
 """What the servers serve and the load requests: a generated file of N bytes, a given file, a
-document root with a list of URLs, or a PHP script (httpbench.dynamic).
+document root with a list of URLs, or a PHP script (httpbench.plan.dynamic).
 
 A workload holds its files' bytes, so the same bytes are written into every server's document
 root and checked by verification; generated content depends only on (size, name), so every run
@@ -35,7 +35,7 @@ class Workload:
     # `.php` files through PHP (servers.base.Site.php).
     php: Optional[str] = None
     # (URL path without its "/", the exact bytes it answers) where that is not the file's bytes:
-    # a script's output, computed in Python (httpbench.dynamic).
+    # a script's output, computed in Python (httpbench.plan.dynamic).
     answers: Tuple[Tuple[str, bytes], ...] = field(default=(), repr=False)
 
     def write(self, docroot: Path) -> None:

@@ -1,5 +1,5 @@
 """The write-ups' own clients (ab, wrk, h2load), run for one level and parsed into the engine
-report's shape (schema httpbench-load/1, typed in httpbench.load_report), so a reproduction can
+report's shape (schema httpbench-load/1, typed in httpbench.load.report), so a reproduction can
 be cross-checked against the engine with the original tool.
 
 A field the tool does not give is None, never 0. Where a tool groups statuses or errors its own
