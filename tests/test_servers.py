@@ -10,7 +10,7 @@ import pytest
 from conftest import CLIENT_CPU, FILES, SERVER_CPU
 from httpbench import servers
 from httpbench.load import engine
-from httpbench.servers import ServerFailed, ServerProfile, Site, catalog, php, start, verify
+from httpbench.servers import ServerFailed, ServerProfile, Site, catalog, php_install, start, verify
 from httpbench.servers.process import port_is_free, session_pids
 
 
@@ -122,7 +122,7 @@ def test_servers_command_lists_adapters_with_state_and_version():
 
 
 def test_servers_command_says_how_to_install_a_missing_php(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(php, "MOD_PHP", tmp_path / "libphp8.2.so")
+    monkeypatch.setattr(php_install, "MOD_PHP", tmp_path / "libphp8.2.so")
     assert catalog.show() == 0
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     assert "  mod_php missing, install: apt-get install -y libapache2-mod-php8.2  " in rows["apache2-prefork"]
