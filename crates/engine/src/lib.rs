@@ -3,6 +3,7 @@
 //! The engine knows nothing of plans, servers or Python: it takes a [`LoadSpec`], runs it, and
 //! returns a [`Report`]. Everything above it (the CLI, the Python suite) is a client of this API.
 
+pub mod capacity;
 mod error;
 pub mod h2;
 pub mod host;
