@@ -241,7 +241,7 @@ class ScriptedCluster:
 
 def scripted_sweep(tmp_path, plan_file, loads: list, on_client_loss: str = "continue", notes=None):
     from httpbench.placement import Placement
-    from httpbench.plan import model as plans
+    from httpbench.plan import builtin as plans
     from httpbench.sweep.sweep import Progress, Sweep
 
     return Sweep(
