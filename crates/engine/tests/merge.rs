@@ -1,12 +1,13 @@
-//! `Report::merge` against the engine itself: single-thread runs merged must keep the invariants
-//! a real run of as many threads keeps.
+//! `Report::merge` against the engine itself: single-thread runs merged as concurrent parts must
+//! keep the invariants a real run of as many threads keeps; runs merged as sequential parts (a
+//! level's rounds) add their durations as well as their counts.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 
 mod common;
 
-use httpbench_engine::report::decode_histogram;
+use httpbench_engine::report::{decode_histogram, Parts::Concurrent, Parts::Sequential};
 use httpbench_engine::spec::Stop;
 use httpbench_engine::{LoadSpec, Report};
 
@@ -93,7 +94,7 @@ fn merged_single_thread_runs_keep_a_multi_thread_runs_invariants() {
         .map(|_| httpbench_engine::run(&spec(addr, 2, 1, PER_THREAD)).unwrap())
         .collect();
     let whole = spec(addr, 2 * THREADS, THREADS, PER_THREAD * u64::from(THREADS));
-    let merged = Report::merge(&whole, &parts).unwrap();
+    let merged = Report::merge(&whole, &parts, Concurrent).unwrap();
     let real = httpbench_engine::run(&whole).unwrap();
     for r in [&merged, &real] {
         check_invariants(r, PER_THREAD * u64::from(THREADS), THREADS as usize);
@@ -126,7 +127,7 @@ fn merged_single_thread_runs_keep_a_multi_thread_runs_invariants() {
         assert_eq!(point.requests, parts.iter().map(at).sum::<u64>());
     }
     // One part merged is itself.
-    let mut alone = Report::merge(&parts[0].spec, &parts[..1]).unwrap();
+    let mut alone = Report::merge(&parts[0].spec, &parts[..1], Concurrent).unwrap();
     // A mean weighted back by its own count may be off by the last bit.
     let delay = parts[0].client.handling_delay_us;
     assert!((alone.client.handling_delay_us - delay).abs() <= 1e-9 * delay);
@@ -135,7 +136,7 @@ fn merged_single_thread_runs_keep_a_multi_thread_runs_invariants() {
         serde_json::to_value(&alone).unwrap(),
         serde_json::to_value(&parts[0]).unwrap()
     );
-    assert!(Report::merge(&whole, &[]).is_err());
+    assert!(Report::merge(&whole, &[], Concurrent).is_err());
 }
 
 #[test]
@@ -155,12 +156,12 @@ fn an_open_loop_that_falls_short_says_so_once_merged() {
     let mut idle = part.clone();
     idle.requests.sent = 0;
     part.aborted = Some("stopped on request before the end".into());
-    let alone = Report::merge(&part.spec, &[part.clone()]).unwrap();
+    let alone = Report::merge(&part.spec, &[part.clone()], Concurrent).unwrap();
     let whole = LoadSpec {
         rate: Some(2.0 * target),
         ..part.spec.clone()
     };
-    let merged = Report::merge(&whole, &[part, idle]).unwrap();
+    let merged = Report::merge(&whole, &[part, idle], Concurrent).unwrap();
     let o = merged.open_loop.unwrap();
     assert_eq!(o.target_rate, 2.0 * target);
     assert!(o.fell_short && !alone.open_loop.unwrap().fell_short);
@@ -207,7 +208,7 @@ fn tls_handshakes_and_their_latencies_add_up_when_merged() {
         assert_eq!(r.latency.tls_handshake.count, 30);
         assert_eq!(r.latency.connect.count, 30);
     }
-    let merged = Report::merge(&spec, &parts).unwrap();
+    let merged = Report::merge(&spec, &parts, Concurrent).unwrap();
     let tls = merged.tls.as_ref().unwrap();
     assert_eq!((tls.handshakes_full, tls.handshakes_resumed), (3, 87));
     assert!(tls.verified && tls.version.is_some() && tls.alpn.is_none());
@@ -224,6 +225,97 @@ fn tls_handshakes_and_their_latencies_add_up_when_merged() {
     // A part of a plain run has no TLS; merged with one that has, the counts are the TLS part's.
     let mut plain = parts[0].clone();
     plain.tls = None;
-    let mixed = Report::merge(&spec, &[plain, parts[1].clone()]).unwrap();
+    let mixed = Report::merge(&spec, &[plain, parts[1].clone()], Concurrent).unwrap();
     assert_eq!(mixed.tls.unwrap().handshakes_resumed, 29);
+}
+
+#[test]
+fn rounds_merged_one_after_another_add_their_durations_as_well_as_their_counts() {
+    let addr = serve();
+    let spec = LoadSpec {
+        stop: Stop::Duration(0.4),
+        ..spec(addr, 2, 1, 0)
+    };
+    let mut rounds: Vec<Report> = (0..3)
+        .map(|_| httpbench_engine::run(&spec).unwrap())
+        .collect();
+    rounds[1].errors.insert("timeout".into(), 2);
+    rounds[1].errors_total += 2;
+    let sum = |field: fn(&Report) -> u64| rounds.iter().map(field).sum::<u64>();
+    let level = Report::merge(&spec, &rounds, Sequential).unwrap();
+    let at_once = Report::merge(&spec, &rounds, Concurrent).unwrap();
+    let durations: Vec<f64> = rounds.iter().map(|r| r.duration_s).collect();
+    // The only difference between the two: time. Rounds last as long as they do together,
+    // hosts as long as the longest.
+    assert_eq!(level.duration_s, durations.iter().sum::<f64>());
+    assert_eq!(
+        at_once.duration_s,
+        durations.iter().copied().fold(0.0, f64::max)
+    );
+    for merged in [&level, &at_once] {
+        assert_eq!(merged.requests.completed, sum(|r| r.requests.completed));
+        assert_eq!(merged.errors_total, sum(|r| r.errors_total));
+        assert_eq!(merged.errors["timeout"], 2);
+        assert_eq!(merged.connections.opened, sum(|r| r.connections.opened));
+        assert_eq!(merged.latency.total.count, sum(|r| r.latency.total.count));
+    }
+    let rate = level.requests.completed as f64 / level.duration_s;
+    assert!((level.requests.per_second - rate).abs() < 1e-9 * rate);
+    // Each round's seconds after the previous rounds': every point kept, percentiles and all.
+    let points: usize = rounds.iter().map(|r| r.timeseries.len()).sum();
+    assert_eq!(level.timeseries.len(), points);
+    assert!(level
+        .timeseries
+        .iter()
+        .enumerate()
+        .all(|(i, p)| p.second == i as u64));
+    let kept: Vec<_> = rounds
+        .iter()
+        .flat_map(|r| &r.timeseries)
+        .map(|p| p.p99_us)
+        .collect();
+    assert_eq!(
+        level
+            .timeseries
+            .iter()
+            .map(|p| p.p99_us)
+            .collect::<Vec<_>>(),
+        kept
+    );
+    assert!(at_once.timeseries.len() < points);
+}
+
+#[test]
+fn a_round_without_histograms_merges_and_leaves_the_level_none() {
+    let addr = serve();
+    let engine = httpbench_engine::run(&spec(addr, 2, 1, 50)).unwrap();
+    // As the suite stores a client tool's round: what the tool did not measure is null.
+    let tool = serde_json::json!({
+        "schema": "httpbench-load/1",
+        "duration_s": 1.5,
+        "requests": {"completed": 30, "per_second": 20.0},
+        "status": {"2xx": 30},
+        "errors": {"connect": 1},
+        "errors_total": 1,
+        "latency": {"total": {"p50_us": 900, "hdr": null}},
+        "client": {"tool": "wrk"},
+    });
+    let tool = Report::read_any(&tool.to_string()).unwrap();
+    let level = Report::merge(&engine.spec, &[engine.clone(), tool], Sequential).unwrap();
+    assert_eq!(level.requests.completed, 80);
+    assert_eq!((level.errors_total, level.errors["connect"]), (1, 1));
+    assert_eq!(level.duration_s, engine.duration_s + 1.5);
+    assert_eq!(
+        (level.latency.total.hdr.as_str(), level.latency.total.count),
+        ("", 0)
+    );
+    // Its other latencies neither: the tool timed no connect either.
+    assert_eq!(level.latency.connect.hdr, "");
+    // The engine's own report reads as serde reads it.
+    let json = serde_json::to_string(&engine).unwrap();
+    let strict: Report = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        serde_json::to_value(Report::read_any(&json).unwrap()).unwrap(),
+        serde_json::to_value(strict).unwrap()
+    );
 }

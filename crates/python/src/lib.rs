@@ -122,15 +122,15 @@ fn host_facts() -> PyResult<String> {
         .map_err(|e| EngineError::new_err(e.to_string()))
 }
 
-/// Merge encoded latency histograms exactly; returns the merged summary (schema's `summary`) as
-/// JSON.
 /// The report's JSON Schema, derived from the engine's types: what
-/// python/httpbench/report_fields.py is generated from.
+/// python/httpbench/load/fields.py is generated from.
 #[pyfunction]
 fn report_schema() -> String {
     httpbench_engine::report::schema().to_string()
 }
 
+/// Merge encoded latency histograms exactly; returns the merged summary (schema's `summary`) as
+/// JSON.
 #[pyfunction]
 fn merge_latency(hdrs: Vec<String>) -> PyResult<String> {
     let merged = httpbench_engine::report::merge_histograms(hdrs.iter().map(String::as_str))
@@ -139,18 +139,31 @@ fn merge_latency(hdrs: Vec<String>) -> PyResult<String> {
         .map_err(|e| EngineError::new_err(e.to_string()))
 }
 
-/// One report (JSON) of the run `spec_json` from the JSON reports of its parts, its hosts'
-/// engines: see `Report::merge`.
+/// One report (JSON) of the run `spec_json` from the JSON reports of its parts, merged as they
+/// ran: "concurrent", its hosts' engines, or "sequential", a level's rounds (`spec_json` None:
+/// the first part's spec, which the rounds of a level share). A part is read whatever measured
+/// it (`Report::read_any`: a client tool's nulls, an older version's missing fields); see
+/// `Report::merge`.
 #[pyfunction]
-fn merge_reports(spec_json: &str, reports: Vec<String>) -> PyResult<String> {
-    let spec: httpbench_engine::LoadSpec = serde_json::from_str(spec_json)
-        .map_err(|e| EngineError::new_err(format!("bad load spec: {e}")))?;
+#[pyo3(signature = (spec_json, reports, parts="concurrent"))]
+fn merge_reports(spec_json: Option<&str>, reports: Vec<String>, parts: &str) -> PyResult<String> {
+    let how: httpbench_engine::report::Parts = serde_json::from_value(parts.into())
+        .map_err(|e| EngineError::new_err(format!("bad parts: {e}")))?;
     let parts = reports
         .iter()
-        .map(|r| serde_json::from_str(r))
-        .collect::<Result<Vec<httpbench_engine::Report>, _>>()
-        .map_err(|e| EngineError::new_err(format!("not an engine report: {e}")))?;
-    let merged = httpbench_engine::Report::merge(&spec, &parts).map_err(EngineError::new_err)?;
+        .map(|r| httpbench_engine::Report::read_any(r))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| EngineError::new_err(format!("not a load report: {e}")))?;
+    let spec = match spec_json {
+        Some(spec) => serde_json::from_str(spec)
+            .map_err(|e| EngineError::new_err(format!("bad load spec: {e}")))?,
+        None => parts
+            .first()
+            .map(|r| r.spec.clone())
+            .ok_or_else(|| EngineError::new_err("no reports to merge"))?,
+    };
+    let merged =
+        httpbench_engine::Report::merge(&spec, &parts, how).map_err(EngineError::new_err)?;
     serde_json::to_string(&merged).map_err(|e| EngineError::new_err(e.to_string()))
 }
 

@@ -129,13 +129,15 @@ HostFacts = TypedDict(
     },
 )
 
-# A latency distribution in microseconds, with the full histogram for exact merging.
+# A latency distribution in microseconds, with the full histogram for exact merging. The
+# default has no histogram, as a client tool's report.
 Summary = TypedDict(
     "Summary",
     {
         "count": Optional[int],
         # The HdrHistogram, V2 compressed encoding in base64 (as in HdrHistogram log files):
         # decode it with any HdrHistogram implementation and add histograms to merge runs exactly.
+        # Empty: no histogram (a client tool's report, or a merge with one).
         "hdr": Optional[str],
         "max_us": Optional[int],
         "mean_us": Optional[float],

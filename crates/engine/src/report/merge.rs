@@ -1,0 +1,309 @@
+//! One report from the reports of a run's parts: its hosts' engines, run at once, or a level's
+//! rounds, run one after another. Both add the same counters and histograms; they differ only in
+//! how the parts' time adds up.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    merge_histograms, Bytes, Client, Connections, LatencyReport, OpenLoop, Report, Requests,
+    Status, Summary, Tls, H2,
+};
+use crate::spec::LoadSpec;
+use crate::stats::series::SecondPoint;
+
+/// How the parts of a merge ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Parts {
+    /// At once, as a run's hosts: the whole lasted as long as the longest part, and its
+    /// per-second points are the parts' added second by second.
+    Concurrent,
+    /// One after another, as a level's rounds: the whole lasted as long as the parts together,
+    /// and its per-second points are each part's after the previous parts' seconds.
+    Sequential,
+}
+
+impl Report {
+    /// One report of the run `spec` from the reports of its `parts`: counts added, histograms
+    /// added (exact percentiles), the duration as `how` adds it up, every figure derived from
+    /// those (rates, means, `fell_short`) computed again. A part without a histogram (a client
+    /// tool's report, `hdr` empty) leaves the merge none either (`Summary::default`): the parts'
+    /// percentiles do not add up. The spec, and so an open loop's target rate, is the whole
+    /// run's, not the parts' shares added (which floating point may round off). Per-second points
+    /// of concurrent parts are added by second; their percentiles survive only where one part had
+    /// that second. What the parts share is taken from the first: its validation, engine and
+    /// host (a caller merging hosts puts the hosts' own facts in their place); the client's
+    /// threads are every part's, so a level's list each round's, and its busiest share is the
+    /// busiest round's. A run adds up its threads with the same constructors, from what they
+    /// measured in memory.
+    pub fn merge(spec: &LoadSpec, parts: &[Report], how: Parts) -> Result<Report, String> {
+        let first = parts.first().ok_or("no reports to merge")?;
+        let sum = |field: fn(&Report) -> u64| parts.iter().map(field).sum::<u64>();
+        let durations = parts.iter().map(|r| r.duration_s);
+        let duration_s = match how {
+            Parts::Concurrent => durations.fold(0.0, f64::max),
+            Parts::Sequential => durations.sum(),
+        };
+        let requests = Requests::new(
+            sum(|r| r.requests.sent),
+            sum(|r| r.requests.completed),
+            sum(|r| r.requests.failed),
+            sum(|r| r.requests.in_flight),
+            parts
+                .iter()
+                .map(|r| r.requests.in_flight_age_mean_us * r.requests.in_flight as f64)
+                .sum(),
+            parts
+                .iter()
+                .map(|r| r.requests.in_flight_age_max_us)
+                .fold(0.0, f64::max),
+            duration_s,
+        );
+        let open_loop = spec.rate.map(|target| {
+            OpenLoop::new(
+                target,
+                requests.sent,
+                duration_s,
+                parts
+                    .iter()
+                    .filter_map(|r| r.open_loop.as_ref())
+                    .map(|o| o.behind_schedule)
+                    .sum(),
+            )
+        });
+        let mut errors = BTreeMap::new();
+        for (class, n) in parts.iter().flat_map(|r| &r.errors) {
+            *errors.entry(class.clone()).or_insert(0) += n;
+        }
+        let latency = |kind: fn(&LatencyReport) -> &Summary| {
+            let hdrs: Vec<&str> = parts
+                .iter()
+                .map(|r| kind(&r.latency).hdr.as_str())
+                .collect();
+            if hdrs.contains(&"") {
+                return Ok(Summary::default());
+            }
+            merge_histograms(hdrs).map(|h| Summary::of(&h))
+        };
+        let client = Client::new(
+            parts
+                .iter()
+                .flat_map(|r| r.client.threads.iter().cloned())
+                .collect(),
+            requests.completed,
+            parts
+                .iter()
+                .map(|r| r.client.handling_delay_us * r.requests.completed as f64)
+                .sum(),
+        );
+        let mut reasons: Vec<&str> = Vec::new();
+        for reason in parts.iter().filter_map(|r| r.aborted.as_deref()) {
+            if !reasons.contains(&reason) {
+                reasons.push(reason);
+            }
+        }
+        Ok(Report {
+            schema: first.schema.clone(),
+            engine: first.engine.clone(),
+            protocol: first.protocol.clone(),
+            spec: spec.clone(),
+            validation: first.validation.clone(),
+            started_at: parts
+                .iter()
+                .map(|r| r.started_at)
+                .fold(f64::INFINITY, f64::min),
+            duration_s,
+            requests,
+            open_loop,
+            status: Status {
+                s1xx: sum(|r| r.status.s1xx),
+                s2xx: sum(|r| r.status.s2xx),
+                s3xx: sum(|r| r.status.s3xx),
+                s4xx: sum(|r| r.status.s4xx),
+                s5xx: sum(|r| r.status.s5xx),
+                other: sum(|r| r.status.other),
+            },
+            errors,
+            errors_total: sum(|r| r.errors_total),
+            bytes: Bytes {
+                head: sum(|r| r.bytes.head),
+                body: sum(|r| r.bytes.body),
+                read: sum(|r| r.bytes.read),
+                written: sum(|r| r.bytes.written),
+            },
+            connections: Connections {
+                opened: sum(|r| r.connections.opened),
+                server_closes: sum(|r| r.connections.server_closes),
+            },
+            tls: merge_tls(parts),
+            h2: merge_h2(
+                spec,
+                &parts
+                    .iter()
+                    .filter_map(|r| r.h2.as_ref())
+                    .collect::<Vec<_>>(),
+            ),
+            latency: LatencyReport {
+                total: latency(|l| &l.total)?,
+                first_byte: latency(|l| &l.first_byte)?,
+                connect: latency(|l| &l.connect)?,
+                tls_handshake: latency(|l| &l.tls_handshake)?,
+                service: latency(|l| &l.service)?,
+            },
+            timeseries: match how {
+                Parts::Concurrent => add_series(parts),
+                Parts::Sequential => follow_series(parts),
+            },
+            client,
+            aborted: (!reasons.is_empty()).then(|| reasons.join("; ")),
+            host: first.host.clone(),
+        })
+    }
+}
+
+/// The parts' TLS: what the first that negotiated something negotiated (hosts of one run offer
+/// the same), handshakes added; verified only if every part verified.
+fn merge_tls(parts: &[Report]) -> Option<Tls> {
+    let tls: Vec<&Tls> = parts.iter().filter_map(|r| r.tls.as_ref()).collect();
+    let first = tls.iter().find(|t| t.version.is_some()).or(tls.first())?;
+    Some(Tls {
+        verified: tls.iter().all(|t| t.verified),
+        handshakes_full: tls.iter().map(|t| t.handshakes_full).sum(),
+        handshakes_resumed: tls.iter().map(|t| t.handshakes_resumed).sum(),
+        ..(*first).clone()
+    })
+}
+
+/// The parts' HTTP/2 figures: the whole spec's streams, the smallest grant, the rest added.
+fn merge_h2(spec: &LoadSpec, h2: &[&H2]) -> Option<H2> {
+    if h2.is_empty() {
+        return None;
+    }
+    let mut resets = BTreeMap::new();
+    for (code, n) in h2.iter().flat_map(|h| &h.resets) {
+        *resets.entry(code.clone()).or_insert(0) += n;
+    }
+    Some(H2 {
+        streams_requested: spec.streams,
+        streams_granted: h2.iter().filter_map(|h| h.streams_granted).min(),
+        goaways: h2.iter().map(|h| h.goaways).sum(),
+        resets,
+        refused_streams: h2.iter().map(|h| h.refused_streams).sum(),
+        frame_bytes: h2.iter().map(|h| h.frame_bytes).sum(),
+    })
+}
+
+/// Points added by second; a second that several parts had keeps no percentiles.
+fn add_series(parts: &[Report]) -> Vec<SecondPoint> {
+    let mut seconds: BTreeMap<u64, (SecondPoint, usize)> = BTreeMap::new();
+    for p in parts.iter().flat_map(|r| &r.timeseries) {
+        seconds
+            .entry(p.second)
+            .and_modify(|(sum, parts)| {
+                sum.requests += p.requests;
+                sum.errors += p.errors;
+                *parts += 1;
+            })
+            .or_insert_with(|| (p.clone(), 1));
+    }
+    seconds
+        .into_values()
+        .map(|(p, parts)| {
+            if parts == 1 {
+                p
+            } else {
+                SecondPoint {
+                    p50_us: None,
+                    p99_us: None,
+                    ..p
+                }
+            }
+        })
+        .collect()
+}
+
+/// Each part's points after the seconds of the parts before it, percentiles and all: no second
+/// is shared.
+fn follow_series(parts: &[Report]) -> Vec<SecondPoint> {
+    let mut series: Vec<SecondPoint> = Vec::new();
+    for r in parts {
+        let offset = series.last().map_or(0, |p| p.second + 1);
+        series.extend(r.timeseries.iter().map(|p| SecondPoint {
+            second: offset + p.second,
+            ..p.clone()
+        }));
+    }
+    series
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::H2Counters;
+
+    #[test]
+    fn h2_figures_name_reset_codes_and_merge_exactly() {
+        let mut a = H2Counters::default();
+        a.granted(u32::MAX);
+        assert_eq!(a.streams_granted, None);
+        a.granted(100);
+        a.reset(0x8);
+        a.reset(0x8);
+        a.reset(0x7f);
+        a.goaways = 2;
+        a.refused_streams = 4;
+        a.frame_bytes = 90;
+        let mut b = H2Counters::default();
+        b.granted(128);
+        b.granted(64);
+        b.reset(0x8);
+        b.reset(0x1);
+        b.goaways = 1;
+        b.refused_streams = 3;
+        b.frame_bytes = 10;
+        // A part that heard no limit: it lowers no grant.
+        let c = H2Counters {
+            frame_bytes: 5,
+            ..H2Counters::default()
+        };
+        // Parts that asked for other streams than the spec's (4 and 16 against 8): the merge
+        // says the spec's, not the first's nor the largest.
+        let (ha, hb, hc) = (H2::of(4, &a), H2::of(16, &b), H2::of(8, &c));
+        assert_eq!(ha.streams_granted, Some(100));
+        assert_eq!(
+            ha.resets,
+            BTreeMap::from([("CANCEL".into(), 2), ("unknown".into(), 1)])
+        );
+        // The spec's streams (not the parts' added nor any part's), the smallest grant (not the
+        // first's nor the largest), every counter added, resets code by code: sums, where a max
+        // would give 2 GOAWAYs, 4 refused and 2 CANCELs.
+        let merged = H2 {
+            streams_requested: 8,
+            streams_granted: Some(64),
+            goaways: 3,
+            resets: BTreeMap::from([
+                ("CANCEL".into(), 3),
+                ("PROTOCOL_ERROR".into(), 1),
+                ("unknown".into(), 1),
+            ]),
+            refused_streams: 7,
+            frame_bytes: 105,
+        };
+        let spec = LoadSpec {
+            http2: true,
+            streams: 8,
+            ..LoadSpec::default()
+        };
+        assert_eq!(merge_h2(&spec, &[&ha, &hb, &hc]), Some(merged.clone()));
+        assert_eq!(merge_h2(&spec, &[&hc, &hb, &ha]), Some(merged.clone()));
+        assert_eq!(merge_h2(&spec, &[&hc]).unwrap().streams_granted, None);
+        assert_eq!(merge_h2(&spec, &[]), None);
+        // Threads add up as hosts do.
+        let mut threads = a.clone();
+        threads.add(&b);
+        threads.add(&c);
+        assert_eq!(H2::of(8, &threads), merged);
+    }
+}
