@@ -269,13 +269,16 @@ def server_restarted(m: dict) -> Optional[Flag]:
 
 
 def noisy(values: Sequence[float]) -> Optional[Flag]:
-    """Rounds of one level disagree: coefficient of variation above 5%."""
+    """Rounds of one level disagree: coefficient of variation of their requests/s above 5%."""
     if len(values) < 2:
         return None
     s = LevelStats.of(values)
     if s.cv <= NOISY_CV:
         return None
-    return Flag("noisy", f"cv {s.cv:.1%} across {s.n} rounds (> {NOISY_CV:.0%}): {s.min:,.0f} to {s.max:,.0f} req/s")
+    return Flag(
+        "noisy",
+        f"rounds vary by {s.cv:.1%} (coefficient of variation > {NOISY_CV:.0%}): {s.min:,.0f} to {s.max:,.0f} req/s",
+    )
 
 
 def needs_more_rounds(values: Sequence[float], max_rounds: int) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Dict, List, Optional, Sequence
 
-from httpbench.judge.honesty import NOISY_CV
+from httpbench.judge import honesty
 from httpbench.judge.stats import LevelStats
 from httpbench.load import engine
 from httpbench.results.model import CellResult, Latency, LevelResult, RunResults
@@ -23,11 +23,9 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
     for m in measurements:
         for f in m["flags"]:
             flags.setdefault(f["kind"], f["reason"])
-    if stats.n > 1 and stats.cv > NOISY_CV:
-        flags["noisy"] = (
-            f"rounds vary by {stats.cv:.1%} (coefficient of variation > {NOISY_CV:.0%}): "
-            f"{stats.min:,.0f} to {stats.max:,.0f} req/s"
-        )
+    noisy = honesty.noisy(values)
+    if noisy:
+        flags[noisy.kind] = noisy.reason
     errors_by_class: Dict[str, int] = defaultdict(int)
     for m in measurements:
         for kind, count in (m["errors"] or {}).items():
