@@ -6,6 +6,7 @@ The extension speaks JSON strings so that the spec and report schemas are define
 
 import json
 import os
+from typing import Optional
 
 from httpbench import _engine
 
@@ -86,11 +87,15 @@ def merge_latency(summaries: list) -> Summary:
     return json.loads(_engine.merge_latency([s["hdr"] for s in summaries]))
 
 
-def merge_reports(spec: dict, reports: list) -> Report:
-    """The report of the run ``spec`` from the reports of its parts (its hosts' engines): the
-    whole spec (an open loop's target is its rate), counts and histograms added, every rate and
-    mean derived again (the engine's ``Report::merge``)."""
-    return filled(json.loads(_engine.merge_reports(json.dumps(spec), [json.dumps(r) for r in reports])))
+def merge_reports(spec: Optional[dict], reports: list, parts: str = "concurrent") -> Report:
+    """The report of the run ``spec`` from the reports of its parts, as they ran: "concurrent" (a
+    cluster's hosts: the longest part's duration) or "sequential" (a level's rounds: their
+    durations added; spec None, theirs). The whole spec (an open loop's target is its rate),
+    counts and histograms added, every rate and mean derived again (the engine's
+    ``Report::merge``). A part without histograms, a client tool's, leaves the merged latencies
+    none (``hdr`` empty)."""
+    merged = _engine.merge_reports(None if spec is None else json.dumps(spec), [json.dumps(r) for r in reports], parts)
+    return filled(json.loads(merged))
 
 
 def split_spec(spec: dict, hosts: int) -> list:

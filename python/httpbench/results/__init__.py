@@ -13,12 +13,17 @@ from typing import Dict, List, Optional, Sequence
 from httpbench.judge import honesty
 from httpbench.judge.stats import LevelStats
 from httpbench.load import engine
+from httpbench.load.fields import Status
+from httpbench.load.report import Report
 from httpbench.results.model import CellResult, Latency, LevelResult, RunResults
 
 
 def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
+    """A level from its rounds: its counts and latency from the one report the engine merges them
+    into, one after another; requests/s, the server's windows, the client's busiest share, flags
+    and the per-second series round by round."""
+    merged = engine.merge_reports(None, [_part(m) for m in measurements], "sequential")
     values = [m["requests"]["per_second"] or 0.0 for m in measurements]
-    stats = LevelStats.of(values)
     flags: Dict[str, str] = {}
     for m in measurements:
         for f in m["flags"]:
@@ -26,12 +31,44 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
     noisy = honesty.noisy(values)
     if noisy:
         flags[noisy.kind] = noisy.reason
-    errors_by_class: Dict[str, int] = defaultdict(int)
-    for m in measurements:
-        for kind, count in (m["errors"] or {}).items():
-            errors_by_class[kind] += count or 0
     servers = [m["server"] for m in measurements if m["server"]]
     busy = [m["client"]["busy_share"] for m in measurements]
+    return LevelResult(
+        level=number,
+        rps_values=tuple(values),
+        rps=LevelStats.of(values),
+        latency=_latency(merged, measurements),
+        completed=merged["requests"]["completed"],
+        errors=merged["errors_total"],
+        errors_by_class={k: v for k, v in merged["errors"].items() if v},
+        non_2xx=sum(v for k, v in merged["status"].items() if k != "2xx"),
+        duration_s=merged["duration_s"],
+        server_cpu_user=_mean([s["cpu_user_cores"] for s in servers]),
+        server_cpu_sys=_mean([s["cpu_sys_cores"] for s in servers]),
+        server_memory_bytes=peak_memory(servers, "pss_peak_bytes", "rss_peak_bytes"),
+        client_busy=max((b for b in busy if b is not None), default=None),
+        flags=flags,
+        timeseries=_series(measurements),
+        **_tls(merged, measurements),
+        **_h2(merged),
+        **_php(servers),
+    )
+
+
+def _part(m: dict) -> dict:
+    """A round as the engine's merge takes it. A client tool that measured no duration ran for its
+    wall time; the status groups a tool names its own way (ab's `non_2xx`, wrk's `non_2xx_3xx`)
+    are none of them 2xx, all a level tells of its responses, so they count as `other`."""
+    own = sum(v or 0 for k, v in m["status"].items() if k not in Status.__annotations__)
+    return {
+        **m,
+        "duration_s": m["duration_s"] or m["client"].get("wall_s"),
+        "status": {**m["status"], "other": (m["status"]["other"] or 0) + own},
+    }
+
+
+def _series(measurements: Sequence[dict]) -> List[dict]:
+    """Per second, the rounds one after another, each point with its round and as rates."""
     series, offset = [], 0
     for index, m in enumerate(measurements):
         points = m["timeseries"] or []
@@ -48,27 +85,7 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
                 }
             )
         offset += len(points)
-    return LevelResult(
-        level=number,
-        rps_values=tuple(values),
-        rps=stats,
-        latency=_latency(measurements),
-        completed=sum(m["requests"]["completed"] or 0 for m in measurements),
-        errors=sum(m["errors_total"] or 0 for m in measurements),
-        errors_by_class={k: v for k, v in errors_by_class.items() if v},
-        non_2xx=sum(v or 0 for m in measurements for k, v in m["status"].items() if k != "2xx"),
-        # A client tool's wall time where it measured no duration.
-        duration_s=sum(m["duration_s"] or m["client"].get("wall_s") or 0 for m in measurements),
-        server_cpu_user=_mean([s["cpu_user_cores"] for s in servers]),
-        server_cpu_sys=_mean([s["cpu_sys_cores"] for s in servers]),
-        server_memory_bytes=peak_memory(servers, "pss_peak_bytes", "rss_peak_bytes"),
-        client_busy=max((b for b in busy if b is not None), default=None),
-        flags=flags,
-        timeseries=series,
-        **_tls(measurements),
-        **_h2(measurements),
-        **_php(servers),
-    )
+    return series
 
 
 def peak_memory(windows: Sequence[dict], pss: str, rss: str) -> Optional[int]:
@@ -93,35 +110,31 @@ def _php(servers: Sequence[dict]) -> dict:
     }
 
 
-def _h2(measurements: Sequence[dict]) -> dict:
-    """An HTTP/2 level's counters (the LevelResult fields), added over its rounds; nothing for
-    HTTP/1.1 (the report's `h2` is null, as in a report stored before the engine spoke HTTP/2)."""
-    rounds = [m["h2"] for m in measurements if m["h2"]]
-    if not rounds:
+def _h2(merged: Report) -> dict:
+    """An HTTP/2 level's counters (the LevelResult fields); nothing for HTTP/1.1 (the report's `h2`
+    is null, as in a report stored before the engine spoke HTTP/2)."""
+    h2 = merged["h2"]
+    if h2 is None:
         return {}
-    resets: Dict[str, int] = defaultdict(int)
-    for h2 in rounds:
-        for name, count in (h2["resets"] or {}).items():
-            resets[name] += count or 0
     return {
-        "streams_granted": min((h2["streams_granted"] for h2 in rounds if h2["streams_granted"]), default=None),
-        "goaways": sum(h2["goaways"] or 0 for h2 in rounds),
-        "refused_streams": sum(h2["refused_streams"] or 0 for h2 in rounds),
-        "resets": {name: count for name, count in resets.items() if count},
+        "streams_granted": h2["streams_granted"],
+        "goaways": h2["goaways"],
+        "refused_streams": h2["refused_streams"],
+        "resets": h2["resets"],
     }
 
 
-def _tls(measurements: Sequence[dict]) -> dict:
-    """A TLS level's handshakes: their latency and counts, and the versions negotiated (the
-    LevelResult fields); nothing for plain HTTP."""
-    sessions = [m["tls"] for m in measurements if m["tls"]]
-    if not sessions:
+def _tls(merged: Report, measurements: Sequence[dict]) -> dict:
+    """A TLS level's handshakes: their latency and counts, and the versions its rounds negotiated
+    (the LevelResult fields); nothing for plain HTTP."""
+    tls = merged["tls"]
+    if tls is None:
         return {}
     return {
-        "handshake": _latency(measurements, "tls_handshake"),
-        "handshakes_full": sum(t["handshakes_full"] or 0 for t in sessions),
-        "handshakes_resumed": sum(t["handshakes_resumed"] or 0 for t in sessions),
-        "tls_versions": tuple(sorted({t["version"] for t in sessions if t["version"]})),
+        "handshake": _latency(merged, measurements, "tls_handshake"),
+        "handshakes_full": tls["handshakes_full"],
+        "handshakes_resumed": tls["handshakes_resumed"],
+        "tls_versions": tuple(sorted({m["tls"]["version"] for m in measurements if m["tls"] and m["tls"]["version"]})),
     }
 
 
@@ -130,23 +143,25 @@ def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
     return sum(known) / len(known) if known else None
 
 
-def _latency(measurements: Sequence[dict], kind: str = "total") -> Latency:
-    summaries = [m["latency"][kind] for m in measurements]
-    if summaries and all(s["hdr"] for s in summaries):
-        merged = engine.merge_latency(summaries)
-        if not merged["count"]:
+def _latency(merged: Report, measurements: Sequence[dict], kind: str = "total") -> Latency:
+    """The level's latency `kind`: exact from the merged histograms, else (rounds of a client tool,
+    which keeps none) the median of the rounds' own percentiles."""
+    summary = merged["latency"][kind]
+    if summary["hdr"]:
+        if not summary["count"]:
             # Every request failed: the histograms' zeros are no latency, and there is no spectrum.
             return Latency(None, None, None, None, None, None, exact=True)
         return Latency(
-            merged["p50_us"],
-            merged["p90_us"],
-            merged["p99_us"],
-            merged["p99_9_us"],
-            merged["mean_us"],
-            merged["max_us"],
+            summary["p50_us"],
+            summary["p90_us"],
+            summary["p99_us"],
+            summary["p99_9_us"],
+            summary["mean_us"],
+            summary["max_us"],
             exact=True,
-            summaries=tuple(summaries),
+            summaries=(summary,),
         )
+    summaries = [m["latency"][kind] for m in measurements]
 
     def median(key):
         known = sorted(s[key] for s in summaries if s[key] is not None)

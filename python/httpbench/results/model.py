@@ -16,7 +16,7 @@ from httpbench.plan.dynamic import PHP_KINDS
 @dataclass(frozen=True)
 class Latency:
     """A latency of a level in microseconds: the total one, or a TLS cell's handshakes'. `exact`:
-    added from the rounds' HdrHistograms (all None when they hold no request: every one failed);
+    from the rounds' HdrHistograms added (all None when they hold no request: every one failed);
     otherwise the median of the rounds' own percentiles (ab, wrk and h2load give no histogram)."""
 
     p50_us: Optional[float]
@@ -26,7 +26,7 @@ class Latency:
     mean_us: Optional[float]
     max_us: Optional[float]
     exact: bool
-    summaries: tuple = ()  # the rounds' summaries with histograms, for the percentile spectrum
+    summaries: tuple = ()  # the merged summary, with its histogram, for the percentile spectrum
 
 
 @dataclass(frozen=True)
