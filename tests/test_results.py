@@ -54,6 +54,8 @@ def test_a_levels_counts_are_its_rounds_added_and_its_duration_theirs_together()
     assert level.handshakes_per_second("all") == 33 / 3.0
     assert level.latency.exact and level.latency.p50_us is None and level.latency.summaries == ()
     assert level.flags == {"contended": "round 1"}
+    # A count results name nowhere is the level's too: a new one needs nothing here to be shown.
+    assert level.report["connections"]["opened"] == sum(r["connections"]["opened"] for r in rounds) == 4
     assert [p["round"] for p in level.timeseries] == [0, 1] and [p["second"] for p in level.timeseries] == [0, 1]
 
 

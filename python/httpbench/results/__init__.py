@@ -19,9 +19,9 @@ from httpbench.results.model import CellResult, Latency, LevelResult, RunResults
 
 
 def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
-    """A level from its rounds: its counts and latency from the one report the engine merges them
-    into, one after another; requests/s, the server's windows, the client's busiest share, flags
-    and the per-second series round by round."""
+    """A level from its rounds: its counts (LevelResult.report) and latency from the one report the
+    engine merges them into, one after another; requests/s, the server's windows, the client's
+    busiest share, flags and the per-second series round by round."""
     merged = engine.merge_reports(None, [_part(m) for m in measurements], "sequential")
     values = [m["requests"]["per_second"] or 0.0 for m in measurements]
     flags: Dict[str, str] = {}
@@ -38,11 +38,7 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         rps_values=tuple(values),
         rps=LevelStats.of(values),
         latency=_latency(merged, measurements),
-        completed=merged["requests"]["completed"],
-        errors=merged["errors_total"],
-        errors_by_class={k: v for k, v in merged["errors"].items() if v},
-        non_2xx=sum(v for k, v in merged["status"].items() if k != "2xx"),
-        duration_s=merged["duration_s"],
+        report=merged,
         server_cpu_user=_mean([s["cpu_user_cores"] for s in servers]),
         server_cpu_sys=_mean([s["cpu_sys_cores"] for s in servers]),
         server_memory_bytes=peak_memory(servers, "pss_peak_bytes", "rss_peak_bytes"),
@@ -50,7 +46,6 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         flags=flags,
         timeseries=_series(measurements),
         **_tls(merged, measurements),
-        **_h2(merged),
         **_php(servers),
     )
 
@@ -110,30 +105,13 @@ def _php(servers: Sequence[dict]) -> dict:
     }
 
 
-def _h2(merged: Report) -> dict:
-    """An HTTP/2 level's counters (the LevelResult fields); nothing for HTTP/1.1 (the report's `h2`
-    is null, as in a report stored before the engine spoke HTTP/2)."""
-    h2 = merged["h2"]
-    if h2 is None:
-        return {}
-    return {
-        "streams_granted": h2["streams_granted"],
-        "goaways": h2["goaways"],
-        "refused_streams": h2["refused_streams"],
-        "resets": h2["resets"],
-    }
-
-
 def _tls(merged: Report, measurements: Sequence[dict]) -> dict:
-    """A TLS level's handshakes: their latency and counts, and the versions its rounds negotiated
-    (the LevelResult fields); nothing for plain HTTP."""
-    tls = merged["tls"]
-    if tls is None:
+    """A TLS level's handshakes' latency and the versions its rounds negotiated (the LevelResult
+    fields); nothing for plain HTTP."""
+    if merged["tls"] is None:
         return {}
     return {
         "handshake": _latency(merged, measurements, "tls_handshake"),
-        "handshakes_full": tls["handshakes_full"],
-        "handshakes_resumed": tls["handshakes_resumed"],
         "tls_versions": tuple(sorted({m["tls"]["version"] for m in measurements if m["tls"] and m["tls"]["version"]})),
     }
 

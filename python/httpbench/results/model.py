@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from httpbench.judge.honesty import CELL_STOPPERS
 from httpbench.judge.stats import LevelStats
+from httpbench.load.report import Report
 from httpbench.plan import protocol
 from httpbench.plan.dynamic import PHP_KINDS
 
@@ -29,36 +30,32 @@ class Latency:
     summaries: tuple = ()  # the merged summary, with its histogram, for the percentile spectrum
 
 
+def _counter(group: str, name: str, doc: str) -> property:
+    """A count of the level's report's `group` (`tls`, `h2`), which only a TLS or an HTTP/2 level
+    has: None for the others."""
+    return property(lambda self: self.report[group] and self.report[group][name], doc=doc)
+
+
 @dataclass(frozen=True)
 class LevelResult:
     level: int
     rps_values: tuple  # requests/s of each round
     rps: LevelStats  # their statistics
     latency: Latency
-    completed: int
-    errors: int
-    errors_by_class: Dict[str, int]
-    non_2xx: int
-    duration_s: float  # measured seconds, all rounds
+    # The rounds merged by the engine, one after another: the level's counts, its measured seconds
+    # (all rounds), its TLS and HTTP/2 counters, read by the properties below; a count the report
+    # gains is read here too, with nothing to add to results.
+    report: Report
     server_cpu_user: Optional[float]  # cores, mean over the rounds
     server_cpu_sys: Optional[float]
     server_memory_bytes: Optional[int]  # PSS peak (RSS where PSS is unreadable), highest round
     client_busy: Optional[float]  # busiest client thread, highest round
     flags: Dict[str, str]  # kind -> reason, any round's, plus noisy across rounds
     timeseries: List[dict]  # per second, rounds one after another: second, round, requests/s, errors/s
-    # A TLS cell's: its handshakes' latency, how many were full and resumed (all rounds), and the
-    # versions negotiated ("1.3"); None, or empty, for plain HTTP.
+    # A TLS cell's: its handshakes' latency and the versions negotiated ("1.3"); None, or empty,
+    # for plain HTTP.
     handshake: Optional[Latency] = None
-    handshakes_full: Optional[int] = None
-    handshakes_resumed: Optional[int] = None
     tls_versions: Tuple[str, ...] = ()
-    # An HTTP/2 level's (the report's `h2` object, added over its rounds): the streams the server
-    # granted each connection (the fewest any round saw), GOAWAYs received, streams refused
-    # (REFUSED_STREAM) and reset otherwise, by error-code name. None, or empty, for HTTP/1.1.
-    streams_granted: Optional[int] = None
-    goaways: Optional[int] = None
-    refused_streams: Optional[int] = None
-    resets: Dict[str, int] = field(default_factory=dict)
     # A PHP cell's PHP-FPM pool, apart (the server's figures above include it): its memory (mean
     # PSS, RSS where PSS is unreadable; highest round), CPU (cores, mean over the rounds) and
     # most processes. None where PHP runs inside the server's own processes (mod_php), without
@@ -66,6 +63,39 @@ class LevelResult:
     php_memory_bytes: Optional[int] = None
     php_cpu_cores: Optional[float] = None
     php_processes: Optional[int] = None
+
+    handshakes_full = _counter("tls", "handshakes_full", "TLS handshakes made in full, all rounds.")
+    handshakes_resumed = _counter("tls", "handshakes_resumed", "TLS handshakes resumed, all rounds.")
+    streams_granted = _counter("h2", "streams_granted", "The fewest streams per connection the server granted.")
+    goaways = _counter("h2", "goaways", "GOAWAY frames received.")
+    refused_streams = _counter("h2", "refused_streams", "Streams the server refused (REFUSED_STREAM).")
+
+    @property
+    def completed(self) -> int:
+        return self.report["requests"]["completed"]
+
+    @property
+    def errors(self) -> int:
+        return self.report["errors_total"]
+
+    @property
+    def errors_by_class(self) -> Dict[str, int]:
+        """The errors of each class (a client tool's: of its own groups) there were."""
+        return {name: count for name, count in self.report["errors"].items() if count}
+
+    @property
+    def non_2xx(self) -> int:
+        return sum(count for status, count in self.report["status"].items() if status != "2xx")
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds measured, all rounds."""
+        return self.report["duration_s"]
+
+    @property
+    def resets(self) -> Dict[str, int]:
+        """An HTTP/2 level's streams the server reset (RST_STREAM), by error-code name."""
+        return self.report["h2"]["resets"] if self.report["h2"] else {}
 
     @property
     def server_cpu_per_request_us(self) -> Optional[float]:
