@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,7 +21,7 @@ use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
 use crate::stats::{Counters, Latencies};
 use crate::tls::{self, TlsClient};
-use crate::worker::{wall_clock_of, Assignment, Http2, Outcome, Shared, Worker};
+use crate::worker::{wall_clock_of, Assignment, Budget, Http2, Outcome, Shared, Worker};
 use crate::{host, Error, ErrorKind, OpenFiles};
 
 /// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
@@ -74,10 +74,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         http2,
         head_request: spec.method.eq_ignore_ascii_case("HEAD"),
         expect_length: spec.expect_length,
-        tickets: AtomicU64::new(match resolved.stop {
-            Stop::Requests(n) => n,
-            Stop::Duration(_) => 0,
-        }),
+        budget: Budget::of(&resolved.stop),
         stop: AtomicBool::new(false),
         abort_reason: Mutex::new(None),
         refusal: Mutex::new(None),
