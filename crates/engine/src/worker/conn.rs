@@ -138,8 +138,8 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    /// The connection of global index `global`, of one that keeps up to `in_flight` requests on
-    /// the wire.
+    /// Connection `global` of the run (its index over all threads), closed, with room for
+    /// `in_flight` requests on the wire.
     pub(super) fn new(shared: &Shared, global: usize, in_flight: usize) -> Conn {
         Conn {
             fd: -1,
