@@ -14,6 +14,7 @@ mod run;
 pub mod spec;
 pub mod stats;
 pub mod tls;
+mod validate;
 mod worker;
 
 pub use error::{Error, ErrorKind, OpenFiles};

@@ -2,16 +2,13 @@
 //! spread the connections over the
 //! threads, start them together, and add up what they measured.
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::h2::exchange::exchange;
 use crate::h2::request::RequestBlocks;
 use crate::http::request::RequestSet;
-use crate::http::response::{Response, ResponseParser, ResponseSink};
 use crate::io::epoll::EpollReactor;
 use crate::io::uring::UringReactor;
 use crate::io::{new_socket, Reactor, SockAddr};
@@ -20,8 +17,9 @@ use crate::spec::{IoChoice, LoadSpec, PanicAt, Resolved, Stop};
 use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
 use crate::stats::{Counters, Latencies};
-use crate::tls::{self, TlsClient};
-use crate::worker::{wall_clock_of, Assignment, Http2, Outcome, Shared, Worker};
+use crate::tls::TlsClient;
+use crate::validate::validate;
+use crate::worker::{wall_clock_of, Assignment, Budget, Http2, Outcome, Shared, Worker};
 use crate::{host, Error, ErrorKind, OpenFiles};
 
 /// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
@@ -74,10 +72,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         http2,
         head_request: spec.method.eq_ignore_ascii_case("HEAD"),
         expect_length: spec.expect_length,
-        tickets: AtomicU64::new(match resolved.stop {
-            Stop::Requests(n) => n,
-            Stop::Duration(_) => 0,
-        }),
+        budget: Budget::of(&resolved.stop),
         stop: AtomicBool::new(false),
         abort_reason: Mutex::new(None),
         refusal: Mutex::new(None),
@@ -334,231 +329,6 @@ fn check_sources(bind: &[IpAddr], resolved: &Resolved) -> Result<(), Error> {
         }
     }
     Ok(())
-}
-
-/// Takes the one response of the validation request.
-#[derive(Default)]
-struct One {
-    response: Option<Response>,
-}
-
-impl ResponseSink for One {
-    fn first_byte(&mut self) {}
-    fn complete(&mut self, r: &Response) {
-        self.response.get_or_insert(*r);
-    }
-}
-
-/// One request before the load: a wrong URL or a server that does less than asked would
-/// otherwise be measured at full speed.
-fn validate(
-    spec: &LoadSpec,
-    resolved: &Resolved,
-    tls: Option<&TlsClient>,
-    (requests, h2_requests): (&RequestSet, Option<&RequestBlocks>),
-    expect_body: Option<&[u8]>,
-) -> Result<report::Validation, Error> {
-    let target = &resolved.targets[0];
-    let url = &spec.urls[0];
-    // Nothing to measure when the server cannot even be reached, whatever `allow_errors` says.
-    let tcp =
-        TcpStream::connect_timeout(&resolved.addr, resolved.connect_timeout).map_err(|e| {
-            ErrorKind::Unreachable {
-                addr: resolved.addr.to_string(),
-                problem: e.to_string(),
-            }
-        })?;
-    let set_up = tcp
-        .set_nodelay(true)
-        .and_then(|()| tcp.set_read_timeout(Some(resolved.request_timeout)));
-    set_up.map_err(|e| ErrorKind::Unreachable {
-        addr: resolved.addr.to_string(),
-        problem: e.to_string(),
-    })?;
-    let mut stream: Box<dyn ReadWrite> = match tls {
-        Some(client) => Box::new(handshake(client, tcp, resolved)?),
-        None => Box::new(tcp),
-    };
-    let deadline = Instant::now() + resolved.request_timeout;
-    let read = |stream: &mut Box<dyn ReadWrite>, buf: &mut [u8]| loop {
-        if Instant::now() > deadline {
-            return Err(format!(
-                "{url} did not answer within {:?}",
-                resolved.request_timeout
-            ));
-        }
-        return match stream.read(buf) {
-            Ok(n) => Ok(n),
-            // A close without close_notify: as many servers close, the parser judges it.
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
-            // A signal, or the task work of an io_uring this thread has closed.
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                Err(format!(
-                    "{url} did not answer within {:?}",
-                    resolved.request_timeout
-                ))
-            }
-            Err(e) => Err(format!("reading the first response from {url} failed: {e}")),
-        };
-    };
-    let answer = match h2_requests {
-        Some(h2) => exchange(&mut stream, h2.stateless(0), h2.body(), read)
-            .map_err(|e| format!("{url}: {e}")),
-        None => (|| -> Result<(Response, Vec<u8>), String> {
-            stream
-                .write_all(requests.window(0, 1))
-                .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
-            stream
-                .flush()
-                .map_err(|e| format!("sending the first request to {url} failed: {e}"))?;
-            let mut parser = ResponseParser::new(spec.method.eq_ignore_ascii_case("HEAD"));
-            parser.capture_bodies();
-            let mut sink = One::default();
-            let mut buf = vec![0u8; 64 * 1024];
-            let response = loop {
-                if let Some(response) = sink.response {
-                    break response;
-                }
-                let n = read(&mut stream, &mut buf)?;
-                if n == 0 {
-                    parser.feed_eof(&mut sink);
-                    if sink.response.is_none() {
-                        return Err(format!(
-                            "{url} closed the connection without a complete response"
-                        ));
-                    }
-                } else if let Err(e) = parser.feed(&buf[..n], &mut sink) {
-                    return Err(format!("{url} did not answer with valid HTTP ({e:?})"));
-                }
-            };
-            Ok((response, parser.captured_body().to_vec()))
-        })(),
-    };
-    let (response, body) = match answer {
-        Ok(a) => a,
-        Err(problem) if spec.allow_errors => {
-            return Ok(report::Validation {
-                sent: true,
-                status: 0,
-                body_bytes: 0,
-                ok: false,
-                problem: Some(problem),
-            })
-        }
-        Err(problem) => return Err(ErrorKind::ValidationFailed { status: 0, problem }.into()),
-    };
-    let mut problem = None;
-    if !(200..300).contains(&response.status) {
-        problem = Some(format!(
-            "the first request, {} {}, was answered with status {}; check the URL",
-            spec.method, target.path, response.status
-        ));
-    } else if let Some(expected) = expect_body {
-        if body != expected {
-            let at = body
-                .iter()
-                .zip(expected)
-                .position(|(a, b)| a != b)
-                .unwrap_or(body.len().min(expected.len()));
-            problem = Some(format!(
-                "the first response's body ({} bytes) differs from the expected body ({} bytes) from byte {at} on",
-                body.len(),
-                expected.len()
-            ));
-        }
-    } else if let Some(len) = spec.expect_length {
-        if response.body_bytes != len {
-            problem = Some(format!(
-                "the first response's body has {} bytes, not the expected {len}",
-                response.body_bytes
-            ));
-        }
-    }
-    if let (Some(problem), false) = (&problem, spec.allow_errors) {
-        return Err(ErrorKind::ValidationFailed {
-            status: response.status,
-            problem: problem.clone(),
-        }
-        .into());
-    }
-    Ok(report::Validation {
-        sent: true,
-        status: response.status,
-        body_bytes: response.body_bytes,
-        ok: problem.is_none(),
-        problem,
-    })
-}
-
-/// Both directions of the validation request's connection, plain or TLS.
-trait ReadWrite: Read + Write {}
-impl<T: Read + Write> ReadWrite for T {}
-
-/// The validation request's TLS handshake, made before anything is sent: a certificate that
-/// does not verify, or a server that speaks no TLS, is refused here with its reason rather than
-/// measured as a run of failed handshakes. The timeouts are the run's.
-fn handshake(
-    client: &TlsClient,
-    mut tcp: TcpStream,
-    resolved: &Resolved,
-) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, Error> {
-    let addr = resolved.addr.to_string();
-    let failed = |problem: String| ErrorKind::TlsHandshake {
-        addr: addr.clone(),
-        refused: false,
-        problem,
-    };
-    let config = client.for_thread(1);
-    let mut conn = client
-        .connect(&config)
-        .map_err(|e| failed(format!("cannot start a TLS handshake with {addr}: {e}")))?;
-    let io = |e: std::io::Error| failed(format!("cannot set up the connection to {addr}: {e}"));
-    tcp.set_read_timeout(Some(resolved.connect_timeout))
-        .map_err(io)?;
-    while conn.is_handshaking() {
-        if let Err(e) = conn.complete_io(&mut tcp) {
-            let tls_error = e
-                .get_ref()
-                .and_then(|inner| inner.downcast_ref::<rustls::Error>());
-            if let Some(refusal) = tls_error.and_then(|e| client.alpn_refusal(e)) {
-                return Err(refusal);
-            }
-            if let Some(reason) = tls_error.and_then(tls::certificate_reason) {
-                return Err(ErrorKind::TlsCertificate {
-                    reason,
-                    host: resolved.targets[0].host.clone(),
-                    problem: e.to_string(),
-                }
-                .into());
-            }
-            let problem = match e.kind() {
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => format!(
-                    "no TLS handshake with {addr} within {:?}",
-                    resolved.connect_timeout
-                ),
-                std::io::ErrorKind::UnexpectedEof => {
-                    format!("{addr} closed the connection in the TLS handshake")
-                }
-                _ => format!("the TLS handshake with {addr} failed: {e}"),
-            };
-            return Err(ErrorKind::TlsHandshake {
-                addr: addr.clone(),
-                refused: matches!(tls_error, Some(rustls::Error::AlertReceived(_))),
-                problem,
-            }
-            .into());
-        }
-    }
-    client.check_alpn(&conn)?;
-    tcp.set_read_timeout(Some(resolved.request_timeout))
-        .map_err(io)?;
-    Ok(rustls::StreamOwned::new(conn, tcp))
 }
 
 /// The run's report: the threads' outcomes added (counts, and histograms for exact

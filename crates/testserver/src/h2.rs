@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::sync::atomic::Ordering;
 
-use crate::serve::{Config, Mode, ANSWERED};
+use crate::config::{Config, Mode, ANSWERED};
 
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const FRAME_HEADER: usize = 9;

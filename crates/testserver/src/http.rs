@@ -4,12 +4,15 @@
 //! request may span several reads).
 
 use std::io::{self, Read};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
 
 /// Heads larger than this get a 431; keeps a confused client from growing the
 /// buffer without bound.
 const MAX_HEAD: usize = 64 * 1024;
 const READ_CHUNK: usize = 16 * 1024;
+/// How long a closing connection waits for the client's FIN (see `close_gracefully`).
+const LINGER: Duration = Duration::from_secs(2);
 
 pub struct Request {
     /// HEAD requests get the headers of the response but no body.
@@ -224,5 +227,24 @@ pub fn reason(status: u16) -> &'static str {
         504 => "Gateway Timeout",
         505 => "HTTP Version Not Supported",
         _ => "Status",
+    }
+}
+
+/// Close with a FIN the client will actually see. Closing a socket that still
+/// has unread input (e.g. pipelined requests) makes the kernel send RST
+/// instead, which can even discard the response we just wrote; so send our
+/// FIN first, then read until the client closes too (bounded by `LINGER`).
+pub fn close_gracefully(mut stream: &TcpStream) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(LINGER));
+    let deadline = Instant::now() + LINGER;
+    let mut sink = [0u8; 4096];
+    while Instant::now() < deadline {
+        match stream.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
     }
 }

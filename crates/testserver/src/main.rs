@@ -6,6 +6,7 @@
 //! Thread per connection on std::net: simple, and plenty for hundreds of
 //! connections.
 
+mod config;
 mod h2;
 mod http;
 mod serve;
@@ -23,7 +24,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use serve::{Config, Freeze, Mode, ANSWERED};
+use config::{Config, Freeze, Mode, ANSWERED};
 use slots::Slots;
 
 /// A tiny HTTP/1.1 server (HTTP/2 in the h2-* modes) for the engine's tests. Binds a loopback

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 
-use crate::serve::{close_gracefully, ANSWERED};
+use crate::config::ANSWERED;
+use crate::http::close_gracefully;
 
 /// A TLS record's header: content type, legacy version, length.
 const RECORD_HEADER: usize = 5;

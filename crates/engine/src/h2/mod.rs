@@ -15,7 +15,6 @@
 //! connection and every stream: [`request`].
 //!
 //! - [`request`]: a run's [`RequestBlocks`](request::RequestBlocks).
-//! - [`exchange`]: one request on a blocking stream (the validation request of an HTTP/2 run).
 //!
 //! What the connection reports to its [`StreamSink`]: a stream's first
 //! HEADERS (`first_byte`), its END_STREAM (`complete`, with status, HPACK-encoded head bytes,
@@ -26,7 +25,6 @@
 //! queued. The worker gives up on a stream with `cancel` (RST_STREAM CANCEL).
 
 pub mod connection;
-pub mod exchange;
 pub mod frame;
 pub mod hpack;
 pub mod request;

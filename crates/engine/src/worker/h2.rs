@@ -15,18 +15,18 @@
 //! request, so it fails as `h2_refused_stream`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
 
 use crate::h2::connection::HTTP1_ANSWER;
 use crate::h2::frame::code;
 use crate::h2::request::RequestBlocks;
-use crate::h2::{Connection, Limits, StreamSink};
+use crate::h2::{Connection, StreamSink};
 use crate::http::response::{Response, ResponseSink};
 use crate::io::{send_before_close, Reactor};
-use crate::spec::Stop;
 use crate::stats::ErrorClass;
 
-use super::{Pending, Sink, State, Worker};
+use super::conn::{Pending, State};
+use super::sink::Sink;
+use super::Worker;
 
 /// What an HTTP/2 run shares between its threads.
 pub struct Http2 {
@@ -155,26 +155,20 @@ impl StreamSink for Streams<'_, '_> {
 }
 
 impl Worker<'_> {
-    /// Connection `i` is up (TCP for h2c, the TLS handshake for h2): in an HTTP/2 run it speaks
-    /// HTTP/2 from here, its preface going out with the next send.
-    pub(super) fn start_h2(&mut self, i: usize) {
-        if self.shared.http2.is_some() {
-            self.conns[i].h2 = Some(Box::new(Connection::new(&Limits::default())));
-        }
-    }
-
     /// Send what HTTP/2 has queued on connection `i`, in one send, unless a send is under way:
     /// its completion calls this again.
     pub(super) fn flush_h2<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
         let token = self.token(i);
         let c = &mut self.conns[i];
-        let Some(h2) = c.h2.as_mut() else { return };
+        let Some((h2, out)) = c.protocol.h2_with_out() else {
+            return;
+        };
         if !h2.wants_write() {
             return;
         }
         if let Some(tls) = c.tls.as_mut() {
-            h2.take_output(&mut c.h2_out);
-            match tls.write(&c.h2_out) {
+            h2.take_output(out);
+            match tls.write(out) {
                 Ok(()) => self.flush_tls(reactor, i),
                 Err(_) => self.fail(reactor, i, ErrorClass::TlsProtocol),
             }
@@ -183,11 +177,11 @@ impl Worker<'_> {
         if c.sending.is_some() {
             return;
         }
-        h2.take_output(&mut c.h2_out);
-        c.sending = Some((c.h2_out.as_ptr(), c.h2_out.len()));
-        // SAFETY: `h2_out` is left alone until this send completes or the socket closes, as
+        h2.take_output(out);
+        c.sending = Some((out.as_ptr(), out.len()));
+        // SAFETY: `out` is left alone until this send completes or the socket closes, as
         // `tls_out` is.
-        unsafe { reactor.send(token, c.fd, c.h2_out.as_ptr(), c.h2_out.len()) };
+        unsafe { reactor.send(token, c.fd, out.as_ptr(), out.len()) };
     }
 
     /// Open as many streams on connection `i` as its share of streams, the server's limit, the
@@ -198,7 +192,7 @@ impl Worker<'_> {
             return;
         };
         let c = &self.conns[i];
-        let Some(h2) = c.h2.as_deref() else { return };
+        let Some(h2) = c.protocol.h2() else { return };
         if c.state != State::Open || self.now >= self.end || !h2.can_open() {
             return self.flush_h2(reactor, i);
         }
@@ -215,8 +209,8 @@ impl Worker<'_> {
         let mut opened = 0;
         while opened < again + k {
             if !self.conns[i]
-                .h2
-                .as_deref()
+                .protocol
+                .h2()
                 .is_some_and(Connection::can_open)
             {
                 break;
@@ -231,12 +225,11 @@ impl Worker<'_> {
                 self.next_due(i)
             };
             let c = &mut self.conns[i];
-            let h2 = c.h2.as_deref_mut().expect("can open, above");
+            let h2 = c.protocol.h2_mut().expect("can open, above");
             let block = http2.requests.block(c.next_url, h2);
             let stream = h2.open(block, http2.requests.body());
-            c.next_url = (c.next_url + 1) % self.shared.requests.cycle();
-            c.on_connection += 1;
-            self.conns[i].pending.push_back(Pending {
+            c.went(1, self.shared.requests.cycle());
+            c.pending.push_back(Pending {
                 due,
                 sent: self.now,
                 stream,
@@ -260,7 +253,7 @@ impl Worker<'_> {
             if self.measuring(p.sent) || !self.measuring(self.now) {
                 return Some(p.due);
             }
-            if self.shared.claim(1) == 1 {
+            if self.shared.budget.claim(1) == 1 {
                 self.counters.sent += 1;
                 return Some(p.due);
             }
@@ -275,7 +268,7 @@ impl Worker<'_> {
         self.count_failed(i, n, ErrorClass::Timeout);
         let c = &mut self.conns[i];
         for p in c.pending.drain(..n) {
-            if let Some(h2) = c.h2.as_deref_mut() {
+            if let Some(h2) = c.protocol.h2_mut() {
                 h2.cancel(p.stream);
             }
         }
@@ -284,37 +277,28 @@ impl Worker<'_> {
         self.flush_h2(reactor, i);
     }
 
-    /// `n` requests counted as sent were not: they go back to the budget, to be sent again.
-    fn give_back(&mut self, n: u64) {
-        if n == 0 || !self.measuring(self.now) {
-            return;
-        }
-        self.counters.sent -= n;
-        if matches!(self.shared.spec.stop, Stop::Requests(_)) {
-            self.shared.tickets.fetch_add(n, Ordering::Relaxed);
-        }
-    }
-
     /// A connection error queued a GOAWAY saying which (RFC 9113 5.4.1): hand it to the socket
     /// before the close, best effort: at once if the socket takes it, never waiting, and not at
     /// all behind a send still under way, whose rest would go after it and cut a frame.
     fn send_goaway(&mut self, i: usize) {
         let c = &mut self.conns[i];
-        let Some(h2) = c.h2.as_mut() else { return };
+        let Some((h2, out)) = c.protocol.h2_with_out() else {
+            return;
+        };
         if c.sending.is_some() || !h2.wants_write() {
             return;
         }
-        h2.take_output(&mut c.h2_out);
+        h2.take_output(out);
         let bytes = match c.tls.as_mut() {
             Some(tls) => {
-                if tls.write(&c.h2_out).is_err() {
+                if tls.write(out).is_err() {
                     return;
                 }
                 // Free: no send is under way.
                 tls.take_queued(&mut c.tls_out);
                 &c.tls_out
             }
-            None => &c.h2_out,
+            None => &*out,
         };
         let sent = send_before_close(c.fd, bytes);
         if self.measuring(self.now) {
@@ -330,9 +314,9 @@ impl Worker<'_> {
         data: &[u8],
         at: u64,
     ) {
-        let open_loop = self.interval.is_some();
+        let open_loop = self.schedule.is_open();
         let mut requeued = std::mem::take(&mut self.conns[i].requeued);
-        let ((result, refused, goaway_error), _) = self.parse(i, at, |_, h2, sink| {
+        let ((result, refused, goaway_error), _) = self.parse(i, at, |protocol, sink| {
             let mut streams = Streams {
                 sink,
                 refused: 0,
@@ -340,7 +324,7 @@ impl Worker<'_> {
                 requeued: &mut requeued,
                 goaway_error: false,
             };
-            let result = h2.map(|h2| {
+            let result = protocol.h2_mut().map(|h2| {
                 let framing = h2.frame_bytes();
                 let result = h2.receive(data, &mut streams);
                 if streams.measuring() {
@@ -376,14 +360,10 @@ impl Worker<'_> {
         }
         self.flush_h2(reactor, i);
         let c = &self.conns[i];
-        let Some(h2) = c.h2.as_deref() else { return };
-        let spent = self
-            .shared
-            .spec
-            .requests_per_connection
-            .is_some_and(|limit| c.on_connection >= limit);
+        let Some(h2) = c.protocol.h2() else { return };
         // Not at the server's limit, even of 0 streams: a SETTINGS may raise it.
-        let done = spent || (h2.exhausted() && h2.open_streams() == 0);
+        let done = c.spent(self.shared.spec.requests_per_connection)
+            || (h2.exhausted() && h2.open_streams() == 0);
         if c.pending.is_empty() && done {
             self.reconnect(reactor, i);
         } else {

@@ -1,4 +1,5 @@
-//! The response parser's findings for one connection, accounted for as they come.
+//! The response parser's findings for one connection, accounted for as they come, over either
+//! protocol.
 
 use std::collections::VecDeque;
 
@@ -6,7 +7,9 @@ use crate::http::response::{Response, ResponseSink};
 use crate::stats::series::SecondSample;
 use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
 
-use super::{Pending, Recent};
+use super::conn::{Pending, Protocol};
+use super::gather::Recent;
+use super::Worker;
 
 /// Receives the parser's findings for one connection.
 pub(super) struct Sink<'s> {
@@ -73,5 +76,42 @@ impl ResponseSink for Sink<'_> {
         record_ns(&mut l.first_byte, self.first_byte.saturating_sub(p.sent));
         self.series.requests += 1;
         record_ns(&mut self.series.latency, at - p.due);
+    }
+}
+
+impl Worker<'_> {
+    /// Hand connection `i`'s protocol side to `parse` with a sink that accounts for every
+    /// response it completes; returns what `parse` returned and whether a response came unasked.
+    pub(super) fn parse<T>(
+        &mut self,
+        i: usize,
+        at: u64,
+        parse: impl FnOnce(&mut Protocol, &mut Sink<'_>) -> T,
+    ) -> (T, bool) {
+        let second = self.second();
+        let c = &mut self.conns[i];
+        let mut sink = Sink {
+            at,
+            now: self.now,
+            measure_from: self.measure_from,
+            expect_length: self.shared.expect_length,
+            pending: &mut c.pending,
+            first_byte: &mut c.first_byte,
+            server_closing: &mut c.server_closing,
+            counters: &mut self.counters,
+            latencies: &mut self.latencies,
+            recent: &mut self.recent,
+            series: self.series.at(second),
+            done: 0,
+            given_back: 0,
+            unsolicited: false,
+        };
+        let out = parse(&mut c.protocol, &mut sink);
+        let (done, unsolicited) = (sink.done, sink.unsolicited);
+        self.outstanding -= done;
+        if done > sink.given_back {
+            self.progressed();
+        }
+        (out, unsolicited)
     }
 }

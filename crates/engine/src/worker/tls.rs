@@ -1,11 +1,37 @@
 //! The TLS path of a connection: its handshake under the connect timeout, and the records it
 //! sends and receives once the handshake is over.
 
+use std::sync::Arc;
+
 use crate::io::Reactor;
 use crate::stats::{record_ns, ErrorClass};
-use crate::tls::{self, Negotiated};
+use crate::tls::{self, Negotiated, TlsClient};
 
-use super::{ns, State, Worker};
+use super::conn::State;
+use super::Worker;
+
+/// One thread's side of TLS.
+#[derive(Default)]
+pub(super) struct ThreadTls {
+    /// The client configuration, with this thread's session store.
+    config: Option<Arc<rustls::ClientConfig>>,
+    /// Plaintext of the records of one receive, handed to the response parser.
+    plaintext: Vec<u8>,
+    /// Where the records of one receive are decrypted, in place.
+    ciphertext: Vec<u8>,
+    /// What this thread's first handshake negotiated.
+    pub(super) negotiated: Option<Negotiated>,
+}
+
+impl ThreadTls {
+    /// For a thread of `connections` connections, of a run over https if `client`.
+    pub(super) fn new(client: Option<&TlsClient>, connections: usize) -> ThreadTls {
+        ThreadTls {
+            config: client.map(|t| t.for_thread(connections)),
+            ..ThreadTls::default()
+        }
+    }
+}
 
 impl Worker<'_> {
     /// Send what TLS has to say on connection `i` (handshake messages, encrypted requests), in
@@ -26,22 +52,15 @@ impl Worker<'_> {
 
     /// TCP is up on connection `i`: start its TLS handshake, under the connect timeout.
     pub(super) fn start_handshake<R: Reactor>(&mut self, reactor: &mut R, i: usize) {
-        let (Some(client), Some(config)) = (&self.shared.tls, &self.tls_config) else {
+        let (Some(client), Some(config)) = (&self.shared.tls, &self.tls.config) else {
             return;
         };
         match tls::Session::new(client, config) {
             Ok(tls) => {
                 let c = &mut self.conns[i];
                 c.tls = Some(Box::new(tls));
-                c.state = State::Handshaking;
                 c.handshake_started = self.now;
-                let deadline = self.now + ns(self.shared.spec.connect_timeout);
-                self.connect_deadlines.push_back((
-                    deadline,
-                    i as u32,
-                    c.generation,
-                    State::Handshaking,
-                ));
+                self.enter_timed(i, State::Handshaking);
                 self.flush_tls(reactor, i);
             }
             Err(_) => self.connect_ended(reactor, i, ErrorClass::TlsHandshake),
@@ -60,13 +79,13 @@ impl Worker<'_> {
         if self.measuring(self.now) {
             self.counters.bytes_read += data.len() as u64;
         }
-        let mut plaintext = std::mem::take(&mut self.plaintext);
+        let mut plaintext = std::mem::take(&mut self.tls.plaintext);
         plaintext.clear();
         let c = &mut self.conns[i];
         let Some(tls) = c.tls.as_mut() else { return };
         let handshaking = c.state == State::Handshaking;
         let failed = tls
-            .receive(data, &mut self.ciphertext, &mut plaintext)
+            .receive(data, &mut self.tls.ciphertext, &mut plaintext)
             .err()
             .map(|e| {
                 if let Some(refusal) = self.shared.tls.as_ref().and_then(|t| t.alpn_refusal(&e)) {
@@ -76,7 +95,7 @@ impl Worker<'_> {
             });
         let done_handshaking = handshaking && failed.is_none() && !tls.state().is_handshaking();
         if let Some(class) = failed {
-            self.plaintext = plaintext;
+            self.tls.plaintext = plaintext;
             if handshaking {
                 self.connect_ended(reactor, i, class);
             } else {
@@ -90,7 +109,7 @@ impl Worker<'_> {
         if !plaintext.is_empty() {
             self.received(reactor, i, &plaintext, at);
         }
-        self.plaintext = plaintext;
+        self.tls.plaintext = plaintext;
         let c = &self.conns[i];
         if c.tls.as_ref().is_some_and(|tls| tls.peer_closed())
             && matches!(c.state, State::Open | State::Handshaking)
@@ -113,10 +132,7 @@ impl Worker<'_> {
 
     /// Connection `i`'s handshake is over: time and count it; it may carry requests now.
     pub(super) fn handshake_done(&mut self, i: usize) {
-        if self.shared.http2.is_none() {
-            self.progressed(); // over HTTP/2, an answered stream is (see `complete`)
-        }
-        self.start_h2(i);
+        self.ready(i);
         let measuring = self.measuring(self.conns[i].handshake_started);
         let c = &mut self.conns[i];
         c.state = State::Open;
@@ -141,8 +157,8 @@ impl Worker<'_> {
         if let Some(Err(refusal)) = self.shared.tls.as_ref().map(|t| t.check_alpn(tls)) {
             self.shared.refuse(refusal);
         }
-        if self.negotiated.is_none() {
-            self.negotiated = Some(Negotiated::of(tls));
+        if self.tls.negotiated.is_none() {
+            self.tls.negotiated = Some(Negotiated::of(tls));
         }
     }
 }

@@ -1,10 +1,11 @@
-//! One request over a fresh HTTP/2 connection on a blocking stream: the validation request of
-//! an HTTP/2 run, which checks the server before the load goes over the same protocol.
+//! The validation request of an HTTP/2 run: one request over a fresh HTTP/2 connection on a
+//! blocking stream, which checks the server before the load goes over the same protocol.
 
 use std::io::{Read, Write};
 
-use super::connection::HTTP1_ANSWER;
-use super::{Connection, Limits, StreamSink};
+use crate::h2::connection::HTTP1_ANSWER;
+use crate::h2::frame::{self, ErrorCode};
+use crate::h2::{Connection, Limits, StreamSink};
 use crate::http::response::Response;
 
 /// The one stream's outcome, and its body.
@@ -21,19 +22,16 @@ impl StreamSink for One {
         self.response = Some(*response);
     }
     fn reset(&mut self, _stream: u32, code: u32) {
-        self.ended = Some(format!(
-            "reset the stream ({})",
-            super::frame::ErrorCode(code)
-        ));
+        self.ended = Some(format!("reset the stream ({})", ErrorCode(code)));
     }
     fn goaway(&mut self, last_stream: u32, code: u32) {
         // A graceful shutdown (NO_ERROR) that covers our stream 1 still answers it.
-        if code == super::frame::code::NO_ERROR && last_stream >= 1 {
+        if code == frame::code::NO_ERROR && last_stream >= 1 {
             return;
         }
         self.ended.get_or_insert(format!(
             "closed the connection (GOAWAY {})",
-            super::frame::ErrorCode(code)
+            ErrorCode(code)
         ));
     }
     fn data(&mut self, _stream: u32, bytes: &[u8]) {

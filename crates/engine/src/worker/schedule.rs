@@ -1,0 +1,233 @@
+//! When requests go: the run's budget of requests, each connection's place in an open loop's
+//! schedule, and the alarms that wake a connection when its next request is due (or when it may
+//! connect again).
+//!
+//! The connection state machines ask these how many requests may go now and what each was due
+//! at; they never look at the loop's kind themselves, so another way of pacing is another
+//! `Schedule`, not another branch in them.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::io::Reactor;
+use crate::spec::Stop;
+
+use super::{Assignment, Worker};
+
+/// The requests a run that stops after a count has still to send, shared by its threads.
+pub struct Budget {
+    /// None: the run stops after a time, and any number may go.
+    left: Option<AtomicU64>,
+}
+
+impl Budget {
+    pub fn of(stop: &Stop) -> Budget {
+        Budget {
+            left: match stop {
+                Stop::Requests(n) => Some(AtomicU64::new(*n)),
+                Stop::Duration(_) => None,
+            },
+        }
+    }
+
+    /// Take up to `k` requests.
+    pub(super) fn claim(&self, k: u64) -> u64 {
+        let Some(left) = &self.left else { return k };
+        let mut now = left.load(Ordering::Relaxed);
+        loop {
+            let take = k.min(now);
+            if take == 0 {
+                return 0;
+            }
+            match left.compare_exchange_weak(now, now - take, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return take,
+                Err(seen) => now = seen,
+            }
+        }
+    }
+
+    /// `n` requests taken were not sent after all: another thread may send them.
+    pub(super) fn give_back(&self, n: u64) {
+        if let Some(left) = &self.left {
+            left.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    pub(super) fn spent(&self) -> bool {
+        self.left
+            .as_ref()
+            .is_some_and(|left| left.load(Ordering::Relaxed) == 0)
+    }
+}
+
+/// When one thread's requests are due.
+pub(super) enum Schedule {
+    /// Each request goes when the one before it on its connection is answered (a whole
+    /// pipeline at once): it is due when it goes.
+    Closed,
+    /// Each connection sends at a set pace, whether or not the server keeps up.
+    Open {
+        /// ns between two requests of one connection.
+        interval: u64,
+        /// When each connection's next request is due, in ns since `start`.
+        due: Vec<u64>,
+    },
+}
+
+impl Schedule {
+    /// `total_rate` is the whole run's, over which the phases of all connections of all threads
+    /// are spread evenly: no microbursts.
+    pub(super) fn new(a: &Assignment, total_rate: f64) -> Schedule {
+        let Some(rate) = a.rate else {
+            return Schedule::Closed;
+        };
+        Schedule::Open {
+            interval: (a.connections as f64 * 1e9 / rate).max(1.0) as u64,
+            due: (0..a.connections)
+                .map(|i| ((a.first_connection + i) as f64 * 1e9 / total_rate) as u64)
+                .collect(),
+        }
+    }
+
+    pub(super) fn is_open(&self) -> bool {
+        matches!(self, Schedule::Open { .. })
+    }
+
+    /// How many of `room` requests connection `i` may send at `now`, and, when that is fewer,
+    /// when the next of them is due.
+    pub(super) fn due(&self, i: usize, now: u64, room: u64) -> (u64, Option<u64>) {
+        let Schedule::Open { interval, due } = self else {
+            return (room, None);
+        };
+        let next = due[i];
+        let ready = if next <= now {
+            (now - next) / interval + 1
+        } else {
+            0
+        };
+        if ready < room {
+            (ready, Some(next + ready * interval))
+        } else {
+            (room, None)
+        }
+    }
+
+    /// When connection `i`'s next request was meant to go, its place moving on to the one
+    /// after.
+    pub(super) fn take_next(&mut self, i: usize, now: u64) -> u64 {
+        match self {
+            Schedule::Closed => now,
+            Schedule::Open { interval, due } => {
+                due[i] += *interval;
+                due[i] - *interval
+            }
+        }
+    }
+
+    /// Requests that were due between `measure_from` and `ended` and never went.
+    pub(super) fn behind(&self, ended: u64, measure_from: u64) -> u64 {
+        let Schedule::Open { interval, due } = self else {
+            return 0;
+        };
+        due.iter()
+            .filter(|&&next| ended > next)
+            .map(|&next| (ended - next.max(measure_from)) / interval)
+            .sum()
+    }
+}
+
+/// When each connection is next to be acted on: a reconnect after a back-off, or its next
+/// request in an open loop.
+pub(super) struct Alarms {
+    /// (time, connection), soonest first; an entry whose connection was set for another time
+    /// since is stale.
+    queue: BinaryHeap<Reverse<(u64, u32)>>,
+    at: Vec<Option<u64>>,
+}
+
+impl Alarms {
+    pub(super) fn new(connections: usize) -> Alarms {
+        Alarms {
+            queue: BinaryHeap::new(),
+            at: vec![None; connections],
+        }
+    }
+
+    /// Wake connection `i` at `at`, unless it is to be woken sooner.
+    pub(super) fn set(&mut self, i: usize, at: u64) {
+        if self.at[i].is_none_or(|w| at < w) {
+            self.at[i] = Some(at);
+            self.queue.push(Reverse((at, i as u32)));
+        }
+    }
+
+    /// When the soonest is set for.
+    pub(super) fn next(&self) -> Option<u64> {
+        self.queue.peek().map(|&Reverse((at, _))| at)
+    }
+
+    /// A connection whose time has come by `now`, taken off.
+    pub(super) fn pop_due(&mut self, now: u64) -> Option<usize> {
+        while let Some(&Reverse((at, i))) = self.queue.peek() {
+            if at > now {
+                return None;
+            }
+            self.queue.pop();
+            let i = i as usize;
+            if self.at[i] == Some(at) {
+                self.at[i] = None;
+                return Some(i);
+            }
+        }
+        None
+    }
+}
+
+impl Worker<'_> {
+    /// How many of `room` requests connection `i` sends now: no more than its requests per
+    /// connection allow, than are due (an alarm is set for the next), and than the budget has
+    /// left. They are counted as sent.
+    pub(super) fn claim_due(&mut self, i: usize, room: u64) -> u64 {
+        let mut k = room;
+        if let Some(limit) = self.shared.spec.requests_per_connection {
+            k = k.min(limit - self.conns[i].on_connection);
+        }
+        let (due, next) = self.schedule.due(i, self.now, k);
+        if let Some(at) = next {
+            self.alarms.set(i, at);
+        }
+        k = due;
+        if k == 0 {
+            return 0;
+        }
+        if self.measuring(self.now) {
+            k = self.shared.budget.claim(k);
+            self.counters.sent += k;
+        }
+        k
+    }
+
+    /// When connection `i`'s next request was meant to go: its place in the schedule.
+    pub(super) fn next_due(&mut self, i: usize) -> u64 {
+        self.schedule.take_next(i, self.now)
+    }
+
+    /// `n` requests counted as sent were not: they go back to the budget, to be sent again.
+    pub(super) fn give_back(&mut self, n: u64) {
+        if n == 0 || !self.measuring(self.now) {
+            return;
+        }
+        self.counters.sent -= n;
+        self.shared.budget.give_back(n);
+    }
+
+    /// Wake the connections whose alarms have gone off: reconnect them, or send what has
+    /// become due.
+    pub(super) fn ring_alarms<R: Reactor>(&mut self, reactor: &mut R) {
+        while let Some(i) = self.alarms.pop_due(self.now) {
+            self.wake(reactor, i);
+        }
+    }
+}
