@@ -143,6 +143,8 @@ pub struct Search {
     next: Next,
     /// A bound met on the way that settles the search once its rate is confirmed (max_rate).
     settles_at: Option<Limit>,
+    /// The rate whose confirming probes all met, once the search settled on it.
+    confirmed: Option<f64>,
     highest_met: Option<f64>,
     lowest_failed: Option<f64>,
     probes: Vec<Probe>,
@@ -158,6 +160,7 @@ impl Search {
             settings,
             phase: Phase::Explore,
             settles_at: None,
+            confirmed: None,
             highest_met: None,
             lowest_failed: None,
             probes: Vec::new(),
@@ -234,6 +237,8 @@ impl Search {
                 left,
             } => {
                 if !met {
+                    // A rate that failed is no longer the largest one met.
+                    self.settles_at = None;
                     let lower = confirming * (1.0 - s.precision);
                     if lower < s.min_rate {
                         return self.stop(Limit::MinRate);
@@ -248,6 +253,7 @@ impl Search {
                     return Next::Probe(confirming);
                 }
                 self.bound = self.settles_at;
+                self.confirmed = Some(confirming);
                 Next::Done
             }
         }
@@ -279,17 +285,13 @@ impl Search {
 
     /// What the search found so far (everything, once `next` is `Done`).
     pub fn outcome(&self) -> Outcome {
-        // The highest rate probed whose every probe met: a rate one probe met and another failed
-        // is not carried.
+        // Settled: the rate confirmed. Stopped by the probes or the time before settling: the
+        // highest rate probed whose every probe met (a rate one probe met and another failed is
+        // not carried). Stopped at the smallest rate: none.
+        let unconfirmed = matches!(self.bound, Some(Limit::Probes | Limit::Time));
         let rate = self
-            .probes
-            .iter()
-            .filter(|p| p.met)
-            .map(|p| p.offered)
-            .filter(|&r| self.probes.iter().all(|p| p.offered != r || p.met))
-            .fold(None, |best: Option<f64>, r| {
-                Some(best.map_or(r, |b| b.max(r)))
-            });
+            .confirmed
+            .or_else(|| unconfirmed.then(|| self.highest_all_met()).flatten());
         let failed_above = self
             .probes
             .iter()
@@ -304,6 +306,17 @@ impl Search {
             bound: self.bound,
             probes: self.probes.clone(),
         }
+    }
+
+    fn highest_all_met(&self) -> Option<f64> {
+        self.probes
+            .iter()
+            .filter(|p| p.met)
+            .map(|p| p.offered)
+            .filter(|&r| self.probes.iter().all(|p| p.offered != r || p.met))
+            .fold(None, |best: Option<f64>, r| {
+                Some(best.map_or(r, |b| b.max(r)))
+            })
     }
 }
 
@@ -411,6 +424,47 @@ mod tests {
             found.probes.iter().filter(|p| p.offered == below).count(),
             3
         );
+    }
+
+    #[test]
+    fn a_rate_met_once_in_the_bisection_is_not_the_capacity_unless_confirmed() {
+        // At 777 req/s the bisection meets a rate between the stepped-down one and the knee.
+        let knee = search(Settings::default(), model(777.0)).rate.unwrap();
+        let found = search(
+            Settings::default(),
+            Model {
+                capacity: 777.0,
+                flaky: Some(knee),
+                probed: vec![],
+            },
+        );
+        let below = knee * 0.98;
+        assert_eq!(found.rate, Some(below), "{found:?}");
+        assert!(found
+            .probes
+            .iter()
+            .any(|p| p.met && p.offered > below && p.offered < knee));
+    }
+
+    #[test]
+    fn a_failed_confirmation_at_the_largest_rate_is_no_max_rate_bound() {
+        let found = search(
+            Settings {
+                max_rate: 4_000.0,
+                ..Settings::default()
+            },
+            Model {
+                capacity: 1e9,
+                flaky: Some(4_000.0),
+                probed: vec![],
+            },
+        );
+        assert_eq!(
+            (found.rate, found.bound),
+            (Some(3_920.0), None),
+            "{found:?}"
+        );
+        assert_eq!(found.interval, (Some(3_920.0), Some(4_000.0)));
     }
 
     #[test]
