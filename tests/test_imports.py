@@ -17,7 +17,7 @@ def lint_imports(source):
     """`lint-imports` over the package under `source` (a folder holding `httpbench/`)."""
     return subprocess.run(
         [
-            str(Path(sysconfig.get_path("scripts")) / "lint-imports"),
+            str(LINT_IMPORTS),
             "--config",
             str(ROOT / "pyproject.toml"),
             "--no-cache",

@@ -1,5 +1,5 @@
 """nginx + PHP-FPM for real: the suite's own pool started before nginx, both pinned, in both
-profiles, the three PHP workloads verified byte for byte against the answers httpbench.dynamic
+profiles, the three PHP workloads verified byte for byte against the answers httpbench.plan.dynamic
 computes in Python (so the real PHP's output is checked to equal them), loaded by the engine, a
 ground truth of the whole chain (php-wait queueing behind a pool of 5), the pool killed in the
 middle of a level, and bad input: a script failing with a PHP error, php-fpm not installed.
@@ -62,7 +62,7 @@ def test_nginx_serves_the_php_workloads_verified_byte_for_byte(php_nginx, profil
         assert os.sched_getaffinity(pid) == {SERVER_CPU}, f"pid {pid} is not pinned"
     # default: Debian's pm = dynamic, 2 children at start; tuned: pm = static, 4 per CPU.
     assert len(pool.pids()) == (1 + 2 if profile == "default" else 1 + 4)
-    # The real PHP's output equals what httpbench.dynamic computed, byte for byte.
+    # The real PHP's output equals what httpbench.plan.dynamic computed, byte for byte.
     verify(site, ANSWERS, "nginx")
     # PHP does not know its length before it is printed: nginx sends the page chunked.
     conn = http.client.HTTPConnection(site.host, site.port, timeout=10)
