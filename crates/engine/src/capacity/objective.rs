@@ -122,15 +122,6 @@ impl Objective {
         let highest = self.percentiles.last().map_or(50.0, |b| b.percentile);
         (10.0 / (1.0 - highest / 100.0)).round() as u64
     }
-
-    /// The loosest latency bound: the longest a request may take within the objective.
-    pub fn longest_us(&self) -> u64 {
-        self.percentiles
-            .iter()
-            .map(|b| b.latency_us)
-            .max()
-            .unwrap_or(0)
-    }
 }
 
 impl fmt::Display for Objective {

@@ -172,10 +172,6 @@ impl Search {
         self.next
     }
 
-    pub fn objective(&self) -> &Objective {
-        &self.objective
-    }
-
     /// How long a probe at `rate` measures: its set time, or long enough to hold the requests its
     /// highest percentile needs, whichever is longer.
     pub fn probe_length(&self, rate: f64) -> Duration {
