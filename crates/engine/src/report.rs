@@ -77,6 +77,11 @@ pub struct Report {
     /// Why the run ended before its stop condition, if it did.
     pub aborted: Option<String>,
     pub host: HostFacts,
+    /// A capacity search's finding (`httpbench-load --capacity`): the report's other figures are
+    /// then its probes at the capacity merged as rounds. Null for any other run (and in reports
+    /// from before the field).
+    #[serde(default)]
+    pub capacity: Option<crate::capacity::Capacity>,
 }
 
 /// The protocol of a run that does not say.

@@ -284,6 +284,14 @@ impl LoadSpec {
 /// Descriptors the engine needs besides one per connection: rings, epoll, pipes, stdio.
 const SPARE_FILES: u64 = 64;
 
+/// The most connections a run of `threads` threads may open under the open-file limit (raised
+/// to its hard limit first).
+pub fn most_connections(threads: u32) -> u64 {
+    let lim = host::raise_open_files_limit();
+    lim.rlim_cur
+        .saturating_sub(SPARE_FILES + 8 * u64::from(threads))
+}
+
 fn raise_open_files(spec: &Resolved) -> Result<(), Error> {
     let lim = host::raise_open_files_limit();
     let spare = SPARE_FILES + 8 * spec.threads as u64;
@@ -442,5 +450,6 @@ fn summarise(
         ),
         aborted,
         host: host::facts(),
+        capacity: None,
     }
 }

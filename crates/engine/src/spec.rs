@@ -134,6 +134,10 @@ pub struct LoadSpec {
     pub streams: u32,
     /// Seconds of load before measurement starts, excluded from every figure.
     pub warmup: f64,
+    /// After a timed run's end, wait for the answers still on their way (at most the request
+    /// timeout) before closing, without counting them: the server is idle when the run returns,
+    /// so a queue it built does not spill into the next run (the capacity search's probes).
+    pub drain: bool,
     pub connect_timeout: f64,
     pub request_timeout: f64,
     /// CPUs to pin the engine threads to, round robin; empty: no pinning.
@@ -191,6 +195,7 @@ impl Default for LoadSpec {
             http2: false,
             streams: 1,
             warmup: 0.0,
+            drain: false,
             connect_timeout: 5.0,
             request_timeout: 10.0,
             cpus: Vec::new(),
@@ -308,6 +313,7 @@ pub struct Resolved {
     /// Concurrent streams per connection: 1 unless `http2`.
     pub streams: u32,
     pub warmup: Duration,
+    pub drain: bool,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
 }
@@ -479,6 +485,7 @@ impl LoadSpec {
             http2: self.http2,
             streams,
             warmup: seconds("warmup", self.warmup, true)?,
+            drain: self.drain,
             connect_timeout: seconds("connect_timeout", self.connect_timeout, false)?,
             request_timeout: seconds("request_timeout", self.request_timeout, false)?,
         })

@@ -3,7 +3,10 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use clap::Parser;
+use httpbench_engine::capacity::{Objective, Pool, Search, Settings};
 use httpbench_engine::spec::{IoChoice, LoadSpec, Resumption, Stop, TlsSpec, TlsVersion};
 
 #[derive(Parser, Debug)]
@@ -20,9 +23,9 @@ pub struct Cli {
     /// Read more URLs from this file, one per line (blank lines and # comments ignored)
     #[arg(long, value_name = "FILE")]
     urls_from_file: Option<PathBuf>,
-    /// Connections to keep open
-    #[arg(short = 'c', long, default_value_t = httpbench_engine::spec::DEFAULT_CONNECTIONS)]
-    connections: u32,
+    /// Connections to keep open (default 10; with --capacity, as many as each probe's rate needs)
+    #[arg(short = 'c', long)]
+    connections: Option<u32>,
     /// Engine threads (connections are spread over them)
     #[arg(short = 't', long, default_value_t = 1)]
     threads: u32,
@@ -113,6 +116,30 @@ pub struct Cli {
     /// https: handshakes after a connection's first resume with tickets (TLS 1.3 PSK, TLS 1.2 tickets or IDs), session IDs only (TLS 1.2), or none (every handshake full)
     #[arg(long, value_name = "HOW", default_value = "tickets", value_parser = ["none", "tickets", "ids"])]
     tls_resumption: String,
+    /// Search the most requests per second the server carries within this latency objective, by
+    /// open-loop probes at one rate each: p99=10ms, or p50=2ms,p99=10ms,errors=0.1% (p50, p90,
+    /// p99, p99.9; errors default 0.1%)
+    #[arg(long, value_name = "OBJECTIVE")]
+    capacity: Option<String>,
+    /// --capacity: bisect until the bracket is this narrow
+    #[arg(long, value_name = "PCT")]
+    precision: Option<String>,
+    /// --capacity: how long each probe measures, after its warm-up (longer when its highest
+    /// percentile needs more requests)
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    probe: Option<f64>,
+    /// --capacity: the first rate probed, in requests per second
+    #[arg(long, value_name = "RATE")]
+    start: Option<f64>,
+    /// --capacity: the smallest rate probed
+    #[arg(long, value_name = "RATE")]
+    min_rate: Option<f64>,
+    /// --capacity: the largest rate probed
+    #[arg(long, value_name = "RATE")]
+    max_rate: Option<f64>,
+    /// --capacity: probes at the rate found that must all meet the objective
+    #[arg(long, value_name = "N")]
+    rounds: Option<u32>,
     /// Print the result as JSON (schema httpbench-load/1, see docs/json-schema.md)
     #[arg(long)]
     pub json: bool,
@@ -197,7 +224,9 @@ impl Cli {
             method: self.method.clone(),
             headers: self.headers.clone(),
             body,
-            connections: self.connections,
+            connections: self
+                .connections
+                .unwrap_or(httpbench_engine::spec::DEFAULT_CONNECTIONS),
             threads: self.threads,
             pipeline: self.pipeline,
             stop,
@@ -238,6 +267,82 @@ impl Cli {
             },
             ..LoadSpec::default()
         })
+    }
+}
+
+/// A share given as a percentage, as `2%` (or a bare `2`).
+fn parse_percent(flag: &str, s: &str) -> Result<f64, String> {
+    s.trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .map(|v| v / 100.0)
+        .ok_or_else(|| format!("{flag} {s:?} is no percentage; write one as 2%"))
+}
+
+impl Cli {
+    /// The capacity search the flags ask for, if they ask for one: `None` without `--capacity`,
+    /// and one line saying what cannot work with it.
+    pub fn capacity(&self) -> Result<Option<(Search, Pool)>, String> {
+        let search_flags = [
+            ("--precision", self.precision.is_some()),
+            ("--probe", self.probe.is_some()),
+            ("--start", self.start.is_some()),
+            ("--min-rate", self.min_rate.is_some()),
+            ("--max-rate", self.max_rate.is_some()),
+            ("--rounds", self.rounds.is_some()),
+        ];
+        let Some(objective) = &self.capacity else {
+            return match search_flags.iter().find(|(_, given)| *given) {
+                Some((flag, _)) => Err(format!(
+                    "{flag} sets the capacity search, which runs with --capacity OBJECTIVE only: add --capacity p99=10ms, or drop {flag}"
+                )),
+                None => Ok(None),
+            };
+        };
+        let conflicting = [
+            (
+                "-R",
+                self.rate.is_some(),
+                "the search chooses each probe's rate",
+            ),
+            ("-n", self.requests.is_some(), "each probe runs for --probe"),
+            ("-d", self.duration.is_some(), "each probe runs for --probe"),
+            (
+                "--pipeline",
+                self.pipeline != 1,
+                "an open loop sends each request when it is due",
+            ),
+        ];
+        if let Some((flag, _, why)) = conflicting.iter().find(|(_, given, _)| *given) {
+            return Err(format!("--capacity with {flag}: {why}; drop {flag}"));
+        }
+        let objective = Objective::parse(objective).map_err(|e| format!("--capacity: {e}"))?;
+        let defaults = Settings::default();
+        let settings = Settings {
+            start: self.start.unwrap_or(defaults.start),
+            precision: match &self.precision {
+                Some(p) => parse_percent("--precision", p)?,
+                None => defaults.precision,
+            },
+            rounds: self.rounds.unwrap_or(defaults.rounds),
+            min_rate: self.min_rate.unwrap_or(defaults.min_rate),
+            max_rate: self.max_rate.unwrap_or(defaults.max_rate),
+            probe: self.probe.map_or(defaults.probe, Duration::from_secs_f64),
+            warmup: if self.warmup > 0.0 {
+                Duration::from_secs_f64(self.warmup)
+            } else {
+                defaults.warmup
+            },
+            ..defaults
+        };
+        if settings.probe.is_zero() {
+            return Err("--probe 0s measures nothing; give each probe a time, as 3s".into());
+        }
+        let search = Search::new(objective, settings).map_err(|e| format!("--capacity: {e}"))?;
+        Ok(Some((search, Pool::new(self.connections, self.threads))))
     }
 }
 

@@ -4,14 +4,15 @@
 mod args;
 mod interrupt;
 mod summary;
+mod verdict;
 
 use clap::Parser;
-use httpbench_engine::ErrorKind;
+use httpbench_engine::{capacity, ErrorKind};
 
 /// Run the command line with `args` (the first one is the program name, which starts its error
 /// lines); returns the exit code: 0 done, 1 the run ended early (what it measured is still
-/// printed), 2 bad input, 101 a bug in the engine (where a panic does not end the process), 130
-/// Ctrl-C.
+/// printed), 2 bad input, 3 a capacity search that found no rate meeting its objective, 101 a
+/// bug in the engine (where a panic does not end the process), 130 Ctrl-C.
 pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
     let args: Vec<String> = args.into_iter().collect();
     let program = match args.first() {
@@ -43,7 +44,31 @@ pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
             return 2;
         }
     };
-    let report = match interrupt::on_ctrl_c(|stop| httpbench_engine::run_until(&spec, stop)) {
+    let search = match cli.capacity() {
+        Ok(search) => search,
+        Err(msg) => {
+            eprintln!("{program}: {msg}");
+            return 2;
+        }
+    };
+    let outcome = interrupt::on_ctrl_c(|stop| match search {
+        Some((mut search, pool)) => {
+            let objective = search.objective().clone();
+            let mut index = 0;
+            capacity::run_until(&spec, &mut search, pool, stop, |probe| {
+                index += 1;
+                let line = verdict::probe_line(index, probe, &objective);
+                // Live, and out of the way of the JSON on stdout.
+                if cli.json {
+                    eprintln!("{line}");
+                } else {
+                    println!("{line}");
+                }
+            })
+        }
+        None => httpbench_engine::run_until(&spec, stop),
+    });
+    let report = match outcome {
         Ok(report) => report,
         Err(e) => {
             eprintln!("{program}: {}", in_flags(&e.kind));
@@ -60,12 +85,19 @@ pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
             serde_json::to_string_pretty(&report).expect("reports serialise")
         );
     } else {
+        if report.capacity.is_some() {
+            println!("\nThe probes at the capacity, as one run:");
+        }
         print!("{}", summary::render(&report));
+        if let Some(c) = &report.capacity {
+            println!("{}", verdict::verdict(&report, c));
+        }
     }
-    match &report.aborted {
-        None => 0,
-        Some(_) if interrupt::was_interrupted() => 130,
-        Some(_) => 1,
+    match (&report.aborted, &report.capacity) {
+        (Some(_), _) if interrupt::was_interrupted() => 130,
+        (Some(_), _) => 1,
+        (None, Some(c)) if c.rate.is_none() => 3,
+        (None, _) => 0,
     }
 }
 

@@ -3,7 +3,9 @@
 //! is the caller's, so one search serves the CLI, the suite's sweep and a cluster.
 
 mod objective;
+mod probe;
 mod search;
 
 pub use objective::{Bound, Figures, Objective, DEFAULT_MAX_ERROR_SHARE, MIN_ACHIEVED_SHARE};
-pub use search::{Limit, Next, Outcome, Probe, Search, Settings};
+pub use probe::{client_bound, run_until, Pool, CLIENT_BOUND_SHARE};
+pub use search::{Capacity, Interval, Limit, LimitedBy, Next, Probe, Search, Settings};

@@ -32,14 +32,20 @@ pub struct Objective {
 }
 
 /// What the objective judges of one probe: its offered and achieved rates, its requests and
-/// failures, and its corrected latency percentiles in microseconds (None: nothing completed).
-#[derive(Debug, Clone, PartialEq)]
+/// failures, and its corrected latency percentiles in microseconds (None: nothing completed);
+/// and what says whether the probe measured the server (its connections, the client's CPU).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Figures {
     pub offered: f64,
     pub achieved: f64,
+    /// Requests completed per second: what an overloaded server carried.
+    pub throughput: f64,
     pub requests: u64,
     pub errors: u64,
     pub latency_us: [Option<u64>; 4],
+    pub connections: u32,
+    pub connections_short: bool,
+    pub client_bound: bool,
 }
 
 impl Figures {
@@ -114,6 +120,15 @@ impl Objective {
                     .at(b.percentile)
                     .is_some_and(|us| us <= b.latency_us)
             })
+    }
+
+    /// The largest latency any percentile may have.
+    pub fn longest_bound_us(&self) -> u64 {
+        self.percentiles
+            .iter()
+            .map(|b| b.latency_us)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The requests a probe must hold for its highest bounded percentile to rest on at least ten
@@ -206,6 +221,7 @@ mod tests {
             requests: 10_000,
             errors,
             latency_us: [Some(p50), Some(p50), Some(p99), Some(p99)],
+            ..Figures::default()
         }
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::objective::{Figures, Objective};
+use super::objective::{Figures, Objective, MIN_ACHIEVED_SHARE};
 
 /// How a search runs; `Default` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +32,8 @@ pub struct Settings {
     pub time_limit: Duration,
     /// A probe's measured time, after its own warm-up.
     pub probe: Duration,
+    /// A probe's warm-up: its connections open and the server settles at the new rate.
+    pub warmup: Duration,
 }
 
 impl Default for Settings {
@@ -46,6 +48,7 @@ impl Default for Settings {
             max_probes: 20,
             time_limit: Duration::from_secs(300),
             probe: Duration::from_secs(3),
+            warmup: Duration::from_secs(1),
         }
     }
 }
@@ -95,23 +98,57 @@ pub enum Limit {
 /// One probe as the report keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Probe {
+    /// Requests per second offered.
     pub offered: f64,
+    /// Requests per second sent.
     pub achieved: f64,
+    /// Corrected total latency percentiles, in microseconds (null: nothing completed).
     pub p50_us: Option<u64>,
     pub p90_us: Option<u64>,
     pub p99_us: Option<u64>,
     pub p99_9_us: Option<u64>,
+    /// Requests that did not succeed.
     pub errors: u64,
+    /// Connections the probe had.
+    pub connections: u32,
+    /// Fewer than its rate needed at the objective's latency (the open-file limit's cap, or a
+    /// pool the user set).
+    pub connections_short: bool,
+    /// The busiest engine thread was at least 90% busy or kept waiting for its CPU.
+    pub client_bound: bool,
     pub met: bool,
 }
 
-/// What a search found.
+/// The final bracket: the capacity and the lowest rate that failed above it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Interval {
+    /// The capacity (null when no rate met).
+    pub low: Option<f64>,
+    /// The lowest rate that failed at or above it (null: none failed).
+    pub high: Option<f64>,
+}
+
+/// What set the pace where the search stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitedBy {
+    /// The engine: the capacity is "at least", never a verdict on the server.
+    Client,
+    /// The connection pool's cap: more connections might have carried more.
+    Connections,
+    Server,
+}
+
+/// What a search found: the report's `capacity`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Outcome {
-    /// The highest rate whose probes all met the objective; None when none did.
+pub struct Capacity {
+    pub objective: Objective,
+    /// The highest rate whose probes all met the objective, in requests per second; null when
+    /// none did.
     pub rate: Option<f64>,
-    /// That rate and the lowest rate that failed (None: none failed).
-    pub interval: (Option<f64>, Option<f64>),
+    pub interval: Interval,
+    /// Null when no rate met.
+    pub limited_by: Option<LimitedBy>,
     /// Why it stopped before settling, if it did.
     pub bound: Option<Limit>,
     pub probes: Vec<Probe>,
@@ -147,6 +184,9 @@ pub struct Search {
     confirmed: Option<f64>,
     highest_met: Option<f64>,
     lowest_failed: Option<f64>,
+    /// The least a failed probe's server completed per second when it could not keep up: more
+    /// than that only queues, so the knee is at or below it.
+    carried: Option<f64>,
     probes: Vec<Probe>,
     bound: Option<Limit>,
 }
@@ -163,6 +203,7 @@ impl Search {
             confirmed: None,
             highest_met: None,
             lowest_failed: None,
+            carried: None,
             probes: Vec::new(),
             bound: None,
         })
@@ -170,6 +211,14 @@ impl Search {
 
     pub fn next(&self) -> Next {
         self.next
+    }
+
+    pub fn objective(&self) -> &Objective {
+        &self.objective
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// How long a probe at `rate` measures: its set time, or long enough to hold the requests its
@@ -194,12 +243,19 @@ impl Search {
             p99_us,
             p99_9_us,
             errors: figures.errors,
+            connections: figures.connections,
+            connections_short: figures.connections_short,
+            client_bound: figures.client_bound,
             met,
         });
         if met {
             self.highest_met = Some(self.highest_met.map_or(rate, |m| m.max(rate)));
         } else {
             self.lowest_failed = Some(self.lowest_failed.map_or(rate, |f| f.min(rate)));
+            if figures.throughput < MIN_ACHIEVED_SHARE * rate {
+                let t = figures.throughput;
+                self.carried = Some(self.carried.map_or(t, |c| c.min(t)));
+            }
         }
         self.next = self.step(rate, met);
         if self.next != Next::Done {
@@ -259,10 +315,29 @@ impl Search {
         let (Some(met), Some(failed)) = (self.highest_met, self.lowest_failed) else {
             unreachable!("bisecting needs a rate met and one failed");
         };
-        if (failed - met) / met <= self.settings.precision {
+        let precision = self.settings.precision;
+        if (failed - met) / met <= precision {
             return self.confirm(met);
         }
-        Next::Probe((met + failed) / 2.0)
+        // A server that is CPU-bound breaks just above what it carried when overloaded: the
+        // rates just above and just below that, 0.8 precisions apart, bracket the knee in two
+        // probes, where halving from the factor's bracket would take five or six. A knee well
+        // below it (latency breaking first) costs these two probes, then the halving goes on.
+        let guesses = self
+            .carried
+            .map(|t| [t * (1.0 + 0.4 * precision), t * (1.0 - 0.4 * precision)]);
+        let fresh = |&g: &f64| {
+            g > met
+                && g < failed
+                && !self
+                    .probes
+                    .iter()
+                    .any(|p| (p.offered - g).abs() <= g * precision / 4.0)
+        };
+        match guesses.into_iter().flatten().find(fresh) {
+            Some(guess) => Next::Probe(guess),
+            None => Next::Probe((met + failed) / 2.0),
+        }
     }
 
     fn confirm(&mut self, rate: f64) -> Next {
@@ -280,7 +355,7 @@ impl Search {
     }
 
     /// What the search found so far (everything, once `next` is `Done`).
-    pub fn outcome(&self) -> Outcome {
+    pub fn outcome(&self) -> Capacity {
         // Settled: the rate confirmed. Stopped by the probes or the time before settling: the
         // highest rate probed whose every probe met (a rate one probe met and another failed is
         // not carried). Stopped at the smallest rate: none.
@@ -296,9 +371,30 @@ impl Search {
             .fold(None, |low: Option<f64>, r| {
                 Some(low.map_or(r, |l| l.min(r)))
             });
-        Outcome {
+        // The probes where it stopped say what set the pace: those at the capacity, and those
+        // at the rate that broke it.
+        let limited_by = rate.map(|r| {
+            let there = self
+                .probes
+                .iter()
+                .filter(|p| p.offered == r || Some(p.offered) == failed_above);
+            let (client, short) = there.fold((false, false), |(c, s), p| {
+                (c || p.client_bound, s || p.connections_short)
+            });
+            match (client, short) {
+                (true, _) => LimitedBy::Client,
+                (false, true) => LimitedBy::Connections,
+                _ => LimitedBy::Server,
+            }
+        });
+        Capacity {
+            objective: self.objective.clone(),
             rate,
-            interval: (rate, failed_above),
+            interval: Interval {
+                low: rate,
+                high: failed_above,
+            },
+            limited_by,
             bound: self.bound,
             probes: self.probes.clone(),
         }
@@ -324,6 +420,8 @@ mod tests {
     /// second probe at `flaky` (its first confirmation) fails, as one near the knee may.
     struct Model {
         capacity: f64,
+        /// What it completes per second when overloaded (CPU-bound: its capacity).
+        carries: f64,
         flaky: Option<f64>,
         probed: Vec<f64>,
     }
@@ -341,14 +439,15 @@ mod tests {
             Figures {
                 offered: rate,
                 achieved: rate,
+                throughput: rate.min(self.carries),
                 requests: 10_000,
-                errors: 0,
                 latency_us: [Some(us); 4],
+                ..Figures::default()
             }
         }
     }
 
-    fn search(settings: Settings, mut model: Model) -> Outcome {
+    fn search(settings: Settings, mut model: Model) -> Capacity {
         let mut s = Search::new(Objective::parse("p99=10ms").unwrap(), settings).unwrap();
         let mut elapsed = Duration::ZERO;
         while let Next::Probe(rate) = s.next() {
@@ -358,9 +457,14 @@ mod tests {
         s.outcome()
     }
 
+    fn interval(low: Option<f64>, high: Option<f64>) -> Interval {
+        Interval { low, high }
+    }
+
     fn model(capacity: f64) -> Model {
         Model {
             capacity,
+            carries: f64::INFINITY,
             flaky: None,
             probed: vec![],
         }
@@ -371,7 +475,7 @@ mod tests {
         let found = search(Settings::default(), model(41_200.0));
         let rate = found.rate.unwrap();
         assert!((41_200.0 * 0.98..=41_200.0).contains(&rate), "{found:?}");
-        let (low, high) = found.interval;
+        let Interval { low, high } = found.interval;
         assert_eq!(low, Some(rate));
         assert!(
             high.unwrap() > 41_200.0 && (high.unwrap() - rate) / rate <= 0.02,
@@ -384,6 +488,31 @@ mod tests {
             "found once, confirmed 3 times"
         );
         assert!(found.probes.len() <= 20, "{}", found.probes.len());
+    }
+
+    #[test]
+    fn a_cpu_bound_server_settles_within_twelve_probes() {
+        // Overloaded, it completes what it carries: the bracket closes around that at once.
+        let found = search(
+            Settings::default(),
+            Model {
+                carries: 41_200.0,
+                ..model(41_200.0)
+            },
+        );
+        let rate = found.rate.unwrap();
+        assert!((41_200.0 * 0.98..=41_200.0).contains(&rate), "{found:?}");
+        assert!(found.probes.len() <= 12, "{:?}", found.probes);
+        // A knee below what it carries costs the two guesses, and is still found.
+        let found = search(
+            Settings::default(),
+            Model {
+                carries: 45_000.0,
+                ..model(41_200.0)
+            },
+        );
+        let rate = found.rate.unwrap();
+        assert!((41_200.0 * 0.98..=41_200.0).contains(&rate), "{found:?}");
     }
 
     #[test]
@@ -407,15 +536,14 @@ mod tests {
         let found = search(
             Settings::default(),
             Model {
-                capacity: 41_200.0,
                 flaky: Some(knee),
-                probed: vec![],
+                ..model(41_200.0)
             },
         );
         // The knee is found, fails its first confirmation, and the rate below it is confirmed.
         let below = knee * 0.98;
         assert_eq!(found.rate, Some(below), "{found:?}");
-        assert_eq!(found.interval, (Some(below), Some(knee)));
+        assert_eq!(found.interval, interval(Some(below), Some(knee)));
         assert_eq!(
             found.probes.iter().filter(|p| p.offered == below).count(),
             3
@@ -429,9 +557,8 @@ mod tests {
         let found = search(
             Settings::default(),
             Model {
-                capacity: 777.0,
                 flaky: Some(knee),
-                probed: vec![],
+                ..model(777.0)
             },
         );
         let below = knee * 0.98;
@@ -450,9 +577,8 @@ mod tests {
                 ..Settings::default()
             },
             Model {
-                capacity: 1e9,
                 flaky: Some(4_000.0),
-                probed: vec![],
+                ..model(1e9)
             },
         );
         assert_eq!(
@@ -460,7 +586,7 @@ mod tests {
             (Some(3_920.0), None),
             "{found:?}"
         );
-        assert_eq!(found.interval, (Some(3_920.0), Some(4_000.0)));
+        assert_eq!(found.interval, interval(Some(3_920.0), Some(4_000.0)));
     }
 
     #[test]
@@ -474,7 +600,7 @@ mod tests {
         );
         assert_eq!((found.rate, found.bound), (None, Some(Limit::MinRate)));
         assert_eq!(found.probes.last().unwrap().offered, 100.0);
-        assert_eq!(found.interval, (None, Some(100.0)));
+        assert_eq!(found.interval, interval(None, Some(100.0)));
     }
 
     #[test]
@@ -490,7 +616,7 @@ mod tests {
             (found.rate, found.bound),
             (Some(5_000.0), Some(Limit::MaxRate))
         );
-        assert_eq!(found.interval, (Some(5_000.0), None));
+        assert_eq!(found.interval, interval(Some(5_000.0), None));
     }
 
     #[test]

@@ -159,6 +159,8 @@ impl Report {
             client,
             aborted: (!reasons.is_empty()).then(|| reasons.join("; ")),
             host: first.host.clone(),
+            // Parts are probes or hosts of one; the search that ran them adds its finding.
+            capacity: None,
         })
     }
 }

@@ -22,7 +22,8 @@ pub struct SecondSample {
 /// The part of a thread's state that fills the current second.
 pub struct SecondRecorder {
     current: SecondSample,
-    out: Sender<SecondSample>,
+    /// None once finished: a thread that drains after its end hands over nothing more.
+    out: Option<Sender<SecondSample>>,
 }
 
 impl SecondRecorder {
@@ -34,7 +35,10 @@ impl SecondRecorder {
             errors: 0,
             latency: histogram(),
         };
-        SecondRecorder { current, out }
+        SecondRecorder {
+            current,
+            out: Some(out),
+        }
     }
 
     /// Move on to `second` (called at least every few milliseconds), handing over the seconds
@@ -55,14 +59,17 @@ impl SecondRecorder {
                 },
             );
             // The receiver outlives every worker; a send can only fail after the run is over.
-            let _ = self.out.send(done);
+            if let Some(out) = &self.out {
+                let _ = out.send(done);
+            }
         }
         &mut self.current
     }
 
     /// Hand over the last, partial second: the caller passes the second the run ended in.
-    pub fn finish(mut self, end_second: u64) {
+    pub fn finish(&mut self, end_second: u64) {
         self.at(end_second + 1);
+        self.out = None;
     }
 }
 

@@ -134,6 +134,8 @@ pub struct Worker<'a> {
     /// When each request is due.
     schedule: Schedule,
     outstanding: usize,
+    /// Past the end, reading what is still on its way (the spec's `drain`).
+    draining: bool,
     last_progress: u64,
     /// When a connect was first refused since the last progress: nothing listens any more.
     refused_since: Option<u64>,
@@ -193,6 +195,7 @@ impl<'a> Worker<'a> {
             end,
             schedule: Schedule::new(a, spec.rate.unwrap_or(1.0)),
             outstanding: 0,
+            draining: false,
             last_progress: 0,
             refused_since: None,
             cpu_at_start: None,
@@ -320,12 +323,13 @@ impl<'a> Worker<'a> {
         self.refused_since = None;
     }
 
-    fn finish<R: Reactor>(self, reactor: &mut R) -> Outcome {
+    /// What the thread measured, taken at the end: requests still unanswered count as in
+    /// flight, whatever draining does with them after.
+    fn measured(&mut self) -> Outcome {
         let ended = self.now.min(self.end);
         let mut in_flight = 0;
         let mut in_flight_age = (0, 0);
-        for i in 0..self.conns.len() {
-            let c = &self.conns[i];
+        for c in &self.conns {
             let measured = c.pending.iter().filter(|p| p.sent >= self.measure_from);
             let requeued = c.requeued.iter().filter(|p| p.sent >= self.measure_from);
             for due in measured.chain(requeued).map(|p| p.due) {
@@ -333,12 +337,7 @@ impl<'a> Worker<'a> {
                 let age = ended.saturating_sub(due);
                 in_flight_age = (in_flight_age.0 + age, in_flight_age.1.max(age));
             }
-            if c.fd >= 0 {
-                reactor.close(self.token(i), c.fd);
-            }
         }
-        // Closes are submitted on this last call; nothing it reports matters any more.
-        let _ = reactor.wait(Instant::now(), Gather::NONE, |_, _, _| {});
         let second = ended.saturating_sub(self.measure_from) / 1_000_000_000;
         self.series.finish(second);
         let wall = Duration::from_nanos(ended.saturating_sub(self.measure_from));
@@ -347,15 +346,56 @@ impl<'a> Worker<'a> {
             .map(|s| CpuTime::of_this_thread().since(s))
             .unwrap_or_default();
         Outcome {
-            counters: self.counters,
-            latencies: self.latencies,
+            counters: std::mem::take(&mut self.counters),
+            latencies: std::mem::take(&mut self.latencies),
             in_flight,
             in_flight_age,
             cpu,
             wall,
             behind_schedule: self.schedule.behind(ended, self.measure_from),
-            negotiated: self.tls.negotiated,
+            negotiated: self.tls.negotiated.clone(),
         }
+    }
+
+    /// Reads the answers still on their way, sending nothing and counting nothing (the tallies
+    /// were taken), until none is left, the request timeout has passed or the run is stopped.
+    fn drain<R: Reactor>(&mut self, reactor: &mut R) {
+        self.draining = true;
+        let deadline = self.now + ns(self.shared.spec.request_timeout);
+        while self.outstanding > 0 && !self.shared.stop.load(Ordering::Relaxed) {
+            self.now = self.clock();
+            if self.now >= deadline {
+                break;
+            }
+            let until = self.shared.start + Duration::from_nanos((self.now + TICK).min(deadline));
+            let result = reactor.wait(until, Gather::NONE, |r, token, completion| {
+                self.now = self.clock();
+                self.complete(r, token, completion);
+            });
+            // Nothing is sent after the end, so a connection with room has nothing to refill.
+            for i in std::mem::take(&mut self.refill) {
+                self.conns[i as usize].refill = false;
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+    }
+
+    fn finish<R: Reactor>(mut self, reactor: &mut R) -> Outcome {
+        let outcome = self.measured();
+        if self.shared.spec.drain {
+            self.drain(reactor);
+        }
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            if c.fd >= 0 {
+                reactor.close(self.token(i), c.fd);
+            }
+        }
+        // Closes are submitted on this last call; nothing it reports matters any more.
+        let _ = reactor.wait(Instant::now(), Gather::NONE, |_, _, _| {});
+        outcome
     }
 
     fn complete<R: Reactor>(&mut self, reactor: &mut R, token: Token, completion: Completion<'_>) {
@@ -363,7 +403,7 @@ impl<'a> Worker<'a> {
         if i >= self.conns.len() || self.token(i) != token || self.conns[i].fd < 0 {
             return; // about a socket closed since
         }
-        if self.now >= self.end {
+        if self.now >= self.end && !self.draining {
             return; // past the end of a timed run: what is still on its way stays in flight
         }
         match completion {

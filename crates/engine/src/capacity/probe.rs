@@ -1,0 +1,167 @@
+//! A probe's run: the caller's spec at one rate, with the connections that rate needs, its own
+//! warm-up and a drain after it; and what the objective judges of the probe's report. The search
+//! decides which rates; this decides how each is run, for every driver alike.
+
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use crate::report::{Parts, Report};
+use crate::spec::{LoadSpec, Stop};
+use crate::{Error, ErrorKind};
+
+use super::objective::Figures;
+use super::search::{Capacity, Next, Probe, Search};
+
+/// The busiest engine thread's share of wall time busy or waiting for its CPU at which the client,
+/// not the server, set the pace (the suite's honesty flag uses the same line).
+pub const CLIENT_BOUND_SHARE: f64 = 0.9;
+
+/// Connections per request in flight at the objective's latency (see `connections_needed`).
+const POOL_HEADROOM: f64 = 2.0;
+
+/// The connections a search's probes may have.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pool {
+    /// The user's `-c`: every probe has exactly these.
+    pub fixed: Option<u32>,
+    /// The most the open-file limit allows.
+    pub cap: u32,
+}
+
+impl Pool {
+    /// `fixed` connections, or as many as each probe needs up to what the open-file limit
+    /// allows `threads` engine threads.
+    pub fn new(fixed: Option<u32>, threads: u32) -> Pool {
+        let most = crate::run::most_connections(threads);
+        Pool {
+            fixed,
+            cap: most.min(u64::from(u32::MAX)) as u32,
+        }
+    }
+}
+
+impl Search {
+    /// Connections a probe at `rate` needs so that none waits for one while the server answers
+    /// within the objective: twice the rate times the largest latency bound (Little's law), spread
+    /// over HTTP/2 streams, at least one per thread. Twice, because each connection keeps its own
+    /// pace: with exactly rate x bound, one answer near the bound would hold the next request on
+    /// its connection past its due time, and the client's queue would read as the server's.
+    pub fn connections_needed(&self, base: &LoadSpec, rate: f64) -> u32 {
+        let bound_s = self.objective().longest_bound_us() as f64 / 1e6;
+        let per_connection = if base.http2 { base.streams.max(1) } else { 1 };
+        let needed = (POOL_HEADROOM * rate * bound_s / f64::from(per_connection)).ceil();
+        (needed.min(f64::from(u32::MAX)) as u32).max(base.threads.max(1))
+    }
+
+    /// The spec of a probe at `rate`: the caller's, open loop at that rate for the probe's
+    /// length after the search's warm-up, draining after its end, with the connections it needs
+    /// (or the pool's fixed ones), no more than the cap.
+    pub fn probe_spec(&self, base: &LoadSpec, rate: f64, pool: Pool) -> LoadSpec {
+        let connections = pool
+            .fixed
+            .unwrap_or_else(|| self.connections_needed(base, rate).min(pool.cap))
+            .max(base.threads.max(1));
+        LoadSpec {
+            rate: Some(rate),
+            stop: Stop::Duration(self.probe_length(rate).as_secs_f64()),
+            warmup: self.settings().warmup.as_secs_f64(),
+            drain: true,
+            connections,
+            ..base.clone()
+        }
+    }
+
+    /// What the objective judges of a probe's report.
+    pub fn figures(&self, report: &Report) -> Figures {
+        let (completed, failed) = (report.requests.completed, report.requests.failed);
+        let l = &report.latency.total;
+        let offered = report.spec.rate.unwrap_or(0.0);
+        let counted = l.count > 0;
+        let at = |us: u64| counted.then_some(us);
+        Figures {
+            offered,
+            achieved: report.open_loop.as_ref().map_or(0.0, |o| o.achieved_rate),
+            throughput: report.requests.per_second,
+            requests: completed + failed,
+            errors: failed + completed.saturating_sub(report.status.s2xx),
+            latency_us: [at(l.p50_us), at(l.p90_us), at(l.p99_us), at(l.p99_9_us)],
+            connections: report.spec.connections,
+            connections_short: report.spec.connections
+                < self.connections_needed(&report.spec, offered),
+            client_bound: client_bound(report),
+        }
+    }
+}
+
+/// The busiest engine thread was at least 90% busy or kept waiting for its CPU.
+pub fn client_bound(report: &Report) -> bool {
+    report
+        .client
+        .threads
+        .iter()
+        .any(|t| t.busy_share + t.waiting_share >= CLIENT_BOUND_SHARE)
+}
+
+/// Runs `search` to its end against `base` (until `stop` is set: then what was found so far),
+/// each probe told to `on_probe` as it ends. The report is the probes at the capacity merged as
+/// rounds (none met: those at the lowest rate probed), with the search's `capacity`. A probe that
+/// cannot run is the error when it is the first (bad input); after that, the report of what was
+/// found, ended early with the reason.
+pub fn run_until(
+    base: &LoadSpec,
+    search: &mut Search,
+    pool: Pool,
+    stop: &AtomicBool,
+    mut on_probe: impl FnMut(&Probe),
+) -> Result<Report, Error> {
+    let began = Instant::now();
+    let mut reports: Vec<Report> = Vec::new();
+    let mut aborted = None;
+    while let Next::Probe(rate) = search.next() {
+        let spec = search.probe_spec(base, rate, pool);
+        let report = match crate::run_until(&spec, stop) {
+            Ok(report) => report,
+            Err(e) if reports.is_empty() || matches!(e.kind, ErrorKind::Panicked { .. }) => {
+                return Err(e)
+            }
+            Err(e) => {
+                aborted = Some(format!("a probe at {rate:.0} req/s could not run: {e}"));
+                break;
+            }
+        };
+        if let Some(why) = &report.aborted {
+            // Stopped or ended early: this probe judges nothing.
+            aborted = Some(why.clone());
+            reports.push(report);
+            break;
+        }
+        search.record(&search.figures(&report), began.elapsed());
+        if let Some(probe) = search.outcome().probes.last() {
+            on_probe(probe);
+        }
+        reports.push(report);
+    }
+    let capacity = search.outcome();
+    let mut report = at_capacity(&capacity, &reports);
+    report.aborted = aborted;
+    report.capacity = Some(capacity);
+    Ok(report)
+}
+
+/// The probes at the capacity (none: at the lowest rate probed) merged as rounds; `reports` holds
+/// at least one, since a search always asks for a first probe.
+fn at_capacity(capacity: &Capacity, reports: &[Report]) -> Report {
+    let rate = capacity
+        .rate
+        .or_else(|| reports.iter().filter_map(|r| r.spec.rate).reduce(f64::min));
+    let mut there: Vec<Report> = reports
+        .iter()
+        .filter(|r| r.spec.rate == rate)
+        .cloned()
+        .collect();
+    if there.is_empty() {
+        there.extend(reports.last().cloned());
+    }
+    Report::merge(&there[0].spec, &there, Parts::Sequential)
+        .expect("a capacity search merges the probes it ran")
+}
