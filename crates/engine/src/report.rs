@@ -145,6 +145,12 @@ pub struct Requests {
     pub in_flight_age_max_us: f64,
     /// Completed responses per second of measurement.
     pub per_second: f64,
+    /// Complete responses that arrived during measurement, whenever their requests were sent
+    /// (the warm-up's too): what the server carried in the window, which `completed` undercounts
+    /// by the requests still on their way at its start (absent from reports from before the
+    /// field: 0).
+    #[serde(default)]
+    pub answered: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -443,6 +449,7 @@ impl Requests {
             in_flight_age_mean_us: per(age_total_us, in_flight as f64),
             in_flight_age_max_us: age_max_us,
             per_second: per(completed as f64, duration_s),
+            answered: 0,
         }
     }
 }

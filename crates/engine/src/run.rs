@@ -390,20 +390,23 @@ fn summarise(
         validation,
         started_at,
         duration_s,
-        requests: report::Requests::new(
-            c.sent,
-            c.completed,
-            c.failed_requests(),
-            sum(|o| o.in_flight),
-            sum(|o| o.in_flight_age.0) as f64 / 1e3,
-            outcomes
-                .iter()
-                .map(|o| o.in_flight_age.1)
-                .max()
-                .unwrap_or(0) as f64
-                / 1e3,
-            duration_s,
-        ),
+        requests: report::Requests {
+            answered: c.answered,
+            ..report::Requests::new(
+                c.sent,
+                c.completed,
+                c.failed_requests(),
+                sum(|o| o.in_flight),
+                sum(|o| o.in_flight_age.0) as f64 / 1e3,
+                outcomes
+                    .iter()
+                    .map(|o| o.in_flight_age.1)
+                    .max()
+                    .unwrap_or(0) as f64
+                    / 1e3,
+                duration_s,
+            )
+        },
         open_loop: spec.rate.map(|rate| {
             report::OpenLoop::new(rate, c.sent, duration_s, sum(|o| o.behind_schedule))
         }),

@@ -43,7 +43,9 @@ pub fn render(r: &Report) -> String {
     let s = &r.spec;
     let how = match s.stop {
         Stop::Requests(n) => format!("{n} requests"),
-        Stop::Duration(d) => format!("{d}s"),
+        // A probe's time stretched for its percentile is no round number.
+        Stop::Duration(d) if d.fract() == 0.0 => format!("{d}s"),
+        Stop::Duration(d) => format!("{d:.2}s"),
     };
     let _ = writeln!(
         out,

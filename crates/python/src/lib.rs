@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use httpbench_engine::ErrorKind;
 use pyo3::import_exception;
+
+mod capacity;
 use pyo3::prelude::*;
 
 // Defined in Python (httpbench/errors.py), where every error the user can fix derives from one
@@ -211,5 +213,6 @@ fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(latency_spectrum, m)?)?;
     m.add_function(wrap_pyfunction!(merge_reports, m)?)?;
     m.add_function(wrap_pyfunction!(split_spec, m)?)?;
+    m.add_class::<capacity::CapacitySearch>()?;
     Ok(())
 }

@@ -65,6 +65,9 @@ pub enum Mode {
     /// a connection: its last stream id is the Nth request's, the streams up to it are answered,
     /// then the connection closes.
     H2Goaway,
+    /// HTTP/2: like slots, each stream's answer holding one of --slots K global slots for --hold-ms
+    /// D first (a connection's streams in turn): ground truth for h2c and h2 loads.
+    H2Slots,
     /// HTTP/2: RST_STREAM INTERNAL_ERROR instead of every --every K-th stream's answer.
     H2RstStream,
     /// HTTP/2: RST_STREAM REFUSED_STREAM instead of every --every K-th stream's answer.

@@ -290,6 +290,12 @@ impl H2<'_> {
                 self.window_update(0, 0x7fff_ffff);
                 self.answer(stream);
             }
+            Mode::H2Slots => {
+                if let Some(slots) = &self.cfg.slots {
+                    slots.hold();
+                }
+                self.answer(stream);
+            }
             Mode::H2Goaway => {
                 self.answer(stream);
                 if nth == self.cfg.h2_goaway_after && self.goaway_last.is_none() {

@@ -195,7 +195,7 @@ fn options(args: Args) -> Result<Options, String> {
         return Err("--max-seconds must be positive".into());
     }
     let slots = match mode {
-        Mode::Slots => {
+        Mode::Slots | Mode::H2Slots => {
             let k = slots
                 .filter(|&k| k > 0)
                 .ok_or("slots mode needs --slots K > 0")?;

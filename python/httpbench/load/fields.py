@@ -25,6 +25,79 @@ Bytes = TypedDict(
     },
 )
 
+# The final bracket: the capacity and the lowest rate that failed above it.
+Interval = TypedDict(
+    "Interval",
+    {
+        # The lowest rate that failed at or above it (null: none failed).
+        "high": Optional[float],
+        # The capacity (null when no rate met).
+        "low": Optional[float],
+    },
+)
+
+Bound = TypedDict(
+    "Bound",
+    {
+        "latency_us": Optional[int],
+        # 50, 90, 99 or 99.9.
+        "percentile": Optional[float],
+    },
+)
+
+Objective = TypedDict(
+    "Objective",
+    {
+        # The largest share of a probe's requests that may fail (0.001 is 0.1%).
+        "max_error_share": Optional[float],
+        # From the lowest percentile up, each at most once.
+        "percentiles": Optional[List[Bound]],
+    },
+)
+
+# One probe as the report keeps it.
+Probe = TypedDict(
+    "Probe",
+    {
+        # Requests per second sent.
+        "achieved": Optional[float],
+        # The busiest engine thread was at least 90% busy or kept waiting for its CPU.
+        "client_bound": Optional[bool],
+        # Connections the probe had.
+        "connections": Optional[int],
+        # Fewer than its rate needed at the objective's latency (the open-file limit's cap, or a
+        # pool the user set).
+        "connections_short": Optional[bool],
+        # Requests that did not succeed.
+        "errors": Optional[int],
+        "met": Optional[bool],
+        # Requests per second offered.
+        "offered": Optional[float],
+        # Corrected total latency percentiles, in microseconds (null: nothing completed).
+        "p50_us": Optional[int],
+        "p90_us": Optional[int],
+        "p99_9_us": Optional[int],
+        "p99_us": Optional[int],
+    },
+)
+
+# What a search found: the report's `capacity`.
+Capacity = TypedDict(
+    "Capacity",
+    {
+        # Why it stopped before settling, if it did.
+        "bound": Optional[str],
+        "interval": Interval,
+        # Null when no rate met.
+        "limited_by": Optional[str],
+        "objective": Objective,
+        "probes": Optional[List[Probe]],
+        # The highest rate whose probes all met the objective, in requests per second; null when
+        # none did.
+        "rate": Optional[float],
+    },
+)
+
 ThreadUse = TypedDict(
     "ThreadUse",
     {
@@ -185,6 +258,11 @@ OpenLoop = TypedDict(
 Requests = TypedDict(
     "Requests",
     {
+        # Complete responses that arrived during measurement, whenever their requests were sent
+        # (the warm-up's too): what the server carried in the window, which `completed` undercounts
+        # by the requests still on their way at its start (absent from reports from before the
+        # field: 0).
+        "answered": Optional[int],
         # Complete responses of any status.
         "completed": Optional[int],
         # Sent, then failed with an error (see `errors`).
@@ -235,6 +313,10 @@ LoadSpec = TypedDict(
         "connections": Optional[int],
         # CPUs to pin the engine threads to, round robin; empty: no pinning.
         "cpus": Optional[List[int]],
+        # After a timed run's end, wait for the answers still on their way (at most the request
+        # timeout) before closing, without counting them: the server is idle when the run returns,
+        # so a queue it built does not spill into the next run (the capacity search's probes).
+        "drain": Optional[bool],
         # A file holding the body the validation request must return, byte for byte.
         "expect_body_file": Optional[str],
         # Body length the validation request, and every response under load, must have.
@@ -339,6 +421,10 @@ Report = TypedDict(
         # Why the run ended before its stop condition, if it did.
         "aborted": Optional[str],
         "bytes": Bytes,
+        # A capacity search's finding (`httpbench-load --capacity`): the report's other figures are
+        # then its probes at the capacity merged as rounds. Null for any other run (and in reports
+        # from before the field).
+        "capacity": Optional[Capacity],
         "client": Client,
         "connections": Connections,
         # Seconds of measurement (after warm-up).
@@ -391,6 +477,9 @@ DEFAULTS = {
             "stdev_us": 0.0,
         },
     },
+    "Requests": {
+        "answered": 0,
+    },
     "TlsSpec": {
         "cacert": None,
         "ciphers": [],
@@ -406,6 +495,7 @@ DEFAULTS = {
         "connect_timeout": 5.0,
         "connections": 10,
         "cpus": [],
+        "drain": False,
         "expect_body_file": None,
         "expect_length": None,
         "headers": [],
@@ -437,6 +527,7 @@ DEFAULTS = {
         "sent": True,
     },
     "Report": {
+        "capacity": None,
         "h2": None,
         "protocol": "http/1.1",
         "tls": None,

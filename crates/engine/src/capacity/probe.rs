@@ -81,7 +81,11 @@ impl Search {
         Figures {
             offered,
             achieved: report.open_loop.as_ref().map_or(0.0, |o| o.achieved_rate),
-            throughput: report.requests.per_second,
+            throughput: if report.duration_s > 0.0 {
+                report.requests.answered as f64 / report.duration_s
+            } else {
+                0.0
+            },
             requests: completed + failed,
             errors: failed + completed.saturating_sub(report.status.s2xx),
             latency_us: [at(l.p50_us), at(l.p90_us), at(l.p99_us), at(l.p99_9_us)],

@@ -46,21 +46,24 @@ impl Report {
             Parts::Concurrent => durations.fold(0.0, f64::max),
             Parts::Sequential => durations.sum(),
         };
-        let requests = Requests::new(
-            sum(|r| r.requests.sent),
-            sum(|r| r.requests.completed),
-            sum(|r| r.requests.failed),
-            sum(|r| r.requests.in_flight),
-            parts
-                .iter()
-                .map(|r| r.requests.in_flight_age_mean_us * r.requests.in_flight as f64)
-                .sum(),
-            parts
-                .iter()
-                .map(|r| r.requests.in_flight_age_max_us)
-                .fold(0.0, f64::max),
-            duration_s,
-        );
+        let requests = Requests {
+            answered: sum(|r| r.requests.answered),
+            ..Requests::new(
+                sum(|r| r.requests.sent),
+                sum(|r| r.requests.completed),
+                sum(|r| r.requests.failed),
+                sum(|r| r.requests.in_flight),
+                parts
+                    .iter()
+                    .map(|r| r.requests.in_flight_age_mean_us * r.requests.in_flight as f64)
+                    .sum(),
+                parts
+                    .iter()
+                    .map(|r| r.requests.in_flight_age_max_us)
+                    .fold(0.0, f64::max),
+                duration_s,
+            )
+        };
         let open_loop = spec.rate.map(|target| {
             OpenLoop::new(
                 target,

@@ -125,6 +125,9 @@ impl ErrorClass {
 pub struct Counters {
     pub sent: u64,
     pub completed: u64,
+    /// Complete responses that arrived during measurement, whenever their requests were sent
+    /// (warm-up's included): what the server carried in the window.
+    pub answered: u64,
     /// Responses by status class: index 1 for 1xx .. 5 for 5xx, 0 for anything else.
     pub status: [u64; 6],
     pub errors: [u64; ErrorClass::ALL.len()],
@@ -216,6 +219,7 @@ impl Counters {
     pub fn add(&mut self, o: &Counters) {
         self.sent += o.sent;
         self.completed += o.completed;
+        self.answered += o.answered;
         for (a, b) in self.status.iter_mut().zip(o.status) {
             *a += b;
         }

@@ -51,6 +51,9 @@ impl ResponseSink for Sink<'_> {
         let at = self.at.max(p.sent);
         self.recent.sum += at - p.sent;
         self.recent.count += 1;
+        if at >= self.measure_from {
+            self.counters.answered += 1;
+        }
         if p.sent < self.measure_from {
             return;
         }
