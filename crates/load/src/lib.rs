@@ -90,7 +90,7 @@ pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
         }
         print!("{}", summary::render(&report));
         if let Some(c) = &report.capacity {
-            println!("{}", verdict::verdict(&report, c));
+            println!("{}", verdict::verdict(c));
         }
     }
     match (&report.aborted, &report.capacity) {

@@ -1,7 +1,6 @@
 //! A capacity search in words: a line per probe as it ends, then the verdict.
 
 use httpbench_engine::capacity::{Capacity, Limit, LimitedBy, Objective, Probe};
-use httpbench_engine::report::Report;
 
 /// `41200.4` as "41,200".
 pub fn rate(r: f64) -> String {
@@ -83,7 +82,7 @@ fn broke(p: &Probe, objective: &Objective) -> String {
 /// The verdict, one line: "capacity: 41,200 req/s at p99 <= 10 ms (p99 there 8.7 ms; 42,000
 /// req/s broke it at p99 31 ms)", "at least" where the client or the connections set the pace,
 /// or "no rate met ...".
-pub fn verdict(report: &Report, c: &Capacity) -> String {
+pub fn verdict(c: &Capacity) -> String {
     let objective = &c.objective;
     let wanted = objective.to_string();
     let top = top(objective);
@@ -109,13 +108,13 @@ pub fn verdict(report: &Report, c: &Capacity) -> String {
             None => format!("no rate met {wanted}: no probe ran"),
         };
     };
-    let there = report.latency.total.p99_us;
-    let there = match top {
-        50.0 => report.latency.total.p50_us,
-        90.0 => report.latency.total.p90_us,
-        99.0 => there,
-        _ => report.latency.total.p99_9_us,
-    };
+    // The worst of the probes at the capacity: each of them met the objective on its own.
+    let there = c
+        .probes
+        .iter()
+        .filter(|p| p.offered == found)
+        .filter_map(|p| latency_at(p, top))
+        .max();
     let above = c.interval.high.and_then(|high| {
         c.probes
             .iter()
@@ -125,7 +124,7 @@ pub fn verdict(report: &Report, c: &Capacity) -> String {
     let detail = format!(
         "({} there {}{})",
         name(top),
-        ms(Some(there)),
+        ms(there),
         above.unwrap_or_default()
     );
     let at_least = match (c.limited_by, c.bound) {
@@ -153,6 +152,60 @@ pub fn verdict(report: &Report, c: &Capacity) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn probe(offered: f64, p99_ms: u64, met: bool) -> Probe {
+        Probe {
+            offered,
+            achieved: offered,
+            p50_us: Some(500),
+            p90_us: Some(800),
+            p99_us: Some(p99_ms * 1000),
+            p99_9_us: Some(p99_ms * 1000),
+            errors: 0,
+            connections: 100,
+            connections_short: false,
+            client_bound: false,
+            met,
+        }
+    }
+
+    fn capacity(rate: Option<f64>, probes: Vec<Probe>) -> Capacity {
+        let high = probes.iter().find(|p| !p.met).map(|p| p.offered);
+        Capacity {
+            objective: Objective::parse("p99=10ms").unwrap(),
+            rate,
+            interval: httpbench_engine::capacity::Interval { low: rate, high },
+            limited_by: rate.map(|_| LimitedBy::Server),
+            bound: None,
+            probes,
+        }
+    }
+
+    #[test]
+    fn the_verdict_says_the_capacity_and_what_broke_it() {
+        let c = capacity(
+            Some(41_200.0),
+            vec![
+                probe(41_200.0, 8, true),
+                probe(42_000.0, 31, false),
+                probe(41_200.0, 9, true),
+            ],
+        );
+        assert_eq!(
+            verdict(&c),
+            "capacity: 41,200 req/s at p99 <= 10 ms, errors <= 0.1% (p99 there 9.00 ms; 42,000 req/s broke it at p99 31.00 ms)"
+        );
+        let none = capacity(None, vec![probe(100.0, 45, false)]);
+        assert_eq!(
+            verdict(&none),
+            "no rate met p99 <= 10 ms, errors <= 0.1%: at 100 req/s, p99 was 45.00 ms"
+        );
+        let client = Capacity {
+            limited_by: Some(LimitedBy::Client),
+            ..c
+        };
+        assert!(verdict(&client).starts_with("capacity: at least 41,200 req/s"));
+    }
 
     #[test]
     fn rates_read_with_thousands() {

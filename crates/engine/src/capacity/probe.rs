@@ -19,6 +19,11 @@ pub const CLIENT_BOUND_SHARE: f64 = 0.9;
 /// Connections per request in flight at the objective's latency (see `connections_needed`).
 const POOL_HEADROOM: f64 = 2.0;
 
+/// The most connections a probe opens unless the user fixes the pool: a loose objective at a high
+/// rate would otherwise ask for more than a client core can connect in a warm-up, or a server is
+/// configured to take; a probe held to it says so (`connections_short`).
+pub const POOL_MOST: u32 = 10_000;
+
 /// The connections a search's probes may have.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Pool {
@@ -29,13 +34,13 @@ pub struct Pool {
 }
 
 impl Pool {
-    /// `fixed` connections, or as many as each probe needs up to what the open-file limit
-    /// allows `threads` engine threads.
+    /// `fixed` connections, or as many as each probe needs up to `POOL_MOST` and what the
+    /// open-file limit allows `threads` engine threads.
     pub fn new(fixed: Option<u32>, threads: u32) -> Pool {
         let most = crate::run::most_connections(threads);
         Pool {
             fixed,
-            cap: most.min(u64::from(u32::MAX)) as u32,
+            cap: most.min(u64::from(POOL_MOST)) as u32,
         }
     }
 }

@@ -1,0 +1,161 @@
+"""`httpbench-load --capacity`: the most traffic a server carries within a latency objective,
+against ground truth (the testserver's slots: K slots held D ms carry exactly K/D per second at
+latency D), a server that freezes (meets no rate), and the reference server with the client on
+one core (the client sets the pace: "at least")."""
+
+import socket
+import subprocess
+import time
+
+import pytest
+from conftest import binary
+
+SLOTS, HOLD_MS = 100, 100  # 1,000 req/s at 100 ms; long holds keep a noisy host's late wake-ups small
+TRUTH = SLOTS * 1000 / HOLD_MS
+
+
+def search(load, url: str, *flags: str, timeout: float = 240) -> tuple[int, dict, str]:
+    rc, report, err = load(
+        "--capacity", f"p99={1.5 * HOLD_MS:g}ms", "--start", "500", "--probe", "1s", *flags, url, timeout=timeout
+    )
+    assert report is not None, err
+    return rc, report, err
+
+
+@pytest.mark.parametrize("mode, flags", [("slots", ()), ("h2-slots", ("--http2",))], ids=["http1", "h2c"])
+def test_the_search_finds_ground_truth_within_three_percent(testserver, load, mode, flags):
+    url = testserver(mode, "--slots", str(SLOTS), "--hold-ms", str(HOLD_MS))
+    rc, r, err = search(load, url, *flags)
+    c = r["capacity"]
+    assert rc == 0, err
+    assert abs(c["rate"] / TRUTH - 1) <= 0.03, c["probes"]
+    assert c["interval"]["low"] == c["rate"] and c["interval"]["high"] > c["rate"], c["interval"]
+    assert c["limited_by"] == "server" and c["bound"] is None
+    assert c["objective"] == {"percentiles": [{"percentile": 99.0, "latency_us": 150_000}], "max_error_share": 0.001}
+    # Confirmed: every probe at the capacity met, and the report's figures are theirs, merged.
+    at = [p for p in c["probes"] if p["offered"] == c["rate"]]
+    assert len(at) >= 3 and all(p["met"] for p in at), at
+    assert r["spec"]["rate"] == c["rate"] and r["spec"]["drain"] is True
+    assert r["latency"]["total"]["p99_us"] <= 150_000
+    # The probes say what they were: each one's pool is sized for its rate, none short.
+    assert all(p["connections"] >= 2 * p["offered"] * 0.150 and not p["connections_short"] for p in c["probes"])
+    assert len(c["probes"]) <= 14, [p["offered"] for p in c["probes"]]
+    # A live line per probe, out of the way of the JSON.
+    lines = err.splitlines()
+    assert len(lines) == len(c["probes"]) and lines[0].startswith("probe  1:       500 req/s offered"), err
+    assert all(line.endswith((": met", ": not met")) for line in lines), err
+
+
+def test_a_server_that_freezes_meets_no_rate_and_says_so(testserver, load):
+    # Frozen 300 ms of every 500: most requests wait, at any rate.
+    url = testserver("freeze", "--freeze-ms", "300", "--every-ms", "500")
+    rc, r, err = load(
+        "--capacity", "p50=20ms", "--start", "400", "--min-rate", "100", "--probe", "1s", url, timeout=120
+    )
+    c = r["capacity"]
+    assert rc == 3, err
+    assert c["rate"] is None and c["bound"] == "min_rate" and c["limited_by"] is None
+    assert [p["offered"] for p in c["probes"]] == [400.0, 200.0, 100.0]
+    assert c["interval"] == {"low": None, "high": 100.0}
+    done = subprocess.run(
+        [
+            str(binary("httpbench-load")),
+            "--capacity",
+            "p50=20ms",
+            "--start",
+            "100",
+            "--min-rate",
+            "100",
+            "--probe",
+            "1s",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3
+    assert done.stdout.splitlines()[-1].startswith(
+        "no rate met p50 <= 20 ms, errors <= 0.1%: at 100 req/s, p50 was "
+    ), done.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_client_on_one_core_is_the_limit_and_says_at_least(tmp_path, load):
+    (tmp_path / "index.html").write_bytes(b"x" * 7)
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            "taskset",
+            "-c",
+            "1",
+            str(binary("httpbench-reference")),
+            "--root",
+            str(tmp_path),
+            "--port",
+            str(port),
+            "--threads",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        # Loose enough that the server meets it far beyond what one client core can send.
+        rc, r, err = load(
+            "--capacity",
+            "p99=50ms",
+            "--start",
+            "30000",
+            "--probe",
+            "1s",
+            "--precision",
+            "50%",
+            "--rounds",
+            "1",
+            "--cpus",
+            "0",
+            f"http://127.0.0.1:{port}/index.html",
+            timeout=240,
+        )
+    finally:
+        server.kill()
+        server.wait()
+    c = r["capacity"]
+    assert rc == 0, err
+    assert c["limited_by"] == "client", c["probes"]
+    assert any(p["client_bound"] for p in c["probes"] if p["offered"] in (c["interval"]["low"], c["interval"]["high"]))
+
+
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--capacity", "p99<10"], "write it as p99=10ms"),
+        (["--capacity", "p101 <= 5ms"], "use p50, p90, p99 or p99.9"),
+        (["--capacity", "p99=-5ms"], "write a positive time"),
+        (["--capacity", "p99=10ms", "-R", "1000"], "--capacity with -R: the search chooses each probe's rate; drop -R"),
+        (["--capacity", "p99=10ms", "-n", "1000"], "--capacity with -n"),
+        (["--capacity", "p99=10ms", "--pipeline", "4"], "--capacity with --pipeline"),
+        (["--capacity", "p99=10ms", "--precision", "0%"], "precision of 0%"),
+        (["--capacity", "p99=10ms", "--precision", "60%"], "at most 50%"),
+        (["--capacity", "p99=10ms", "--start", "5"], "the start rate 5 is outside the rates searched"),
+        (["--precision", "2%"], "--precision sets the capacity search, which runs with --capacity OBJECTIVE only"),
+    ],
+)
+def test_bad_capacity_input_is_one_line_and_exit_2(flags, says):
+    done = subprocess.run(
+        [str(binary("httpbench-load")), *flags, "http://127.0.0.1:1/"], capture_output=True, text=True, timeout=30
+    )
+    assert done.returncode == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and not done.stdout, done.stderr
