@@ -134,6 +134,11 @@ pub struct LoadSpec {
     pub streams: u32,
     /// Seconds of load before measurement starts, excluded from every figure.
     pub warmup: f64,
+    /// Measurement starts once every connection has answered a request (its connect and TLS
+    /// handshake done, and an open loop's connections sending their first request at once), and
+    /// `warmup` has passed; at the latest after 1 s, or `warmup` if longer. The same moment for
+    /// every thread; duration budgets count from it.
+    pub warmup_connections: bool,
     pub connect_timeout: f64,
     pub request_timeout: f64,
     /// CPUs to pin the engine threads to, round robin; empty: no pinning.
@@ -191,6 +196,7 @@ impl Default for LoadSpec {
             http2: false,
             streams: 1,
             warmup: 0.0,
+            warmup_connections: false,
             connect_timeout: 5.0,
             request_timeout: 10.0,
             cpus: Vec::new(),
@@ -308,6 +314,7 @@ pub struct Resolved {
     /// Concurrent streams per connection: 1 unless `http2`.
     pub streams: u32,
     pub warmup: Duration,
+    pub warmup_connections: bool,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
 }
@@ -479,6 +486,7 @@ impl LoadSpec {
             http2: self.http2,
             streams,
             warmup: seconds("warmup", self.warmup, true)?,
+            warmup_connections: self.warmup_connections,
             connect_timeout: seconds("connect_timeout", self.connect_timeout, false)?,
             request_timeout: seconds("request_timeout", self.request_timeout, false)?,
         })
