@@ -69,7 +69,7 @@ pub struct Cli {
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     warmup: f64,
     /// Measure only once every connection has answered a request (connects and TLS handshakes
-    /// before the measured window), and --warmup has passed; at most 1 s, or --warmup if longer
+    /// before the measured window), and --warmup has passed; at most 2 s, or --warmup if longer
     #[arg(long)]
     warmup_connections: bool,
     /// Give up connecting after this long

@@ -211,6 +211,7 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
         "contended": "other processes kept the server or the client waiting for a CPU",
         "crashed": "the server died during the level: its figures are not the server's, and its cell stopped",
         "server_restarted": "a worker of the server exited during the level and another took its place",
+        "not_resumed": "under 95% of the handshakes of a cell named resumed were resumed: it is not ranked as resumed",
         "ended_early": "the load ended before its budget (the server stopped answering, or the client's "
         "time limit): its figures cover part of the level, and its cell stopped",
         "partial": "a client host was lost during the level; the figures are the other hosts'",

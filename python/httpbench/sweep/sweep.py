@@ -35,7 +35,7 @@ from httpbench.servers.host import ServerHost
 from httpbench.store.database import Store
 from httpbench.sweep import ceiling, servable, target
 from httpbench.sweep.errors import Stopped
-from httpbench.sweep.target import Target
+from httpbench.sweep.target import Target, warms_connections
 
 if TYPE_CHECKING:
     from httpbench.cluster import ClusterLoad
@@ -245,6 +245,8 @@ class Sweep:
         }
         if to.tls is not None:
             spec["tls"] = to.tls
+        if warms_connections(keep_alive, to):
+            spec["warmup_connections"] = True
         if to.http2:
             # Streams per connection are the same on every client host of a cluster, which
             # splits the connections.
@@ -391,5 +393,6 @@ class Sweep:
             honesty.contended(cell.server, measurement["server"], None if self.cluster else measurement["client"])
         )
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
+        flags.append(honesty.not_resumed(measurement, cell.resumption))
         measurement["flags"] = [asdict(f) for f in honesty.merged(flags)]
         return measurement
