@@ -23,7 +23,7 @@ PLAN = (
     .replace('profiles = ["tuned"]', 'servers = ["nginx", "reference"]\nprofiles = ["tuned"]')
     .replace("list = [1, 10, 100, 500]", "list = [1, 10]")
     .replace('duration = "1s"', 'duration = "0.3s"')
-    .replace('warmup = "0.5s"', 'warmup = "0.1s"')
+    .replace('warmup = "0.2s"', 'warmup = "0.1s"')
 )
 TLS_CHARTS = {"tls_share", "tls_handshakes"}
 

@@ -28,14 +28,14 @@ from httpbench.load import engine, tools
 from httpbench.load.tools.process import ClientError
 from httpbench.placement import Placement, PlacementError
 from httpbench.plan.model import Cell, Plan
-from httpbench.plan.protocol import is_http2, uses_tls
+from httpbench.plan.protocol import is_http2, uses_tls, warms_connections
 from httpbench.servers import ServerProfile
 from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
 from httpbench.store.database import Store
 from httpbench.sweep import ceiling, servable, target
 from httpbench.sweep.errors import Stopped
-from httpbench.sweep.target import Target, warms_connections
+from httpbench.sweep.target import Target
 
 if TYPE_CHECKING:
     from httpbench.cluster import ClusterLoad
@@ -245,7 +245,7 @@ class Sweep:
         }
         if to.tls is not None:
             spec["tls"] = to.tls
-        if warms_connections(keep_alive, to):
+        if warms_connections(keep_alive, to.tls and to.tls["resumption"]):
             spec["warmup_connections"] = True
         if to.http2:
             # Streams per connection are the same on every client host of a cluster, which

@@ -55,12 +55,3 @@ def of(started: Started, protocol: str, version: Optional[str], resumption: Opti
     ca.write_text(started.ca)
     tls = {"cacert": str(ca), "version": version, "resumption": resumption or "none"}
     return Target(started.url, tls, is_http2(protocol))
-
-
-def warms_connections(keep_alive: bool, to: Target) -> bool:
-    """Whether a level's load opens its connections before its measured window (the engine's
-    `warmup_connections`): with keep-alive a level measures requests, not connects and TLS
-    handshakes; a cell resumed by tickets measures resumed handshakes, not the full ones that
-    fetch its connections' first tickets. Otherwise a connection per request is what is measured,
-    its setup included."""
-    return keep_alive or (to.tls is not None and to.tls["resumption"] != "none")
