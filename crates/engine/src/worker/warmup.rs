@@ -120,3 +120,47 @@ impl Worker<'_> {
         self.warming() && !c.answered && c.pending.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warmup(warmup: f64, connections: u32) -> Warmup {
+        let spec = crate::LoadSpec {
+            urls: vec!["http://127.0.0.1:1/".into()],
+            connections,
+            warmup,
+            warmup_connections: true,
+            ..Default::default()
+        };
+        Warmup::of(&spec.resolve().unwrap())
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn the_last_connection_to_answer_sets_one_moment_ahead_for_every_thread() {
+        let w = warmup(0.0, 2);
+        w.answered(MS);
+        assert_eq!(w.at(2 * MS), None);
+        w.answered(3 * MS);
+        assert_eq!(w.at(3 * MS), Some(3 * MS + AHEAD));
+        // Decided once: the bound passing later changes nothing.
+        assert_eq!(w.at(10_000 * MS), Some(3 * MS + AHEAD));
+    }
+
+    #[test]
+    fn no_sooner_than_the_specs_warmup_and_no_later_than_the_bound() {
+        let w = warmup(0.5, 1);
+        w.answered(0);
+        assert_eq!(w.at(0), Some(500 * MS));
+        let w = warmup(0.0, 1);
+        let bound = ns(WARMUP_CONNECTIONS_BOUND);
+        assert_eq!(w.at(bound - AHEAD - 1), None);
+        assert_eq!(w.at(bound - AHEAD), Some(bound));
+        w.answered(bound + 5 * MS);
+        assert_eq!(w.at(bound + 5 * MS), Some(bound));
+        let w = warmup(3.0, 1);
+        assert_eq!(w.at(3_000 * MS), Some(3_000 * MS));
+    }
+}
