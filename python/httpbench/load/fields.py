@@ -273,7 +273,7 @@ LoadSpec = TypedDict(
         "warmup": Optional[float],
         # Measurement starts once every connection has answered a request (its connect and TLS
         # handshake done, and an open loop's connections sending their first request at once), and
-        # `warmup` has passed; at the latest after 1 s, or `warmup` if longer. The same moment for
+        # `warmup` has passed; at the latest after 2 s, or `warmup` if longer. The same moment for
         # every thread; duration budgets count from it.
         "warmup_connections": Optional[bool],
     },
