@@ -280,6 +280,11 @@ def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
         if not base:
             line += f", {rate:,.0f} when {how} ({reused:,.0f} of them resumed; no full handshake to compare with)"
             continue
+        if "not_resumed" in resumed.flagged:
+            # A mix of full and resumed handshakes is no measure of resumption.
+            share = f"{reused / rate:.0%}"
+            line += f", {rate:,.0f} when {how}, but only {reused:,.0f} of them resumed ({share}): not compared"
+            continue
         multiple = Ratio.of(rate / base, compare.spread(_rates(resumed)), compare.spread(_rates(against)))
         bound, held = ratio_bound(resumed, against), "at least " if _saturated(resumed) else ""
         # Within parentheses already: the tie's own reason joins them rather than nesting its own.
