@@ -10,13 +10,15 @@ import time
 import pytest
 from conftest import binary
 
-SLOTS, HOLD_MS = 100, 100  # 1,000 req/s at 100 ms; long holds keep a noisy host's late wake-ups small
+# 1,000 req/s at 50 ms: holds long enough that a noisy host's late wake-ups stay inside the
+# objective's 25 ms of slack, and probes long enough (2 s) for a rate 1.25% over K/D to queue past it.
+SLOTS, HOLD_MS = 50, 50
 TRUTH = SLOTS * 1000 / HOLD_MS
 
 
 def search(load, url: str, *flags: str, timeout: float = 240) -> tuple[int, dict, str]:
     rc, report, err = load(
-        "--capacity", f"p99={1.5 * HOLD_MS:g}ms", "--start", "500", "--probe", "1s", *flags, url, timeout=timeout
+        "--capacity", f"p99={1.5 * HOLD_MS:g}ms", "--start", "800", "--probe", "2s", *flags, url, timeout=timeout
     )
     assert report is not None, err
     return rc, report, err
@@ -31,18 +33,18 @@ def test_the_search_finds_ground_truth_within_three_percent(testserver, load, mo
     assert abs(c["rate"] / TRUTH - 1) <= 0.03, c["probes"]
     assert c["interval"]["low"] == c["rate"] and c["interval"]["high"] > c["rate"], c["interval"]
     assert c["limited_by"] == "server" and c["bound"] is None
-    assert c["objective"] == {"percentiles": [{"percentile": 99.0, "latency_us": 150_000}], "max_error_share": 0.001}
+    assert c["objective"] == {"percentiles": [{"percentile": 99.0, "latency_us": 75_000}], "max_error_share": 0.001}
     # Confirmed: every probe at the capacity met, and the report's figures are theirs, merged.
     at = [p for p in c["probes"] if p["offered"] == c["rate"]]
     assert len(at) >= 3 and all(p["met"] for p in at), at
     assert r["spec"]["rate"] == c["rate"] and r["spec"]["drain"] is True
-    assert r["latency"]["total"]["p99_us"] <= 150_000
+    assert r["latency"]["total"]["p99_us"] <= 75_000
     # The probes say what they were: each one's pool is sized for its rate, none short.
-    assert all(p["connections"] >= 2 * p["offered"] * 0.150 and not p["connections_short"] for p in c["probes"])
+    assert all(p["connections"] >= 2 * p["offered"] * 0.075 and not p["connections_short"] for p in c["probes"])
     assert len(c["probes"]) <= 14, [p["offered"] for p in c["probes"]]
     # A live line per probe, out of the way of the JSON.
     lines = err.splitlines()
-    assert len(lines) == len(c["probes"]) and lines[0].startswith("probe  1:       500 req/s offered"), err
+    assert len(lines) == len(c["probes"]) and lines[0].startswith("probe  1:       800 req/s offered"), err
     assert all(line.endswith((": met", ": not met")) for line in lines), err
 
 

@@ -430,6 +430,22 @@ def test_a_tls_level_over_two_client_workers_merges_its_handshakes_exactly(tls_c
     assert len(lines) == 400 + 2 and {line.split()[4] for line in lines} == {"TLSv1.3"}
 
 
+def test_a_keep_alive_tls_level_over_two_client_workers_opens_its_connections_before_its_window(tls_cluster, tmp_path):
+    # As the sweep passes it for every keep-alive level: each host warms its own connections up,
+    # and its share of the request budget is counted after.
+    _, load = tls_cluster
+    with tls_nginx(tmp_path / "nginx", {"index.html": SEVEN}) as server:
+        level = {
+            "urls": [server.url() + "index.html"], "connections": 10, "warmup_connections": True,
+            "stop": {"requests": 400}, "tls": {"cacert": str(server.ca)},
+        }  # fmt: skip
+        merged = load.run(level)
+    assert merged["requests"]["completed"] == 400 and merged["errors_total"] == 0
+    assert [h["report"]["spec"]["warmup_connections"] for h in merged["hosts"]] == [True, True]
+    tls, opened = merged["tls"], merged["connections"]["opened"]
+    assert tls["handshakes_full"] + tls["handshakes_resumed"] == opened == 0, (tls, merged["connections"])
+
+
 def test_an_h2_level_over_two_client_workers_splits_connections_not_streams_and_merges_exactly(
     tls_cluster, tmp_path, measured
 ):

@@ -121,6 +121,10 @@ FLAGS = {
     "--body-file": (n(20, "-m", "POST", "--body-file", "{body}"), lambda r: r["spec"]["body"] == "b=2"),
     "--urls-from-file": (n(20, "--urls-from-file", "{urls}"), lambda r: len(r["spec"]["urls"]) == 3),
     "--warmup": (("-c", "1", "-d", "100ms", "--warmup", "100ms"), lambda r: r["spec"]["warmup"] == 0.1),
+    "--warmup-connections": (
+        ("-n", "30", "-c", "3", "--warmup-connections"),
+        lambda r: r["spec"]["warmup_connections"] and r["connections"]["opened"] == 0 and r["requests"]["sent"] == 30,
+    ),
     "--connect-timeout": (n(20, "--connect-timeout", "2s"), lambda r: r["spec"]["connect_timeout"] == 2),
     "--timeout": (n(20, "--timeout", "3s"), lambda r: r["spec"]["request_timeout"] == 3),
     "--cpus": (n(20, "-t", "2", "--cpus", "0-1"), lambda r: [t["cpu"] for t in r["client"]["threads"]] == [0, 1]),

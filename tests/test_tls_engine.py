@@ -119,6 +119,35 @@ def test_many_connections_without_keep_alive_resume_after_their_first(server, io
     assert 600 - 30 <= sum(line[5] == "r" for line in lines) <= tls["handshakes_resumed"]
 
 
+@pytest.mark.parametrize("io", ["io-uring", "epoll"])
+@pytest.mark.parametrize("loop", [(), ("-R", "400")], ids=["closed", "open"])
+def test_a_warm_up_of_the_connections_keeps_their_handshakes_out_of_the_window(server, io, loop):
+    # Two threads, so that one moment has to hold for both; -n counts only measured requests.
+    rc, r, _, err = load(
+        "--json", "-n", "300", "-c", "30", "-t", "2", "--warmup-connections", "--io", io, *loop,
+        "--cacert", str(server.ca), server.url() + "index.html",
+    )  # fmt: skip
+    assert rc == 0, err
+    accounted(r)
+    assert r["requests"]["sent"] == r["requests"]["completed"] == 300 and r["errors_total"] == 0, r["errors"]
+    tls, c = r["tls"], r["connections"]
+    assert tls["handshakes_full"] + tls["handshakes_resumed"] == c["opened"] == 0, (tls, c)
+    assert r["latency"]["connect"]["count"] == r["latency"]["tls_handshake"]["count"] == 0
+
+
+def test_without_keep_alive_a_warm_up_of_the_connections_leaves_only_resumed_handshakes(server):
+    # The first wave's full handshakes are the warm-up's: every one measured is resumed (a
+    # connection may carry a measured request after a handshake begun in the warm-up).
+    rc, r, _, err = load(
+        "--json", "-n", "200", "-c", "10", "--no-keepalive", "--warmup-connections", "--tls-resumption", "tickets",
+        "--cacert", str(server.ca), server.url() + "index.html",
+    )  # fmt: skip
+    assert rc == 0, err
+    tls = r["tls"]
+    assert r["requests"]["completed"] == 200, r["errors"]
+    assert tls["handshakes_full"] == 0 and tls["handshakes_resumed"] >= 200 - 10, tls
+
+
 @pytest.mark.parametrize(
     "site,says",
     [

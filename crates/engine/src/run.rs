@@ -19,7 +19,7 @@ use crate::stats::series::SeriesMerger;
 use crate::stats::{Counters, Latencies};
 use crate::tls::TlsClient;
 use crate::validate::validate;
-use crate::worker::{wall_clock_of, Assignment, Budget, Http2, Outcome, Shared, Worker};
+use crate::worker::{wall_clock_of, Assignment, Budget, Http2, Outcome, Shared, Warmup, Worker};
 use crate::{host, Error, ErrorKind, OpenFiles};
 
 /// Run `spec` to its end, or until `stop` is set (then what was measured so far is reported).
@@ -77,6 +77,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         abort_reason: Mutex::new(None),
         refusal: Mutex::new(None),
         start: Instant::now(),
+        warmup: Warmup::of(&resolved),
         requests,
         spec: resolved,
     };

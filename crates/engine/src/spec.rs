@@ -138,6 +138,11 @@ pub struct LoadSpec {
     /// timeout) before closing, without counting them: the server is idle when the run returns,
     /// so a queue it built does not spill into the next run (the capacity search's probes).
     pub drain: bool,
+    /// Measurement starts once every connection has answered a request (its connect and TLS
+    /// handshake done, and an open loop's connections sending their first request at once), and
+    /// `warmup` has passed; at the latest after 2 s, or `warmup` if longer. The same moment for
+    /// every thread; duration budgets count from it.
+    pub warmup_connections: bool,
     pub connect_timeout: f64,
     pub request_timeout: f64,
     /// CPUs to pin the engine threads to, round robin; empty: no pinning.
@@ -196,6 +201,7 @@ impl Default for LoadSpec {
             streams: 1,
             warmup: 0.0,
             drain: false,
+            warmup_connections: false,
             connect_timeout: 5.0,
             request_timeout: 10.0,
             cpus: Vec::new(),
@@ -314,6 +320,7 @@ pub struct Resolved {
     pub streams: u32,
     pub warmup: Duration,
     pub drain: bool,
+    pub warmup_connections: bool,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
 }
@@ -486,6 +493,7 @@ impl LoadSpec {
             streams,
             warmup: seconds("warmup", self.warmup, true)?,
             drain: self.drain,
+            warmup_connections: self.warmup_connections,
             connect_timeout: seconds("connect_timeout", self.connect_timeout, false)?,
             request_timeout: seconds("request_timeout", self.request_timeout, false)?,
         })

@@ -71,6 +71,10 @@ pub struct Cli {
     /// Load for this long before measuring (excluded from every figure)
     #[arg(long, value_parser = parse_duration, default_value = "0s")]
     warmup: f64,
+    /// Measure only once every connection has answered a request (connects and TLS handshakes
+    /// before the measured window), and --warmup has passed; at most 2 s, or --warmup if longer
+    #[arg(long)]
+    warmup_connections: bool,
     /// Give up connecting after this long
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     connect_timeout: f64,
@@ -237,6 +241,7 @@ impl Cli {
             http2: self.http2,
             streams: self.streams.unwrap_or(1),
             warmup: self.warmup,
+            warmup_connections: self.warmup_connections,
             connect_timeout: self.connect_timeout,
             request_timeout: self.timeout,
             cpus: self.cpus.clone().map(|c| c.0).unwrap_or_default(),

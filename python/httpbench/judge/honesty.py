@@ -35,6 +35,13 @@ OTHERS_CPU_LIMIT = 0.25
 # Flags that stop their cell (the sweep fails it at that level), with what each says of the
 # level: a cell holding one is never ranked, even once --resume has measured the levels it lacked.
 CELL_STOPPERS = {"crashed": "its server died during", "ended_early": "the load ended early at"}
+# A cell resumed by tickets (or session IDs) ranks as resumed only where this share of its
+# handshakes resumed: lighttpd and h2o issue two TLS 1.3 tickets per full handshake and none on a
+# resumed one, so a client that uses each ticket once, as browsers do (RFC 8446 C.4), resumes two
+# handshakes in three with them, where nginx resumes every one.
+RESUMED_SHARE_LIMIT = 0.95
+# Flags that keep a cell out of its group's ranking, with what each says of the cell.
+UNRANKED = {"not_resumed": "resumed under 95% of its handshakes at"}
 AUTO_CV = 0.025  # rounds = "auto" stops once cv drops below this
 AUTO_MIN_ROUNDS = 3
 
@@ -233,6 +240,24 @@ def _setting_up(m: Report) -> float:
     latency, seconds = m["latency"], m["duration_s"]
     busy_us = sum((s["count"] or 0) * (s["mean_us"] or 0) for s in (latency["connect"], latency["tls_handshake"]) if s)
     return busy_us / 1e6 / seconds if seconds else 0.0
+
+
+def not_resumed(m: Report, resumption: Optional[str]) -> Optional[Flag]:
+    """A round of a cell whose handshakes are to be resumed (`resumption` "tickets" or "ids")
+    that resumed under RESUMED_SHARE_LIMIT of them: its figures mix full handshakes into what is
+    named resumed."""
+    tls = m.get("tls")  # a client tool's report has none
+    if resumption in (None, "none") or not tls:
+        return None
+    resumed = tls["handshakes_resumed"] or 0
+    made = (tls["handshakes_full"] or 0) + resumed
+    if not made or resumed >= RESUMED_SHARE_LIMIT * made:
+        return None
+    return Flag(
+        "not_resumed",
+        f"{resumed:,} of {made:,} handshakes resumed ({resumed / made:.0%}); "
+        f"the rest were full: the server did not resume every {resumption} session offered",
+    )
 
 
 def crashed(m: dict) -> Optional[Flag]:

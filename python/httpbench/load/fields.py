@@ -353,6 +353,11 @@ LoadSpec = TypedDict(
         "validate": Optional[bool],
         # Seconds of load before measurement starts, excluded from every figure.
         "warmup": Optional[float],
+        # Measurement starts once every connection has answered a request (its connect and TLS
+        # handshake done, and an open loop's connections sending their first request at once), and
+        # `warmup` has passed; at the latest after 2 s, or `warmup` if longer. The same moment for
+        # every thread; duration budgets count from it.
+        "warmup_connections": Optional[bool],
     },
 )
 
@@ -522,6 +527,7 @@ DEFAULTS = {
         "urls": [],
         "validate": True,
         "warmup": 0.0,
+        "warmup_connections": False,
     },
     "Validation": {
         "sent": True,

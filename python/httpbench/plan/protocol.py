@@ -23,6 +23,15 @@ RESUMPTIONS = ("none", "tickets", "ids")
 HANDSHAKES = {"none": "full handshakes", "tickets": "resumed by tickets", "ids": "resumed by session IDs"}
 
 
+def warms_connections(keep_alive: bool, resumption: Optional[str]) -> bool:
+    """Whether a level's load opens its connections before its measured window (the engine's
+    `warmup_connections`): with keep-alive a level measures requests, not connects and TLS
+    handshakes; a cell resumed by tickets or IDs measures resumed handshakes, not the full ones
+    that give its connections their first sessions. Otherwise a connection per request is what
+    is measured, its setup included."""
+    return keep_alive or resumption not in (None, "none")
+
+
 def uses_tls(protocol: str) -> bool:
     return protocol in ("https", "h2")
 

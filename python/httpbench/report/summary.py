@@ -211,6 +211,7 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
         "contended": "other processes kept the server or the client waiting for a CPU",
         "crashed": "the server died during the level: its figures are not the server's, and its cell stopped",
         "server_restarted": "a worker of the server exited during the level and another took its place",
+        "not_resumed": "under 95% of the handshakes of a cell named resumed were resumed: it is not ranked as resumed",
         "ended_early": "the load ended before its budget (the server stopped answering, or the client's "
         "time limit): its figures cover part of the level, and its cell stopped",
         "partial": "a client host was lost during the level; the figures are the other hosts'",
@@ -278,6 +279,11 @@ def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
             continue
         if not base:
             line += f", {rate:,.0f} when {how} ({reused:,.0f} of them resumed; no full handshake to compare with)"
+            continue
+        if "not_resumed" in resumed.flagged:
+            # A mix of full and resumed handshakes is no measure of resumption.
+            share = f"{reused / rate:.0%}"
+            line += f", {rate:,.0f} when {how}, but only {reused:,.0f} of them resumed ({share}): not compared"
             continue
         multiple = Ratio.of(rate / base, compare.spread(_rates(resumed)), compare.spread(_rates(against)))
         bound, held = ratio_bound(resumed, against), "at least " if _saturated(resumed) else ""

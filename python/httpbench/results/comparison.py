@@ -8,6 +8,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Collection, Dict, List, Optional, Sequence, Tuple
 
+from httpbench.judge.honesty import UNRANKED
+from httpbench.plan.protocol import HANDSHAKES
 from httpbench.results.model import CellResult, LevelResult, levels_text
 
 # A requests budget shared by every cell of a group makes "total time" a measured wall time (as in
@@ -118,10 +120,22 @@ class Group:
         return Figures(tuple(lv for lv in cell.levels if lv.level in levels), self.requests_budget)
 
     def ranked(self) -> List[CellResult]:
-        """Its finished cells with a throughput on the common levels, fastest first."""
+        """Its finished cells with a throughput on the common levels and no flag there that keeps
+        them out (honesty.UNRANKED), fastest first."""
         return sorted(
-            (c for c in self.cells if c.finished and self.figures(c).mean_rps), key=lambda c: -self.figures(c).mean_rps
+            (c for c in self.cells if c.finished and self.figures(c).mean_rps and not self.unranked_by(c)),
+            key=lambda c: -self.figures(c).mean_rps,
         )
+
+    def unranked_by(self, cell: CellResult) -> List[str]:
+        """What keeps `cell` out of the ranking at the compared levels: "resumed under 95% of its
+        handshakes at levels 100, 500"."""
+        flagged = self.figures(cell).flagged
+        return [
+            f"{what} {levels_text([lv.level for lv in flagged[kind]])}"
+            for kind, what in UNRANKED.items()
+            if kind in flagged
+        ]
 
     def incomplete(self, cell: CellResult) -> Optional[str]:
         """How `cell` did not finish, or lacks levels that others of its group measured; None if
@@ -132,6 +146,9 @@ class Group:
         if not cell.finished:
             ended = {"interrupted": "was interrupted", "stopped": "was stopped", "running": "has not finished"}
             return f"its cell {ended.get(cell.status, cell.status)} ({measured}), so it is not ranked"
+        if self.unranked_by(cell):
+            named = HANDSHAKES.get(cell.resumption or "", "it is named")
+            return f"{' and '.join(self.unranked_by(cell))}, so it is not ranked as {named}"
         if cell.level_numbers == self.every_level:
             return None
         if not self.levels:

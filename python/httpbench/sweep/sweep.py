@@ -28,7 +28,7 @@ from httpbench.load import engine, tools
 from httpbench.load.tools.process import ClientError
 from httpbench.placement import Placement, PlacementError
 from httpbench.plan.model import Cell, Plan
-from httpbench.plan.protocol import is_http2, uses_tls
+from httpbench.plan.protocol import is_http2, uses_tls, warms_connections
 from httpbench.servers import ServerProfile
 from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
@@ -245,6 +245,8 @@ class Sweep:
         }
         if to.tls is not None:
             spec["tls"] = to.tls
+        if warms_connections(keep_alive, to.tls and to.tls["resumption"]):
+            spec["warmup_connections"] = True
         if to.http2:
             # Streams per connection are the same on every client host of a cluster, which
             # splits the connections.
@@ -391,5 +393,6 @@ class Sweep:
             honesty.contended(cell.server, measurement["server"], None if self.cluster else measurement["client"])
         )
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
+        flags.append(honesty.not_resumed(measurement, cell.resumption))
         measurement["flags"] = [asdict(f) for f in honesty.merged(flags)]
         return measurement

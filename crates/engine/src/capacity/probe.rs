@@ -59,8 +59,9 @@ impl Search {
     }
 
     /// The spec of a probe at `rate`: the caller's, open loop at that rate for the probe's
-    /// length after the search's warm-up, draining after its end, with the connections it needs
-    /// (or the pool's fixed ones), no more than the cap.
+    /// length after the search's warm-up (and after every connection has answered once, so that
+    /// no connect or handshake is in the window), draining after its end, with the connections it
+    /// needs (or the pool's fixed ones), no more than the cap.
     pub fn probe_spec(&self, base: &LoadSpec, rate: f64, pool: Pool) -> LoadSpec {
         let connections = pool
             .fixed
@@ -70,6 +71,7 @@ impl Search {
             rate: Some(rate),
             stop: Stop::Duration(self.probe_length(rate).as_secs_f64()),
             warmup: self.settings().warmup.as_secs_f64(),
+            warmup_connections: true,
             drain: true,
             connections,
             ..base.clone()

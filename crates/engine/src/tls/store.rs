@@ -4,9 +4,13 @@
 //! whose connections open faster than tickets arrive falls back to full handshakes, and a
 //! "resumed" run measures a mix. The engine talks to one server, so this store keeps, for it,
 //! the latest TLS 1.2 session (served to every connection: a session ID or ticket may be offered
-//! again and again) and a pool of the latest TLS 1.3 tickets (rustls takes each at most once, as
-//! RFC 8446 asks; every connection that resumes brings at least one new ticket with it, so the
-//! pool refills as fast as it drains).
+//! again and again) and a pool of every TLS 1.3 ticket the server issued and no connection used
+//! yet: rustls takes each at most once, as RFC 8446 (appendix C.4) asks and browsers do.
+//!
+//! How long the pool lasts is the server's doing. nginx sends a new ticket on every resumed
+//! handshake, so the pool refills as fast as it drains; lighttpd and h2o send two on a full
+//! handshake and none on a resumed one (seen with `openssl s_client -msg`), so one handshake in
+//! three is full once the tickets of the first wave are spent, for this client as for a browser.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -27,8 +31,8 @@ struct Latest {
 #[derive(Debug)]
 pub struct SessionStore {
     latest: Mutex<Latest>,
-    /// How many TLS 1.3 tickets are kept: enough for every connection of the thread to take one
-    /// while the others are on their way.
+    /// How many TLS 1.3 tickets are kept at most: every ticket of a first wave of full
+    /// handshakes (servers send two each), with room to spare.
     tickets: usize,
 }
 
@@ -36,7 +40,7 @@ impl SessionStore {
     pub fn new(connections: usize) -> SessionStore {
         SessionStore {
             latest: Mutex::new(Latest::default()),
-            tickets: connections.clamp(2, 4096),
+            tickets: (4 * connections).clamp(4, 65536),
         }
     }
 

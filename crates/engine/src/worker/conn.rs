@@ -129,6 +129,8 @@ pub(super) struct Conn {
     pub(super) connect_started: u64,
     /// Listed in `Worker::refill`.
     pub(super) refill: bool,
+    /// A connection in this slot has answered a request: its part of a warm-up is done.
+    pub(super) answered: bool,
     /// HTTP/2 in an open loop: the requests whose streams a GOAWAY refused unprocessed, as they
     /// were first sent. They go first on the next connection, timed from when they were due;
     /// meanwhile they are outstanding, and those sent while measuring count as sent, and in
@@ -157,6 +159,7 @@ impl Conn {
             server_closing: false,
             connect_started: 0,
             refill: false,
+            answered: false,
             requeued: VecDeque::new(),
             bind: (!shared.bind.is_empty()).then(|| shared.bind[global % shared.bind.len()]),
         }

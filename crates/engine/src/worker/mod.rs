@@ -28,6 +28,7 @@ pub use h2::Http2;
 pub use schedule::Budget;
 use schedule::{Alarms, Schedule};
 use tls::ThreadTls;
+pub use warmup::Warmup;
 
 mod conn;
 mod gather;
@@ -36,6 +37,7 @@ mod http1;
 mod schedule;
 mod sink;
 mod tls;
+mod warmup;
 
 /// What all threads of a run share.
 pub struct Shared {
@@ -58,8 +60,9 @@ pub struct Shared {
     /// Why the server cannot be measured as the spec asks, if a thread found out under load (the
     /// validation request finds out first, when there is one): the run's error, not a report.
     pub refusal: std::sync::Mutex<Option<crate::Error>>,
-    /// Time zero of the run: load starts here, measurement `warmup` later.
+    /// Time zero of the run: load starts here, measurement once the warm-up is over.
     pub start: Instant,
+    pub warmup: Warmup,
 }
 
 impl Shared {
@@ -128,6 +131,8 @@ pub struct Worker<'a> {
     /// as many one-request sends, each a packet with its full cost in the kernel.
     refill: Vec<u32>,
     now: u64,
+    /// When measurement starts, in ns since `start`; `u64::MAX` while a warm-up of the
+    /// connections has not decided it.
     measure_from: u64,
     /// End of a timed run, in ns since `start`.
     end: u64,
@@ -169,14 +174,18 @@ fn ns(d: Duration) -> u64 {
     d.as_nanos().min(u64::MAX as u128) as u64
 }
 
+/// The end of a run that measures from `from`: a timed run's, or none.
+fn end_after(stop: &Stop, from: u64) -> u64 {
+    match *stop {
+        Stop::Duration(d) => from.saturating_add(ns(Duration::from_secs_f64(d))),
+        Stop::Requests(_) => u64::MAX,
+    }
+}
+
 impl<'a> Worker<'a> {
     pub fn new(shared: &'a Shared, a: &Assignment, series: Sender<SecondSample>) -> Worker<'a> {
         let spec = &shared.spec;
-        let measure_from = ns(spec.warmup);
-        let end = match spec.stop {
-            Stop::Duration(d) => measure_from + ns(Duration::from_secs_f64(d)),
-            Stop::Requests(_) => u64::MAX,
-        };
+        let measure_from = shared.warmup.at(0).unwrap_or(u64::MAX);
         let streams = shared.http2.as_ref().map_or(1, |h| h.streams);
         let in_flight = spec.pipeline.max(streams) as usize;
         Worker {
@@ -192,7 +201,7 @@ impl<'a> Worker<'a> {
             refill: Vec::new(),
             now: 0,
             measure_from,
-            end,
+            end: end_after(&spec.stop, measure_from),
             schedule: Schedule::new(a, spec.rate.unwrap_or(1.0)),
             outstanding: 0,
             draining: false,
@@ -205,6 +214,10 @@ impl<'a> Worker<'a> {
             tls: ThreadTls::new(shared.tls.as_ref(), a.connections),
             last_h2_error: None,
         }
+    }
+
+    fn end_after(&self, from: u64) -> u64 {
+        end_after(&self.shared.spec.stop, from)
     }
 
     fn clock(&self) -> u64 {
@@ -234,6 +247,7 @@ impl<'a> Worker<'a> {
         let mut next_tick = self.now;
         loop {
             self.now = self.clock();
+            self.follow_warmup();
             if self.cpu_at_start.is_none() && self.measuring(self.now) {
                 self.cpu_at_start = Some(CpuTime::of_this_thread());
             }

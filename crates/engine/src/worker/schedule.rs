@@ -73,6 +73,8 @@ pub(super) enum Schedule {
         interval: u64,
         /// When each connection's next request is due, in ns since `start`.
         due: Vec<u64>,
+        /// Each connection's first due time: its phase, spread over the interval.
+        phase: Vec<u64>,
     },
 }
 
@@ -83,11 +85,24 @@ impl Schedule {
         let Some(rate) = a.rate else {
             return Schedule::Closed;
         };
+        let phase: Vec<u64> = (0..a.connections)
+            .map(|i| ((a.first_connection + i) as f64 * 1e9 / total_rate) as u64)
+            .collect();
         Schedule::Open {
             interval: (a.connections as f64 * 1e9 / rate).max(1.0) as u64,
-            due: (0..a.connections)
-                .map(|i| ((a.first_connection + i) as f64 * 1e9 / total_rate) as u64)
-                .collect(),
+            due: phase.clone(),
+            phase,
+        }
+    }
+
+    /// Start again at `from`: what a warm-up of the connections left unsent (due while they
+    /// connected) is dropped, not sent in a burst at the start of measurement.
+    pub(super) fn restart(&mut self, from: u64, alarms: &mut Alarms) {
+        if let Schedule::Open { due, phase, .. } = self {
+            for (i, (due, phase)) in due.iter_mut().zip(phase.iter()).enumerate() {
+                *due = from + phase;
+                alarms.set(i, *due);
+            }
         }
     }
 
@@ -98,7 +113,7 @@ impl Schedule {
     /// How many of `room` requests connection `i` may send at `now`, and, when that is fewer,
     /// when the next of them is due.
     pub(super) fn due(&self, i: usize, now: u64, room: u64) -> (u64, Option<u64>) {
-        let Schedule::Open { interval, due } = self else {
+        let Schedule::Open { interval, due, .. } = self else {
             return (room, None);
         };
         let next = due[i];
@@ -119,7 +134,7 @@ impl Schedule {
     pub(super) fn take_next(&mut self, i: usize, now: u64) -> u64 {
         match self {
             Schedule::Closed => now,
-            Schedule::Open { interval, due } => {
+            Schedule::Open { interval, due, .. } => {
                 due[i] += *interval;
                 due[i] - *interval
             }
@@ -128,12 +143,12 @@ impl Schedule {
 
     /// Requests that were due between `measure_from` and `ended` and never went.
     pub(super) fn behind(&self, ended: u64, measure_from: u64) -> u64 {
-        let Schedule::Open { interval, due } = self else {
+        let Schedule::Open { interval, due, .. } = self else {
             return 0;
         };
         due.iter()
             .filter(|&&next| ended > next)
-            .map(|&next| (ended - next.max(measure_from)) / interval)
+            .map(|&next| ended.saturating_sub(next.max(measure_from)) / interval)
             .sum()
     }
 }
@@ -198,7 +213,11 @@ impl Worker<'_> {
         if let Some(at) = next {
             self.alarms.set(i, at);
         }
-        k = due;
+        k = if due == 0 && k > 0 && self.priming(i) {
+            1
+        } else {
+            due
+        };
         if k == 0 {
             return 0;
         }
@@ -211,6 +230,10 @@ impl Worker<'_> {
 
     /// When connection `i`'s next request was meant to go: its place in the schedule.
     pub(super) fn next_due(&mut self, i: usize) -> u64 {
+        // A warm-up's first request, sent ahead of its place: the schedule keeps the place.
+        if self.priming(i) && self.schedule.due(i, self.now, 1).0 == 0 {
+            return self.now;
+        }
         self.schedule.take_next(i, self.now)
     }
 

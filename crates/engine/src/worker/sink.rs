@@ -114,6 +114,7 @@ impl Worker<'_> {
         self.outstanding -= done;
         if done > sink.given_back {
             self.progressed();
+            self.answered(i);
         }
         (out, unsolicited)
     }
