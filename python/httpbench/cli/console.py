@@ -73,10 +73,11 @@ class _Stdout(Console):
         raise BrokenPipeError()
 
 
-def _stdout() -> Console:
-    # Piped, the tables fit 80 columns as they do on a terminal of that width (not a COLUMNS that
-    # readline may have exported to the parent's children); sentences are said whole (_saying).
-    return _Stdout(width=None if sys.stdout.isatty() else 80)
+def _stdout(piped: int = 80) -> Console:
+    # Piped, a run's tables fit 80 columns as they do on a terminal of that width (not a COLUMNS
+    # that readline may have exported to the parent's children), sentences said whole (_saying);
+    # `compare` and `runs` have wider tables, which keep `piped` columns rather than cut a cell.
+    return _Stdout(width=None if sys.stdout.isatty() else piped)
 
 
 def _saying(out: Console):
@@ -243,7 +244,7 @@ def levels(run: RunResults, out: Console) -> None:
 def comparison(cmp, threshold: Optional[float]) -> int:
     """Print a comparison of two runs; returns 1 when `threshold` is given and a level regressed
     beyond it or run B lacks a cell or level of run A (missing or failed), else 0."""
-    out = _stdout()
+    out = _stdout(piped=160)
     table = Table(title=f"run {cmp.after.id} against run {cmp.before.id}", title_justify="left")
     for column in (
         "cell",
@@ -301,7 +302,7 @@ def comparison(cmp, threshold: Optional[float]) -> int:
 
 def runs_table(runs: List[dict], db: str) -> None:
     """The stored runs, and how to resume each one that did not finish."""
-    out = _stdout()
+    out = _stdout(piped=160)
     out.print(
         _rich(
             "stored runs",

@@ -112,14 +112,16 @@ def _slowest(best: Figures, other: Figures) -> Tuple[Tuple[int, ...], float, flo
 
 
 def _disagree(rps: Ratio, time: Ratio) -> bool:
-    """Whether the time tells another story than the requests/s (the loser is behind in both):
-    one is a tie and the other not, or one's lead is over twice the other's. The mean of the
-    levels weighs the ones where both are fast, the time the ones where both are slow, so servers
-    far apart at high concurrency and close at one connection disagree so."""
-    if rps.tie or time.value < 1:
-        return False
+    """Whether the time tells another story than the requests/s: one a tie and the other not, or,
+    the loser behind in both, one's lead over twice the other's. The mean of the levels weighs the
+    ones where both are fast, the time the ones where both are slow, so servers far apart at high
+    concurrency and close at one connection disagree so."""
+    if time.value < 1 and not time.tie:
+        return False  # the loser needs less time: said by the levels where it is faster
+    if rps.tie or time.tie:
+        return rps.tie != time.tie
     leads = rps.value - 1, time.value - 1
-    return time.tie or max(leads) > 2 * min(leads)
+    return max(leads) > 2 * min(leads)
 
 
 def detail(best: Figures, other: Figures, winner: str, loser: str) -> str:
@@ -146,9 +148,9 @@ def detail(best: Figures, other: Figures, winner: str, loser: str) -> str:
         slow, share, there = _slowest(best, other)
         if _disagree(rps, time) and len(slow) < len(best.levels):
             line += (
-                f", because the time is a sum over the levels and the slowest weigh most: {levels_text(slow)}, "
-                f"where both are slowest, take {share:.0%} of it, and there {loser} needs {there:.2f} times "
-                f"the time of {winner}"
+                f", because the time is a sum over the levels and the slowest weigh most: {share:.0%} of it is "
+                f"at {levels_text(slow)}, where both are slowest and {loser} needs {there:.2f} times the time "
+                f"of {winner}"
             )
     if saturated(best) and saturated(other):
         line += " (the client set the pace of both at some of these levels, so the ratios may be the client's)"

@@ -144,8 +144,7 @@ def verdicts(runs: Sequence[RunResults], figure: Figure = MEAN_RPS) -> List[Verd
         places = _places(group, [c for c in finished if c.server != Reference.name], figure, several)
         ceilings = _places(group, [c for c in finished if c.server == Reference.name], figure, several)
         ceiling = (
-            f"ceiling ({ceilings[0].name}): {ceilings[0].value:,.0f} {figure.unit} (httpbench's own server: the "
-            "client's limit, not ranked)"
+            f"ceiling ({ceilings[0].name}): {ceilings[0].value:,.0f} {figure.unit}, the client's limit, not ranked"
             if ceilings
             else None
         )
