@@ -1162,3 +1162,38 @@ def test_ratios_that_disagree_say_why(stored):
             "time is a sum over the levels and the slowest weigh most: 96% of it is at level 1, where both are "
             "slowest and lighttpd/tuned needs 1.05 times the time of nginx/tuned."
         ]
+
+
+def test_sentences_only_for_the_best_against_the_next_and_the_baseline(stored):
+    """Four servers ranked (two copies, renamed), the plan's baseline nginx third: two sentences,
+    the best against the next and against the baseline, none for the others."""
+    db, run_id, _ = stored
+
+    def rates(nginx: int, reference: int):
+        def doctor(key, level, index, m):
+            m["requests"]["per_second"] = nginx if key.startswith("nginx/") else reference
+            m["flags"] = []
+
+        return doctor
+
+    plan = PLAN.replace("rounds = 4", 'rounds = 4\nbaseline = "nginx"')
+    first = copy_run(db, run_id, keep=first_round, doctor=rates(10_000, 40_000), servers=AS_LIGHTTPD, plan_text=plan)
+    renamed = {"nginx": "h2o", "reference": "apache2-event"}
+    second = copy_run(db, run_id, keep=first_round, doctor=rates(30_000, 5_000), servers=renamed, plan_text=plan)
+    store = Store(str(db))
+    for said in verdict.verdicts([results.load(store, first), results.load(store, second)]):
+        assert [(p.rank, p.cell.server) for p in said.places] == [
+            (1, "lighttpd"),
+            (2, "h2o"),
+            (3, "nginx"),
+            (4, "apache2-event"),
+        ]
+        assert [row[3] for row in said.table(True).shown()] == ["100.0%", "75.0%", "25.0%", "12.5%"]
+        assert said.details == [
+            f"lighttpd/tuned (run {first}) serves 1.33 times more requests per second on average than "
+            f"h2o/tuned (run {second}); h2o/tuned (run {second}) needs 1.33 times the time of lighttpd/tuned "
+            f"(run {first}) to serve the same requests.",
+            f"lighttpd/tuned (run {first}) serves 4.00 times more requests per second on average than "
+            f"nginx/tuned (run {first}); nginx/tuned (run {first}) needs 4.00 times the time of lighttpd/tuned "
+            f"(run {first}) to serve the same requests.",
+        ]

@@ -201,9 +201,11 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
     for verdict in report_verdict.verdicts([run]):
         table = verdict.table(several_runs=False)
         out.print(_rich(verdict.group.name, [c.title for c in table.columns], table.shown()))
+        if verdict.ceiling:
+            say(verdict.ceiling)
         _flags(out, [(row[1], flags) for row, flags in zip(table.shown(), table.flags)])
-        for line in filter(None, [verdict.ceiling, verdict.headline]):
-            say(line)
+        if verdict.headline:
+            say(verdict.headline)
         for line in verdict.details:
             say(f"  {line}")
     for cell in run.failed:

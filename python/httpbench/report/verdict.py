@@ -15,23 +15,28 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from httpbench.report import tables
 from httpbench.report.summary import Ratio, and_text, cell_name, detail, ratio_bound, rps_ratio, saturated
-from httpbench.results.comparison import Figures, Group, groups
+from httpbench.results.comparison import Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
 from httpbench.servers.adapters.reference import Reference
 
 
 @dataclass(frozen=True)
 class Figure:
-    """What a group is ranked on: its heading in the table, its unit in sentences, a cell's value
-    from its figures (None: not ranked), and the best's against another's with its tie."""
+    """What a group is ranked on: its heading in the table, its unit on the ceiling line, a cell's
+    value in its group (None: not ranked), and a cell's against another's with its tie."""
 
     heading: str
     unit: str
-    of: Callable[[Figures], Optional[float]]
-    ratio: Callable[[Figures, Figures], Ratio]
+    of: Callable[[Group, CellResult], Optional[float]]
+    ratio: Callable[[Group, CellResult, CellResult], Ratio]
 
 
-MEAN_RPS = Figure("mean req/s", "req/s", lambda f: f.mean_rps, rps_ratio)
+MEAN_RPS = Figure(
+    "mean req/s",
+    "req/s",
+    lambda group, cell: group.figures(cell).mean_rps,
+    lambda group, best, other: rps_ratio(group.figures(best), group.figures(other)),
+)
 
 
 @dataclass(frozen=True)
@@ -81,13 +86,11 @@ class Verdict:
 def _places(group: Group, cells: Sequence[CellResult], figure: Figure, several: bool) -> List[Place]:
     """`cells` ranked on `figure`, best first; a cell whose gap to the leader of the rank above is
     within the noise shares that rank."""
-    valued = sorted(
-        ((figure.of(group.figures(c)), c) for c in cells if figure.of(group.figures(c))), key=lambda v: -v[0]
-    )
+    valued = sorted(((figure.of(group, c), c) for c in cells if figure.of(group, c)), key=lambda v: -v[0])
     out: List[Place] = []
     leader = None
     for position, (value, cell) in enumerate(valued):
-        shares = leader is not None and figure.ratio(group.figures(leader.cell), group.figures(cell)).tie
+        shares = leader is not None and figure.ratio(group, leader.cell, cell).tie
         rank = leader.rank if shares else position + 1
         name = cell_name(cell, several, group)
         out.append(Place(rank, cell, name, value, value / valued[0][0], tied=False))
@@ -140,7 +143,7 @@ def verdicts(runs: Sequence[RunResults], figure: Figure = MEAN_RPS) -> List[Verd
     baseline = next((r.baseline for r in runs if r.baseline), None)
     out = []
     for group in groups([c for r in runs for c in r.measured]):
-        finished = [c for c in group.cells if c.finished and figure.of(group.figures(c))]
+        finished = [c for c in group.cells if c.finished and figure.of(group, c)]
         places = _places(group, [c for c in finished if c.server != Reference.name], figure, several)
         ceilings = _places(group, [c for c in finished if c.server == Reference.name], figure, several)
         ceiling = (
@@ -148,7 +151,7 @@ def verdicts(runs: Sequence[RunResults], figure: Figure = MEAN_RPS) -> List[Verd
             if ceilings
             else None
         )
-        unranked = [c for c in group.cells if c not in finished]
+        unranked = [c for c in group.cells if all(c is not f for f in finished)]
         if len(places) < 2:
             out.append(Verdict(group, figure, places, unranked, ceiling, None, []))
             continue
