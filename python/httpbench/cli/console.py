@@ -12,6 +12,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.progress import BarColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.progress import Progress as Bar
 from rich.table import Column, Table
@@ -74,17 +75,16 @@ class _Stdout(Console):
 
 
 def _stdout(piped: int = 80) -> Console:
-    # Piped, a run's tables fit 80 columns as they do on a terminal of that width (not a COLUMNS
-    # that readline may have exported to the parent's children), sentences said whole (_saying);
-    # `compare` and `runs` have wider tables, which keep `piped` columns rather than cut a cell.
+    # Piped, a run's tables and sentences fit 80 columns as they do on a terminal of that width
+    # (not a COLUMNS that readline may have exported to the parent's children); `compare` and
+    # `runs` have wider tables, which keep `piped` columns rather than cut a cell.
     return _Stdout(width=None if sys.stdout.isatty() else piped)
 
 
 def _saying(out: Console):
-    """How sentences are printed: whole, never broken into the tables' columns (a terminal wraps
-    them, and a reader of piped output finds each on one line); shown as written, never read as
-    rich markup (a failed cell's error holds the server's own words)."""
-    return lambda text, style=None: out.print(Text(text), style=style or "", soft_wrap=True)
+    """How sentences are printed: shown as written, never read as rich markup (a failed cell's
+    error holds the server's own words)."""
+    return lambda text, style=None: out.print(Text(text), style=style or "")
 
 
 def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Rounds] = None):
@@ -163,10 +163,9 @@ def _columns(table: tables.Table, keys: List[str]) -> Tuple[List[str], List[List
 
 def _flags(out: Console, flagged: Iterable[Tuple[str, Dict[str, str]]]) -> None:
     """Under a table, each flag of its rows with its reason: what to read with care, and why."""
-    say = _saying(out)
     for label, flags in flagged:
         for kind, reason in flags.items():
-            say(f"  {label}: {kind}: {reason}")
+            out.print(Padding(Text(f"{label}: {kind}: {reason}"), (0, 0, 0, 2)), highlight=False)
 
 
 def show(run: RunResults, db: str, out: Optional[Console] = None) -> None:
@@ -230,8 +229,11 @@ def levels(run: RunResults, out: Console) -> None:
     for cell in run.measured:
         table = tables.levels(cell)
         tls = tables.tls_words(cell)
-        # The version on a line of its own: a long one (jetty's names its JVM) would wrap the key.
-        title = "\n".join(filter(None, [cell.key, cell.server_version, tls]))
+        # The status when it is not plain "done" (a resumed cell's time adds up its sessions), and
+        # the version on a line of its own: a long one (jetty's names its JVM) would wrap the key.
+        status = cell.status + (", resumed" if cell.sessions > 1 else "")
+        key = cell.key + (f" ({status})" if status != "done" else "")
+        title = "\n".join(filter(None, [key, cell.server_version, tls]))
         if cell.php:
             headings, rows = _columns(table, PHP_LEVEL_COLUMNS)
             headings[-1] = "MiB (PHP's)"
