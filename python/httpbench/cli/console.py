@@ -83,8 +83,12 @@ def _stdout(piped: int = 80) -> Console:
 
 def _saying(out: Console):
     """How sentences are printed: shown as written, never read as rich markup (a failed cell's
-    error holds the server's own words)."""
-    return lambda text, style=None: out.print(Text(text), style=style or "")
+    error holds the server's own words); an indented one keeps its indent where it wraps."""
+
+    def say(text: str, style: str = "", indent: int = 0) -> None:
+        out.print(Padding(Text(text), (0, 0, 0, indent)) if indent else Text(text), style=style)
+
+    return say
 
 
 def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Rounds] = None):
@@ -163,9 +167,10 @@ def _columns(table: tables.Table, keys: List[str]) -> Tuple[List[str], List[List
 
 def _flags(out: Console, flagged: Iterable[Tuple[str, Dict[str, str]]]) -> None:
     """Under a table, each flag of its rows with its reason: what to read with care, and why."""
+    say = _saying(out)
     for label, flags in flagged:
         for kind, reason in flags.items():
-            out.print(Padding(Text(f"{label}: {kind}: {reason}"), (0, 0, 0, 2)), highlight=False)
+            say(f"{label}: {kind}: {reason}", indent=2)
 
 
 def show(run: RunResults, db: str, out: Optional[Console] = None) -> None:
@@ -177,7 +182,7 @@ def show(run: RunResults, db: str, out: Optional[Console] = None) -> None:
     status = "cells failed" if run.status == "done" and run.unfinished else run.status
     hint = _resume_hint(run.id, status, db, run.host)
     if hint:
-        _saying(out)(hint)
+        out.print(Text(hint), soft_wrap=True)  # whole, for the command to be copied
 
 
 def _resume_hint(run_id: int, status: str, db: str, host: dict) -> Optional[str]:
@@ -199,14 +204,17 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
     say(f"run {run.id}: plan {run.plan_name} ({run.status})")
     for verdict in report_verdict.verdicts([run]):
         table = verdict.table(several_runs=False)
-        out.print(_rich(verdict.group.name, [c.title for c in table.columns], table.shown()))
+        if table.rows:
+            out.print(_rich(verdict.group.name, [c.title for c in table.columns], table.shown()))
+        else:
+            say(f"{verdict.group.name}: no server to rank")
         if verdict.ceiling:
             say(verdict.ceiling)
         _flags(out, [(row[1], flags) for row, flags in zip(table.shown(), table.flags)])
         if verdict.headline:
             say(verdict.headline)
         for line in verdict.details:
-            say(f"  {line}")
+            say(line, indent=2)
     for cell in run.failed:
         say(f"{cell.key} failed: {cell.error}", style="red")
     for title, lines in (
@@ -217,7 +225,7 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         if lines:
             say(title)
             for line in lines:
-                say(f"  {line}")
+                say(line, indent=2)
     busy = report_summary.busy_machine([run])
     if busy:
         say(busy, style="red")
