@@ -93,9 +93,10 @@ def rps_ratio(best: Figures, other: Figures) -> Ratio:
 def _slowest(best: Figures, other: Figures) -> Tuple[Tuple[int, ...], float, float]:
     """The levels that take most of the two cells' time together (the slowest, until half of
     it), their share of it, and `other`'s time there against `best`'s."""
+    theirs = {lv.level: lv for lv in other.levels}
     pairs = [
         (a.level, *(Figures((lv,), f.requests_budget).time_for_same_requests for lv, f in ((a, best), (b, other))))
-        for a, b in zip(best.levels, other.levels)
+        for a, b in ((a, theirs[a.level]) for a in best.levels if a.level in theirs)
     ]
     total = sum(t + u for _, t, u in pairs)
     slow, taken = [], 0.0
