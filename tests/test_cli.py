@@ -125,16 +125,18 @@ def test_show_fits_the_terminal_with_every_flag_and_reason_under_the_table(tmp_p
     lines = text.splitlines()
     assert max(map(len, lines)) <= width
     # Nothing folded either: the longest heading word and figures stay whole on a line.
-    for whole in ("interval", "12,345,679", "12,345.6 s", "trafficserver/default"):
+    for whole in ("±95%", "12,345,679", "100.0%", "trafficserver/default"):
         assert any(whole in line for line in lines), (whole, text)
-    assert any("trafficserver/default" in line and "done" in line for line in lines), text  # a row, unfolded
+    assert any("trafficserver/default" in line and "%" in line for line in lines), text  # a ranked row, unfolded
     words = " ".join(text.split())
     assert "13,345,679" in words
     assert (
         "level 10000: client_saturated: busiest client thread 95.0% busy and 3.0% waiting for its CPU (> 90%)" in words
     ), text
     assert "littles_law: 1 connections, throughput x latency says 3.9" in words
-    assert "(v1; TLS 1.3 (negotiated), rsa-4096, resumed by tickets)" in words and "handshake" in words
+    # The version and the TLS words on lines of their own under the key, the handshakes' columns.
+    assert "16cpu/https/tickets v1 TLS 1.3 (negotiated), rsa-4096, resumed by tickets" in words
+    assert "TLS p50" in words and "TLS p99" in words
 
 
 def test_show_piped_into_head_exits_quietly(filled):

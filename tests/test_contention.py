@@ -15,7 +15,7 @@ from httpbench.judge import honesty
 from httpbench.load import engine
 from httpbench.observe import contention
 from httpbench.observe.monitor import Monitor
-from httpbench.report import summary
+from httpbench.report import verdict
 from httpbench.results import load as load_run
 from httpbench.servers import ServerProfile
 from httpbench.store.database import Store
@@ -131,7 +131,7 @@ def test_a_busy_machine_gives_the_quiet_machines_winner_or_says_it_was_busy(tmp_
     with spinning(SERVER_CPU, CLIENT_CPU):
         busy_out = run_plan(plan, busy_db)
     quiet, busy = (load_run(Store(str(db)), 1) for db in (quiet_db, busy_db))
-    (quiet_verdict,), (busy_verdict,) = summary.winners([quiet]), summary.winners([busy])
+    (quiet_verdict,), (busy_verdict,) = verdict.verdicts([quiet]), verdict.verdicts([busy])
     levels = [lv for cell in busy.measured for lv in cell.levels]
     flagged = [lv for lv in levels if "contended" in lv.flags]
     measured(

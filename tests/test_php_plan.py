@@ -105,7 +105,7 @@ def test_a_shortened_dynamic_run_reports_php_apart_and_is_drawn_in_chromium(dyna
     # brackets in the memory column.
     assert "dynamic pages (PHP):" in shown
     levels = httpbench("show", "1", "--db", str(db))
-    assert levels.returncode == 0 and "memory MiB (PHP's)" in levels.stdout, levels.stderr
+    assert levels.returncode == 0 and "MiB (PHP's)" in levels.stdout, levels.stderr
     said = " ".join(shown.split())
     assert "nginx/tuned (php-page, keep-alive, 1 CPU) serves" in said and "of server CPU per page" in said
     assert "its PHP-FPM pool (" in said and "its processes, PHP inside them, peaked at" in said

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+import re
 import statistics
 from pathlib import Path
 from typing import Optional
@@ -17,7 +18,7 @@ from httpbench import results
 from httpbench.judge import honesty
 from httpbench.judge.stats import LevelStats
 from httpbench.load import engine
-from httpbench.report import charts, output, summary
+from httpbench.report import charts, output, summary, verdict
 from httpbench.report.charts import Choices
 from httpbench.results import compare, comparison
 from httpbench.store.database import Store
@@ -51,6 +52,9 @@ SINGLE_LEVEL = (
 # The same plan counting requests: a copy of a run under it is a run under another budget.
 COUNTED = PLAN.replace('duration = "0.4s"', "requests = 20000")
 KEEP_ALIVE, CLOSE = "reference/tuned/7B/ka/1cpu", "nginx/tuned/7B/close/1cpu"
+# Copies that rank two cells name the reference server lighttpd (copy_run's `servers`).
+AS_LIGHTTPD = {"reference": "lighttpd"}
+LIGHTTPD_KEEP_ALIVE = "lighttpd/tuned/7B/ka/1cpu"
 # Every chart a report has, written out here rather than taken from the code, so that one lost
 # from the code fails the tests.
 EVERY_CHART = {
@@ -100,12 +104,17 @@ def copy_run(
     failure=None,
     doctor=None,
     plan_text=None,
+    servers=None,
+    versions=None,
 ) -> int:
     """Store a copy of a run (a doctored run): every round's requests/s scaled, only the rounds
     `keep(cell key, level, round)` picks (a cell left with none is not copied), the cell
     `failure` = (key, error) marked failed, each copied measurement passed to `doctor(cell key,
     level, round, measurement)` to edit, with `failed_cell` one more cell that failed before
-    measuring, and `plan_text` stored as its plan instead of the run's."""
+    measuring, `plan_text` stored as its plan instead of the run's, and the servers `servers` names
+    (old -> new) renamed: the reference server is the client's ceiling, never ranked, so a copy
+    that ranks two cells names it as another server; `versions` (server -> version, by the new
+    names) stored as their cells' server version."""
     store = Store(str(db))
     run = store.run(run_id)
     plan = type("Plan", (), {"name": run["plan_name"], "text": plan_text or run["plan_text"]})
@@ -114,12 +123,13 @@ def copy_run(
         rounds = [r for r in cell["rounds"] if keep(cell["key"], r["level"], r["round"])]
         if not rounds:
             continue
+        server = (servers or {}).get(cell["server"], cell["server"])
         shape = type(
             "Cell",
             (),
             {
-                "key": cell["key"],
-                "server": cell["server"],
+                "key": server + cell["key"].removeprefix(cell["server"]),
+                "server": server,
                 "profile": cell["profile"],
                 "workload": type("W", (), {"label": cell["workload"]}),
                 "keep_alive": cell["keep_alive"],
@@ -131,7 +141,8 @@ def copy_run(
             },
         )
         tls = cell["tls_key"] and type("Tls", (), {"key": cell["tls_key"], "version": cell["tls_version"]})
-        cell_id = store.cell(new_id, shape, cell["config_text"], cell["server_version"], tls)
+        version = (versions or {}).get(server, cell["server_version"])
+        cell_id = store.cell(new_id, shape, cell["config_text"], version, tls)
         for r in rounds:
             m = copy.deepcopy(r["measurement"])
             m["requests"]["per_second"] *= throughput_scale
@@ -323,7 +334,8 @@ def test_exports(stored):
     assert document["schema"] == "httpbench-export/1" and len(document["levels"]) == levels
     out = httpbench("export", str(run_id), "--db", str(db), "--format", "markdown")
     assert "| `reference/tuned`" in out.stdout and " | req/s relative to " in out.stdout
-    assert "times more" in out.stdout or " tie, " in out.stdout  # a real run's gap may be within its noise
+    # nginx is the one server ranked; the reference server is the client's ceiling, never "fastest".
+    assert "ceiling (reference/tuned): " in out.stdout and "reference/tuned is fastest" not in out.stdout
 
 
 def test_compare_finds_no_regression_against_itself_and_one_against_a_slower_copy(stored):
@@ -453,10 +465,10 @@ def test_a_cells_mean_is_the_mean_of_its_level_means(stored):
     assert "| round-to-round CV |" in markdown and "σ" not in markdown
 
 
-def keep_alive_group(db: Path, run_id: int) -> tuple:
-    """The run read back, and its keep-alive group."""
+def keep_alive_group(db: Path, run_id: int, key: str = KEEP_ALIVE) -> tuple:
+    """The run read back, and its keep-alive group (the one holding `key`)."""
     run = results.load(Store(str(db)), run_id)
-    (group,) = [g for g in comparison.groups(run.measured) if any(c.key == KEEP_ALIVE for c in g.cells)]
+    (group,) = [g for g in comparison.groups(run.measured) if any(c.key == key for c in g.cells)]
     return run, group
 
 
@@ -476,11 +488,11 @@ def shown_every_way(db: Path, run_id: int, copied: int, page: Path) -> tuple:
 def test_a_cell_short_of_levels_is_compared_on_the_levels_all_measured(stored, tmp_path):
     db, run_id, _ = stored
     # A finished cell without level 20, as a run under another plan would have it.
-    short = copy_run(db, run_id, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1)
-    _, group = keep_alive_group(db, short)
+    short = copy_run(db, run_id, keep=lambda key, level, index: key != KEEP_ALIVE or level == 1, servers=AS_LIGHTTPD)
+    _, group = keep_alive_group(db, short, LIGHTTPD_KEEP_ALIVE)
     assert group.levels == (1,) and group.every_level == (1, 20)
     cells = {c.key: c for c in group.cells}
-    assert group.incomplete(cells[KEEP_ALIVE]).startswith("measured level 1 of levels 1, 20")
+    assert group.incomplete(cells[LIGHTTPD_KEEP_ALIVE]).startswith("measured level 1 of levels 1, 20")
     assert group.incomplete(cells["nginx/tuned/7B/ka/1cpu"]) is None
     # Its total time is not the shorter for having fewer levels: both are taken at level 1.
     for cell in group.cells:
@@ -488,9 +500,10 @@ def test_a_cell_short_of_levels_is_compared_on_the_levels_all_measured(stored, t
             comparison.SAME_REQUESTS / cell.levels[0].rps.mean
         )
     shown, markdown, page = shown_every_way(db, run_id, short, tmp_path / "short.html")
-    assert "incomplete" in shown and "on average over level 1, the levels every cell measured" in shown
-    assert "`reference/tuned` ⚑" in markdown and "incomplete (measured level 1 of levels 1, 20" in markdown
-    assert "Requests/s over level 1:" in markdown and "reference/tuned (incomplete)" in markdown
+    said = " ".join(shown.split())  # its sentences wrapped at 80 columns
+    assert "incomplete" in said and "on average over level 1, the levels every cell measured" in said
+    assert "`lighttpd/tuned` ⚑" in markdown and "incomplete (measured level 1 of levels 1, 20" in markdown
+    assert "Requests/s over level 1:" in markdown and "lighttpd/tuned (incomplete)" in markdown
     assert "is incomplete: measured level 1 of levels 1, 20" in page
 
 
@@ -509,10 +522,14 @@ def test_a_cell_that_failed_partway_is_shown_incomplete_and_never_ranked(stored,
         "its cell failed (measured level 1 of levels 1, 20), so it is not ranked"
     )
     assert "incomplete" in group.flags(cells[KEEP_ALIVE])
-    assert group.name not in {v.group for v in summary.winners([run])}
+    # Its group ranks nginx alone, the reference apart as the ceiling: no winner to name.
+    (ranked,) = [v for v in verdict.verdicts([run]) if v.group.name == group.name]
+    assert ranked.headline is None and [p.name for p in ranked.places] == ["nginx/tuned"]
+    assert [c.key for c in ranked.unranked] == [KEEP_ALIVE]
     shown, markdown, page = shown_every_way(db, run_id, partial, tmp_path / "partial.html")
-    assert error in shown and "so it is not ranked" in shown
-    assert "reference/tuned (incomplete)" not in shown  # no sentence ranks it
+    said = " ".join(shown.split())  # wrapped at 80 columns
+    assert error in said and "so it is not ranked" in said
+    assert "reference/tuned (incomplete)" not in said  # no sentence ranks it
     # Its group's table ranks the finished cell only; the cautions under it name the failed one.
     table = markdown.split("### " + group.name)[1].split("###")[0].split("\n>")[0]
     assert "`nginx/tuned`" in table and "`reference/tuned`" not in table
@@ -624,8 +641,8 @@ def test_several_runs_under_different_plans_compare_their_times_at_the_rates(sto
             assert group.figures(cell).time_for_same_requests == pytest.approx(
                 sum(comparison.SAME_REQUESTS / lv.rps.mean for lv in cell.levels)
             )
-    for verdict, group in zip(summary.winners(runs), comparison.groups([c for r in runs for c in r.measured])):
-        fastest = group.ranked()[0].series
+    for said in verdict.verdicts(runs):
+        fastest = said.places[0].cell.series
         original, copy_ = f"{fastest} (run {run_id})", f"{fastest} (run {counted})"
         # A clause may follow: the client set the pace of both, as it would any run's copy.
         assert any(
@@ -633,8 +650,8 @@ def test_several_runs_under_different_plans_compare_their_times_at_the_rates(sto
                 f"{original} serves as many requests per second on average as {copy_}; {copy_} needs "
                 f"as much time as {original} to serve the same requests"
             )
-            for d in verdict.details
-        ), verdict.details
+            for d in said.details
+        ), said.details
     (total,) = [c for c in charts.all_charts(runs) if c.name == "total_time"]
     assert total.note.startswith("The cells did not all serve one requests budget")
     page = tmp_path / "two-plans.html"
@@ -663,11 +680,11 @@ def test_a_loser_that_needs_less_time_is_explained(stored):
         m["flags"] = []  # a client-saturated level of the real run would make the ratios bounds ("at least")
 
     db, run_id, _ = stored
-    crossed = copy_run(db, run_id, doctor=doctor)
-    (verdict, _) = summary.winners([results.load(Store(str(db)), crossed)])
-    assert verdict.details[0] == (
-        "reference/tuned serves 1.40 times more requests per second on average than nginx/tuned; nginx/tuned "
-        "needs 0.71 times the time of reference/tuned to serve the same requests (nginx/tuned is faster at "
+    crossed = copy_run(db, run_id, doctor=doctor, servers=AS_LIGHTTPD)
+    (said, _) = verdict.verdicts([results.load(Store(str(db)), crossed)])
+    assert said.details[0] == (
+        "lighttpd/tuned serves 1.40 times more requests per second on average than nginx/tuned; nginx/tuned "
+        "needs 0.71 times the time of lighttpd/tuned to serve the same requests (nginx/tuned is faster at "
         "level 1: the time is a sum over the levels, so the slowest weigh most)."
     )
 
@@ -833,13 +850,14 @@ def test_a_single_level_run_reports(single_level, tmp_path):
     names = {c.name for c in charts.all_charts([results.load(Store(str(db)), 1)])}
     assert {"throughput", "rps_bars", "total_time", "end_memory", "rating", "spectrum", "timeline"} <= names
     markdown = httpbench("export", "1", "--db", str(db), "--format", "markdown").stdout
-    assert "Requests/s over level 8:" in markdown and "on average over every level" in markdown
+    # nginx is ranked alone, against the reference server's ceiling: no winner, a ceiling line.
+    assert "Requests/s over level 8:" in markdown and "\nceiling (reference/tuned): " in markdown
     rows = list(csv.DictReader(io.StringIO(httpbench("export", "1", "--db", str(db), "--format", "csv").stdout)))
     assert [(r["level"], r["rounds"]) for r in rows] == [("8", "3"), ("8", "3")]
 
 
 def _rates(nginx: float, spread: float = 0.0, flag: Optional[dict] = None, flag_level: int = 20):
-    """A doctor for copy_run: reference's rounds at 10,000 requests/s and nginx's at `nginx` times
+    """A doctor for copy_run: the other server's rounds at 10,000 requests/s and nginx's at `nginx` times
     that at every level, the rounds `spread` above and below in turn (an even count averages to
     it); the stored flags dropped, `flag` raised on nginx's `flag_level`."""
 
@@ -859,25 +877,25 @@ def test_a_gap_within_the_noise_of_single_rounds_is_a_tie(stored):
     """One round per level (the quick plan's) gives no interval: under 5% there is no winner."""
     db, run_id, _ = stored
     store = Store(str(db))
-    close = results.load(store, copy_run(db, run_id, keep=first_round, doctor=_rates(1.01)))
-    for verdict in summary.winners([close]):
-        assert verdict.headline == (
-            "nginx/tuned and reference/tuned tie, about 10,100 requests/s on average over "
+    close = results.load(store, copy_run(db, run_id, keep=first_round, servers=AS_LIGHTTPD, doctor=_rates(1.01)))
+    for said in verdict.verdicts([close]):
+        assert said.headline == (
+            "nginx/tuned and lighttpd/tuned tie, about 10,100 requests/s on average over "
             "every level: nginx/tuned serves as many requests per second on average as "
-            "reference/tuned."
+            "lighttpd/tuned."
         )
         noise = "(1.01 times: within 5%, which single rounds cannot tell from noise)"
-        assert verdict.details == [
-            f"nginx/tuned serves as many requests per second on average as reference/tuned "
-            f"{noise}; reference/tuned needs as much time as nginx/tuned to serve the same "
+        assert said.details == [
+            f"nginx/tuned serves as many requests per second on average as lighttpd/tuned "
+            f"{noise}; lighttpd/tuned needs as much time as nginx/tuned to serve the same "
             f"requests {noise}."
         ]
-    apart = results.load(store, copy_run(db, run_id, keep=first_round, doctor=_rates(1.06)))
-    for verdict in summary.winners([apart]):
-        assert verdict.headline == "nginx/tuned is fastest, 10,600 requests/s on average over every level."
-        assert verdict.details == [
+    apart = results.load(store, copy_run(db, run_id, keep=first_round, servers=AS_LIGHTTPD, doctor=_rates(1.06)))
+    for said in verdict.verdicts([apart]):
+        assert said.headline == "nginx/tuned is fastest, 10,600 requests/s on average over every level."
+        assert said.details == [
             "nginx/tuned serves 1.06 times more requests per second on average than "
-            "reference/tuned; reference/tuned needs 1.06 times the time of nginx/tuned to "
+            "lighttpd/tuned; lighttpd/tuned needs 1.06 times the time of nginx/tuned to "
             "serve the same requests."
         ]
 
@@ -907,43 +925,47 @@ def test_a_gap_whose_95_percent_interval_contains_1_is_a_tie_as_compare_says(sto
     db, run_id, _ = stored
     store = Store(str(db))
     for spread, tie in ((0.10, True), (0.005, False)):
-        run = results.load(store, copy_run(db, run_id, doctor=_rates(1.03, spread)))
-        for group, verdict in zip(comparison.groups(run.measured), summary.winners([run])):
+        run = results.load(store, copy_run(db, run_id, servers=AS_LIGHTTPD, doctor=_rates(1.03, spread)))
+        for group, said in zip(comparison.groups(run.measured), verdict.verdicts([run])):
             nginx, reference = (group.figures(c) for c in group.ranked())
             ratio = nginx.mean_rps / reference.mean_rps
             rates = [[lv.rps for lv in f.levels] for f in (nginx, reference)]
             interval = compare.ratio_interval(ratio, *map(compare.spread, rates))
             assert ratio == pytest.approx(1.03) and compare.within_noise(ratio, interval) is tie
             if tie:
-                assert verdict.headline.startswith("nginx/tuned and reference/tuned tie, about 10,300 requests/s")
+                assert said.headline.startswith("nginx/tuned and lighttpd/tuned tie, about 10,300 requests/s")
                 assert (
                     f"(1.03 times: within the noise, its 95% interval {interval[0]:.2f} to {interval[1]:.2f})"
-                    in verdict.details[0]
+                    in said.details[0]
                 )
             else:
-                assert verdict.headline == "nginx/tuned is fastest, 10,300 requests/s on average over every level."
+                assert said.headline == "nginx/tuned is fastest, 10,300 requests/s on average over every level."
 
 
 def test_a_winner_the_client_held_back_wins_by_at_least(stored):
     db, run_id, _ = stored
     store = Store(str(db))
     held = {"kind": "client_saturated", "reason": "the busiest client thread was 97% busy (> 90%)"}
-    ahead = results.load(store, copy_run(db, run_id, keep=first_round, doctor=_rates(1.10, flag=held)))
-    for verdict in summary.winners([ahead]):
-        assert verdict.headline == (
+    ahead = results.load(
+        store, copy_run(db, run_id, keep=first_round, servers=AS_LIGHTTPD, doctor=_rates(1.10, flag=held))
+    )
+    for said in verdict.verdicts([ahead]):
+        assert said.headline == (
             "nginx/tuned is fastest, at least 11,000 requests/s on average over every level; "
             "the client, not the server, set nginx/tuned's pace at level 20, so it may be "
             "faster still."
         )
-        assert verdict.details == [
+        assert said.details == [
             "nginx/tuned serves at least 1.10 times more requests per second on average than "
-            "reference/tuned; reference/tuned needs at least 1.10 times the time of "
+            "lighttpd/tuned; lighttpd/tuned needs at least 1.10 times the time of "
             "nginx/tuned to serve the same requests."
         ]
-    even = results.load(store, copy_run(db, run_id, keep=first_round, doctor=_rates(1.01, flag=held)))
-    for verdict in summary.winners([even]):
-        assert verdict.headline.startswith(
-            "nginx/tuned and reference/tuned tie, at least 10,100 requests/s on average "
+    even = results.load(
+        store, copy_run(db, run_id, keep=first_round, servers=AS_LIGHTTPD, doctor=_rates(1.01, flag=held))
+    )
+    for said in verdict.verdicts([even]):
+        assert said.headline.startswith(
+            "nginx/tuned and lighttpd/tuned tie, at least 10,100 requests/s on average "
             "over every level: nginx/tuned serves at least as many requests per second"
         )
 
@@ -1046,3 +1068,130 @@ def test_every_level_table_fits_the_page_with_its_flags_in_chromium(stored, tmp_
         assert table["table"] <= table["card"], table
     # nginx's two cells are flagged at level 20, reference's are not.
     assert [(t["kind"], t["reason"]) for t in tables] == [([True], [True])] * 2 + [([], [])] * 2, tables
+
+
+JETTY_VERSION = 'jetty 9.4.57.v20241219 on openjdk version "17.0.15" 2025-04-15'
+
+
+def test_show_piped_fits_its_tables_in_80_columns_with_a_long_version(stored):
+    """`show | cat`: every line within 80 columns (the level tables were 85), the version on a line
+    of its own under the cell's key (jetty's long one wrapped the title)."""
+    db, run_id, _ = stored
+    jetty = copy_run(db, run_id, servers={"nginx": "jetty9"}, versions={"jetty9": JETTY_VERSION})
+    shown = httpbench("show", str(jetty), "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert max(map(len, lines)) <= 80, [line for line in lines if len(line) > 80]
+    assert sum(line.strip() == JETTY_VERSION for line in lines) == 2, shown.stdout  # both jetty cells
+    assert any(line.strip() == "jetty9/tuned/7B/ka/1cpu" for line in lines), shown.stdout
+    assert any(re.match(r"^1 +jetty9/tuned +[\d,]+ +100\.0%", line) for line in lines), shown.stdout
+
+
+def test_the_reference_server_is_the_ceiling_never_the_fastest(stored, tmp_path):
+    """Three times nginx's throughput, the reference server still ranks nowhere: it is printed as
+    the client's ceiling, and "fastest" names the best server a user can deploy."""
+    db, run_id, _ = stored
+
+    def fast_reference(key, level, index, m):
+        m["requests"]["per_second"] = 30_000 if key.startswith("reference/") else 10_000
+        m["flags"] = []
+
+    def slow(key, level, index, m):
+        m["requests"]["per_second"], m["flags"] = 5_000, []
+
+    ahead = copy_run(db, run_id, keep=first_round, doctor=fast_reference)
+    slower = copy_run(db, run_id, keep=first_round, doctor=slow, servers={"nginx": "lighttpd"})
+    store = Store(str(db))
+    runs = [results.load(store, ahead), results.load(store, slower)]
+    for said in verdict.verdicts(runs):
+        assert [p.cell.server for p in said.places] == ["nginx", "lighttpd"]
+        assert said.places[0].rank == 1 and said.places[0].share == 1.0
+        assert said.headline.startswith(f"nginx/tuned (run {ahead}) is fastest, 10,000 requests/s")
+        assert said.ceiling == f"ceiling (reference/tuned (run {ahead})): 30,000 req/s, the client's limit, not ranked"
+        assert not any("reference" in line for line in [said.headline, *said.details])
+        assert all(row[0] != "-" for row in said.table(True).shown())
+    shown = httpbench("show", str(ahead), "--db", str(db)).stdout
+    assert shown.count("ceiling (reference/tuned): 30,000 req/s, the client's limit, not ranked") == 2, shown
+    assert "is fastest" not in shown and "reference/tuned serves" not in shown  # one server ranked: no winner
+    page = tmp_path / "ceiling.html"
+    assert httpbench("report", str(ahead), "--db", str(db), "-o", str(page)).returncode == 0
+    assert page.read_text().count('<p class="ceiling">ceiling (reference/tuned): 30,000 req/s') == 2
+
+
+def test_ties_share_a_rank_in_the_table(stored):
+    """The ranks come from the tie arithmetic of the sentences: a gap within the noise of single
+    rounds (under 5%) shares the rank, printed "=1", with the shares as TechEmpower prints them."""
+    db, run_id, _ = stored
+    store = Store(str(db))
+    close = copy_run(db, run_id, keep=first_round, servers=AS_LIGHTTPD, doctor=_rates(1.01))
+    apart = copy_run(db, run_id, keep=first_round, servers=AS_LIGHTTPD, doctor=_rates(1.06))
+    for said in verdict.verdicts([results.load(store, close)]):
+        assert [(p.rank, p.tied) for p in said.places] == [(1, True), (1, True)]
+        assert [row[:4] for row in said.table(False).shown()] == [
+            ["=1", "nginx/tuned", "10,100", "100.0%"],
+            ["=1", "lighttpd/tuned", "10,000", "99.0%"],
+        ]
+    for said in verdict.verdicts([results.load(store, apart)]):
+        assert [(p.rank, p.tied) for p in said.places] == [(1, False), (2, False)]
+        assert [row[:4] for row in said.table(False).shown()] == [
+            ["1", "nginx/tuned", "10,600", "100.0%"],
+            ["2", "lighttpd/tuned", "10,000", "94.3%"],
+        ]
+    shown = httpbench("show", str(close), "--db", str(db)).stdout
+    assert len(re.findall(r"^=1 +(nginx|lighttpd)/tuned ", shown, re.M)) == 4, shown
+
+
+def test_ratios_that_disagree_say_why(stored):
+    """Far apart at 20 connections and close at 1, the mean requests/s and the time tell two
+    stories (the dynamic plan's "1.92 times more" against "1.08 times the time"): the sentence says
+    the time is dominated by the level where both are slow, rather than print both bare."""
+    rates = {("nginx", 1): 1_000, ("nginx", 20): 40_000, ("reference", 1): 950, ("reference", 20): 20_000}
+
+    def doctor(key, level, index, m):
+        m["requests"]["per_second"] = rates[key.split("/")[0], level]
+        m["flags"] = []
+
+    db, run_id, _ = stored
+    apart = copy_run(db, run_id, keep=first_round, doctor=doctor, servers=AS_LIGHTTPD)
+    for said in verdict.verdicts([results.load(Store(str(db)), apart)]):
+        assert said.details == [
+            "nginx/tuned serves 1.96 times more requests per second on average than lighttpd/tuned; "
+            "lighttpd/tuned needs 1.08 times the time of nginx/tuned to serve the same requests, because the "
+            "time is a sum over the levels and the slowest weigh most: 96% of it is at level 1, where both are "
+            "slowest and lighttpd/tuned needs 1.05 times the time of nginx/tuned."
+        ]
+
+
+def test_sentences_only_for_the_best_against_the_next_and_the_baseline(stored):
+    """Four servers ranked (two copies, renamed), the plan's baseline nginx third: two sentences,
+    the best against the next and against the baseline, none for the others."""
+    db, run_id, _ = stored
+
+    def rates(nginx: int, reference: int):
+        def doctor(key, level, index, m):
+            m["requests"]["per_second"] = nginx if key.startswith("nginx/") else reference
+            m["flags"] = []
+
+        return doctor
+
+    plan = PLAN.replace("rounds = 4", 'rounds = 4\nbaseline = "nginx"')
+    first = copy_run(db, run_id, keep=first_round, doctor=rates(10_000, 40_000), servers=AS_LIGHTTPD, plan_text=plan)
+    renamed = {"nginx": "h2o", "reference": "apache2-event"}
+    second = copy_run(db, run_id, keep=first_round, doctor=rates(30_000, 5_000), servers=renamed, plan_text=plan)
+    store = Store(str(db))
+    for said in verdict.verdicts([results.load(store, first), results.load(store, second)]):
+        assert [(p.rank, p.cell.server) for p in said.places] == [
+            (1, "lighttpd"),
+            (2, "h2o"),
+            (3, "nginx"),
+            (4, "apache2-event"),
+        ]
+        assert [row[3] for row in said.table(True).shown()] == ["100.0%", "75.0%", "25.0%", "12.5%"]
+        assert said.details == [
+            f"lighttpd/tuned (run {first}) serves 1.33 times more requests per second on average than "
+            f"h2o/tuned (run {second}); h2o/tuned (run {second}) needs 1.33 times the time of lighttpd/tuned "
+            f"(run {first}) to serve the same requests.",
+            f"lighttpd/tuned (run {first}) serves 4.00 times more requests per second on average than "
+            f"nginx/tuned (run {first}); nginx/tuned (run {first}) needs 4.00 times the time of lighttpd/tuned "
+            f"(run {first}) to serve the same requests.",
+        ]

@@ -4,6 +4,7 @@ its CPUs and servers; a plan pinned to TLS 1.2 measures the reference server at 
 sweep's cluster logic on scripted loads: the client ceiling when a client host is lost, and each
 client host's saturation."""
 
+import re
 import shlex
 import signal
 import sqlite3
@@ -61,13 +62,10 @@ def test_a_short_sweep_is_stored_and_shown(plan_file, tmp_path):
             m = r["measurement"]
             assert m["requests"]["completed"] > 0 and m["errors_total"] == 0
             assert m["server"]["rss_peak_bytes"] > 0 and m["server"]["cpu_user_cores"] >= 0
-    # The verdict: a winner, or (two rounds give a wide interval) a tie.
-    assert (
-        "is fastest" in done.stdout
-        and "times more requests per second" in done.stdout
-        or " tie, " in done.stdout
-        and "as many requests per second" in done.stdout
-    ), done.stdout
+    # The verdict: nginx ranked, the only server a user deploys here; the reference server apart as
+    # the client's ceiling, never its rival (no winner between them).
+    assert re.search(r"^1 +nginx/tuned +[\d,]+ +100\.0%", done.stdout, re.M), done.stdout
+    assert "ceiling (reference/tuned): " in done.stdout and "is fastest" not in done.stdout, done.stdout
     shown = httpbench("show", "1", "--db", str(db))
     assert shown.returncode == 0 and "nginx/tuned" in shown.stdout
     unknown = httpbench("show", "99", "--db", str(db))

@@ -22,6 +22,7 @@ from httpbench.errors import Error
 from httpbench.plan.model import Rounds
 from httpbench.report import php_summary, tables
 from httpbench.report import summary as report_summary
+from httpbench.report import verdict as report_verdict
 from httpbench.results.model import RunResults
 from httpbench.store.database import url_of
 from httpbench.sweep.session import Session, resume_command
@@ -56,7 +57,14 @@ PHP_LEVEL_COLUMNS = [
     "server_cpu_per_request_us",
     "server_memory_bytes",
 ]
-CELL_COLUMNS = ["status", "levels", "rps_mean", "seconds"]
+# The report's headings, shorter where its own would push a level table past 80 columns.
+SHORT_HEADINGS = {
+    "rps_ci95": "±95%",
+    "server_cpu_user": "CPU user",
+    "tls_handshake_p50_us": "TLS p50",
+    "tls_handshake_p99_us": "TLS p99",
+    "server_cpu_per_request_us": "CPU/req",
+}
 
 
 class _Stdout(Console):
@@ -66,10 +74,21 @@ class _Stdout(Console):
         raise BrokenPipeError()
 
 
-def _stdout() -> Console:
-    # Piped output keeps long lines whole rather than wrap them at rich's default of 80 columns
-    # (or a COLUMNS that readline may have exported to the parent's children).
-    return _Stdout(width=None if sys.stdout.isatty() else 160)
+def _stdout(piped: int = 80) -> Console:
+    # Piped, a run's tables and sentences fit 80 columns as they do on a terminal of that width
+    # (not a COLUMNS that readline may have exported to the parent's children); `compare` and
+    # `runs` have wider tables, which keep `piped` columns rather than cut a cell.
+    return _Stdout(width=None if sys.stdout.isatty() else piped)
+
+
+def _saying(out: Console):
+    """How sentences are printed: shown as written, never read as rich markup (a failed cell's
+    error holds the server's own words); an indented one keeps its indent where it wraps."""
+
+    def say(text: str, style: str = "", indent: int = 0) -> None:
+        out.print(Padding(Text(text), (0, 0, 0, indent)) if indent else Text(text), style=style)
+
+    return say
 
 
 def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Rounds] = None):
@@ -131,7 +150,7 @@ def _rich(title: str, headings: List[str], rows: Iterable[List[str]]) -> Table:
         show_edge=False,
     )
     for n, heading in enumerate(headings):
-        words = (n == 0 and heading != "level") or heading == "status"
+        words = (n == 0 and heading != "level") or heading in ("status", "server/profile", "flags")
         out.add_column(Text(heading), justify="left" if words else "right", overflow="fold")
     for row in rows:
         out.add_row(*map(Text, row))
@@ -139,16 +158,19 @@ def _rich(title: str, headings: List[str], rows: Iterable[List[str]]) -> Table:
 
 
 def _columns(table: tables.Table, keys: List[str]) -> Tuple[List[str], List[List[str]]]:
-    """The headings and shown rows of `table`'s columns `keys`, in that order."""
+    """The headings (SHORT_HEADINGS's where it has one) and shown rows of `table`'s columns
+    `keys`, in that order."""
     index = {c.key: n for n, c in enumerate(table.columns)}
-    return [table.columns[index[k]].title for k in keys], [[row[index[k]] for k in keys] for row in table.shown()]
+    headings = [SHORT_HEADINGS.get(k, table.columns[index[k]].title) for k in keys]
+    return headings, [[row[index[k]] for k in keys] for row in table.shown()]
 
 
 def _flags(out: Console, flagged: Iterable[Tuple[str, Dict[str, str]]]) -> None:
     """Under a table, each flag of its rows with its reason: what to read with care, and why."""
+    say = _saying(out)
     for label, flags in flagged:
         for kind, reason in flags.items():
-            out.print(Padding(Text(f"{label}: {kind}: {reason}"), (0, 0, 0, 2)), highlight=False)
+            say(f"{label}: {kind}: {reason}", indent=2)
 
 
 def show(run: RunResults, db: str, out: Optional[Console] = None) -> None:
@@ -160,7 +182,7 @@ def show(run: RunResults, db: str, out: Optional[Console] = None) -> None:
     status = "cells failed" if run.status == "done" and run.unfinished else run.status
     hint = _resume_hint(run.id, status, db, run.host)
     if hint:
-        out.print(hint, markup=False)
+        out.print(Text(hint), soft_wrap=True)  # whole, for the command to be copied
 
 
 def _resume_hint(run_id: int, status: str, db: str, host: dict) -> Optional[str]:
@@ -175,44 +197,38 @@ def _resume_hint(run_id: int, status: str, db: str, host: dict) -> Optional[str]
 
 
 def summary(run: RunResults, out: Optional[Console] = None) -> None:
-    """Print a stored run: a table of the cells of each group, then who won each comparison."""
+    """Print a stored run: per group its cells ranked, the client's ceiling apart, then the
+    sentences for the pairs that matter."""
     out = out or _stdout()
-    table = tables.cells([run])
-    headings, rows = _columns(table, CELL_COLUMNS)
-    headings[CELL_COLUMNS.index("rps_mean")] = "mean req/s"  # "mean" alone, without the min beside it
-    grouped: Dict[str, list] = {}
-    for cell, row, flags in zip(run.cells, rows, table.flags):
-        # The status says when a cell's time adds up several sessions.
-        status = f"{row[0]}, resumed" if cell.sessions > 1 else row[0]
-        grouped.setdefault(cell.group, []).append((cell.series, [cell.series, status, *row[1:]], flags))
-    out.print(f"run {run.id}: plan {run.plan_name} ({run.status})", markup=False)
-    for group, members in grouped.items():
-        out.print(_rich(group, ["server/profile", *headings], [row for _, row, _ in members]))
-        _flags(out, [(series, flags) for series, _, flags in members])
-    for cell in run.failed:
-        out.print(f"{cell.key} failed: {cell.error}", style="red", markup=False)
-    for verdict in report_summary.winners([run]):
-        out.print(f"{verdict.group}: {verdict.headline}", markup=False)
+    say = _saying(out)
+    say(f"run {run.id}: plan {run.plan_name} ({run.status})")
+    for verdict in report_verdict.verdicts([run]):
+        table = verdict.table(several_runs=False)
+        if table.rows:
+            out.print(_rich(verdict.group.name, [c.title for c in table.columns], table.shown()))
+        else:
+            say(f"{verdict.group.name}: no server to rank")
+        if verdict.ceiling:
+            say(verdict.ceiling)
+        _flags(out, [(row[1], flags) for row, flags in zip(table.shown(), table.flags)])
+        if verdict.headline:
+            say(verdict.headline)
         for line in verdict.details:
-            out.print(f"  {line}", markup=False)
-    costs = report_summary.tls_costs([run])
-    if costs:
-        out.print("cost of TLS:", markup=False)
-        for line in costs:
-            out.print(f"  {line}", markup=False)
-    gains = report_summary.h2_gains([run])
-    if gains:
-        out.print("HTTP/2 against HTTP/1.1:", markup=False)
-        for line in gains:
-            out.print(f"  {line}", markup=False)
-    pages = php_summary.dynamic_pages([run])
-    if pages:
-        out.print("dynamic pages (PHP):", markup=False)
-        for line in pages:
-            out.print(f"  {line}", markup=False)
+            say(line, indent=2)
+    for cell in run.failed:
+        say(f"{cell.key} failed: {cell.error}", style="red")
+    for title, lines in (
+        ("cost of TLS:", report_summary.tls_costs([run])),
+        ("HTTP/2 against HTTP/1.1:", report_summary.h2_gains([run])),
+        ("dynamic pages (PHP):", php_summary.dynamic_pages([run])),
+    ):
+        if lines:
+            say(title)
+            for line in lines:
+                say(line, indent=2)
     busy = report_summary.busy_machine([run])
     if busy:
-        out.print(busy, style="red", markup=False)
+        say(busy, style="red")
 
 
 def levels(run: RunResults, out: Console) -> None:
@@ -221,10 +237,14 @@ def levels(run: RunResults, out: Console) -> None:
     for cell in run.measured:
         table = tables.levels(cell)
         tls = tables.tls_words(cell)
-        title = f"{cell.key} ({cell.server_version}" + (f"; {tls})" if tls else ")")
+        # The status when it is not plain "done" (a resumed cell's time adds up its sessions), and
+        # the version on a line of its own: a long one (jetty's names its JVM) would wrap the key.
+        status = cell.status + (", resumed" if cell.sessions > 1 else "")
+        key = cell.key + (f" ({status})" if status != "done" else "")
+        title = "\n".join(filter(None, [key, cell.server_version, tls]))
         if cell.php:
             headings, rows = _columns(table, PHP_LEVEL_COLUMNS)
-            headings[-1] = "memory MiB (PHP's)"
+            headings[-1] = "MiB (PHP's)"
             for row, (pool,) in zip(rows, _columns(table, ["php_memory_bytes"])[1]):
                 row[-1] = row[-1].removesuffix(" MiB") + (f" ({pool.removesuffix(' MiB')})" if pool != "-" else "")
             out.print(_rich(title, headings, rows))
@@ -236,7 +256,7 @@ def levels(run: RunResults, out: Console) -> None:
 def comparison(cmp, threshold: Optional[float]) -> int:
     """Print a comparison of two runs; returns 1 when `threshold` is given and a level regressed
     beyond it or run B lacks a cell or level of run A (missing or failed), else 0."""
-    out = _stdout()
+    out = _stdout(piped=160)
     table = Table(title=f"run {cmp.after.id} against run {cmp.before.id}", title_justify="left")
     for column in (
         "cell",
@@ -294,7 +314,7 @@ def comparison(cmp, threshold: Optional[float]) -> int:
 
 def runs_table(runs: List[dict], db: str) -> None:
     """The stored runs, and how to resume each one that did not finish."""
-    out = _stdout()
+    out = _stdout(piped=160)
     out.print(
         _rich(
             "stored runs",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from httpbench.report import php_summary, summary, tables
+from httpbench.report import php_summary, summary, tables, verdict
 from httpbench.results.comparison import groups
 from httpbench.results.model import RunResults, levels_text
 
@@ -17,7 +17,7 @@ def _row(cells: Sequence[str]) -> str:
 
 def render(runs: Sequence[RunResults]) -> str:
     lines: List[str] = []
-    verdicts = {v.group: v for v in summary.winners(runs)}
+    verdicts = {v.group.name: v for v in verdict.verdicts(runs)}
     for group in groups([c for r in runs for c in r.measured]):
         table = tables.comparison(group, len(runs) > 1)
         lines += [f"### {group.name}", ""]
@@ -38,8 +38,11 @@ def render(runs: Sequence[RunResults]) -> str:
             "coefficient of variation, averaged over the levels); the last column divides each mean by "
             "the fastest's.",
         ]
-        if group.name in verdicts:
-            lines += ["", verdicts[group.name].headline] + [f"- {d}" for d in verdicts[group.name].details]
+        said = verdicts[group.name]
+        if said.ceiling:
+            lines += ["", said.ceiling]
+        if said.headline:
+            lines += ["", said.headline] + [f"- {d}" for d in said.details]
         lines.append("")
     costs = summary.tls_costs(runs)
     if costs:

@@ -20,6 +20,7 @@ from httpbench.report.marks import (
     quantity,
     unless_hidden,
 )
+from httpbench.servers.adapters.reference import Reference
 
 # Percentile spectrum ticks: x = 1 / (1 - p), so 50% -> 2, 99.999% -> 100,000 (HdrHistogram's plot).
 SPECTRUM_TICKS = [2, 10, 100, 1000, 10000, 100000]
@@ -36,9 +37,10 @@ def per_level(
     band: Optional[tuple] = None,
     dash: Optional[str] = None,
     extra_tooltip: Sequence[alt.Tooltip] = (),
+    ceiling: bool = False,
 ) -> alt.FacetChart:
     """Lines against concurrency, a panel per CPU count (as the 2016 write-up drew them) and per
-    workload / keep-alive."""
+    workload / keep-alive; with `ceiling`, the rows whose `ceiling` is true dashed."""
     hidden = legend_toggle()
     base = alt.Chart().encode(
         x=alt.X("level:Q", title="concurrent connections", scale=alt.Scale(zero=True)), color=m.color()
@@ -53,6 +55,8 @@ def per_level(
     line = dict(y=quantity(f"{y_field}:Q", y_title), opacity=unless_hidden(hidden))
     if dash:
         line["strokeDash"] = alt.StrokeDash(f"{dash}:N", title=None)
+    elif ceiling:
+        line["strokeDash"] = alt.condition("datum.ceiling", alt.value([6, 4]), alt.value([1, 0]))
     layers = []
     if band:
         layers.append(
@@ -77,9 +81,11 @@ def per_level(
 
 
 def throughput(m: Measured) -> Chart:
+    # The reference server is the client's ceiling, not a contender: its line is drawn dashed.
+    ceilings = {m.series_of(c) for c in m.cells if c.server == Reference.name}
     spec = per_level(
         m,
-        m.level_rows(),
+        [{**row, "ceiling": row["series"] in ceilings} for row in m.level_rows()],
         "rps",
         "requests/s",
         band=("rps_min", "rps_max"),
@@ -89,12 +95,18 @@ def throughput(m: Measured) -> Chart:
             alt.Tooltip("rounds:Q"),
             alt.Tooltip("errors:Q"),
         ],
+        ceiling=True,
     )
     return Chart(
         "throughput",
         "Requests per second against concurrency",
         spec,
-        "Mean of the rounds; the shaded band runs from the slowest to the fastest round.",
+        "Mean of the rounds; the shaded band runs from the slowest to the fastest round."
+        + (
+            f" Dashed: {', '.join(sorted(ceilings))}, httpbench's own server, the client's ceiling, not a contender."
+            if ceilings
+            else ""
+        ),
     )
 
 

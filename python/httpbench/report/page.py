@@ -12,7 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from httpbench import __version__
-from httpbench.report import php_summary, summary, tables
+from httpbench.report import php_summary, summary, tables, verdict
 from httpbench.report.charts import Chart, Measured, ratings, vega
 from httpbench.results.model import RunResults
 
@@ -66,6 +66,24 @@ def _cells(runs: Sequence[RunResults]) -> List[dict]:
                 "seconds": row["seconds"],
                 "tls": tables.tls_words(cell),
                 "flags": _flags(flags),
+            }
+        )
+    return out
+
+
+def _verdicts(runs: Sequence[RunResults]) -> List[dict]:
+    """Each group's ranking as a table, its ceiling line and its sentences."""
+    out = []
+    for v in verdict.verdicts(runs):
+        table = v.table(len(runs) > 1)
+        out.append(
+            {
+                "group": v.group.name,
+                "header": [c.title for c in table.columns[:-1]],
+                "rows": [{"cells": row[:-1], "flags": _flags(flags)} for row, flags in zip(table.shown(), table.flags)],
+                "ceiling": v.ceiling,
+                "headline": v.headline,
+                "details": v.details,
             }
         )
     return out
@@ -200,7 +218,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         charts=[{"name": c.name, "title": c.title, "note": c.note, "short": SHORT.get(c.name, c.name)} for c in charts],
         missing=missing,
         specs=_script_json({c.name: vega(c.vega_lite) for c in charts}),
-        winners=summary.winners(runs),
+        verdicts=_verdicts(runs),
         tls_costs=summary.tls_costs(runs),
         h2_gains=summary.h2_gains(runs),
         dynamic_pages=php_summary.dynamic_pages(runs),

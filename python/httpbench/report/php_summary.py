@@ -3,7 +3,7 @@ keep-alive, 1 CPU), nginx/tuned serves 1.52 times as many pages per second as
 apache2-prefork/tuned", then what a page cost each server in CPU time and how much of its memory
 PHP's processes held.
 
-As in the verdicts (report.summary), only finished cells are ranked, on the levels every one of
+As in the verdicts (report.verdict), only finished cells are ranked, on the levels every one of
 them measured: a cell whose server or PHP pool died is shown, never ranked; a gap within the noise
 is a tie, a figure the client limited a bound.
 """

@@ -1,6 +1,7 @@
-"""The report's sentences: who won each comparison and by how much, as the 2011 write-up wrote
-them ("G-WAN serves 2.25 times more requests per second on average than Cherokee"; "Nginx needs
-1.73 times the time of G-WAN to serve the same requests"), what failed, and what to read with care.
+"""The report's sentences: by how much one cell beat another (report.verdict picks the pairs), as
+the 2011 write-up wrote them ("G-WAN serves 2.25 times more requests per second on average than
+Cherokee"; "Nginx needs 1.73 times the time of G-WAN to serve the same requests"), what failed,
+and what to read with care.
 
 A gap within the noise is a tie, by compare's definition (the 95% interval of the ratio contains
 1; with single rounds, under 5%), said as "serves as many requests per second as". A figure the
@@ -26,7 +27,7 @@ def cell_name(cell: CellResult, several_runs: bool, group: Optional[Group] = Non
     return cell.series + (f" (run {cell.run_id})" if several_runs else "") + (" (incomplete)" if incomplete else "")
 
 
-def _saturated(figures: Figures) -> Tuple[int, ...]:
+def saturated(figures: Figures) -> Tuple[int, ...]:
     """The levels at which the client, not the server, set the pace."""
     return tuple(lv.level for lv in figures.flagged.get("client_saturated", ()))
 
@@ -59,7 +60,7 @@ class Ratio:
 
 def ratio_bound(best: Figures, other: Figures) -> str:
     """How a ratio of `best`'s figure to `other`'s bounds the servers' own ("at least "...)."""
-    return _bound_when_held(bool(_saturated(best)), bool(_saturated(other)))
+    return _bound_when_held(bool(saturated(best)), bool(saturated(other)))
 
 
 def _bound_when_held(held_best: bool, held_other: bool) -> str:
@@ -89,9 +90,44 @@ def rps_ratio(best: Figures, other: Figures) -> Ratio:
     return Ratio.of(best.mean_rps / other.mean_rps, compare.spread(_rates(best)), compare.spread(_rates(other)))
 
 
-def _detail(best: Figures, other: Figures, winner: str, loser: str) -> Tuple[bool, str, str]:
-    """Whether `other` ties the winner, how the ratio bounds the servers' ("at least "...), and
-    the sentence saying by how much it lost or tied."""
+def _slowest(best: Figures, other: Figures) -> Tuple[Tuple[int, ...], float, float]:
+    """The levels that take most of the two cells' time together (the slowest, until half of
+    it), their share of it, and `other`'s time there against `best`'s."""
+    theirs = {lv.level: lv for lv in other.levels}
+    pairs = [
+        (a.level, *(Figures((lv,), f.requests_budget).time_for_same_requests for lv, f in ((a, best), (b, other))))
+        for a, b in ((a, theirs[a.level]) for a in best.levels if a.level in theirs)
+    ]
+    total = sum(t + u for _, t, u in pairs)
+    slow, taken = [], 0.0
+    for level, t, u in sorted(pairs, key=lambda p: -(p[1] + p[2])):
+        if taken >= total / 2:
+            break
+        slow.append((level, t, u))
+        taken += t + u
+    return (
+        tuple(sorted(level for level, _, _ in slow)),
+        taken / total,
+        sum(u for _, _, u in slow) / sum(t for _, t, _ in slow),
+    )
+
+
+def _disagree(rps: Ratio, time: Ratio) -> bool:
+    """Whether the time tells another story than the requests/s: one a tie and the other not, or,
+    the loser behind in both, one's lead over twice the other's. The mean of the levels weighs the
+    ones where both are fast, the time the ones where both are slow, so servers far apart at high
+    concurrency and close at one connection disagree so."""
+    if time.value < 1 and not time.tie:
+        return False  # the loser needs less time: said by the levels where it is faster
+    if rps.tie or time.tie:
+        return rps.tie != time.tie
+    leads = rps.value - 1, time.value - 1
+    return max(leads) > 2 * min(leads)
+
+
+def detail(best: Figures, other: Figures, winner: str, loser: str) -> str:
+    """The sentence saying by how much `other` lost to the winner or tied it, and when its time
+    tells another story than its requests/s, why."""
     rps = rps_ratio(best, other)
     bound = ratio_bound(best, other)
     line = _serves(winner, loser, rps, bound)
@@ -110,63 +146,21 @@ def _detail(best: Figures, other: Figures, winner: str, loser: str) -> Tuple[boo
                 f" ({loser} is faster at {levels_text(faster)}: the time is a sum over the levels, "
                 "so the slowest weigh most)"
             )
-    if _saturated(best) and _saturated(other):
+        slow, share, there = _slowest(best, other)
+        if _disagree(rps, time) and len(slow) < len(best.levels):
+            line += (
+                f", because the time is a sum over the levels and the slowest weigh most: {share:.0%} of it is "
+                f"at {levels_text(slow)}, where both are slowest and {loser} needs {there:.2f} times the time "
+                f"of {winner}"
+            )
+    if saturated(best) and saturated(other):
         line += " (the client set the pace of both at some of these levels, so the ratios may be the client's)"
-    return rps.tie, bound, line + "."
+    return line + "."
 
 
-def _and(names: Sequence[str]) -> str:
+def and_text(names: Sequence[str]) -> str:
+    """["a", "b", "c"] -> "a, b and c"."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    group: str
-    headline: str  # the winner and its throughput, or the cells that tie for first
-    details: List[str]  # the winner against each other cell
-
-
-def winners(runs: Sequence[RunResults]) -> List[Verdict]:
-    """Per group with two or more cells: a headline naming the winner, or saying it ties with
-    the cells within the noise of it, and one line for each other cell with the winner's
-    throughput ratio and the other's time ratio, all on the levels every cell of the group
-    measured."""
-    several = len(runs) > 1
-    out = []
-    for group in groups([c for r in runs for c in r.measured]):
-        ranked = group.ranked()
-        if len(ranked) < 2:
-            continue
-        best, winner = group.figures(ranked[0]), cell_name(ranked[0], several, group)
-        details, tied = [], {}
-        for cell in ranked[1:]:
-            loser = cell_name(cell, several, group)
-            tie, bound, line = _detail(best, group.figures(cell), winner, loser)
-            details.append(line)
-            if tie:
-                tied[loser] = bound
-        over = (
-            f"{levels_text(group.levels)}, the levels every cell measured"
-            if group.levels != group.every_level
-            else "every level"
-        )
-        held = _saturated(best)
-        at_least = "at least " if held else ""
-        if tied:
-            bound = "at least " if set(tied.values()) == {"at least "} else ""
-            headline = (
-                f"{_and([winner, *tied])} tie, {at_least or 'about '}{best.mean_rps:,.0f} requests/s on "
-                f"average over {over}: {winner} serves {bound}as many requests per second on average "
-                f"as {_and(list(tied))}"
-            )
-        else:
-            headline = f"{winner} is fastest, {at_least}{best.mean_rps:,.0f} requests/s on average over {over}"
-        if held:
-            headline += (
-                f"; the client, not the server, set {winner}'s pace at {levels_text(held)}, so it may be faster still"
-            )
-        out.append(Verdict(group.name, headline + ".", details))
-    return out
 
 
 def busy_machine(runs: Sequence[RunResults]) -> Optional[str]:
@@ -226,7 +220,7 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
 
 
 def _both_held(a: Figures, b: Figures, what: str) -> str:
-    if _saturated(a) and _saturated(b):
+    if saturated(a) and saturated(b):
         return f" (the client set the pace of both at some of these levels, so the {what} may be the client's)"
     return ""
 
@@ -265,7 +259,7 @@ def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
     full_rate = tls_cost.handshake_rate(full, "full")
     if full_rate is None:
         return None
-    held = "at least " if _saturated(full) else ""
+    held = "at least " if saturated(full) else ""
     line = f"Without keep-alive, {name} completes {held}{full_rate:,.0f} full TLS handshakes per second"
     for pair in cost.resumed:
         resumed, against = pair.figures(pair.cell), pair.figures(cost.full)
@@ -286,7 +280,7 @@ def _handshakes(cost: tls_cost.Cost, name: str, where: str) -> Optional[str]:
             line += f", {rate:,.0f} when {how}, but only {reused:,.0f} of them resumed ({share}): not compared"
             continue
         multiple = Ratio.of(rate / base, compare.spread(_rates(resumed)), compare.spread(_rates(against)))
-        bound, held = ratio_bound(resumed, against), "at least " if _saturated(resumed) else ""
+        bound, held = ratio_bound(resumed, against), "at least " if saturated(resumed) else ""
         # Within parentheses already: the tie's own reason joins them rather than nesting its own.
         why = multiple.why_tie().strip(" ()")
         times = f"as many{', ' + why if why else ''}" if multiple.tie else f"{bound}{multiple.value:.2f} times"
@@ -349,6 +343,6 @@ def h2_gains(runs: Sequence[RunResults]) -> List[str]:
         parts = [_against_http1(c, n, point) for n, point in c.http2]
         out.append(
             f"At {c.connections} connection{'s' if c.connections > 1 else ''}{where}, {name} serves, over "
-            f"{c.protocol} rather than {over}, {_and(parts)}."
+            f"{c.protocol} rather than {over}, {and_text(parts)}."
         )
     return out

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from httpbench.plan.protocol import HANDSHAKES, is_http2, uses_tls
 from httpbench.results.comparison import Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
+from httpbench.servers.adapters.reference import Reference
 
 
 def _count(v) -> str:
@@ -296,13 +297,15 @@ def cells(runs: Sequence[RunResults]) -> Table:
 def comparison(group: Group, several_runs: bool) -> Table:
     """hyperfine's table for one group: the mean of the level means, how noisy the rounds were,
     the slowest and fastest round, and each cell's mean relative to the fastest's (1.00: a slower
-    cell's is below 1, as a ratio of requests/s reads), ready to paste under a post."""
-    ranked = group.ranked()
+    cell's is below 1, as a ratio of requests/s reads; the reference server's, the client's
+    ceiling, may be above), ready to paste under a post."""
+    # The reference server is the client's ceiling, not a contender: listed last, and no 1.00.
+    ranked = sorted(group.ranked(), key=lambda c: c.server == Reference.name)
 
     def name(cell: CellResult) -> str:
         return cell.series + (f" (run {cell.run_id})" if several_runs else "")
 
-    fastest = group.figures(ranked[0]).mean_rps if ranked else None
+    fastest = group.figures(ranked[0]).mean_rps if ranked else None  # a deployable server's, if any
     table = Table(
         [
             Column("series", "server/profile"),
