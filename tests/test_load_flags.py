@@ -183,6 +183,23 @@ H2_FLAGS = {
 }
 
 
+# The capacity search's flags, in one search against the shared test server, which meets any
+# p50 objective at these rates: the search rises from --start to --max-rate and confirms it
+# --rounds times, each probe lasting --probe after its --warmup. (--precision and --min-rate
+# steer a search that fails somewhere: tests/test_capacity.py has those.)
+CAPACITY_FLAGS = ("--capacity", "--start", "--max-rate", "--rounds", "--probe", "--precision", "--min-rate")
+
+
+def test_the_capacity_flags_do_what_their_help_says(front, url):
+    args = ("--capacity", "p50=50ms", "--start", "100", "--max-rate", "150", "--rounds", "2", "--probe", "0.3s")
+    r = measured(front, *args, "--precision", "40%", "--min-rate", "50", "--warmup", "0.1s", url)
+    c = r["capacity"]
+    assert [p["offered"] for p in c["probes"]] == [100.0, 150.0, 150.0, 150.0], c["probes"]
+    assert (c["rate"], c["bound"], c["limited_by"]) == (150.0, "max_rate", "server")
+    assert c["objective"]["percentiles"] == [{"percentile": 50.0, "latency_us": 50_000}]
+    assert r["spec"]["stop"] == {"duration": 0.3} and r["spec"]["warmup"] == 0.1 and r["spec"]["rate"] == 150.0
+
+
 @pytest.mark.parametrize("flag", sorted(H2_FLAGS))
 def test_each_http2_flag_does_what_its_help_says(front, h2c_url, flag):
     args, check = H2_FLAGS[flag]
@@ -238,7 +255,7 @@ def test_every_flag_in_the_help_is_tested_here():
     # A flag added later without a run here fails this test.
     done = subprocess.run([str(binary("httpbench-load")), "--help"], capture_output=True, text=True, timeout=10)
     documented = set(re.findall(r"--[a-z][a-z0-9.-]*", done.stdout))
-    tested = set(FLAGS) | set(TLS_FLAGS) | set(H2_FLAGS) | {"--json", "--help", "--version"}
+    tested = set(FLAGS) | set(TLS_FLAGS) | set(H2_FLAGS) | set(CAPACITY_FLAGS) | {"--json", "--help", "--version"}
     assert documented == tested
 
 
