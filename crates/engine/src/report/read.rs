@@ -20,9 +20,35 @@ impl Report {
     /// this version does not know (a tool's own status groups, a cluster's `hosts`) left out.
     pub fn read_any(json: &str) -> Result<Report, String> {
         let mut report: Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        derive_succeeded(&mut report);
         let schema = report_schema();
         fill(&mut report, schema, &schema["$defs"]);
         serde_json::from_value(report).map_err(|e| e.to_string())
+    }
+}
+
+/// A report that does not say which answers succeeded (one from before `requests.succeeded`, or
+/// a tool's left null) but counted its 2xx answers and expected any 2xx, as every report before
+/// `expect_status` did: those are its succeeded. Without a 2xx count (ab, wrk) it stays unknown.
+fn derive_succeeded(report: &mut Value) {
+    let any_2xx = report["spec"]["expect_status"]
+        .as_array()
+        .is_none_or(Vec::is_empty);
+    let (Some(ok), Some(duration_s)) = (
+        report["status"]["2xx"].as_u64(),
+        report["duration_s"].as_f64(),
+    ) else {
+        return;
+    };
+    let Some(requests) = report.get_mut("requests").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if any_2xx && requests.get("succeeded").is_none_or(Value::is_null) {
+        requests.insert("succeeded".into(), ok.into());
+        requests.insert(
+            "succeeded_per_second".into(),
+            super::per(ok as f64, duration_s).into(),
+        );
     }
 }
 
