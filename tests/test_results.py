@@ -16,8 +16,8 @@ def engine_round(n: int) -> dict:
     """The n-th round of an HTTP/2 level over TLS, as the sweep stores it: n of each count."""
     r = older_report()
     r["duration_s"] = float(n)
-    r["requests"].update(completed=3 * n, per_second=200.0 + n, succeeded=n, succeeded_per_second=100.0 + n)
-    r["status"].update({"2xx": n, "4xx": n, "other": n})
+    r["requests"].update(completed=3 * n, per_second=100.0 + n)
+    r["status"].update({"2xx": 3 * n, "4xx": n, "other": n})
     r["errors"], r["errors_total"] = {"timeout": n, "reset": 0}, n
     r["latency"]["total"] = engine.merge_latency([])  # a histogram, holding no request
     r["h2"] = {
@@ -47,12 +47,13 @@ def test_a_levels_counts_are_its_rounds_added_and_its_duration_theirs_together()
     assert (level.completed, level.errors, level.errors_by_class, level.non_2xx) == (9, 3, {"timeout": 3}, 6)
     # Rounds run one after another (a cluster's hosts at once would last 2 s)...
     assert level.duration_s == 3.0
-    # ...but a level's requests/s is the mean of its rounds', each its own: those served.
+    # ...but a level's requests/s is the mean of its rounds', each its own.
     assert level.rps_values == (101.0, 102.0) and level.rps.mean == 101.5
-    # A round stored before `succeeded` served its 2xx answers (2 in 2 seconds).
-    older = engine_round(2)
-    del older["requests"]["succeeded"], older["requests"]["succeeded_per_second"]
-    assert results._level(20, [older]).rps_values == (1.0,)
+    # Of those, what was served: a round stored before `succeeded` whose status classes count
+    # every answer served its 2xx (4 of 6); those above count 10 answers of 6, so tell nothing.
+    served = engine_round(2)
+    served["status"].update({"2xx": 4, "4xx": 2, "other": 0})
+    assert results._level(20, [served]).rps_values == (102.0 * 4 / 6,)
     assert (level.goaways, level.refused_streams, level.resets, level.streams_granted) == (3, 3, {"CANCEL": 3}, 50)
     assert (level.handshakes_full, level.handshakes_resumed, level.tls_versions) == (3, 30, ("1.3",))
     assert level.handshakes_per_second("all") == 33 / 3.0
@@ -84,6 +85,6 @@ def test_a_tool_round_that_measured_no_duration_lasts_its_wall_time():
 
 def test_a_noisy_level_says_so_in_honestys_words():
     rounds = [engine_round(1), engine_round(2)]
-    rounds[1]["requests"]["succeeded_per_second"] = 150.0
+    rounds[1]["requests"]["per_second"] = 150.0
     level = results._level(20, rounds)
     assert level.flags["noisy"] == honesty.noisy([101.0, 150.0]).reason

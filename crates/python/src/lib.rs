@@ -168,13 +168,13 @@ fn merge_reports(spec_json: Option<&str>, reports: Vec<String>, parts: &str) -> 
 }
 
 /// What the report `report_json` (read whatever measured it, as `merge_reports` reads a part)
-/// says of its goodput: its succeeded requests per second and `Report::error_share`, each None
-/// where its client could not tell which answers succeeded.
+/// says of its goodput: its succeeded requests and `Report::error_share`, each None where its
+/// client could not tell which answers succeeded.
 #[pyfunction]
-fn goodput(report_json: &str) -> PyResult<(Option<f64>, Option<f64>)> {
+fn goodput(report_json: &str) -> PyResult<(Option<u64>, Option<f64>)> {
     let report = httpbench_engine::Report::read_any(report_json)
         .map_err(|e| EngineError::new_err(format!("not a load report: {e}")))?;
-    Ok((report.requests.succeeded_per_second, report.error_share()))
+    Ok((report.requests.succeeded, report.error_share()))
 }
 
 /// The spec `spec_json` split over `hosts` client hosts: JSON specs, one per host it takes (see

@@ -101,12 +101,12 @@ def merge_reports(spec: Optional[dict], reports: list, parts: str = "concurrent"
 class Goodput(NamedTuple):
     """What a report says of the requests that succeeded (`engine.goodput`)."""
 
-    succeeded_per_second: Optional[float]  # None: its client could not tell (wrk)
+    succeeded: Optional[int]  # None: its client could not tell (wrk)
     error_share: Optional[float]  # the engine's Report::error_share, None likewise
 
 
 def goodput(report: dict) -> Goodput:
-    """The succeeded requests per second of ``report`` and the share of its requests that did not
+    """The succeeded requests of ``report`` and the share of its requests that did not
     succeed (answers with another status than the spec's ``expect_status``, any 2xx by default,
     plus errors), as the engine reads it whatever measured it: a report from before
     ``requests.succeeded`` that counted its 2xx answers reads them as its succeeded."""

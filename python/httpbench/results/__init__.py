@@ -52,13 +52,18 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
 
 
 def served_per_second(m: dict) -> float:
-    """The figure a round is ranked, charted and compared on: its succeeded requests per second
-    (answers with an expected status), as the engine reads the round, so that one stored before
-    the field counts its 2xx answers. A server answering 503 quickly serves nothing. Where the
-    client could not tell which answers succeeded (wrk counts 2xx and 3xx together), its completed
-    requests per second, as the client counted them; its `errors` flag says what it did count."""
-    served = engine.goodput(m).succeeded_per_second
-    return served if served is not None else m["requests"]["per_second"] or 0.0
+    """The figure a round is ranked, charted and compared on: its requests per second as its
+    client measured them, times the share of its answers that succeeded (an expected status, as
+    the engine reads the round: one stored before the field counts its 2xx answers). For the
+    engine's rounds that is `requests.succeeded_per_second`; a tool's keeps the tool's own rate.
+    A server answering 503 quickly serves nothing. Where the client could not tell which answers
+    succeeded (wrk counts 2xx and 3xx together), its completed requests per second; its `errors`
+    flag says what it did count."""
+    rate, completed = m["requests"]["per_second"] or 0.0, m["requests"]["completed"] or 0
+    succeeded = engine.goodput(m).succeeded
+    if succeeded is None:
+        return rate
+    return rate * succeeded / completed if completed else 0.0
 
 
 def _part(m: dict) -> dict:

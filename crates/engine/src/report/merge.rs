@@ -28,7 +28,8 @@ pub enum Parts {
 impl Report {
     /// One report of the run `spec` from the reports of its `parts`: counts added, histograms
     /// added (exact percentiles), the duration as `how` adds it up, every figure derived from
-    /// those (rates, means, `fell_short`) computed again. A part without a histogram (a client
+    /// those (rates, means, `fell_short`) computed again. Succeeded requests are added when every
+    /// part counted them, else unknown (a wrk round's). A part without a histogram (a client
     /// tool's report, `hdr` empty) leaves the merge none either (`Summary::default`): the parts'
     /// percentiles do not add up. The spec, and so an open loop's target rate, is the whole
     /// run's, not the parts' shares added (which floating point may round off). Per-second points
