@@ -305,12 +305,20 @@ pub fn over_max_errors(r: &Report, max: f64) -> Option<String> {
     ))
 }
 
-/// A share as a percentage with the digits it needs: "7.0%", "0.12%", "1%".
+/// A share as a percentage with the digits it needs, at most two decimals: "7%", "89.5%",
+/// "0.12%".
 fn percent(share: f64) -> String {
-    let p = share * 100.0;
-    match p {
-        p if p == p.round() => format!("{p:.0}%"),
-        p if p >= 1.0 => format!("{p:.1}%"),
-        p => format!("{p:.2}%"),
+    let p = format!("{:.2}", share * 100.0);
+    format!("{}%", p.trim_end_matches('0').trim_end_matches('.'))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shares_read_with_the_digits_they_need() {
+        let shown: Vec<String> = [1.0, 0.895, 0.07, 0.005, 0.0012, 0.01]
+            .map(super::percent)
+            .into();
+        assert_eq!(shown, ["100%", "89.5%", "7%", "0.5%", "0.12%", "1%"]);
     }
 }
