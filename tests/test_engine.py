@@ -414,6 +414,8 @@ def test_source_port_exhaustion_is_named_and_bind_spreads_it(load):
                 done = inside(
                     str(load.path),
                     "--json",
+                    "--max-errors",
+                    "100%",  # ports run out: how the errors are named is the test
                     "-c",
                     "20",
                     "-d",

@@ -82,6 +82,7 @@ def load(url: str, ca, *extra: str) -> dict:
         [
             str(binary("httpbench-load")),
             "--json", "--http2", "--streams", "4", "-c", "2", "-n", str(REQUESTS), "--no-validate",
+            "--max-errors", "100%",  # the faults fail requests: where they land is the test
             "--connect-timeout", f"{CONNECT_TIMEOUT}s", "--timeout", f"{REQUEST_TIMEOUT}s",
             *(("--cacert", str(ca)) if url.startswith("https:") else ()), *extra, url,
         ],

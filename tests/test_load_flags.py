@@ -139,8 +139,18 @@ FLAGS = {
     ),
     "--expect-length": (n(20, "--expect-length", "7"), lambda r: r["errors_total"] == 0),
     "--allow-errors": (
-        n(20, "--expect-length", "8", "--allow-errors"),
+        n(20, "--expect-length", "8", "--allow-errors", "--max-errors", "100%"),
         lambda r: not r["validation"]["ok"] and r["errors"]["length_mismatch"] == 20,
+    ),
+    "--expect-status": (
+        n(20, "--expect-status", "200,304"),
+        lambda r: r["spec"]["expect_status"] == [200, 304] and r["requests"]["succeeded"] == 20,
+    ),
+    # Every answer too short: all of them errors, which 100% allows (the exit code of a share over
+    # it is tested below).
+    "--max-errors": (
+        n(20, "--no-validate", "--expect-length", "8", "--max-errors", "100%"),
+        lambda r: r["requests"]["succeeded"] == 0 and r["errors"]["length_mismatch"] == 20,
     ),
     "--no-validate": (
         n(20, "--no-validate", "--expect-length", "7"),
@@ -175,7 +185,10 @@ TLS_FLAGS = {
 
 # The HTTP/2 flags, run against nghttpd over h2c, which grants 4 streams per connection.
 H2_FLAGS = {
-    "--http2": (n(20, "--http2"), lambda r: r["protocol"] == "h2" and r["requests"]["completed"] == 20),
+    "--http2": (
+        n(20, "--http2"),
+        lambda r: r["protocol"] == "h2" and r["requests"]["completed"] == r["requests"]["succeeded"] == 20,
+    ),
     "--streams": (
         n(20, "--http2", "--streams", "8"),
         lambda r: (r["h2"]["streams_requested"], r["h2"]["streams_granted"], r["requests"]["completed"]) == (8, 4, 20),
@@ -289,6 +302,10 @@ def test_unusable_cpus_and_source_addresses_are_one_line_and_exit_2(front, url, 
         (n(10, "--http2", "--streams", "0"), "--streams: streams must be at least 1"),
         (n(10, "--http2", "--pipeline", "2"), "--pipeline with --http2"),
         (n(10, "--http2", "--http1.0"), "--http1.0 with --http2"),
+        (n(10, "--max-errors", "150%"), "'150%' for '--max-errors <PCT>'"),
+        (n(10, "--max-errors", "abc"), "not a percentage from 0% to 100%"),
+        (n(10, "--expect-status", "99"), "'99' for '--expect-status <LIST>'"),
+        (n(10, "--expect-status", "200,abc"), '"abc" is no HTTP status'),
     ],
 )
 def test_engine_refusals_are_worded_in_the_front_ends_flags_and_name(front, url, args, says):
@@ -309,3 +326,38 @@ def test_http2_to_a_server_that_does_not_select_h2_is_refused_in_one_line(front,
     assert code == 2 and out == "", out
     assert len(err.strip().splitlines()) == 1, err
     assert "did not agree to HTTP/2 over ALPN" in err and "drop --http2 or enable h2 on the server" in err, err
+
+
+@pytest.fixture(scope="module")
+def unavailable_url():
+    """A server that answers every request 503, quickly: the fastest server there is, serving
+    nothing."""
+    proc = subprocess.Popen(
+        [str(binary("httpbench-testserver")), "--mode", "status", "--status", "503", "--max-seconds", "300"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield f"http://{proc.stdout.readline().split()[1]}/"
+    finally:
+        stop(proc)
+
+
+def test_a_run_whose_requests_did_not_succeed_exits_3_and_says_so_last(front, unavailable_url):
+    # Loaded despite its failed validation (--allow-errors keeps that meaning only): every answer
+    # a 503, over the default --max-errors 1%.
+    code, out, err = front(*n(20, "--allow-errors"), unavailable_url)
+    assert code == 3, err
+    last = out.strip().splitlines()[-1]
+    assert last == "Errors: 100% of requests did not succeed, over --max-errors 1%: status 503 100%", out
+    assert "Requests/sec:" in out and "Succeeded/sec: 0.00" in out
+    # Beside JSON, which stays whole, on stderr.
+    code, out, err = front("--json", *n(20, "--allow-errors"), unavailable_url)
+    r = json.loads(out)
+    assert code == 3 and "did not succeed" in err, err
+    assert (r["requests"]["completed"], r["requests"]["succeeded"]) == (20, 0)
+    assert r["requests"]["unexpected_statuses"] == {"503": 20}
+    # Lifted, or the 503 expected (the validation request's check too): exit 0.
+    assert front(*n(20, "--allow-errors", "--max-errors", "100%"), unavailable_url)[0] == 0
+    r = measured(front, *n(20, "--expect-status", "503"), unavailable_url)
+    assert r["requests"]["succeeded"] == 20 and r["validation"]["ok"]

@@ -298,6 +298,55 @@ BAD += [
 ]
 
 
+GOODPUT = ('client = "engine"', 'client = "engine"\nexpect_status = [200, 304]\nmax_errors = "0.5%"')
+BAD += [
+    (
+        "a status that is none",
+        sub(GOODPUT, ("expect_status = [200, 304]", "expect_status = [200, 99]")),
+        "expect_status =",
+        ["expect_status must be at least 100, got 99"],
+    ),
+    (
+        "a status over 599",
+        sub(GOODPUT, ("expect_status = [200, 304]", "expect_status = 600")),
+        "expect_status =",
+        ["from 100 to 599, got 600"],
+    ),
+    (
+        "a status that is a word",
+        sub(GOODPUT, ("expect_status = [200, 304]", 'expect_status = ["ok"]')),
+        "expect_status =",
+        ["whole number"],
+    ),
+    (
+        "expected statuses with a client tool",
+        sub(GOODPUT, ('client = "engine"', 'client = "ab"')),
+        "expect_status =",
+        ['expect_status cannot be used with client = "ab": it counts statuses by class only'],
+    ),
+    (
+        "a share over 100%",
+        sub(GOODPUT, ('max_errors = "0.5%"', 'max_errors = "150%"')),
+        "max_errors =",
+        ['from "0%" to "100%"', "150%"],
+    ),
+    (
+        "a share without %",
+        sub(GOODPUT, ('max_errors = "0.5%"', "max_errors = 0.01")),
+        "max_errors =",
+        ['like "1%", got 0.01'],
+    ),
+]
+
+
+def test_expected_statuses_and_max_errors_reach_the_plan_and_the_load_spec():
+    p = plan.parse(sub(GOODPUT)(GOOD), "myplan.toml")
+    assert (p.expect_status, p.max_errors) == ((200, 304), 0.005)
+    # Unsaid: any 2xx, and 1%.
+    p = plan.parse(GOOD, "myplan.toml")
+    assert (p.expect_status, p.max_errors) == ((), 0.01)
+
+
 def test_http2_cells_multiply_by_streams_and_http1_cells_do_not():
     p = plan.parse(sub(H2)(GOOD), "myplan.toml")
     assert p.protocols == ("https", "h2", "h2c") and p.streams == (1, 10, 100)

@@ -49,6 +49,11 @@ def test_a_levels_counts_are_its_rounds_added_and_its_duration_theirs_together()
     assert level.duration_s == 3.0
     # ...but a level's requests/s is the mean of its rounds', each its own.
     assert level.rps_values == (101.0, 102.0) and level.rps.mean == 101.5
+    # Of those, what was served: a round stored before `succeeded` whose status classes count
+    # every answer served its 2xx (4 of 6); those above count 10 answers of 6, so tell nothing.
+    served = engine_round(2)
+    served["status"].update({"2xx": 4, "4xx": 2, "other": 0})
+    assert results._level(20, [served]).rps_values == (102.0 * 4 / 6,)
     assert (level.goaways, level.refused_streams, level.resets, level.streams_granted) == (3, 3, {"CANCEL": 3}, 50)
     assert (level.handshakes_full, level.handshakes_resumed, level.tls_versions) == (3, 30, ("1.3",))
     assert level.handshakes_per_second("all") == 33 / 3.0

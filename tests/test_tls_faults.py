@@ -47,6 +47,7 @@ def through_httpbench_load(url: str, ca, io: str) -> dict:
         [
             str(binary("httpbench-load")),
             "--json", "-d", f"{DURATION}s", "-c", "2", "--no-validate", "--cacert", str(ca), "--io", io,
+            "--max-errors", "100%",  # the faults fail requests: where they land is the test
             "--connect-timeout", f"{CONNECT_TIMEOUT}s", "--timeout", f"{REQUEST_TIMEOUT}s", url,
         ],
         capture_output=True, text=True, timeout=60,

@@ -151,6 +151,16 @@ pub struct Requests {
     /// field: 0).
     #[serde(default)]
     pub answered: u64,
+    /// Of `completed`, the answers with an expected status (the spec's `expect_status`, any 2xx
+    /// when it names none): what the server served. Null when the client cannot tell (wrk counts
+    /// 2xx and 3xx together); a report from before the field that counted its 2xx answers and
+    /// expected any 2xx reads as its `status.2xx`.
+    pub succeeded: Option<u64>,
+    /// `succeeded` per second of measurement: the figure runs are ranked on.
+    pub succeeded_per_second: Option<f64>,
+    /// The other completed answers, by status code (only the codes seen).
+    #[serde(default)]
+    pub unexpected_statuses: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -430,27 +440,57 @@ fn per(total: f64, n: f64) -> f64 {
     }
 }
 
+/// What the requests of a run came to, as counted: the figures of `Requests` that are derived
+/// are derived from these.
+pub struct Tally {
+    pub sent: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub in_flight: u64,
+    /// The sum of the in-flight requests' ages, and the oldest's.
+    pub age_total_us: f64,
+    pub age_max_us: f64,
+    pub succeeded: Option<u64>,
+    pub unexpected_statuses: BTreeMap<String, u64>,
+    /// Answers that arrived during measurement, whenever their requests were sent.
+    pub answered: u64,
+}
+
 impl Requests {
-    /// `age_total_us` is the sum of the in-flight requests' ages: the mean is derived here.
-    pub fn new(
-        sent: u64,
-        completed: u64,
-        failed: u64,
-        in_flight: u64,
-        age_total_us: f64,
-        age_max_us: f64,
-        duration_s: f64,
-    ) -> Requests {
+    /// The rates and the mean age are derived here.
+    pub fn new(t: Tally, duration_s: f64) -> Requests {
         Requests {
-            sent,
-            completed,
-            failed,
-            in_flight,
-            in_flight_age_mean_us: per(age_total_us, in_flight as f64),
-            in_flight_age_max_us: age_max_us,
-            per_second: per(completed as f64, duration_s),
-            answered: 0,
+            sent: t.sent,
+            completed: t.completed,
+            failed: t.failed,
+            in_flight: t.in_flight,
+            in_flight_age_mean_us: per(t.age_total_us, t.in_flight as f64),
+            in_flight_age_max_us: t.age_max_us,
+            per_second: per(t.completed as f64, duration_s),
+            succeeded: t.succeeded,
+            succeeded_per_second: t.succeeded.map(|n| per(n as f64, duration_s)),
+            unexpected_statuses: t.unexpected_statuses,
+            answered: t.answered,
         }
+    }
+}
+
+impl Report {
+    /// The share of the run's attempts that did not succeed: answers with an unexpected status
+    /// plus errors (`errors_total`: requests that failed, timeouts and resets among them, and
+    /// connections that failed before carrying one), over those answers plus errors, i.e.
+    /// `(completed - succeeded + errors_total) / (completed + errors_total)`. Requests still in
+    /// flight at the end count in neither. 1 when nothing was answered and nothing failed (a
+    /// server that answered nothing served nothing); None when the client could not tell which
+    /// answers succeeded (`succeeded` null). What `--max-errors` and a capacity objective's
+    /// `errors=` bound.
+    pub fn error_share(&self) -> Option<f64> {
+        let succeeded = self.requests.succeeded?;
+        let attempts = self.requests.completed + self.errors_total;
+        if attempts == 0 {
+            return Some(1.0);
+        }
+        Some((attempts - succeeded.min(self.requests.completed)) as f64 / attempts as f64)
     }
 }
 

@@ -72,6 +72,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         http2,
         head_request: spec.method.eq_ignore_ascii_case("HEAD"),
         expect_length: spec.expect_length,
+        expect_status: spec.expect_status.clone(),
         budget: Budget::of(&resolved.stop),
         stop: AtomicBool::new(false),
         abort_reason: Mutex::new(None),
@@ -391,23 +392,29 @@ fn summarise(
         validation,
         started_at,
         duration_s,
-        requests: report::Requests {
-            answered: c.answered,
-            ..report::Requests::new(
-                c.sent,
-                c.completed,
-                c.failed_requests(),
-                sum(|o| o.in_flight),
-                sum(|o| o.in_flight_age.0) as f64 / 1e3,
-                outcomes
+        requests: report::Requests::new(
+            report::Tally {
+                sent: c.sent,
+                completed: c.completed,
+                failed: c.failed_requests(),
+                in_flight: sum(|o| o.in_flight),
+                age_total_us: sum(|o| o.in_flight_age.0) as f64 / 1e3,
+                age_max_us: outcomes
                     .iter()
                     .map(|o| o.in_flight_age.1)
                     .max()
                     .unwrap_or(0) as f64
                     / 1e3,
-                duration_s,
-            )
-        },
+                answered: c.answered,
+                succeeded: Some(c.succeeded),
+                unexpected_statuses: c
+                    .unexpected
+                    .iter()
+                    .map(|(status, &n)| (status.to_string(), n))
+                    .collect(),
+            },
+            duration_s,
+        ),
         open_loop: spec.rate.map(|rate| {
             report::OpenLoop::new(rate, c.sent, duration_s, sum(|o| o.behind_schedule))
         }),

@@ -158,6 +158,9 @@ pub struct LoadSpec {
     pub expect_body_file: Option<std::path::PathBuf>,
     /// Body length the validation request, and every response under load, must have.
     pub expect_length: Option<u64>,
+    /// The statuses an answer must have to count as succeeded (`requests.succeeded`), the
+    /// validation request's too; empty: any 2xx.
+    pub expect_status: Vec<u16>,
     /// Load even when the validation request fails.
     pub allow_errors: bool,
     /// TLS settings of an https:// run.
@@ -168,6 +171,25 @@ pub struct LoadSpec {
     #[serde(rename = "_panic", skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]
     pub panic: Option<PanicAt>,
+}
+
+impl LoadSpec {
+    /// Whether an answer with `status` succeeded: one of `expect_status`, or any 2xx when it
+    /// names none.
+    #[inline]
+    pub fn expects(&self, status: u16) -> bool {
+        expects(&self.expect_status, status)
+    }
+}
+
+/// Whether `status` is one of `expected`, or any 2xx when `expected` is empty.
+#[inline]
+pub fn expects(expected: &[u16], status: u16) -> bool {
+    if expected.is_empty() {
+        (200..300).contains(&status)
+    } else {
+        expected.contains(&status)
+    }
 }
 
 /// Where a deliberate panic happens: the thread that runs the load, or an engine thread.
@@ -210,6 +232,7 @@ impl Default for LoadSpec {
             validate: true,
             expect_body_file: None,
             expect_length: None,
+            expect_status: Vec::new(),
             allow_errors: false,
             tls: TlsSpec::default(),
             panic: None,
@@ -426,6 +449,12 @@ impl LoadSpec {
             return Err(Error::spec(
                 "requests_per_connection",
                 "requests_per_connection must be at least 1".into(),
+            ));
+        }
+        if let Some(s) = self.expect_status.iter().find(|s| !(100..600).contains(*s)) {
+            return Err(Error::spec(
+                "expect_status",
+                format!("expected status {s} is no HTTP status; give codes from 100 to 599, e.g. 200,304"),
             ));
         }
         if !self.validate && self.expect_body_file.is_some() {

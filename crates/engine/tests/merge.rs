@@ -14,6 +14,11 @@ use httpbench_engine::{LoadSpec, Report};
 /// A keep-alive server answering every request head with a two-byte body, on a thread per
 /// connection; it lives as long as the test process.
 fn serve() -> SocketAddr {
+    serve_with(|_| b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+}
+
+/// As `serve`, each connection's `n`th response (from 0) `answer(n)`.
+fn serve_with(answer: fn(u64) -> &'static [u8]) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -21,6 +26,7 @@ fn serve() -> SocketAddr {
             let Ok(mut stream) = stream else { continue };
             std::thread::spawn(move || {
                 let (mut buf, mut pending) = (vec![0u8; 16 * 1024], Vec::new());
+                let mut answered = 0;
                 while let Ok(n) = stream.read(&mut buf) {
                     if n == 0 {
                         break;
@@ -28,12 +34,10 @@ fn serve() -> SocketAddr {
                     pending.extend_from_slice(&buf[..n]);
                     while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
                         pending.drain(..end + 4);
-                        if stream
-                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                            .is_err()
-                        {
+                        if stream.write_all(answer(answered)).is_err() {
                             return;
                         }
+                        answered += 1;
                     }
                 }
             });
@@ -58,6 +62,7 @@ fn check_invariants(r: &Report, requests: u64, threads: usize) {
     assert_eq!(q.sent, requests);
     assert_eq!(q.sent, q.completed + q.failed + q.in_flight);
     assert_eq!(r.status.s2xx, q.completed);
+    assert_eq!(q.succeeded, Some(q.completed));
     assert_eq!(r.errors_total, r.errors.values().sum::<u64>());
     assert_eq!(r.latency.total.count, q.completed);
     assert_eq!(
@@ -318,4 +323,98 @@ fn a_round_without_histograms_merges_and_leaves_the_level_none() {
         serde_json::to_value(Report::read_any(&json).unwrap()).unwrap(),
         serde_json::to_value(strict).unwrap()
     );
+}
+
+#[test]
+fn rounds_keep_their_succeeded_requests_exact_when_merged() {
+    // Every fourth answer of a connection a 503: the first, the validation request's, is a 200.
+    let addr = serve_with(|n| {
+        if n % 4 == 3 {
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 2\r\n\r\nno"
+        } else {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        }
+    });
+    let spec = spec(addr, 2, 1, 203);
+    let rounds: Vec<Report> = (0..3)
+        .map(|_| httpbench_engine::run(&spec).unwrap())
+        .collect();
+    for r in &rounds {
+        let q = &r.requests;
+        let unexpected = q.unexpected_statuses.get("503").copied().unwrap_or(0);
+        assert!(unexpected > 40, "{:?}", q.unexpected_statuses);
+        assert_eq!(q.succeeded, Some(q.completed - unexpected));
+        assert_eq!(q.succeeded, Some(r.status.s2xx));
+        let share = unexpected as f64 / q.completed as f64;
+        assert!((r.error_share().unwrap() - share).abs() < 1e-12);
+    }
+    let sum = |field: fn(&Report) -> u64| rounds.iter().map(field).sum::<u64>();
+    let level = Report::merge(&spec, &rounds, Sequential).unwrap();
+    let q = &level.requests;
+    assert_eq!(q.succeeded, Some(sum(|r| r.requests.succeeded.unwrap())));
+    assert_eq!(
+        q.unexpected_statuses["503"],
+        sum(|r| r.requests.unexpected_statuses["503"])
+    );
+    let rate = q.succeeded.unwrap() as f64 / level.duration_s;
+    assert!((q.succeeded_per_second.unwrap() - rate).abs() < 1e-9 * rate);
+    // The share of the level is the share of its attempts, not the rounds' shares averaged.
+    let mut with_errors = rounds.clone();
+    with_errors[0].errors.insert("timeout".into(), 50);
+    with_errors[0].errors_total += 50;
+    let level = Report::merge(&spec, &with_errors, Sequential).unwrap();
+    let failed = level.requests.completed - level.requests.succeeded.unwrap() + 50;
+    let attempts = level.requests.completed + 50;
+    assert_eq!(level.error_share(), Some(failed as f64 / attempts as f64));
+
+    // A round stored before the field: its 2xx answers were its succeeded (every report then
+    // expected any 2xx), and the level's count stays exact.
+    let mut old = serde_json::to_value(&rounds[0]).unwrap();
+    let requests = old["requests"].as_object_mut().unwrap();
+    for field in ["succeeded", "succeeded_per_second", "unexpected_statuses"] {
+        requests.remove(field);
+    }
+    old["spec"].as_object_mut().unwrap().remove("expect_status");
+    let read = Report::read_any(&old.to_string()).unwrap();
+    assert_eq!(read.requests.succeeded, rounds[0].requests.succeeded);
+    assert_eq!(
+        read.requests.succeeded_per_second,
+        rounds[0].requests.succeeded_per_second
+    );
+    let level = Report::merge(&spec, &[read, rounds[1].clone()], Sequential).unwrap();
+    assert_eq!(
+        level.requests.succeeded,
+        Some(rounds[0].requests.succeeded.unwrap() + rounds[1].requests.succeeded.unwrap())
+    );
+    // One that expected other statuses cannot be read so; nor a tool's that counted no 2xx (wrk):
+    // the level does not know its succeeded, nor its share.
+    old["spec"]["expect_status"] = serde_json::json!([200, 304]);
+    assert_eq!(
+        Report::read_any(&old.to_string())
+            .unwrap()
+            .requests
+            .succeeded,
+        None
+    );
+    let wrk = serde_json::json!({
+        "duration_s": 1.0,
+        "requests": {"completed": 30, "per_second": 30.0, "succeeded": null},
+        "status": {"2xx": null, "non_2xx_3xx": 3},
+    });
+    let wrk = Report::read_any(&wrk.to_string()).unwrap();
+    assert_eq!((wrk.requests.succeeded, wrk.error_share()), (None, None));
+    let level = Report::merge(&spec, &[rounds[0].clone(), wrk], Sequential).unwrap();
+    assert_eq!(level.requests.succeeded_per_second, None);
+    assert_eq!(level.error_share(), None);
+}
+
+#[test]
+fn a_run_that_answered_nothing_succeeded_in_nothing() {
+    let addr = serve();
+    let mut r = httpbench_engine::run(&spec(addr, 1, 1, 10)).unwrap();
+    assert_eq!(r.error_share(), Some(0.0));
+    r.requests.completed = 0;
+    r.requests.succeeded = Some(0);
+    r.errors_total = 0;
+    assert_eq!(r.error_share(), Some(1.0));
 }

@@ -96,6 +96,12 @@ pub struct Cli {
     /// Every response body must have this many bytes (others count as length mismatches)
     #[arg(long, value_name = "N")]
     expect_length: Option<u64>,
+    /// Statuses that count as success (requests.succeeded, and the first request's check), e.g. 200,304; default: any 2xx
+    #[arg(long, value_name = "LIST", value_parser = parse_statuses)]
+    expect_status: Option<Statuses>,
+    /// Exit 3 when more than this share of requests did not succeed (other statuses, failed requests), e.g. 0.1%; 100% never
+    #[arg(long, value_name = "PCT", value_parser = parse_share, default_value = "1%")]
+    pub max_errors: f64,
     /// Load even when the first request fails its checks
     #[arg(long)]
     allow_errors: bool,
@@ -193,6 +199,32 @@ fn parse_cpus(s: &str) -> Result<CpuList, String> {
     Ok(CpuList(cpus))
 }
 
+/// One `--expect-status` value as a whole (see `CpuList`).
+#[derive(Clone, Debug, PartialEq)]
+struct Statuses(Vec<u16>);
+
+fn parse_statuses(s: &str) -> Result<Statuses, String> {
+    s.split(',')
+        .map(|code| match code.trim().parse::<u16>() {
+            Ok(code) if (100..600).contains(&code) => Ok(code),
+            _ => Err(format!(
+                "{code:?} is no HTTP status; give codes from 100 to 599, e.g. 200,304"
+            )),
+        })
+        .collect::<Result<_, _>>()
+        .map(Statuses)
+}
+
+/// A share given as a percentage, "1%" or "0.5" (percent too), as a fraction.
+fn parse_share(s: &str) -> Result<f64, String> {
+    let bad = || format!("{s:?} is not a percentage from 0% to 100%, e.g. 1% or 0.1%");
+    let percent: f64 = s.trim().trim_end_matches('%').parse().map_err(|_| bad())?;
+    if !(0.0..=100.0).contains(&percent) {
+        return Err(bad());
+    }
+    Ok(percent / 100.0)
+}
+
 impl Cli {
     pub fn to_spec(&self) -> Result<LoadSpec, String> {
         let mut urls = self.urls.clone();
@@ -253,6 +285,7 @@ impl Cli {
             },
             expect_body_file: self.expect_body.clone(),
             expect_length: self.expect_length,
+            expect_status: self.expect_status.clone().map(|s| s.0).unwrap_or_default(),
             allow_errors: self.allow_errors,
             validate: !self.no_validate,
             tls: TlsSpec {
@@ -364,5 +397,11 @@ mod tests {
         assert!(parse_duration("ten").is_err() && parse_duration("5x").is_err());
         assert_eq!(parse_cpus("0-2,5"), Ok(CpuList(vec![0, 1, 2, 5])));
         assert!(parse_cpus("3-1").is_err() && parse_cpus("a").is_err());
+        assert_eq!(parse_statuses("200,304"), Ok(Statuses(vec![200, 304])));
+        assert!(parse_statuses("99").is_err() && parse_statuses("abc").is_err());
+        assert_eq!(parse_share("1%"), Ok(0.01));
+        assert_eq!(parse_share("100%"), Ok(1.0));
+        assert!(parse_share("150%").is_err() && parse_share("-1%").is_err());
+        assert!(parse_share("abc").is_err() && parse_share("NaN").is_err());
     }
 }

@@ -11,8 +11,10 @@ use httpbench_engine::{capacity, ErrorKind};
 
 /// Run the command line with `args` (the first one is the program name, which starts its error
 /// lines); returns the exit code: 0 done, 1 the run ended early (what it measured is still
-/// printed), 2 bad input, 3 a capacity search that found no rate meeting its objective, 101 a
-/// bug in the engine (where a panic does not end the process), 130 Ctrl-C.
+/// printed), 2 bad input, 3 a capacity search found no rate meeting its objective, or more
+/// requests did not succeed than `--max-errors` allows (answers with another status than
+/// `--expect-status`, failed requests: `Report::error_share`; the last line says how many and
+/// why), 101 a bug in the engine (where a panic does not end the process), 130 Ctrl-C.
 pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
     let args: Vec<String> = args.into_iter().collect();
     let program = match args.first() {
@@ -93,11 +95,26 @@ pub fn main_with_args<I: IntoIterator<Item = String>>(args: I) -> i32 {
             println!("{}", verdict::verdict(c));
         }
     }
-    match (&report.aborted, &report.capacity) {
+    // A capacity search bounds errors in its objective; its report is of the probes that met it.
+    let errors = match report.capacity {
+        Some(_) => None,
+        None => summary::over_max_errors(&report, cli.max_errors),
+    };
+    if let Some(line) = &errors {
+        // The summary's last line; beside JSON, which must stay whole, on stderr.
+        if cli.json {
+            eprintln!("{program}: {line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    let none_met = report.capacity.as_ref().is_some_and(|c| c.rate.is_none());
+    match (&report.aborted, errors) {
         (Some(_), _) if interrupt::was_interrupted() => 130,
         (Some(_), _) => 1,
-        (None, Some(c)) if c.rate.is_none() => 3,
-        (None, _) => 0,
+        (None, Some(_)) => 3,
+        (None, None) if none_met => 3,
+        (None, None) => 0,
     }
 }
 
@@ -200,6 +217,7 @@ fn flag(field: &str) -> Option<&'static str> {
         "tls.cacert" => "--cacert",
         "tls.insecure" => "--insecure",
         "tls.resumption" => "--tls-resumption",
+        "expect_status" => "--expect-status",
         _ => return None,
     })
 }

@@ -138,6 +138,31 @@ pub fn render(r: &Report) -> String {
         st.s5xx,
         st.other + st.s1xx
     );
+    if let Some(succeeded) = q.succeeded {
+        let expected = if s.expect_status.is_empty() {
+            "any 2xx".to_string()
+        } else {
+            s.expect_status
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let others: Vec<String> = q
+            .unexpected_statuses
+            .iter()
+            .map(|(status, n)| format!("{status} {n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  succeeded {succeeded} (status {expected}){}",
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!(", other statuses: {}", others.join(", "))
+            }
+        );
+    }
     if r.errors_total > 0 {
         let errs: Vec<String> = r
             .errors
@@ -183,6 +208,9 @@ pub fn render(r: &Report) -> String {
         );
     }
     let _ = writeln!(out, "Requests/sec: {:.2}", q.per_second);
+    if let Some(succeeded) = q.succeeded_per_second {
+        let _ = writeln!(out, "Succeeded/sec: {succeeded:.2}");
+    }
     let _ = writeln!(
         out,
         "Transfer/sec: {}",
@@ -238,4 +266,61 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "Ended early: {why}");
     }
     out
+}
+
+/// The run's verdict on its errors when their share is over `max` (a fraction): how much did not
+/// succeed and its main kinds, largest first, e.g. "7.0% of requests did not succeed, over
+/// --max-errors 1%: status 503 6.9%, timeout 0.1%". None within it.
+pub fn over_max_errors(r: &Report, max: f64) -> Option<String> {
+    let share = r.error_share()?;
+    if share <= max {
+        return None;
+    }
+    let attempts = (r.requests.completed + r.errors_total) as f64;
+    let mut kinds: Vec<(String, u64)> = r
+        .requests
+        .unexpected_statuses
+        .iter()
+        .map(|(status, &n)| (format!("status {status}"), n))
+        .chain(
+            r.errors
+                .iter()
+                .map(|(class, &n)| (class.replace('_', " "), n)),
+        )
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    kinds.sort_by_key(|kind| std::cmp::Reverse(kind.1));
+    let kinds: Vec<String> = kinds
+        .iter()
+        .take(3)
+        .map(|(kind, n)| format!("{kind} {}", percent(*n as f64 / attempts)))
+        .collect();
+    let what = if attempts == 0.0 {
+        "nothing was answered".to_string()
+    } else {
+        kinds.join(", ")
+    };
+    Some(format!(
+        "Errors: {} of requests did not succeed, over --max-errors {}: {what}",
+        percent(share),
+        percent(max)
+    ))
+}
+
+/// A share as a percentage with the digits it needs, at most two decimals: "7%", "89.5%",
+/// "0.12%".
+fn percent(share: f64) -> String {
+    let p = format!("{:.2}", share * 100.0);
+    format!("{}%", p.trim_end_matches('0').trim_end_matches('.'))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn shares_read_with_the_digits_they_need() {
+        let shown: Vec<String> = [1.0, 0.895, 0.07, 0.005, 0.0012, 0.01]
+            .map(super::percent)
+            .into();
+        assert_eq!(shown, ["100%", "89.5%", "7%", "0.5%", "0.12%", "1%"]);
+    }
 }

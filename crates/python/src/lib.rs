@@ -169,6 +169,16 @@ fn merge_reports(spec_json: Option<&str>, reports: Vec<String>, parts: &str) -> 
     serde_json::to_string(&merged).map_err(|e| EngineError::new_err(e.to_string()))
 }
 
+/// What the report `report_json` (read whatever measured it, as `merge_reports` reads a part)
+/// says of its goodput: its succeeded requests and `Report::error_share`, each None where its
+/// client could not tell which answers succeeded.
+#[pyfunction]
+fn goodput(report_json: &str) -> PyResult<(Option<u64>, Option<f64>)> {
+    let report = httpbench_engine::Report::read_any(report_json)
+        .map_err(|e| EngineError::new_err(format!("not a load report: {e}")))?;
+    Ok((report.requests.succeeded, report.error_share()))
+}
+
 /// The spec `spec_json` split over `hosts` client hosts: JSON specs, one per host it takes (see
 /// `LoadSpec::split`).
 #[pyfunction]
@@ -214,5 +224,6 @@ fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge_reports, m)?)?;
     m.add_function(wrap_pyfunction!(split_spec, m)?)?;
     m.add_class::<capacity::CapacitySearch>()?;
+    m.add_function(wrap_pyfunction!(goodput, m)?)?;
     Ok(())
 }

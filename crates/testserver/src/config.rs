@@ -38,7 +38,7 @@ pub enum Mode {
     IgnoreClose,
     /// --body-bytes in 3-byte chunks with extension `;x=1` and trailer `X-T: 1`.
     Chunked,
-    /// Every response has status --status CODE.
+    /// Every response has status --status CODE (with --ok-every K, all but every K-th).
     Status,
     /// Like ok for the first connection, then never accepts again, with a listen backlog of 0:
     /// later connects hang (connect timeouts).
@@ -137,6 +137,8 @@ pub struct Config {
     /// The response body: `--body-bytes` bytes of `x`.
     pub body: Vec<u8>,
     pub status: u16,
+    /// Status mode: every this many-th answer of a connection is a 200 (None: none is).
+    pub ok_every: Option<u64>,
     pub slots: Option<Slots>,
     pub freeze: Option<Freeze>,
     /// h2-rst-stream and h2-refuse-stream: every this many-th request of a connection.

@@ -60,6 +60,10 @@ struct Args {
     #[arg(long, value_name = "CODE", default_value_t = 200,
           value_parser = clap::value_parser!(u16).range(200..=599))]
     status: u16,
+    /// Status mode: every K-th answer of a connection (its first included) is ok's 200, only the
+    /// others have --status: a server shedding load, which passes a check of one answer.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    ok_every: Option<u64>,
     /// h2-rst-stream and h2-refuse-stream: every K-th request of a connection gets the fault.
     #[arg(long, value_name = "K", default_value_t = 3,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -176,6 +180,7 @@ fn options(args: Args) -> Result<Options, String> {
         freeze_ms,
         every_ms,
         status,
+        ok_every,
         every,
         goaway_after,
         tls_cert,
@@ -249,6 +254,7 @@ fn options(args: Args) -> Result<Options, String> {
             mode,
             body: vec![b'x'; body_bytes],
             status,
+            ok_every,
             slots,
             freeze,
             h2_every: every,

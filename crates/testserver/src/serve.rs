@@ -108,6 +108,7 @@ fn short_body() -> Vec<u8> {
 fn keep_alive_loop(mut conn: Conn, cfg: &Config) {
     let mut out = Vec::with_capacity(4096);
     let mut batched = 0;
+    let mut answered: u64 = 0;
     loop {
         let req = match conn.next_request() {
             Ok(Some(req)) => req,
@@ -129,7 +130,9 @@ fn keep_alive_loop(mut conn: Conn, cfg: &Config) {
             Mode::IgnoreClose => false,
             _ => !req.keep_alive,
         };
-        let status = if cfg.mode == Mode::Status {
+        let ok = cfg.ok_every.is_some_and(|k| answered.is_multiple_of(k));
+        answered += 1;
+        let status = if cfg.mode == Mode::Status && !ok {
             cfg.status
         } else {
             200

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Collection, List, Optional, Sequence, Tuple
 
 from httpbench.judge.stats import LevelStats
+from httpbench.load import engine
 from httpbench.load.report import Client, Report
 
 BUSY_SHARE_LIMIT = 0.9  # an engine thread's CPU time (and time waiting for its CPU) / wall time
@@ -48,7 +49,7 @@ AUTO_MIN_ROUNDS = 3
 
 @dataclass(frozen=True)
 class Flag:
-    kind: str  # client_saturated, littles_law, noisy, crashed, server_restarted, ended_early
+    kind: str  # client_saturated, littles_law, noisy, crashed, server_restarted, ended_early, errors
     # (the sweep adds others, e.g. shared_cpus)
     reason: str  # one sentence with the numbers, shown next to the figure
 
@@ -291,6 +292,54 @@ def server_restarted(m: dict) -> Optional[Flag]:
     errors = m["errors_total"] or 0
     failed = [f"{errors:,} request{'s' if errors != 1 else ''} failed in the round"] if errors else []
     return Flag("server_restarted", "; ".join(window["events"] + failed))
+
+
+def errors(m: Report, max_errors: float, server: str, at: str) -> Optional[Flag]:
+    """More of the round's requests were not served than the plan's `max_errors` allows: answers
+    with another status than expected, and failed requests (the engine's error share). Named with
+    the share and its main kinds, e.g. "apache2-prefork answered 7.0% of requests with 503 at
+    1,000 connections". A client that cannot tell its served answers (wrk counts 2xx and 3xx
+    together) is judged on what it does count, its 4xx and 5xx and its errors, as "at least"."""
+    share = engine.goodput(m).error_share
+    kinds = _error_kinds(m)
+    attempts = (m["requests"]["completed"] or 0) + (m["errors_total"] or 0)
+    least = ""
+    if share is None:
+        share, least = (sum(n for _, n in kinds) / attempts if attempts else 0.0), "at least "
+    if share <= max_errors:
+        return None
+    if not attempts:
+        return Flag("errors", f"{server} answered no request at {at}")
+    said = [f"{n / attempts:.1%} {kind}" for kind, n in kinds[:3]]
+    what = " and ".join([", ".join(said[:-1]), said[-1]] if len(said) > 1 else said)
+    if len(kinds) == 1 and kinds[0][0].startswith("with "):
+        # One status alone: the sentence a reader says, "answered 7.0% of requests with 503".
+        return Flag("errors", f"{server} answered {least}{share:.1%} of requests {kinds[0][0]} at {at}")
+    return Flag(
+        "errors",
+        f"{server} did not serve {least}{share:.1%} of requests at {at} (max_errors {max_errors:.1%}): {what}",
+    )
+
+
+# The status groups the client tools count in place of codes, as a sentence names them.
+TOOL_GROUPS = {"non_2xx": "a status other than 2xx", "non_2xx_3xx": "a 4xx or 5xx status"}
+
+
+def _error_kinds(m: Report) -> List[Tuple[str, int]]:
+    """What the round's requests that were not served got, most first: "with 503" for each
+    unexpected status (a client tool's status classes or groups other than 2xx and 3xx, where it
+    counted no codes), "failed (timeout)" for each error class (a tool's errors as one: its own
+    groups overlap)."""
+    statuses = dict(m["requests"]["unexpected_statuses"] or {})
+    if not statuses:
+        statuses = {k: v for k, v in m["status"].items() if v and k not in ("1xx", "2xx", "3xx", "other")}
+    if m["client"].get("tool"):
+        errors = {"failed": m["errors_total"] or 0}
+    else:
+        errors = {k.replace("_", " "): n for k, n in m["errors"].items()}
+    kinds = [(f"with {TOOL_GROUPS.get(k, k)}", n) for k, n in statuses.items()]
+    kinds += [(f"failed ({k})" if k != "failed" else k, n) for k, n in errors.items() if n]
+    return sorted(kinds, key=lambda kind: -kind[1])
 
 
 def noisy(values: Sequence[float]) -> Optional[Flag]:

@@ -6,7 +6,7 @@ The extension speaks JSON strings so that the spec and report schemas are define
 
 import json
 import os
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from httpbench import _engine
 
@@ -96,6 +96,21 @@ def merge_reports(spec: Optional[dict], reports: list, parts: str = "concurrent"
     none (``hdr`` empty)."""
     merged = _engine.merge_reports(None if spec is None else json.dumps(spec), [json.dumps(r) for r in reports], parts)
     return filled(json.loads(merged))
+
+
+class Goodput(NamedTuple):
+    """What a report says of the requests that succeeded (`engine.goodput`)."""
+
+    succeeded: Optional[int]  # None: its client could not tell (wrk)
+    error_share: Optional[float]  # the engine's Report::error_share, None likewise
+
+
+def goodput(report: dict) -> Goodput:
+    """The succeeded requests of ``report`` and the share of its requests that did not
+    succeed (answers with another status than the spec's ``expect_status``, any 2xx by default,
+    plus errors), as the engine reads it whatever measured it: a report from before
+    ``requests.succeeded`` that counted its 2xx answers reads them as its succeeded."""
+    return Goodput(*_engine.goodput(json.dumps(report)))
 
 
 def split_spec(spec: dict, hosts: int) -> list:

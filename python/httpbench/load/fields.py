@@ -276,6 +276,15 @@ Requests = TypedDict(
         # Completed responses per second of measurement.
         "per_second": Optional[float],
         "sent": Optional[int],
+        # Of `completed`, the answers with an expected status (the spec's `expect_status`, any 2xx
+        # when it names none): what the server served. Null when the client cannot tell (wrk counts
+        # 2xx and 3xx together); a report from before the field that counted its 2xx answers and
+        # expected any 2xx reads as its `status.2xx`.
+        "succeeded": Optional[int],
+        # `succeeded` per second of measurement: the figure runs are ranked on.
+        "succeeded_per_second": Optional[float],
+        # The other completed answers, by status code (only the codes seen).
+        "unexpected_statuses": Optional[Dict[str, int]],
     },
 )
 
@@ -321,6 +330,9 @@ LoadSpec = TypedDict(
         "expect_body_file": Optional[str],
         # Body length the validation request, and every response under load, must have.
         "expect_length": Optional[int],
+        # The statuses an answer must have to count as succeeded (`requests.succeeded`), the
+        # validation request's too; empty: any 2xx.
+        "expect_status": Optional[List[int]],
         # Extra or replacing request headers, as `Name: value`.
         "headers": Optional[List[str]],
         "http10": Optional[bool],
@@ -484,6 +496,7 @@ DEFAULTS = {
     },
     "Requests": {
         "answered": 0,
+        "unexpected_statuses": {},
     },
     "TlsSpec": {
         "cacert": None,
@@ -503,6 +516,7 @@ DEFAULTS = {
         "drain": False,
         "expect_body_file": None,
         "expect_length": None,
+        "expect_status": [],
         "headers": [],
         "http10": False,
         "http2": False,

@@ -146,6 +146,8 @@ class Plan:
     commands: Dict[str, str] = field(default_factory=dict)  # name -> command line (command adapter)
     source: str = ""  # where the text came from, for messages
     allow_errors: bool = False  # the engine loads a server whose first answer is wrong
+    expect_status: Tuple[int, ...] = ()  # the statuses that count as served; (): any 2xx
+    max_errors: float = 0.01  # a level with a larger share of requests not served is flagged `errors`
     protocols: Tuple[str, ...] = ("http",)
     tls: TlsSettings = TlsSettings()
     streams: Tuple[int, ...] = (1,)  # per connection, for HTTP/2 cells

@@ -52,6 +52,8 @@ TOP_KEYS = (
     "budget",
     "server",
     "allow_errors",
+    "expect_status",
+    "max_errors",
     "protocols",
     "tls",
     "streams",
@@ -153,6 +155,8 @@ class _Parser(ProtocolChecks):
         pipeline = self.integer(data.get("pipeline", 1), ("pipeline",), 1)
         warmup = self.duration(data.get("warmup", 1.0), ("warmup",), zero_ok=True)
         allow_errors = self.boolean(data.get("allow_errors", False), ("allow_errors",))
+        expect_status = self.statuses(data, client)
+        max_errors = self.share(data.get("max_errors", "1%"), ("max_errors",))
         rounds = data.get("rounds", 1)
         if rounds != "auto":
             if not is_int(rounds):
@@ -205,10 +209,29 @@ class _Parser(ProtocolChecks):
             commands=commands,
             source=self.source,
             allow_errors=allow_errors,
+            expect_status=expect_status,
+            max_errors=max_errors,
             protocols=protocols,
             tls=tls,
             streams=streams,
         )
+
+    def statuses(self, data: Dict[str, Any], client: str) -> Tuple[int, ...]:
+        """`expect_status`: the statuses that count as served (none: any 2xx). The client tools
+        count statuses by class only, so they cannot be told another."""
+        if "expect_status" not in data:
+            return ()
+        path = ("expect_status",)
+        statuses = self.array(data["expect_status"], path, lambda v, p: self.integer(v, p, 100), allow_scalar=True)
+        if max(statuses) > 599:
+            self.fail(path, f"expect_status must hold HTTP statuses from 100 to 599, got {max(statuses)}")
+        if client != "engine":
+            self.fail(
+                path,
+                f'expect_status cannot be used with client = "{client}": it counts statuses by class only '
+                "(ab its non-2xx, wrk its 4xx and 5xx); use the engine",
+            )
+        return statuses
 
     def list_of(self, value: Any, path: Tuple) -> list:
         if not isinstance(value, list):

@@ -113,6 +113,17 @@ class ValueChecks:
                 self.fail(path, f"{key_name(path)} has {show(value[i])} twice")
         return items
 
+    def share(self, value: Any, path: Tuple) -> float:
+        """A percentage written as a string, "1%" or "0.1%", as a fraction from 0 to 1."""
+        text = value.strip() if isinstance(value, str) else ""
+        try:
+            percent = float(text[:-1]) if text.endswith("%") else None
+        except ValueError:
+            percent = None
+        if percent is None or not 0 <= percent <= 100:
+            self.fail(path, f'{key_name(path)} must be a percentage from "0%" to "100%", like "1%", got {show(value)}')
+        return percent / 100
+
     def boolean(self, value: Any, path: Tuple) -> bool:
         if not isinstance(value, bool):
             self.fail(path, f"{key_name(path)} must be true or false, got {show(value)}")

@@ -208,6 +208,8 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
         "not_resumed": "under 95% of the handshakes of a cell named resumed were resumed: it is not ranked as resumed",
         "ended_early": "the load ended before its budget (the server stopped answering, or the client's "
         "time limit): its figures cover part of the level, and its cell stopped",
+        "errors": "more of its requests than the plan's max_errors were not served (another status, or "
+        "failed): its requests per second count only those served",
         "partial": "a client host was lost during the level; the figures are the other hosts'",
         "fewer_hosts": "the level ran on fewer client hosts than the run began with",
     }

@@ -20,10 +20,11 @@ from httpbench.results.model import CellResult, Latency, LevelResult, RunResults
 
 def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
     """A level from its rounds: its counts (LevelResult.report) and latency from the one report the
-    engine merges them into, one after another; requests/s, the server's windows, the client's
-    busiest share, flags and the per-second series round by round."""
-    merged = engine.merge_reports(None, [_part(m) for m in measurements], "sequential")
-    values = [m["requests"]["per_second"] or 0.0 for m in measurements]
+    engine merges them into, one after another; requests/s served, the server's windows, the
+    client's busiest share, flags and the per-second series round by round."""
+    parts = [_part(m) for m in measurements]
+    merged = engine.merge_reports(None, parts, "sequential")
+    values = [served_per_second(part) for part in parts]
     flags: Dict[str, str] = {}
     for m in measurements:
         for f in m["flags"]:
@@ -48,6 +49,21 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         **_tls(merged, measurements),
         **_php(servers),
     )
+
+
+def served_per_second(m: dict) -> float:
+    """The figure a round is ranked, charted and compared on: its requests per second as its
+    client measured them, times the share of its answers that succeeded (an expected status, as
+    the engine reads the round: one stored before the field counts its 2xx answers). For the
+    engine's rounds that is `requests.succeeded_per_second`; a tool's keeps the tool's own rate.
+    A server answering 503 quickly serves nothing. Where the client could not tell which answers
+    succeeded (wrk counts 2xx and 3xx together), its completed requests per second; its `errors`
+    flag says what it did count."""
+    rate, completed = m["requests"]["per_second"] or 0.0, m["requests"]["completed"] or 0
+    succeeded = engine.goodput(m).succeeded
+    if succeeded is None:
+        return rate
+    return rate * succeeded / completed if completed else 0.0
 
 
 def _part(m: dict) -> dict:

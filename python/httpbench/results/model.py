@@ -39,8 +39,8 @@ def _counter(group: str, name: str, doc: str) -> property:
 @dataclass(frozen=True)
 class LevelResult:
     level: int
-    rps_values: tuple  # requests/s of each round
-    rps: LevelStats  # their statistics
+    rps_values: tuple  # requests/s served (succeeded) of each round: results.served_per_second
+    rps: LevelStats  # their statistics: what levels are ranked, charted and compared on
     latency: Latency
     # The rounds merged by the engine, one after another: the level's counts, its measured seconds
     # (all rounds), its TLS and HTTP/2 counters, read by the properties below; a count the report

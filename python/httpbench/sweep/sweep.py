@@ -242,6 +242,7 @@ class Sweep:
             "cpus": client_cpus,
             "expect_length": None,
             "allow_errors": self.plan.allow_errors,
+            "expect_status": list(self.plan.expect_status),
         }
         if to.tls is not None:
             spec["tls"] = to.tls
@@ -394,5 +395,7 @@ class Sweep:
         )
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
         flags.append(honesty.not_resumed(measurement, cell.resumption))
+        at = f"{level:,} req/s" if self.plan.model == "open" else f"{level:,} connections"
+        flags.append(honesty.errors(measurement, self.plan.max_errors, cell.server, at))
         measurement["flags"] = [asdict(f) for f in honesty.merged(flags)]
         return measurement

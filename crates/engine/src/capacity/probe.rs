@@ -80,7 +80,15 @@ impl Search {
 
     /// What the objective judges of a probe's report.
     pub fn figures(&self, report: &Report) -> Figures {
-        let (completed, failed) = (report.requests.completed, report.requests.failed);
+        // Errors as `Report::error_share` counts them: answers with an unexpected status, and
+        // every error, over both.
+        let completed = report.requests.completed;
+        let attempts = completed + report.errors_total;
+        let succeeded = report
+            .requests
+            .succeeded
+            .unwrap_or(report.status.s2xx)
+            .min(completed);
         let l = &report.latency.total;
         let offered = report.spec.rate.unwrap_or(0.0);
         let counted = l.count > 0;
@@ -93,8 +101,8 @@ impl Search {
             } else {
                 0.0
             },
-            requests: completed + failed,
-            errors: failed + completed.saturating_sub(report.status.s2xx),
+            requests: attempts,
+            errors: attempts - succeeded,
             latency_us: [at(l.p50_us), at(l.p90_us), at(l.p99_us), at(l.p99_9_us)],
             connections: report.spec.connections,
             connections_short: report.spec.connections

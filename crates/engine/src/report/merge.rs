@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     merge_histograms, Bytes, Client, Connections, LatencyReport, OpenLoop, Report, Requests,
-    Status, Summary, Tls, H2,
+    Status, Summary, Tally, Tls, H2,
 };
 use crate::spec::LoadSpec;
 use crate::stats::series::SecondPoint;
@@ -28,7 +28,8 @@ pub enum Parts {
 impl Report {
     /// One report of the run `spec` from the reports of its `parts`: counts added, histograms
     /// added (exact percentiles), the duration as `how` adds it up, every figure derived from
-    /// those (rates, means, `fell_short`) computed again. A part without a histogram (a client
+    /// those (rates, means, `fell_short`) computed again. Succeeded requests are added when every
+    /// part counted them, else unknown (a wrk round's). A part without a histogram (a client
     /// tool's report, `hdr` empty) leaves the merge none either (`Summary::default`): the parts'
     /// percentiles do not add up. The spec, and so an open loop's target rate, is the whole
     /// run's, not the parts' shares added (which floating point may round off). Per-second points
@@ -46,24 +47,27 @@ impl Report {
             Parts::Concurrent => durations.fold(0.0, f64::max),
             Parts::Sequential => durations.sum(),
         };
-        let requests = Requests {
-            answered: sum(|r| r.requests.answered),
-            ..Requests::new(
-                sum(|r| r.requests.sent),
-                sum(|r| r.requests.completed),
-                sum(|r| r.requests.failed),
-                sum(|r| r.requests.in_flight),
-                parts
+        let requests = Requests::new(
+            Tally {
+                sent: sum(|r| r.requests.sent),
+                completed: sum(|r| r.requests.completed),
+                failed: sum(|r| r.requests.failed),
+                in_flight: sum(|r| r.requests.in_flight),
+                age_total_us: parts
                     .iter()
                     .map(|r| r.requests.in_flight_age_mean_us * r.requests.in_flight as f64)
                     .sum(),
-                parts
+                age_max_us: parts
                     .iter()
                     .map(|r| r.requests.in_flight_age_max_us)
                     .fold(0.0, f64::max),
-                duration_s,
-            )
-        };
+                answered: sum(|r| r.requests.answered),
+                // Known only if every part knew its own.
+                succeeded: parts.iter().map(|r| r.requests.succeeded).sum(),
+                unexpected_statuses: added(parts.iter().map(|r| &r.requests.unexpected_statuses)),
+            },
+            duration_s,
+        );
         let open_loop = spec.rate.map(|target| {
             OpenLoop::new(
                 target,
@@ -76,10 +80,7 @@ impl Report {
                     .sum(),
             )
         });
-        let mut errors = BTreeMap::new();
-        for (class, n) in parts.iter().flat_map(|r| &r.errors) {
-            *errors.entry(class.clone()).or_insert(0) += n;
-        }
+        let errors = added(parts.iter().map(|r| &r.errors));
         let latency = |kind: fn(&LatencyReport) -> &Summary| {
             let hdrs: Vec<&str> = parts
                 .iter()
@@ -168,6 +169,15 @@ impl Report {
     }
 }
 
+/// Counts by name, added name by name.
+fn added<'a>(counts: impl Iterator<Item = &'a BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
+    let mut sum = BTreeMap::new();
+    for (name, n) in counts.flatten() {
+        *sum.entry(name.clone()).or_insert(0) += n;
+    }
+    sum
+}
+
 /// The parts' TLS: what the first that negotiated something negotiated (hosts of one run offer
 /// the same), handshakes added; verified only if every part verified.
 fn merge_tls(parts: &[Report]) -> Option<Tls> {
@@ -186,10 +196,7 @@ fn merge_h2(spec: &LoadSpec, h2: &[&H2]) -> Option<H2> {
     if h2.is_empty() {
         return None;
     }
-    let mut resets = BTreeMap::new();
-    for (code, n) in h2.iter().flat_map(|h| &h.resets) {
-        *resets.entry(code.clone()).or_insert(0) += n;
-    }
+    let resets = added(h2.iter().map(|h| &h.resets));
     Some(H2 {
         streams_requested: spec.streams,
         streams_granted: h2.iter().filter_map(|h| h.streams_granted).min(),

@@ -20,9 +20,47 @@ impl Report {
     /// this version does not know (a tool's own status groups, a cluster's `hosts`) left out.
     pub fn read_any(json: &str) -> Result<Report, String> {
         let mut report: Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        derive_succeeded(&mut report);
         let schema = report_schema();
         fill(&mut report, schema, &schema["$defs"]);
         serde_json::from_value(report).map_err(|e| e.to_string())
+    }
+}
+
+/// A report that does not say which answers succeeded (one from before `requests.succeeded`, or
+/// a tool's left null) but counted every completed answer by status class and expected any 2xx,
+/// as every report before `expect_status` did: its 2xx answers are its succeeded. Without such a
+/// count (wrk's 4xx and 5xx only, or a level merged with such a round) it stays unknown. A count
+/// of succeeded without its rate (a tool's) gets it.
+fn derive_succeeded(report: &mut Value) {
+    let any_2xx = report["spec"]["expect_status"]
+        .as_array()
+        .is_none_or(Vec::is_empty);
+    let classes = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"]
+        .map(|class| report["status"][class].as_u64().unwrap_or(0));
+    let counted_all = report["requests"]["completed"].as_u64() == Some(classes.iter().sum());
+    let ok = report["status"]["2xx"]
+        .as_u64()
+        .filter(|_| any_2xx && counted_all);
+    let duration_s = report["duration_s"].as_f64();
+    let Some(requests) = report.get_mut("requests").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let unknown =
+        |requests: &Map<String, Value>, field: &str| requests.get(field).is_none_or(Value::is_null);
+    if let (true, Some(ok)) = (unknown(requests, "succeeded"), ok) {
+        requests.insert("succeeded".into(), ok.into());
+    }
+    let succeeded = requests.get("succeeded").and_then(Value::as_u64);
+    if let (true, Some(n), Some(d)) = (
+        unknown(requests, "succeeded_per_second"),
+        succeeded,
+        duration_s,
+    ) {
+        requests.insert(
+            "succeeded_per_second".into(),
+            super::per(n as f64, d).into(),
+        );
     }
 }
 

@@ -4,6 +4,8 @@
 pub mod cpu;
 pub mod series;
 
+use std::collections::BTreeMap;
+
 use hdrhistogram::Histogram;
 
 /// Why a request, or an attempt to connect, failed. Each request that was sent ends up exactly
@@ -130,6 +132,10 @@ pub struct Counters {
     pub answered: u64,
     /// Responses by status class: index 1 for 1xx .. 5 for 5xx, 0 for anything else.
     pub status: [u64; 6],
+    /// Of `completed`, those with an expected status (the spec's `expect_status`).
+    pub succeeded: u64,
+    /// The others, by status.
+    pub unexpected: BTreeMap<u16, u64>,
     pub errors: [u64; ErrorClass::ALL.len()],
     pub head_bytes: u64,
     pub body_bytes: u64,
@@ -222,6 +228,10 @@ impl Counters {
         self.answered += o.answered;
         for (a, b) in self.status.iter_mut().zip(o.status) {
             *a += b;
+        }
+        self.succeeded += o.succeeded;
+        for (status, n) in &o.unexpected {
+            *self.unexpected.entry(*status).or_insert(0) += n;
         }
         for (a, b) in self.errors.iter_mut().zip(o.errors) {
             *a += b;

@@ -101,10 +101,20 @@ pub fn validate(
         Err(problem) => return Err(ErrorKind::ValidationFailed { status: 0, problem }.into()),
     };
     let mut problem = None;
-    if !(200..300).contains(&response.status) {
+    if !spec.expects(response.status) {
         problem = Some(format!(
-            "the first request, {} {}, was answered with status {}; check the URL",
-            spec.method, target.path, response.status
+            "the first request, {} {}, was answered with status {}{}; check the URL",
+            spec.method,
+            target.path,
+            response.status,
+            if spec.expect_status.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", not one of the expected {}",
+                    statuses(&spec.expect_status)
+                )
+            }
         ));
     } else if let Some(expected) = expect_body {
         if body != expected {
@@ -146,3 +156,9 @@ pub fn validate(
 /// Both directions of the validation request's connection, plain or TLS.
 trait ReadWrite: Read + Write {}
 impl<T: Read + Write> ReadWrite for T {}
+
+/// Statuses as a list to read: "200, 304".
+fn statuses(expected: &[u16]) -> String {
+    let names: Vec<String> = expected.iter().map(u16::to_string).collect();
+    names.join(", ")
+}

@@ -45,6 +45,8 @@ pub struct Shared {
     pub requests: RequestSet,
     pub head_request: bool,
     pub expect_length: Option<u64>,
+    /// The spec's `expect_status`: what an answer must have to have succeeded.
+    pub expect_status: Vec<u16>,
     pub addr: SockAddr,
     pub bind: Vec<IpAddr>,
     /// https://: how connections speak TLS.

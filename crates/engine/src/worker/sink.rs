@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 
 use crate::http::response::{Response, ResponseSink};
+use crate::spec::expects;
 use crate::stats::series::SecondSample;
 use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
 
@@ -18,6 +19,7 @@ pub(super) struct Sink<'s> {
     pub(super) now: u64,
     pub(super) measure_from: u64,
     pub(super) expect_length: Option<u64>,
+    pub(super) expect_status: &'s [u16],
     pub(super) pending: &'s mut VecDeque<Pending>,
     pub(super) first_byte: &'s mut u64,
     pub(super) server_closing: &'s mut bool,
@@ -73,6 +75,11 @@ impl ResponseSink for Sink<'_> {
         } else {
             0
         }] += 1;
+        if expects(self.expect_status, r.status) {
+            c.succeeded += 1;
+        } else {
+            *c.unexpected.entry(r.status).or_insert(0) += 1;
+        }
         let l = &mut *self.latencies;
         record_ns(&mut l.total, at - p.due);
         record_ns(&mut l.service, at - p.sent);
@@ -98,6 +105,7 @@ impl Worker<'_> {
             now: self.now,
             measure_from: self.measure_from,
             expect_length: self.shared.expect_length,
+            expect_status: &self.shared.expect_status,
             pending: &mut c.pending,
             first_byte: &mut c.first_byte,
             server_closing: &mut c.server_closing,

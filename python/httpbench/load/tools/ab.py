@@ -1,7 +1,8 @@
 """ApacheBench (ab), the write-ups' usual client: one thread, one request per connection at a time.
 
 What it gives: requests/s and completed requests (ab's own, less the requests it counts as
-complete although receiving their response failed), failures by ab's kinds, Non-2xx responses,
+complete although receiving their response failed), failures by ab's kinds, Non-2xx responses
+(so the succeeded requests, any 2xx: the only expected status ab can tell),
 bytes received, and latency percentiles. The percentiles come from the `-e` CSV (microsecond
 resolution), not from the printed table, which is in whole milliseconds ("0" for anything
 under 1 ms); ab prints its mean latency only in whole milliseconds too, so `mean_us` stays None.
@@ -68,6 +69,8 @@ def parse(stdout: str, csv_text: Optional[str] = None) -> Report:
     completed = max(0, done - errors["receive"])
     report["requests"].update(completed=completed, failed=failed, per_second=rps * completed / done if done else 0.0)
     report["status"]["non_2xx"] = number(r"^Non-2xx responses:\s+(\d+)", stdout, int) or 0
+    # Any 2xx is what it served (a plan gives ab no other expected status).
+    report["requests"]["succeeded"] = max(0, completed - report["status"]["non_2xx"])
     read = number(r"^Total transferred:\s+(\d+) bytes", stdout, int)
     body = number(r"^HTML transferred:\s+(\d+) bytes", stdout, int)
     report["bytes"].update(read=read, body=body, head=read - body if read is not None and body is not None else None)

@@ -1,7 +1,8 @@
 """h2load (nghttp2) speaking HTTP/1.1 (--h1): keep-alive only; -m is the pipeline depth.
 
 What it gives: requests/s, requests started (sent) and done (completed), failures, status
-classes 2xx-5xx, bytes (total, headers, bodies), and min/max/mean/sd of request and connect
+classes 2xx-5xx (so the succeeded requests, any 2xx, which the engine reads from them), bytes
+(total, headers, bodies), and min/max/mean/sd of request and connect
 times. Its "time to 1st byte" is per connection (from its connect), not per request, so it is
 not the engine's `first_byte` and is left out.
 """

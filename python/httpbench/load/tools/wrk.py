@@ -1,7 +1,9 @@
 """wrk: keep-alive only, duration only, one thread per CPU it is given.
 
 What it gives: requests/s, completed requests and the run's length, socket errors (connect,
-read, write, timeout), responses with a status of 400 or more ("Non-2xx or 3xx"), and with
+read, write, timeout), responses with a status of 400 or more ("Non-2xx or 3xx": so not which
+answers succeeded, 2xx and 3xx being one count; `requests.succeeded` stays None, a level is
+ranked on its completed requests and its `errors` flag is judged on its 4xx and 5xx), and with
 --latency the mean, standard deviation, max and 50/75/90/99th percentiles. With pipelining
 (a Lua script sending N requests at once, as in wrk's examples/scripts/pipeline.lua) wrk times
 each batch, from its send to its last response, not each request.
