@@ -18,6 +18,7 @@ from httpbench.judge.honesty import stops_cell
 from httpbench.load.report import stored_host
 from httpbench.placement import Placement, PlacementError, parse_cpus, show_cpus
 from httpbench.plan import builtin as plans
+from httpbench.plan import capacity
 from httpbench.store.database import Store, StoreError
 from httpbench.store.owner import owner_alive
 from httpbench.sweep.errors import Stopped
@@ -155,6 +156,8 @@ class Session:
 
     @property
     def _per_cell(self) -> int:
+        if self.plan.capacity:
+            return capacity.EXPECTED_PROBES  # however many the search takes; the bar counts each
         return len(self.plan.levels) * self.plan.rounds.fewest
 
     def resume_command(self) -> str:
