@@ -13,7 +13,9 @@ from conftest import binary, httpbench, quick_sweep, refused_run
 from httpbench import results
 from httpbench.plan import builtin as plans
 from httpbench.plan.model import PlanError
+from httpbench.report import capacity as words
 from httpbench.results.compare import capacity_change
+from httpbench.results.model import CellResult
 from httpbench.store.database import Store
 from test_cluster import loopback_cluster, tls_cluster  # noqa: F401 - fixtures
 
@@ -162,9 +164,52 @@ def test_a_capacity_plan_finds_the_slots_ground_truth_stores_shows_exports_and_c
     assert same.returncode == 0, same.stderr
     assert "capacity, run 1 against run 1" in same.stdout and "within the noise" in same.stdout
 
+    # The same server with half its slots carries half as much: a regression of its capacity.
+    plan.write_text(plan.read_text().replace(f"--slots {SLOTS} ", f"--slots {SLOTS // 2} "))
+    halved = httpbench("run", str(plan), "--db", db, "--server-cpus", "0", "--client-cpus", "1", timeout=240)
+    assert halved.returncode == 0, halved.stderr[-3000:]
+    fell = httpbench("compare", "1", "2", "--db", db, "--fail-on-regression", "5%")
+    assert fell.returncode == 1, fell.stdout + fell.stderr
+    assert f"regression: {cell.key}: capacity {capacity['rate']:,.0f} -> " in fell.stderr
+    assert "less" in fell.stdout
 
-def capacity_of(rate, high, probes=()):
-    return {"rate": rate, "interval": {"low": rate, "high": high}, "probes": list(probes)}
+
+def capacity_of(rate, high, probes=(), limited_by="server", bound=None):
+    return {
+        "objective": {"percentiles": [{"percentile": 99.0, "latency_us": 10_000}], "max_error_share": 0.001},
+        "rate": rate,
+        "interval": {"low": rate, "high": high},
+        "limited_by": limited_by,
+        "bound": bound,
+        "probes": list(probes),
+    }
+
+
+def probe(offered, p99_ms, met, achieved=None, errors=0):
+    us = int(p99_ms * 1000)
+    return {
+        **dict(offered=offered, achieved=achieved or offered, errors=errors, met=met, client_bound=False),
+        **dict(p50_us=us // 2, p90_us=us, p99_us=us, p99_9_us=us, connections=10, connections_short=False),
+    }
+
+
+def searched(capacity) -> CellResult:
+    return CellResult(
+        1, "a/tuned/7B/ka/1cpu", "a", "tuned", "7B", True, 1, "", None, "done", None, 1.0, "", "", [], capacity=capacity
+    )
+
+
+def test_the_verdicts_say_what_the_cli_says():
+    met = capacity_of(41_200.0, 42_000.0, [probe(41_200.0, 8.7, True), probe(42_000.0, 31.0, False)])
+    assert words.verdict(searched(met)) == (
+        "capacity: 41,200 req/s at p99 <= 10 ms, errors <= 0.1% (p99 there none; 42,000 req/s broke it at p99 31.00 ms)"
+    )
+    floor = capacity_of(5_000.0, None, [probe(5_000.0, 2.0, True)], limited_by="client")
+    assert words.verdict(searched(floor)).startswith("capacity: at least 5,000 req/s at p99 <= 10 ms")
+    none = capacity_of(None, None, [probe(20.0, 45.0, False), probe(10.0, 44.0, False)], bound="min_rate")
+    assert words.verdict(searched(none)) == "no rate met p99 <= 10 ms, errors <= 0.1%: at 10 req/s, p99 was 44.00 ms"
+    slow = capacity_of(None, None, [probe(10.0, 1.0, False, achieved=5.0)], bound="min_rate")
+    assert words.verdict(searched(slow)).endswith("p99 was 1.00 ms (sending only 5 req/s)")
 
 
 def test_compare_judges_a_capacity_by_the_searches_brackets():

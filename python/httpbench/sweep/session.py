@@ -146,12 +146,13 @@ class Session:
     @property
     def rounds_stored(self) -> int:
         """Of those, the ones stored by earlier sessions; not a round that stopped its cell (its
-        server died), which the sweep measures again."""
+        server died), which the sweep measures again, nor the probes of a capacity search that did
+        not finish, which is searched again."""
         keys = {cell.key for cell in self.sweep.cells}
         return sum(
             min(sum(not stops_cell(r["measurement"]) for r in c["rounds"]), self._per_cell)
             for c in self.stored["cells"]
-            if c["key"] in keys
+            if c["key"] in keys and (not self.plan.capacity or c["status"] == "done")
         )
 
     @property
