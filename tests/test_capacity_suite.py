@@ -159,6 +159,8 @@ def test_a_capacity_plan_finds_the_slots_ground_truth_stores_shows_exports_and_c
     exported = json.loads(httpbench("export", "1", "--db", db, "--format", "json").stdout)
     (record,) = exported["capacities"]
     assert record["capacity"] == capacity and record["verdict"].startswith(verdict)
+    markdown = httpbench("export", "1", "--db", db, "--format", "markdown").stdout
+    assert "### Capacity, " in markdown and verdict in markdown
 
     same = httpbench("compare", "1", "1", "--db", db, "--fail-on-regression", "5%")
     assert same.returncode == 0, same.stderr

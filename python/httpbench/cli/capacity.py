@@ -38,20 +38,16 @@ def probes(cell: CellResult, out: Console, table: Callable) -> None:
 def summary(run: RunResults, out: Console, table: Callable) -> None:
     """Per group, its capacity cells ranked: rank, cell, capacity, share of the best, verdict."""
     for group, cells in words.ranked([run]).items():
-        best = next((c.capacity["rate"] for c in cells if c.finished and c.capacity["rate"]), None)
-        rows = []
-        for n, cell in enumerate(cells, 1):
-            found = cell.capacity["rate"]
-            ranked = cell.finished and found is not None
-            rows.append(
-                [
-                    str(n) if ranked else "-",
-                    cell.series,
-                    ("at least " if words.at_least(cell.capacity) else "") + words.rate(found) if found else "none",
-                    f"{found / best:.0%}" if ranked and best else "-",
-                    cell.status,
-                ]
-            )
+        rows = [
+            [
+                str(n) if cell.finished and cell.capacity["rate"] is not None else "-",
+                cell.series,
+                words.shown_rate(cell),
+                words.share_of_best(cell, cells),
+                cell.status,
+            ]
+            for n, cell in enumerate(cells, 1)
+        ]
         out.print(table(f"capacity, {group}", ["rank", "server/profile", "req/s", "of best", "status"], rows))
         for cell in cells:
             out.print(Text(f"{cell.series}: {words.verdict(cell)}"))

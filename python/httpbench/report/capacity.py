@@ -153,6 +153,30 @@ def ranked(runs: Sequence[RunResults]) -> Dict[str, List[CellResult]]:
     return out
 
 
+def shown_rate(cell: CellResult) -> str:
+    """Its capacity as a table shows it: "at least 5,000" where it is a floor, "none" where no rate met."""
+    found = cell.capacity["rate"]
+    return ("at least " if at_least(cell.capacity) else "") + rate(found) if found is not None else "none"
+
+
+def share_of_best(cell: CellResult, cells: Sequence[CellResult]) -> str:
+    """Its capacity as a share of its group's highest ("-" when either is not ranked)."""
+    best = next((c.capacity["rate"] for c in cells if c.finished and c.capacity["rate"]), None)
+    found = cell.capacity["rate"]
+    return f"{found / best:.0%}" if best and found is not None and cell.finished else "-"
+
+
+def markdown(runs: Sequence[RunResults]) -> List[str]:
+    """Per group of capacity cells, a Markdown table of them ranked, with their verdicts."""
+    lines: List[str] = []
+    for group, cells in ranked(runs).items():
+        lines += [f"### Capacity, {group}", "", "| cell | capacity (req/s) | of the best | verdict |"]
+        lines.append("| :--- | ---: | ---: | :--- |")
+        lines += [f"| `{c.series}` | {shown_rate(c)} | {share_of_best(c, cells)} | {verdict(c)} |" for c in cells]
+        lines.append("")
+    return lines
+
+
 def record(cell: CellResult) -> dict:
     """A capacity cell as an export carries it: its capacity object (every probe in it) and verdict."""
     return {

@@ -191,7 +191,7 @@ class Sweep:
             to = self.target_of(started, protocol, resumption, "ceiling")
             # Closed loop whatever the plan's model: the most the client can send, not a rate.
             stop = {"duration": ceiling.CEILING_SECONDS}
-            spec = self.spec(to, workload, WARM_CONNECTIONS, stop, keep_alive, streams, open_loop=False)
+            spec = self.spec(to, workload, WARM_CONNECTIONS, stop, keep_alive, streams, closed=True)
             rounds: List[dict] = []
             while len(rounds) < ceiling.CEILING_ROUNDS:
                 measurement = self.load(spec)
@@ -241,10 +241,10 @@ class Sweep:
         stop: dict,
         keep_alive: bool,
         streams: int = 1,
-        open_loop: Optional[bool] = None,
+        closed: bool = False,
     ) -> dict:
-        """The engine's spec of a load at `level` (connections, or in an open loop req/s);
-        `open_loop` None: as the plan's model says."""
+        """The engine's spec of a load at `level`: connections, or in an open plan req/s unless
+        `closed` (the warm-up and the client ceiling load as hard as they can)."""
         # On a cluster each client host's engine uses that host's CPUs, and threads to match.
         client_cpus = [] if self.cluster else list(self.placement.client)
         spec = {
@@ -262,7 +262,7 @@ class Sweep:
             # Streams per connection are the same on every client host of a cluster, which
             # splits the connections.
             spec.update(http2=True, streams=streams)
-        if self.plan.model == "open" if open_loop is None else open_loop:
+        if self.plan.model == "open" and not closed:
             spec.update(connections=max(1, min(WARM_CONNECTIONS, level)), rate=float(level))
         else:
             spec["connections"] = max(1, level)
@@ -303,6 +303,7 @@ class Sweep:
                         {"duration": self.plan.warmup},
                         cell.keep_alive,
                         cell.streams,
+                        closed=True,
                     )
                 )
             host.watch()
