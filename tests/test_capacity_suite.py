@@ -225,6 +225,7 @@ def test_compare_judges_a_capacity_by_the_searches_brackets():
 
 def test_a_search_interrupted_midway_is_searched_again_on_resume(tmp_path):
     plan, db = slots_plan(tmp_path), tmp_path / "r.db"
+    plan.write_text(plan.read_text().replace("warmup = 0", 'warmup = "0.2s"'))
     notes: list = []
     sweep = quick_sweep(plan, db, notes)
     run_id = sweep.start()
@@ -232,13 +233,15 @@ def test_a_search_interrupted_midway_is_searched_again_on_resume(tmp_path):
 
     def interrupted_at_the_third_probe(spec):
         calls.append(spec.get("rate"))
-        if len(calls) == 3:
+        if len(calls) == 4:
             raise KeyboardInterrupt
         return load(spec)
 
     sweep.load = interrupted_at_the_third_probe
     with pytest.raises(KeyboardInterrupt):
         sweep.run(run_id)
+    # The cell's warm-up loads as hard as it can, as in a closed plan; then the probes' rates.
+    assert calls[:2] == [None, 1000.0]
     (cell,) = results.load(Store(str(db)), run_id).cells
     assert cell.status == "interrupted" and len(cell.capacity["probes"]) == 2 and not cell.finished
 
