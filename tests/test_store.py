@@ -20,6 +20,7 @@ from conftest import free_port
 from httpbench.load.report import stored_round
 from httpbench.plan.model import Budget
 from httpbench.plan.protocol import TlsSettings
+from httpbench.store import schema
 from httpbench.store.database import Store, StoreError
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -285,7 +286,7 @@ def test_schema_version_mismatch_is_one_line(db):
     with Store(db).engine.begin() as conn:
         conn.exec_driver_sql("UPDATE meta SET schema_version = 99")
     with pytest.raises(
-        StoreError, match=r"schema version 99, this httpbench writes version 6; use another --db"
+        StoreError, match=rf"schema version 99, this httpbench writes version {schema.SCHEMA_VERSION}; use another --db"
     ) as failed:
         Store(db)
     assert "\n" not in str(failed.value)
@@ -295,7 +296,6 @@ def older_store(db: str, version: int, keys=("nginx/tuned/7B/ka/1cpu",), **run) 
     """A store as httpbench wrote it in schema `version`: today's tables without the columns
     added since, holding a run (with `run`'s columns) whose cells have `keys`, each a round."""
     from httpbench.store import database as store
-    from httpbench.store import schema
     from sqlalchemy import MetaData, Table, create_engine, insert
 
     added = {
@@ -350,7 +350,7 @@ def version_1_store(db: str) -> None:
 def test_a_version_1_store_is_migrated_and_keeps_its_runs(db):
     version_1_store(db)
     store = Store(db)  # `run` migrates (a command that only reads does not)
-    assert schema_version(db) == 6
+    assert schema_version(db) == schema.SCHEMA_VERSION
     old = store.run(1)
     assert old["status"] == "running" and old["owner_pid"] is None  # whose process it was is unknown
     assert [len(c["rounds"]) for c in old["cells"]] == [1] and old["cells"][0]["sessions"] is None
@@ -380,7 +380,7 @@ def test_a_version_3_store_gets_each_cells_budget_from_its_key(db):
     from httpbench import results
 
     # Read as it is (a command that only reads), then migrated (`run`): the same budgets.
-    for create, version in ((False, 3), (True, 6)):
+    for create, version in ((False, 3), (True, schema.SCHEMA_VERSION)):
         store = Store(db, create=create)
         assert schema_version(db) == version
         stored = store.run(1)
@@ -401,7 +401,7 @@ def test_a_version_4_store_reads_its_cells_as_plain_http(db):
     older_store(db, 4, status="done", owner_host="h", owner_pid=1, owner_started=1.0, owner_boot="b")
     from httpbench import results
 
-    for create, version in ((False, 4), (True, 6)):
+    for create, version in ((False, 4), (True, schema.SCHEMA_VERSION)):
         store = Store(db, create=create)
         assert schema_version(db) == version
         (cell,) = results.of_run(store.run(1)).cells
@@ -435,7 +435,7 @@ def test_a_version_5_store_reads_its_cells_with_one_stream_each(db):
     )
     from httpbench import results
 
-    for create, version in ((False, 5), (True, 6)):
+    for create, version in ((False, 5), (True, schema.SCHEMA_VERSION)):
         store = Store(db, create=create)
         assert schema_version(db) == version
         assert [c["streams"] for c in store.run(1)["cells"]] == [1, 1]
@@ -499,7 +499,6 @@ def test_runs_opening_an_older_store_at_once_migrate_it_once(db):
     wait and find it done (they used to add the same columns again: "duplicate column"). The
     test holds the table the migration alters while they start, so that all of them are at the
     migration when it lets go."""
-    from httpbench.store import schema
 
     version_1_store(db)
     code = "import sys\nfrom httpbench.store.database import Store\nStore(sys.argv[1])"

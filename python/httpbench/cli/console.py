@@ -7,6 +7,7 @@ Everything shown comes from the store: `show` and the end of `run` print the sam
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -18,6 +19,7 @@ from rich.progress import Progress as Bar
 from rich.table import Column, Table
 from rich.text import Text
 
+from httpbench.cli import capacity
 from httpbench.errors import Error
 from httpbench.plan.model import Rounds
 from httpbench.report import php_summary, tables
@@ -202,6 +204,8 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
     out = out or _stdout()
     say = _saying(out)
     say(f"run {run.id}: plan {run.plan_name} ({run.status})")
+    # A capacity cell's levels are the rates its search chose: ranked by its capacity, apart.
+    run, searched = capacity.split(run)
     for verdict in report_verdict.verdicts([run]):
         table = verdict.table(several_runs=False)
         if table.rows:
@@ -215,6 +219,7 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
             say(verdict.headline)
         for line in verdict.details:
             say(line, indent=2)
+    capacity.summary(replace(run, cells=searched), out, _rich)
     for cell in run.failed:
         say(f"{cell.key} failed: {cell.error}", style="red")
     for title, lines in (
@@ -235,6 +240,9 @@ def levels(run: RunResults, out: Console) -> None:
     """Every level of every cell: the statistics of its rounds, latency, the server's CPU and
     memory, and under it the honesty flags with their reasons."""
     for cell in run.measured:
+        if cell.capacity is not None:
+            capacity.probes(cell, out, _rich)
+            continue
         table = tables.levels(cell)
         tls = tables.tls_words(cell)
         # The status when it is not plain "done" (a resumed cell's time adds up its sessions), and
@@ -280,6 +288,7 @@ def comparison(cmp, threshold: Optional[float]) -> int:
             Text(c.verdict, style=style),
         )
     out.print(table)
+    capacity.comparison(cmp, out, _rich)
     counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
     out.print(
         f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "
@@ -289,10 +298,11 @@ def comparison(cmp, threshold: Optional[float]) -> int:
         out.print(f"missing: {gap}", style="red", markup=False)
     for key in cmp.only_after:
         out.print(f"{key}: only in run {cmp.after.id}", markup=False)
-    if not cmp.changes:
+    if not cmp.changes and not cmp.capacities:
         out.print("no cell and level was measured in both runs: nothing to compare")
     if threshold is None:
         return 0
+    fallen = capacity.regressions(cmp, threshold)
     regressed = cmp.regressions(threshold)
     for c in regressed:
         print(
@@ -302,7 +312,7 @@ def comparison(cmp, threshold: Optional[float]) -> int:
         )
     for gap in cmp.missing:
         print(f"regression: {gap}", file=sys.stderr)
-    if regressed or cmp.missing:
+    if regressed or fallen or cmp.missing:
         return 1
     print(
         f"no level fell by more than {threshold:.0%} beyond the noise, and run {cmp.after.id} has every cell "

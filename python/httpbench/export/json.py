@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from httpbench.report import tables
+from httpbench.report import capacity, tables
 from httpbench.results.model import RunResults
 
 SCHEMA = "httpbench-export/1"
@@ -30,5 +30,7 @@ def render(runs: Sequence[RunResults]) -> str:
         ],
         "cells": tables.cells(runs).records(),
         "levels": tables.all_levels(runs).records(),
+        # A capacity plan's cells: each one's capacity object, every probe in it, and its verdict.
+        "capacities": [capacity.record(cell) for cell in capacity.cells(runs)],
     }
     return json.dumps(document, indent=2, allow_nan=False) + "\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from httpbench.report import php_summary, summary, tables, verdict
+from httpbench.report import capacity, php_summary, summary, tables, verdict
 from httpbench.results.comparison import groups
 from httpbench.results.model import RunResults, levels_text
 
@@ -16,9 +16,10 @@ def _row(cells: Sequence[str]) -> str:
 
 
 def render(runs: Sequence[RunResults]) -> str:
-    lines: List[str] = []
+    lines: List[str] = capacity.markdown(runs)
     verdicts = {v.group.name: v for v in verdict.verdicts(runs)}
-    for group in groups([c for r in runs for c in r.measured]):
+    # A capacity cell's levels are the rates its search chose: no levels to compare cells on.
+    for group in groups([c for r in runs for c in r.measured if c.capacity is None]):
         table = tables.comparison(group, len(runs) > 1)
         lines += [f"### {group.name}", ""]
         if not table.rows:

@@ -10,7 +10,7 @@ level, for every round. The built-in plans live in `plans/*.toml`, beside this m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from httpbench import servers
 from httpbench.errors import Error
@@ -19,6 +19,9 @@ from httpbench.plan.lines import line_of
 from httpbench.plan.protocol import TlsSettings, is_http2, uses_tls, warms_connections
 from httpbench.plan.workload import Workload
 from httpbench.servers.adapters.command import CommandServer
+
+if TYPE_CHECKING:  # plan.capacity reads its table with plan.values, which needs PlanError from here
+    from httpbench.plan.capacity import Capacity
 
 # What `estimate_seconds` adds to the measured time, measured on a 2-core machine: starting,
 # verifying and stopping a server takes 0.1-0.6 s for most and 2.2 s for jetty9 (1.5 s budgeted);
@@ -151,6 +154,9 @@ class Plan:
     protocols: Tuple[str, ...] = ("http",)
     tls: TlsSettings = TlsSettings()
     streams: Tuple[int, ...] = (1,)  # per connection, for HTTP/2 cells
+    # [capacity]: each cell searched for its capacity, in place of levels (which are then empty;
+    # each probe is stored as a round of the level of its offered rate).
+    capacity: Optional[Capacity] = None
 
     def connections(self) -> List[Tuple[str, bool, Optional[str], int]]:
         """(protocol, keep-alive, resumption, streams) of each kind of cell a server gets: a TLS
@@ -216,6 +222,9 @@ class Plan:
         per_cell = len(self.workloads) * len(self.connections()) * len(self.server_cpus) * len(self.profiles)
         total = 0.0
         for budget in self.budgets or (self.budget,):
+            if self.capacity:
+                total += CELL_OVERHEAD_S + self.warmup + self.capacity.estimate_seconds()
+                continue
             seconds = budget.duration if budget.duration is not None else budget.requests / rate
             total += CELL_OVERHEAD_S + self.warmup + len(self.levels) * rounds * (seconds + LEVEL_OVERHEAD_S)
         ceilings = CEILING_S * (len(set(self.connections())) - 1)

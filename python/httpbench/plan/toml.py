@@ -20,6 +20,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
+from httpbench.plan import capacity as capacities
 from httpbench.plan import workload as workloads
 from httpbench.plan.dynamic import PHP_KINDS, php_workload
 from httpbench.plan.model import Budget, Plan, PlanError, Rounds
@@ -57,6 +58,7 @@ TOP_KEYS = (
     "protocols",
     "tls",
     "streams",
+    "capacity",
 )
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
@@ -151,7 +153,8 @@ class _Parser(ProtocolChecks):
         keep_alive = self.array(data.get("keep_alive", [True]), ("keep_alive",), self.boolean)
         server_cpus = self.array(data.get("server_cpus", [1]), ("server_cpus",), lambda v, p: self.integer(v, p, 1))
         client = self.string(data.get("client", "engine"), ("client",), CLIENTS)
-        model = self.string(data.get("model", "closed"), ("model",), MODELS)
+        # A capacity search offers rates: its plan is open loop unless it says otherwise (refused).
+        model = self.string(data.get("model", "open" if "capacity" in data else "closed"), ("model",), MODELS)
         pipeline = self.integer(data.get("pipeline", 1), ("pipeline",), 1)
         warmup = self.duration(data.get("warmup", 1.0), ("warmup",), zero_ok=True)
         allow_errors = self.boolean(data.get("allow_errors", False), ("allow_errors",))
@@ -174,14 +177,18 @@ class _Parser(ProtocolChecks):
             if any(work.label == other.label for other in loads[:i]):
                 self.fail(("workload", i), f"workload {work.label!r} appears twice")
 
-        if "levels" not in data:
-            self.fail(("levels",), "levels is missing: add [levels] with list = [...] or from, to and step")
-        levels = self.levels(data["levels"], model)
-        if "budget" not in data:
-            self.fail(("budget",), 'budget is missing: add [budget] with requests = N or duration = "2s"')
-        budgets = self.budgets(data["budget"])
-
-        self.combinations(client, model, pipeline, keep_alive, loads, levels, budgets)
+        capacity = None
+        if "capacity" in data:
+            capacity = capacities.read(self, data, data.get("model"), client, pipeline)
+            levels, budgets = (), (Budget(duration=capacity.probe or 3.0),)
+        else:
+            if "levels" not in data:
+                self.fail(("levels",), "levels is missing: add [levels] with list = [...] or from, to and step")
+            levels = self.levels(data["levels"], model)
+            if "budget" not in data:
+                self.fail(("budget",), 'budget is missing: add [budget] with requests = N or duration = "2s"')
+            budgets = self.budgets(data["budget"])
+            self.combinations(client, model, pipeline, keep_alive, loads, levels, budgets)
         protocols = self.protocols(data)
         tls = self.tls(data.get("tls", {}), protocols, client)
         streams = self.streams(data, protocols, keep_alive, pipeline)
@@ -214,6 +221,7 @@ class _Parser(ProtocolChecks):
             protocols=protocols,
             tls=tls,
             streams=streams,
+            capacity=capacity,
         )
 
     def statuses(self, data: Dict[str, Any], client: str) -> Tuple[int, ...]:

@@ -228,6 +228,7 @@ def of_run(run: dict) -> RunResults:
                 tls_version=cell["tls_version"],
                 resumption=cell["resumption"],
                 streams=cell["streams"] or 1,
+                capacity=cell["capacity"],
             )
         )
     return results

@@ -10,7 +10,7 @@ the report's verdicts between servers use it too.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from httpbench.errors import Error
@@ -97,15 +97,67 @@ class Missing:
 
 
 @dataclass(frozen=True)
+class CapacityChange:
+    """A capacity plan's cell in both runs: its capacity in each (None: no rate met), and their
+    ratio with an interval from the searches' brackets (a search knows its capacity only to
+    within its bracket: the rate found and the lowest that failed above it)."""
+
+    cell: str
+    before: Optional[float]
+    after: Optional[float]
+    ratio: Optional[float]  # None unless both found a rate
+    interval: Optional[Tuple[float, float]]
+
+    @property
+    def verdict(self) -> str:
+        if self.ratio is None:
+            return "no rate met" if self.after is None and self.before is not None else "not compared"
+        if within_noise(self.ratio, self.interval):
+            return "within the noise"
+        return "more" if self.ratio > 1 else "less"
+
+    def regressed(self, threshold: float) -> bool:
+        """The capacity fell by more than `threshold` beyond the brackets, or none was met any more."""
+        if self.ratio is None:
+            return self.before is not None and self.after is None
+        return not within_noise(self.ratio, self.interval) and self.ratio < 1 - threshold
+
+    @property
+    def why(self) -> str:
+        if self.ratio is None:
+            return "no rate met the objective any more"
+        return f"{self.ratio - 1:+.1%}, beyond the searches' brackets"
+
+
+def bracket(capacity: dict) -> Optional[float]:
+    """How wide a search's bracket is, relative to the rate it found; None without one (no rate
+    met, or none failed above it)."""
+    low, high = capacity["interval"]["low"], capacity["interval"]["high"]
+    return (high - low) / low if low and high else None
+
+
+def capacity_change(key: str, before: dict, after: dict) -> CapacityChange:
+    old, new = before["rate"], after["rate"]
+    if old is None or new is None:
+        return CapacityChange(key, old, new, None, None)
+    ratio = new / old
+    return CapacityChange(key, old, new, ratio, ratio_interval(ratio, bracket(before), bracket(after)))
+
+
+@dataclass(frozen=True)
 class Comparison:
     before: RunResults
     after: RunResults
     changes: List[Change]
     missing: List[Missing]  # measured in A, missing or failed in B
     only_after: List[str]  # cells measured in B only
+    capacities: List[CapacityChange] = field(default_factory=list)  # capacity plans' cells in both
 
     def regressions(self, threshold: float) -> List[Change]:
         return [c for c in self.changes if c.regressed(threshold)]
+
+    def capacity_regressions(self, threshold: float) -> List[CapacityChange]:
+        return [c for c in self.capacities if c.regressed(threshold)]
 
 
 def _missing(before: CellResult, cell: Optional[CellResult], after: RunResults) -> Optional[Missing]:
@@ -115,6 +167,12 @@ def _missing(before: CellResult, cell: Optional[CellResult], after: RunResults) 
     it measured there and not in B are still lost."""
     if cell is None:
         return Missing(before.key, f"not in run {after.id}")
+    if before.capacity is not None:
+        # A search probes the rates it chooses: its cell is whole when its search finished.
+        if before.finished and not (cell.finished and cell.capacity is not None):
+            why = cell.error or f"its cell {cell.status}"
+            return Missing(before.key, f"its capacity search did not finish in run {after.id} ({why})")
+        return None
     lost = tuple(n for n in before.level_numbers if n not in cell.level_numbers)
     unmeasured = f"{levels_text(lost)} not measured" if lost else "every level measured"
     if not cell.finished and before.finished:
@@ -129,12 +187,16 @@ def _missing(before: CellResult, cell: Optional[CellResult], after: RunResults) 
 def compare(before: RunResults, after: RunResults) -> Comparison:
     """Cells are matched by key (server/profile/workload/keep-alive/CPUs), levels by number."""
     later = {c.key: c for c in after.cells}
-    changes, missing = [], []
+    changes, missing, capacities = [], [], []
     for old_cell in before.measured:
         cell = later.get(old_cell.key)
         gap = _missing(old_cell, cell, after)
         if gap:
             missing.append(gap)
+        if old_cell.capacity is not None:
+            if not gap and old_cell.finished:
+                capacities.append(capacity_change(old_cell.key, old_cell.capacity, cell.capacity))
+            continue
         new_levels = {lv.level: lv for lv in cell.levels} if cell else {}
         for old in old_cell.levels:
             lv = new_levels.get(old.level)
@@ -145,7 +207,8 @@ def compare(before: RunResults, after: RunResults) -> Comparison:
             interval = ratio_interval(ratio, spread([old.rps]), spread([lv.rps]))
             changes.append(Change(old_cell.key, lv.level, old.rps, lv.rps, ratio, interval))
     earlier = {c.key for c in before.measured}
-    return Comparison(before, after, changes, missing, [c.key for c in after.measured if c.key not in earlier])
+    only_after = [c.key for c in after.measured if c.key not in earlier]
+    return Comparison(before, after, changes, missing, only_after, capacities)
 
 
 def parse_threshold(text: str) -> float:

@@ -136,6 +136,9 @@ class CellResult:
     tls_version: Optional[str] = None  # pinned by the plan; None: negotiated
     resumption: Optional[str] = None  # a TLS cell without keep-alive: "none", "tickets", "ids"
     streams: int = 1  # per connection: an HTTP/2 cell's; 1 for HTTP/1.1
+    # A capacity plan's cell: the engine's `capacity` object (docs/json-schema.md), its probes
+    # also stored as rounds, each at the level of its offered rate; None for a cell of levels.
+    capacity: Optional[dict] = None
 
     @property
     def series(self) -> str:

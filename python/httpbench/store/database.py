@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Collection, Dict, List, Optional, Set, Tuple
 
-from sqlalchemy import Table, create_engine, event, func, insert, inspect, select, update
+from sqlalchemy import Table, create_engine, delete, event, func, insert, inspect, select, update
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
@@ -320,6 +320,29 @@ class Store:
                 for r in conn.execute(select(*read).where(rounds.c.cell_id == cell_id))
                 if not redo or not stops_cell(stored_round(r.measurement), redo)
             }
+
+    @_one_line
+    def search_again(self, cell_id: int) -> None:
+        """A capacity cell's search starts over: the probes an interrupted search stored, and what
+        it found so far, go (a search is not resumed halfway: its next rate depends on them all)."""
+        with self.engine.begin() as conn:
+            conn.execute(delete(rounds).where(rounds.c.cell_id == cell_id))
+            conn.execute(update(cells).where(cells.c.id == cell_id).values(capacity=None))
+
+    @_one_line
+    def set_capacity(self, cell_id: int, capacity: dict) -> None:
+        """What a capacity cell's search found so far (the engine's `capacity` object)."""
+        with self.engine.begin() as conn:
+            conn.execute(update(cells).where(cells.c.id == cell_id).values(capacity=capacity))
+
+    @_one_line
+    def searched(self, run_id: int, key: str) -> bool:
+        """Whether the capacity cell `key` of `run_id` finished its search (a resume skips it)."""
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                select(cells.c.status, cells.c.capacity).where(cells.c.run_id == run_id, cells.c.key == key)
+            ).first()
+        return found is not None and found.status == "done" and found.capacity is not None
 
     @_one_line
     def finish_cell(self, cell_id: int, status: str, seconds: float, error: Optional[str]) -> None:

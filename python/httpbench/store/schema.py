@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateColumn
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
@@ -74,6 +74,10 @@ cells = Table(
     Column("resumption", String(20)),
     # Streams each connection kept open at once: an HTTP/2 cell's ("h2", "h2c"); 1 for HTTP/1.1.
     Column("streams", Integer),
+    # A capacity plan's cell: the search's result, the engine's `capacity` object (its objective,
+    # rate, interval, limit and every probe); null for a cell measured at levels, and until the
+    # search has a first probe.
+    Column("capacity", JSON),
     UniqueConstraint("run_id", "key"),
 )
 rounds = Table(
@@ -99,6 +103,7 @@ ADDED = {
     4: [cells.c.budget_requests, cells.c.budget_seconds],
     5: [cells.c.protocol, cells.c.tls_key, cells.c.tls_version, cells.c.resumption],
     6: [cells.c.streams],
+    7: [cells.c.capacity],
 }
 
 

@@ -18,6 +18,7 @@ from httpbench.judge.honesty import stops_cell
 from httpbench.load.report import stored_host
 from httpbench.placement import Placement, PlacementError, parse_cpus, show_cpus
 from httpbench.plan import builtin as plans
+from httpbench.plan import capacity
 from httpbench.store.database import Store, StoreError
 from httpbench.store.owner import owner_alive
 from httpbench.sweep.errors import Stopped
@@ -145,16 +146,19 @@ class Session:
     @property
     def rounds_stored(self) -> int:
         """Of those, the ones stored by earlier sessions; not a round that stopped its cell (its
-        server died), which the sweep measures again."""
+        server died), which the sweep measures again, nor the probes of a capacity search that did
+        not finish, which is searched again."""
         keys = {cell.key for cell in self.sweep.cells}
         return sum(
             min(sum(not stops_cell(r["measurement"]) for r in c["rounds"]), self._per_cell)
             for c in self.stored["cells"]
-            if c["key"] in keys
+            if c["key"] in keys and (not self.plan.capacity or c["status"] == "done")
         )
 
     @property
     def _per_cell(self) -> int:
+        if self.plan.capacity:
+            return capacity.EXPECTED_PROBES  # however many the search takes; the bar counts each
         return len(self.plan.levels) * self.plan.rounds.fewest
 
     def resume_command(self) -> str:

@@ -33,7 +33,7 @@ from httpbench.servers import ServerProfile
 from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
 from httpbench.store.database import Store
-from httpbench.sweep import ceiling, servable, target
+from httpbench.sweep import capacity, ceiling, servable, target
 from httpbench.sweep.errors import Stopped
 from httpbench.sweep.target import Target
 
@@ -189,7 +189,9 @@ class Sweep:
                 servers.get(against), ServerProfile("tuned"), workload, 1, tls, http2=is_http2(protocol)
             )
             to = self.target_of(started, protocol, resumption, "ceiling")
-            spec = self.spec(to, workload, WARM_CONNECTIONS, {"duration": ceiling.CEILING_SECONDS}, keep_alive, streams)
+            # Closed loop whatever the plan's model: the most the client can send, not a rate.
+            stop = {"duration": ceiling.CEILING_SECONDS}
+            spec = self.spec(to, workload, WARM_CONNECTIONS, stop, keep_alive, streams, closed=True)
             rounds: List[dict] = []
             while len(rounds) < ceiling.CEILING_ROUNDS:
                 measurement = self.load(spec)
@@ -231,7 +233,18 @@ class Sweep:
     def target_of(self, started, protocol: str, resumption: Optional[str], name: str) -> Target:
         return target.of(started, protocol, self.plan.tls.version, resumption, self.scratch / f"{name}-ca.pem")
 
-    def spec(self, to: Target, workload, level: int, stop: dict, keep_alive: bool, streams: int = 1) -> dict:
+    def spec(
+        self,
+        to: Target,
+        workload,
+        level: int,
+        stop: dict,
+        keep_alive: bool,
+        streams: int = 1,
+        closed: bool = False,
+    ) -> dict:
+        """The engine's spec of a load at `level`: connections, or in an open plan req/s unless
+        `closed` (the warm-up and the client ceiling load as hard as they can)."""
         # On a cluster each client host's engine uses that host's CPUs, and threads to match.
         client_cpus = [] if self.cluster else list(self.placement.client)
         spec = {
@@ -252,7 +265,7 @@ class Sweep:
             # Streams per connection are the same on every client host of a cluster, which
             # splits the connections.
             spec.update(http2=True, streams=streams)
-        if self.plan.model == "open":
+        if self.plan.model == "open" and not closed:
             spec.update(connections=max(1, min(WARM_CONNECTIONS, level)), rate=float(level))
         else:
             spec["connections"] = max(1, level)
@@ -263,6 +276,8 @@ class Sweep:
         return {"requests": budget.requests} if budget.requests else {"duration": budget.duration}
 
     def _cell(self, run_id: int, cell: Cell) -> None:
+        if self.plan.capacity and self.store.searched(run_id, cell.key):
+            return  # a resumed run's cell whose search finished
         adapter = self.plan.adapter(cell.server)
         profile = ServerProfile(
             cell.profile,
@@ -291,9 +306,12 @@ class Sweep:
                         {"duration": self.plan.warmup},
                         cell.keep_alive,
                         cell.streams,
+                        closed=True,
                     )
                 )
             host.watch()
+            if self.plan.capacity:
+                capacity.search(self, cell, cell_id, to, host)
             for level in self.plan.levels:
                 self._level(cell, cell_id, to, host, level, done)
             if not host.alive():
@@ -345,9 +363,9 @@ class Sweep:
                         f"client host(s) {', '.join(measurement['lost_hosts'])} lost at level {level}, "
                         "stored as partial (--on-client-loss stop)"
                     )
-                self._server_whole(cell, level, measurement)
+                self.server_whole(cell, level, measurement)
 
-    def _server_whole(self, cell: Cell, level: int, measurement: dict) -> None:
+    def server_whole(self, cell: Cell, level: int, measurement: dict) -> None:
         """Stops the cell if its server died during the round just stored (what is left of it is
         killed as the cell ends) or the round's load ended early; says so if one of its workers
         was restarted."""
@@ -359,14 +377,15 @@ class Sweep:
             self.progress.on_note(f"{cell.key}: level {level} flagged server_restarted: {reasons['server_restarted']}")
 
     def _round(self, cell: Cell, to: Target, host: ServerHost, level: int) -> dict:
-        host.start_window()
         if self.plan.client == "engine":
-            measurement = self.load(
-                self.spec(to, cell.workload, level, self._stop(cell), cell.keep_alive, cell.streams)
-            )
-        else:
-            budget = self.plan.budget_for(cell)
-            measurement = tools.run(
+            spec = self.spec(to, cell.workload, level, self._stop(cell), cell.keep_alive, cell.streams)
+            return self.measure(cell, host, level, lambda: self.load(spec))
+        budget = self.plan.budget_for(cell)
+        return self.measure(
+            cell,
+            host,
+            level,
+            lambda: tools.run(
                 self.plan.client,
                 to.url.rstrip("/") + cell.workload.paths[0],
                 max(1, level),
@@ -375,7 +394,14 @@ class Sweep:
                 cell.keep_alive,
                 self.placement.client,
                 self.plan.pipeline,
-            )
+            ),
+        )
+
+    def measure(self, cell: Cell, host: ServerHost, level: int, load: Callable[[], dict]) -> dict:
+        """A round of `cell` at `level`: `load()`'s report with the server's monitor window around
+        it and the round's honesty flags (a level's round, or a capacity search's probe)."""
+        host.start_window()
+        measurement = load()
         measurement["server"] = host.end_window()
         kind = ceiling.kind_of(cell)
         rps, against = self.ceiling.rps.get(kind), self.ceiling.against.get(kind, "reference")
