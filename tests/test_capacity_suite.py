@@ -204,10 +204,11 @@ def searched(capacity) -> CellResult:
 def test_the_verdicts_say_what_the_cli_says():
     met = capacity_of(41_200.0, 42_000.0, [probe(41_200.0, 8.7, True), probe(42_000.0, 31.0, False)])
     assert words.verdict(searched(met)) == (
-        "capacity: 41,200 req/s at p99 <= 10 ms, errors <= 0.1% (p99 there none; 42,000 req/s broke it at p99 31.00 ms)"
+        "capacity: 41,200 req/s at p99 <= 10 ms, errors <= 0.1% (p99 there 8.70 ms; 42,000 req/s broke it at p99 31.00 ms)"
     )
     floor = capacity_of(5_000.0, None, [probe(5_000.0, 2.0, True)], limited_by="client")
-    assert words.verdict(searched(floor)).startswith("capacity: at least 5,000 req/s at p99 <= 10 ms")
+    said = words.verdict(searched(floor))
+    assert said.startswith("capacity: at least 5,000 req/s at p99 <= 10 ms") and said.endswith("(--client-cpus)")
     none = capacity_of(None, None, [probe(20.0, 45.0, False), probe(10.0, 44.0, False)], bound="min_rate")
     assert words.verdict(searched(none)) == "no rate met p99 <= 10 ms, errors <= 0.1%: at 10 req/s, p99 was 44.00 ms"
     slow = capacity_of(None, None, [probe(10.0, 1.0, False, achieved=5.0)], bound="min_rate")

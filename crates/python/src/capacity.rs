@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use httpbench_engine::capacity::{Next, Objective, Pool, Search, Settings};
+use httpbench_engine::capacity::{Capacity, Next, Objective, Pool, Search, Settings};
 use httpbench_engine::{LoadSpec, Report};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -101,4 +101,14 @@ impl CapacitySearch {
     fn capacity(&self) -> PyResult<String> {
         json(&self.search.outcome())
     }
+}
+
+/// A stored capacity object (JSON) in the engine's words: (its objective, as "p99 <= 10 ms,
+/// errors <= 0.1%", and its verdict, one line; see `Capacity::verdict`), so that the suite says
+/// what `httpbench-load --capacity` says.
+#[pyfunction]
+pub fn capacity_words(capacity_json: &str) -> PyResult<(String, String)> {
+    let capacity: Capacity = serde_json::from_str(capacity_json)
+        .map_err(|e| EngineError::new_err(format!("not a capacity object: {e}")))?;
+    Ok((capacity.objective.to_string(), capacity.verdict()))
 }

@@ -224,6 +224,7 @@ fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge_reports, m)?)?;
     m.add_function(wrap_pyfunction!(split_spec, m)?)?;
     m.add_class::<capacity::CapacitySearch>()?;
+    m.add_function(wrap_pyfunction!(capacity::capacity_words, m)?)?;
     m.add_function(wrap_pyfunction!(goodput, m)?)?;
     Ok(())
 }

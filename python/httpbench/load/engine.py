@@ -113,6 +113,17 @@ def goodput(report: dict) -> Goodput:
     return Goodput(*_engine.goodput(json.dumps(report)))
 
 
+class CapacityWords(NamedTuple):
+    """A capacity object in the engine's words, as ``httpbench-load --capacity`` says it."""
+
+    objective: str  # "p99 <= 10 ms, errors <= 0.1%"
+    verdict: str  # "capacity: 41,200 req/s at ... (p99 there 8.70 ms; ...)", or "no rate met ..."
+
+
+def capacity_words(capacity: dict) -> CapacityWords:
+    return CapacityWords(*_engine.capacity_words(json.dumps(capacity)))
+
+
 def split_spec(spec: dict, hosts: int) -> list:
     """``spec`` split over ``hosts`` client hosts, one spec per host it takes: connections, rate
     and request budget divided as the engine divides them over its threads."""

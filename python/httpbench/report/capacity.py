@@ -1,20 +1,19 @@
-"""A capacity cell in words, as `httpbench-load --capacity` says it (crates/load/src/verdict.rs,
-whose wording this keeps): each probe's figures, and the verdict "capacity: 41,200 req/s at
-p99 <= 10 ms, errors <= 0.1% (p99 there 8.70 ms; 42,000 req/s broke it at p99 31 ms)", "at
-least" where the client or the connections set the pace, "no rate met ..." where none did.
-`show`, the end of `run` and the exports read them here.
+"""A capacity cell in words: each probe's figures for the tables, and the verdict, which is the
+engine's (`Capacity::verdict`, what `httpbench-load --capacity` prints): "capacity: 41,200 req/s
+at p99 <= 10 ms, errors <= 0.1% (p99 there 8.70 ms; 42,000 req/s broke it at p99 31.00 ms)",
+"at least" where the client or the connections set the pace, "no rate met ..." where none did,
+with the plan's remedy where it is a floor. `show`, the end of `run` and the exports read them
+here.
 """
 
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
-from httpbench.plan.capacity import level_of
+from httpbench.load import engine
 from httpbench.results.comparison import groups
 from httpbench.results.model import CellResult, RunResults
 
-# The engine's share of the offered rate a probe must send (capacity::MIN_ACHIEVED_SHARE).
-MIN_ACHIEVED_SHARE = 0.98
 _NAMES = {50.0: "p50", 90.0: "p90", 99.0: "p99", 99.9: "p99.9"}
 _KEYS = {50.0: "p50_us", 90.0: "p90_us", 99.0: "p99_us", 99.9: "p99_9_us"}
 PROBE_HEADINGS = ["offered req/s", "achieved", "p50", "p99", "errors", "met"]
@@ -31,23 +30,9 @@ def ms(us: Optional[float]) -> str:
     return f"{us / 1e3:.0f} ms" if us >= 100_000 else f"{us / 1e3:.2f} ms"
 
 
-def _number(x: float) -> str:
-    """As Rust prints an f64: 10.0 -> "10", 0.1 -> "0.1"."""
-    text = repr(float(x))
-    return text[:-2] if text.endswith(".0") else text
-
-
-def _bound(us: int) -> str:
-    if us < 1_000:
-        return f"{us} us"
-    return f"{_number(us / 1e3)} ms" if us < 1_000_000 else f"{_number(us / 1e6)} s"
-
-
 def objective(capacity: dict) -> str:
     """ "p99 <= 10 ms, errors <= 0.1%", as the engine writes an objective."""
-    o = capacity["objective"]
-    terms = [f"{_NAMES[b['percentile']]} <= {_bound(b['latency_us'])}" for b in o["percentiles"]]
-    return ", ".join(terms + [f"errors <= {_number(o['max_error_share'] * 100)}%"])
+    return engine.capacity_words(capacity).objective
 
 
 def top(capacity: dict) -> float:
@@ -83,56 +68,30 @@ def headings(capacity: dict) -> List[str]:
     return [*PROBE_HEADINGS[:3], _NAMES[top(capacity)], *PROBE_HEADINGS[4:]]
 
 
-def _broke(p: dict, capacity: dict) -> str:
-    """Why a probe did not meet the objective: the first thing it broke."""
-    for b in reversed(capacity["objective"]["percentiles"]):
-        us = _at(p, b["percentile"])
-        if us is None or us > b["latency_us"]:
-            return f"at {_NAMES[b['percentile']]} {ms(us)}"
-    if p["achieved"] < MIN_ACHIEVED_SHARE * p["offered"]:
-        return f"sending only {rate(p['achieved'])} req/s"
-    return f"with {p['errors']} errors"
-
-
 def at_least(capacity: dict) -> bool:
-    """Whether the capacity is a floor, not the server's: the client or the connections set the pace."""
-    return capacity["limited_by"] in ("client", "connections")
+    """Whether the capacity is a floor, not the server's: the client or the connections set the
+    pace, or the largest rate searched met the objective."""
+    return capacity["rate"] is not None and (
+        capacity["limited_by"] in ("client", "connections") or capacity["bound"] == "max_rate"
+    )
+
+
+# What a plan can do where the capacity is a floor, in its own keys.
+_REMEDIES = {
+    "client": ": give the client more CPUs (--client-cpus)",
+    "connections": ": raise the open-file limit, or capacity.connections",
+    "max_rate": ": raise capacity.max_rate",
+}
 
 
 def verdict(cell: CellResult) -> str:
-    """The cell's verdict, one line (see the module's docstring)."""
+    """The cell's verdict, one line, in the engine's words (`Capacity::verdict`), with what the
+    plan can do where the capacity is a floor."""
     c = cell.capacity
-    wanted, highest = objective(c), top(c)
-    name = _NAMES[highest]
-    if c["rate"] is None:
-        if not c["probes"]:
-            return f"no rate met {wanted}: no probe ran"
-        lowest = min(c["probes"], key=lambda p: p["offered"])
-        why = _broke(lowest, c)
-        said = "" if why.startswith("at ") else f" ({why.removeprefix('with ')})"
-        return f"no rate met {wanted}: at {rate(lowest['offered'])} req/s, {name} was {ms(_at(lowest, highest))}{said}"
-    levels = {lv.level: lv for lv in cell.levels}
-    there = levels.get(level_of(c["rate"]))
-    high = c["interval"]["high"]
-    failed = next((p for p in c["probes"] if high is not None and p["offered"] == high and not p["met"]), None)
-    above = f"; {rate(high)} req/s broke it {_broke(failed, c)}" if failed else ""
-    detail = f"({name} there {ms(_at(there.latency, highest) if there else None)}{above})"
-    limits = {
-        "client": " — the client set the pace (an engine thread at 90% busy or more): give it more CPUs",
-        "connections": " — the connection pool set the pace (its cap, or capacity.connections): raise the "
-        "open-file limit or capacity.connections",
-    }
-    floor = limits.get(c["limited_by"]) or (
-        " — the largest rate searched (capacity.max_rate) met it" if c["bound"] == "max_rate" else ""
-    )
-    unsettled = {
-        "probes": ", unsettled: the search ran out of probes",
-        "time": ", unsettled: the search ran out of time",
-    }
-    return (
-        f"capacity: {'at least ' if floor else ''}{rate(c['rate'])} req/s at {wanted} {detail}"
-        f"{unsettled.get(c['bound'], '')}{floor}"
-    )
+    said = engine.capacity_words(c).verdict
+    if not at_least(c):
+        return said
+    return said + _REMEDIES.get(c["limited_by"], _REMEDIES["max_rate"] if c["bound"] == "max_rate" else "")
 
 
 def cells(runs: Sequence[RunResults]) -> List[CellResult]:

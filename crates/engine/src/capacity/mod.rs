@@ -5,6 +5,7 @@
 mod objective;
 mod probe;
 mod search;
+pub mod words;
 
 pub use objective::{Bound, Figures, Objective, DEFAULT_MAX_ERROR_SHARE, MIN_ACHIEVED_SHARE};
 pub use probe::{client_bound, run_until, Pool, CLIENT_BOUND_SHARE};
