@@ -18,6 +18,7 @@ from httpbench.results.compare import capacity_change
 from httpbench.results.model import CellResult
 from httpbench.store.database import Store
 from test_cluster import loopback_cluster, tls_cluster  # noqa: F401 - fixtures
+from test_report import draw_offline
 
 SLOTS, HOLD_MS = 40, 20
 KD = SLOTS * 1000 / HOLD_MS  # 2,000 req/s
@@ -175,6 +176,19 @@ def test_a_capacity_plan_finds_the_slots_ground_truth_stores_shows_exports_and_c
     assert f"regression: {cell.key}: capacity {capacity['rate']:,.0f} -> " in fell.stderr
     assert "less" in fell.stdout
 
+    # The report draws both searches in the real browser: a bar each at its capacity, and every
+    # probe's latency against its rate; no level chart draws a capacity cell's probes as levels.
+    page_file = tmp_path / "report.html"
+    made = httpbench("report", "1", "2", "--db", db, "-o", str(page_file))
+    assert made.returncode == 0, made.stderr
+    problems, drawn, _ = draw_offline(page_file, tmp_path / "report.png")
+    assert not problems, problems
+    marks = dict(drawn)
+    assert marks["chart-capacity"] > 0 and marks["chart-latency_by_rate"] > 0, drawn
+    assert "chart-throughput" not in marks, drawn
+    html = page_file.read_text()
+    assert "Capacity, " in html and html.count("req/s broke it at p99") >= 2 and "is incomplete" not in html
+
 
 def capacity_of(rate, high, probes=(), limited_by="server", bound=None):
     return {
@@ -204,7 +218,8 @@ def searched(capacity) -> CellResult:
 def test_the_verdicts_say_what_the_cli_says():
     met = capacity_of(41_200.0, 42_000.0, [probe(41_200.0, 8.7, True), probe(42_000.0, 31.0, False)])
     assert words.verdict(searched(met)) == (
-        "capacity: 41,200 req/s at p99 <= 10 ms, errors <= 0.1% (p99 there 8.70 ms; 42,000 req/s broke it at p99 31.00 ms)"
+        "capacity: 41,200 req/s at p99 <= 10 ms, errors <= 0.1% "
+        "(p99 there 8.70 ms; 42,000 req/s broke it at p99 31.00 ms)"
     )
     floor = capacity_of(5_000.0, None, [probe(5_000.0, 2.0, True)], limited_by="client")
     said = words.verdict(searched(floor))

@@ -125,6 +125,24 @@ def share_of_best(cell: CellResult, cells: Sequence[CellResult]) -> str:
     return f"{found / best:.0%}" if best and found is not None and cell.finished else "-"
 
 
+def rankings(runs: Sequence[RunResults]) -> List[dict]:
+    """Per group of capacity cells, its table (rank, cell, capacity, share of the best) and each
+    cell's verdict: what the report's summary opens with."""
+    out = []
+    for group, cells in ranked(runs).items():
+        rows = [
+            [
+                str(n) if c.finished and c.capacity["rate"] is not None else "-",
+                c.series + (f" (run {c.run_id})" if len(runs) > 1 else ""),
+                shown_rate(c),
+                share_of_best(c, cells),
+            ]
+            for n, c in enumerate(cells, 1)
+        ]
+        out.append({"group": group, "rows": rows, "verdicts": [f"{c.series}: {verdict(c)}" for c in cells]})
+    return out
+
+
 def markdown(runs: Sequence[RunResults]) -> List[str]:
     """Per group of capacity cells, a Markdown table of them ranked, with their verdicts."""
     lines: List[str] = []

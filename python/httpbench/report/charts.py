@@ -16,6 +16,7 @@ from typing import Callable, List, Sequence
 import vl_convert
 
 from httpbench.report.bars import differences, end_memory, rating, ratings, rps_bars, total_time
+from httpbench.report.capacity_charts import capacity_bars, latency_by_rate
 from httpbench.report.h2_bars import http1_beside, streams
 from httpbench.report.lines import latency, server_cpu, server_memory, spectrum, throughput, timeline
 from httpbench.report.marks import FLAG_OUTLINE, HIDDEN, Chart, Choices, Measured
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 BUILDERS: Sequence[Callable[[Measured], Chart]] = (
+    capacity_bars,
+    latency_by_rate,
     throughput,
     latency,
     server_cpu,

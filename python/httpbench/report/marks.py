@@ -63,11 +63,15 @@ class Measured:
     def __init__(self, runs: Sequence[RunResults], choices: Choices) -> None:
         self.runs = list(runs)
         self.choices = choices
-        self.cells: List[CellResult] = [c for r in self.runs for c in r.measured]
+        measured = [c for r in self.runs for c in r.measured]
         several = len(self.runs) > 1
-        self.label: Dict[int, str] = {id(c): c.series + (f" (run {c.run_id})" if several else "") for c in self.cells}
-        self.series = list(dict.fromkeys(self.label[id(c)] for c in self.cells))
+        self.label: Dict[int, str] = {id(c): c.series + (f" (run {c.run_id})" if several else "") for c in measured}
+        self.series = list(dict.fromkeys(self.label[id(c)] for c in measured))
+        # A capacity cell's levels are the rates its search chose: drawn by the capacity charts
+        # only, never as levels beside other cells'.
+        self.cells: List[CellResult] = [c for c in measured if c.capacity is None]
         self.groups: List[Group] = groups(self.cells)
+        self.searched: List[Group] = groups([c for c in measured if c.capacity is not None])
         self._check()
 
     def _check(self) -> None:

@@ -12,7 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from httpbench import __version__
-from httpbench.report import php_summary, summary, tables, verdict
+from httpbench.report import capacity, php_summary, summary, tables, verdict
 from httpbench.report.charts import Chart, Measured, ratings, vega
 from httpbench.results.model import RunResults
 
@@ -218,6 +218,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         charts=[{"name": c.name, "title": c.title, "note": c.note, "short": SHORT.get(c.name, c.name)} for c in charts],
         missing=missing,
         specs=_script_json({c.name: vega(c.vega_lite) for c in charts}),
+        capacities=capacity.rankings(runs),
         verdicts=_verdicts(runs),
         tls_costs=summary.tls_costs(runs),
         h2_gains=summary.h2_gains(runs),

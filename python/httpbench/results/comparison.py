@@ -146,6 +146,8 @@ class Group:
         if not cell.finished:
             ended = {"interrupted": "was interrupted", "stopped": "was stopped", "running": "has not finished"}
             return f"its cell {ended.get(cell.status, cell.status)} ({measured}), so it is not ranked"
+        if cell.capacity is not None:
+            return None  # its levels are the rates its search chose: none is missing
         if self.unranked_by(cell):
             named = HANDSHAKES.get(cell.resumption or "", "it is named")
             return f"{' and '.join(self.unranked_by(cell))}, so it is not ranked as {named}"
