@@ -290,3 +290,39 @@ def test_a_capacity_search_on_a_cluster_splits_each_probe_and_records_the_merged
     assert len(stored) == len(capacity["probes"])
     # Every probe was split over both client hosts and merged as a level is.
     assert all(sorted(h["host"] for h in r["measurement"]["hosts"]) == ["c1", "c2"] for r in stored)
+
+
+def test_nginx_and_lighttpd_are_searched_through_the_builtin_plan_reported_and_compared(tmp_path):
+    """The built-in plan's shape on two real servers, its search cut short (precision 50%, short
+    probes): each gets a capacity, stored, shown ranked, drawn in the real browser, compared."""
+    text = plans.load("capacity").text.replace('precision = "5%"', 'precision = "50%"')
+    plan = tmp_path / "capacity.toml"
+    plan.write_text(text.replace('probe = "1s"', 'probe = "0.5s"').replace("start = 4000", "start = 16000"))
+    db = str(tmp_path / "r.db")
+    run = httpbench(
+        "run",
+        str(plan),
+        "--db",
+        db,
+        "--servers",
+        "nginx,lighttpd",
+        "--server-cpus",
+        "0",
+        "--client-cpus",
+        "1",
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    measured = results.load(Store(db, create=False), 1)
+    assert sorted(c.server for c in measured.cells) == ["lighttpd", "nginx"]
+    for cell in measured.cells:
+        assert cell.finished and cell.capacity["rate"], cell.capacity
+    shown = httpbench("show", "1", "--db", db)
+    assert shown.returncode == 0 and "capacity, " in shown.stdout and "rank" in shown.stdout, shown.stdout
+    assert shown.stdout.count("capacity: ") >= 2
+    page_file = tmp_path / "report.html"
+    assert httpbench("report", "1", "--db", db, "-o", str(page_file)).returncode == 0
+    problems, drawn, _ = draw_offline(page_file, tmp_path / "report.png")
+    assert not problems and dict(drawn)["chart-capacity"] > 0, (problems, drawn)
+    same = httpbench("compare", "1", "1", "--db", db)
+    assert same.returncode == 0 and "capacity, run 1 against run 1" in same.stdout, same.stdout

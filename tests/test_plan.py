@@ -487,6 +487,7 @@ EXPECTED = {
     "h2",
     "baseline-h2",
     "dynamic",
+    "capacity",
 }
 
 
@@ -555,6 +556,14 @@ def test_ssl_impact_finishes_in_under_eight_minutes_with_every_tls_server():
     assert seconds < 8 * 60, seconds
     # Five cells a server: http and https with keep-alive, http without, https without twice.
     assert len([c for c in ssl.cells(["nginx"]) if c.server == "nginx"]) == 5
+
+
+def test_the_capacity_plan_finishes_in_under_twelve_minutes_with_twelve_servers():
+    capacity = plan.builtin()["capacity"]
+    seconds = capacity.estimate_seconds(12 + 1)  # 12 installed + reference
+    assert seconds < 12 * 60, seconds
+    assert f"{seconds:.0f} s" in capacity.notes
+    assert capacity.model == "open" and capacity.capacity.objective == "p99 <= 10ms"
 
 
 def test_h2_plans_finish_in_under_eight_minutes_with_every_h2_server():
