@@ -5,13 +5,14 @@ draw by hand, the objective a line across it and each cell's capacity marked on 
 
 from __future__ import annotations
 
-from typing import List
+from typing import Iterator, List, Tuple
 
 import altair as alt
 
 from httpbench.report import capacity as words
 from httpbench.report.bars import per_group, series_bars
 from httpbench.report.marks import HEIGHT, Chart, Measured, flagged, legend_toggle, panel_width, quantity, unless_hidden
+from httpbench.results.model import CellResult
 
 PERCENTILES = (("p50_us", "p50"), ("p99_us", "p99"))
 
@@ -26,27 +27,31 @@ def _floor(capacity: dict) -> str:
     }.get(capacity["limited_by"], "the largest rate searched met the objective: the server carries at least this")
 
 
-def _capacity_rows(m: Measured) -> List[dict]:
-    rows = []
+def _searches(m: Measured) -> Iterator[Tuple[str, CellResult, dict]]:
+    """Each searched cell with its group's name and its capacity object (every cell of
+    `m.searched` has one)."""
     for group in m.searched:
         for cell in group.cells:
-            c = cell.capacity
-            if c is None:
-                continue
-            reasons = {} if c["rate"] is not None else {"none met": "no rate met the objective"}
-            if _floor(c):
-                reasons["at least"] = _floor(c)
-            rows.append(
-                {
-                    "series": m.series_of(cell),
-                    "group": group.name,
-                    "rate": c["rate"] or 0.0,
-                    "low": c["interval"]["low"] or 0.0,
-                    "high": c["interval"]["high"],
-                    "label": "no rate met" if c["rate"] is None else "",
-                    **flagged(reasons),
-                }
-            )
+            yield group.name, cell, cell.capacity
+
+
+def _capacity_rows(m: Measured) -> List[dict]:
+    rows = []
+    for group, cell, c in _searches(m):
+        reasons = {} if c["rate"] is not None else {"none met": "no rate met the objective"}
+        if _floor(c):
+            reasons["at least"] = _floor(c)
+        rows.append(
+            {
+                "series": m.series_of(cell),
+                "group": group,
+                "rate": c["rate"] or 0.0,
+                "low": c["interval"]["low"] or 0.0,
+                "high": c["interval"]["high"],
+                "label": "no rate met" if c["rate"] is None else "",
+                **flagged(reasons),
+            }
+        )
     return rows
 
 
@@ -80,37 +85,30 @@ def capacity_bars(m: Measured) -> Chart:
 
 def _probe_rows(m: Measured) -> List[dict]:
     rows = []
-    for group in m.searched:
-        for cell in group.cells:
-            c = cell.capacity
-            if c is None:
-                continue
-            for p in c["probes"]:
-                for field, name in PERCENTILES:
-                    if p[field] is not None:
-                        rows.append(
-                            {
-                                "series": m.series_of(cell),
-                                "group": group.name,
-                                "offered": p["offered"],
-                                "percentile": name,
-                                "ms": p[field] / 1000,
-                                "met": "met" if p["met"] else "not met",
-                                "capacity": c["rate"],
-                            }
-                        )
+    for group, cell, c in _searches(m):
+        for p in c["probes"]:
+            for field, name in PERCENTILES:
+                if p[field] is not None:
+                    rows.append(
+                        {
+                            "series": m.series_of(cell),
+                            "group": group,
+                            "offered": p["offered"],
+                            "percentile": name,
+                            "ms": p[field] / 1000,
+                            "met": "met" if p["met"] else "not met",
+                            "capacity": c["rate"],
+                        }
+                    )
     return rows
 
 
 def _objective_rows(m: Measured) -> List[dict]:
     rows = {}
-    for group in m.searched:
-        for cell in group.cells:
-            if cell.capacity is None:
-                continue
-            for bound in cell.capacity["objective"]["percentiles"]:
-                name = f"p{bound['percentile']:g}"
-                rows[(group.name, name)] = {"group": group.name, "ms": bound["latency_us"] / 1000, "bound": name}
+    for group, _, c in _searches(m):
+        for bound in c["objective"]["percentiles"]:
+            name = f"p{bound['percentile']:g}"
+            rows[(group, name)] = {"group": group, "ms": bound["latency_us"] / 1000, "bound": name}
     return list(rows.values())
 
 
