@@ -6,6 +6,7 @@ Ground truth: the testserver's slots mode (K slots held D ms each) carries exact
 per second at latency D, so at p99 <= 1.5 D the search finds K/D."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from httpbench.plan import builtin as plans
 from httpbench.plan.model import PlanError
 from httpbench.report import capacity as words
 from httpbench.results.compare import capacity_change
-from httpbench.results.model import CellResult
+from httpbench.results.model import CellResult, RunResults
 from httpbench.store.database import Store
 from test_cluster import loopback_cluster, tls_cluster  # noqa: F401 - fixtures
 from test_report import draw_offline
@@ -326,3 +327,39 @@ def test_nginx_and_lighttpd_are_searched_through_the_builtin_plan_reported_and_c
     assert not problems and dict(drawn)["chart-capacity"] > 0, (problems, drawn)
     same = httpbench("compare", "1", "1", "--db", db)
     assert same.returncode == 0 and "capacity, run 1 against run 1" in same.stdout, same.stdout
+
+
+def test_the_ranking_ties_what_the_brackets_cannot_tell_apart_and_keeps_the_reference_as_ceiling():
+    def cell(server, rate, high, limited_by="server"):
+        c = searched(capacity_of(rate, high, [probe(rate, 5.0, True)], limited_by=limited_by))
+        return replace(c, server=server, key=f"{server}/tuned/7B/ka/1cpu")
+
+    run = RunResults(
+        1,
+        "capacity",
+        "",
+        "done",
+        None,
+        None,
+        {},
+        [],
+        None,
+        None,
+        cells=[
+            cell("nginx", 41_200.0, 42_000.0),
+            cell("lighttpd", 40_800.0, 41_600.0),  # its bracket reaches nginx's capacity: a tie
+            cell("apache2-event", 12_100.0, 12_400.0),
+            cell("reference", 90_000.0, None, limited_by="client"),
+        ],
+    )
+    (s,) = words.standings([run])
+    assert [(rank, c.server) for rank, c in s.places] == [("=1", "nginx"), ("=1", "lighttpd"), ("3", "apache2-event")]
+    assert s.ceiling.server == "reference" and s.rank(s.ceiling) == "ceiling" and s.share(s.ceiling) == "-"
+    assert s.share(s.places[2][1]) == "29.4%"
+    assert s.sentence.startswith("nginx/tuned and lighttpd/tuned tie at p99 <= 10 ms")
+    apart = replace(run, cells=[run.cells[0], run.cells[2]])
+    (s,) = words.standings([apart])
+    assert s.sentence == (
+        "At p99 <= 10 ms, errors <= 0.1%, nginx/tuned carries 41,200 requests per second, "
+        "3.4 times as many as apache2-event/tuned (12,100)"
+    )

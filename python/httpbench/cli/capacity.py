@@ -36,20 +36,14 @@ def probes(cell: CellResult, out: Console, table: Callable) -> None:
 
 
 def summary(run: RunResults, out: Console, table: Callable) -> None:
-    """Per group, its capacity cells ranked: rank, cell, capacity, share of the best, verdict."""
-    for group, cells in words.ranked([run]).items():
-        rows = [
-            [
-                str(n) if cell.finished and cell.capacity["rate"] is not None else "-",
-                cell.series,
-                words.shown_rate(cell),
-                words.share_of_best(cell, cells),
-                cell.status,
-            ]
-            for n, cell in enumerate(cells, 1)
-        ]
-        out.print(table(f"capacity, {group}", ["rank", "server/profile", "req/s", "of best", "status"], rows))
-        for cell in cells:
+    """Per group, its capacity cells ranked (rank, cell, capacity, share of the best, status), the
+    reference server's as the ceiling, the sentence for the pair that matters, each verdict."""
+    for s in words.standings([run]):
+        rows = [[s.rank(c), c.series, words.shown_rate(c), s.share(c), c.status] for c in s.cells]
+        out.print(table(f"capacity, {s.group}", ["rank", "server/profile", "req/s", "of best", "status"], rows))
+        if s.sentence:
+            out.print(Text(s.sentence))
+        for cell in s.cells:
             out.print(Text(f"{cell.series}: {words.verdict(cell)}"))
             if cell.error:
                 out.print(Text(f"{cell.key} {cell.status}: {cell.error}", style="red"))

@@ -8,11 +8,13 @@ here.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
 
 from httpbench.load import engine
 from httpbench.results.comparison import groups
 from httpbench.results.model import CellResult, RunResults
+from httpbench.servers.adapters.reference import Reference
 
 _NAMES = {50.0: "p50", 90.0: "p90", 99.0: "p99", 99.9: "p99.9"}
 _KEYS = {50.0: "p50_us", 90.0: "p90_us", 99.0: "p99_us", 99.9: "p99_9_us"}
@@ -99,58 +101,110 @@ def cells(runs: Sequence[RunResults]) -> List[CellResult]:
     return [c for r in runs for c in r.cells if c.capacity is not None]
 
 
-def ranked(runs: Sequence[RunResults]) -> Dict[str, List[CellResult]]:
-    """Per group, its capacity cells, finished ones with a rate highest first, then the others
-    as they were measured (shown, never ranked)."""
-    out: Dict[str, List[CellResult]] = {}
-    for group in groups(cells(runs)):
-        found = sorted(
-            (c for c in group.cells if c.finished and c.capacity["rate"] is not None),
-            key=lambda c: -c.capacity["rate"],
-        )
-        out[group.name] = found + [c for c in group.cells if c not in found]
-    return out
-
-
 def shown_rate(cell: CellResult) -> str:
     """Its capacity as a table shows it: "at least 5,000" where it is a floor, "none" where no rate met."""
     found = cell.capacity["rate"]
     return ("at least " if at_least(cell.capacity) else "") + rate(found) if found is not None else "none"
 
 
-def share_of_best(cell: CellResult, cells: Sequence[CellResult]) -> str:
-    """Its capacity as a share of its group's highest ("-" when either is not ranked)."""
-    best = next((c.capacity["rate"] for c in cells if c.finished and c.capacity["rate"]), None)
-    found = cell.capacity["rate"]
-    return f"{found / best:.0%}" if best and found is not None and cell.finished else "-"
+@dataclass
+class Standing:
+    """A group's capacity cells as the verdict ranks them: `places` (rank, cell), best first, a
+    cell whose search's bracket reaches the capacity of the one ranked above it sharing its rank
+    ("=1"); `others`, not ranked (unfinished, or no rate met); the reference server's cell, the
+    client's ceiling rather than a contender; and the sentence for the best against the next."""
+
+    group: str
+    places: List[Tuple[str, CellResult]]
+    others: List[CellResult]
+    ceiling: Optional[CellResult]
+    sentence: Optional[str]
+
+    @property
+    def cells(self) -> List[CellResult]:
+        return [c for _, c in self.places] + self.others + ([self.ceiling] if self.ceiling else [])
+
+    def rank(self, cell: CellResult) -> str:
+        return next((r for r, c in self.places if c is cell), "ceiling" if cell is self.ceiling else "-")
+
+    def share(self, cell: CellResult) -> str:
+        """Its capacity as a share of the best's, as TechEmpower prints it ("-": not ranked)."""
+        if not self.places or all(c is not cell for _, c in self.places):
+            return "-"
+        return f"{cell.capacity['rate'] / self.places[0][1].capacity['rate']:.1%}"
+
+
+def _below_for_sure(lower: dict, upper: dict) -> bool:
+    """`lower`'s capacity is below `upper`'s whatever the noise: its search failed at a rate at or
+    under the rate `upper` carried, and it is the server's (a floor may carry more)."""
+    high = lower["interval"]["high"]
+    return not at_least(lower) and high is not None and high <= upper["rate"]
+
+
+def _sentence(best: CellResult, next_: CellResult, several: bool) -> str:
+    a, b = best.capacity, next_.capacity
+    name = lambda c: c.series + (f" (run {c.run_id})" if several else "")  # noqa: E731
+    if not _below_for_sure(b, a):
+        return (
+            f"{name(best)} and {name(next_)} tie at {objective(a)}: {rate(a['rate'])} and {rate(b['rate'])} "
+            f"req/s, within what their searches can tell apart"
+        )
+    times = f"{'at least ' if at_least(a) else ''}{a['rate'] / b['rate']:.1f} times as many as"
+    return (
+        f"At {objective(a)}, {name(best)} carries {shown_rate(best)} requests per second, "
+        f"{times} {name(next_)} ({rate(b['rate'])})"
+    )
+
+
+def standings(runs: Sequence[RunResults]) -> List[Standing]:
+    """Each group of capacity cells ranked (see Standing)."""
+    several = len(runs) > 1
+    out = []
+    for group in groups(cells(runs)):
+        contenders = [c for c in group.cells if c.server != Reference.name]
+        found = sorted(
+            (c for c in contenders if c.finished and c.capacity["rate"] is not None),
+            key=lambda c: -c.capacity["rate"],
+        )
+        places: List[Tuple[str, CellResult]] = []
+        for n, cell in enumerate(found, 1):
+            if places and not _below_for_sure(cell.capacity, places[-1][1].capacity):
+                places.append(("=" + places[-1][0].lstrip("="), cell))
+                places[-2] = ("=" + places[-2][0].lstrip("="), places[-2][1])
+            else:
+                places.append((str(n), cell))
+        ceiling = next((c for c in group.cells if c.server == Reference.name), None)
+        sentence = _sentence(found[0], found[1], several) if len(found) > 1 else None
+        out.append(Standing(group.name, places, [c for c in contenders if c not in found], ceiling, sentence))
+    return out
 
 
 def rankings(runs: Sequence[RunResults]) -> List[dict]:
-    """Per group of capacity cells, its table (rank, cell, capacity, share of the best) and each
-    cell's verdict: what the report's summary opens with."""
-    out = []
-    for group, cells in ranked(runs).items():
-        rows = [
-            [
-                str(n) if c.finished and c.capacity["rate"] is not None else "-",
-                c.series + (f" (run {c.run_id})" if len(runs) > 1 else ""),
-                shown_rate(c),
-                share_of_best(c, cells),
-            ]
-            for n, c in enumerate(cells, 1)
-        ]
-        out.append({"group": group, "rows": rows, "verdicts": [f"{c.series}: {verdict(c)}" for c in cells]})
-    return out
+    """Per group of capacity cells, its table (rank, cell, capacity, share of the best), the pair
+    that matters in a sentence, and each cell's verdict: what the report's summary opens with."""
+    several = len(runs) > 1
+    return [
+        {
+            "group": s.group,
+            "rows": [
+                [s.rank(c), c.series + (f" (run {c.run_id})" if several else ""), shown_rate(c), s.share(c)]
+                for c in s.cells
+            ],
+            "sentence": s.sentence,
+            "verdicts": [f"{c.series}: {verdict(c)}" for c in s.cells],
+        }
+        for s in standings(runs)
+    ]
 
 
 def markdown(runs: Sequence[RunResults]) -> List[str]:
     """Per group of capacity cells, a Markdown table of them ranked, with their verdicts."""
     lines: List[str] = []
-    for group, cells in ranked(runs).items():
-        lines += [f"### Capacity, {group}", "", "| cell | capacity (req/s) | of the best | verdict |"]
-        lines.append("| :--- | ---: | ---: | :--- |")
-        lines += [f"| `{c.series}` | {shown_rate(c)} | {share_of_best(c, cells)} | {verdict(c)} |" for c in cells]
-        lines.append("")
+    for s in standings(runs):
+        lines += [f"### Capacity, {s.group}", "", "| rank | cell | capacity (req/s) | of the best | verdict |"]
+        lines.append("| :--- | :--- | ---: | ---: | :--- |")
+        lines += [f"| {s.rank(c)} | `{c.series}` | {shown_rate(c)} | {s.share(c)} | {verdict(c)} |" for c in s.cells]
+        lines += ["", s.sentence, ""] if s.sentence else [""]
     return lines
 
 
