@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import binary
+from conftest import binary, tls_nginx
 
 # 1,000 req/s at 50 ms: holds long enough that a noisy host's late wake-ups stay inside the
 # objective's 25 ms of slack, and probes long enough (2 s) for a rate 1.25% over K/D to queue past it.
@@ -80,6 +80,22 @@ def test_a_server_that_freezes_meets_no_rate_and_says_so(testserver, load):
     assert done.stdout.splitlines()[-1].startswith(
         "no rate met p50 <= 20 ms, errors <= 0.1%: at 100 req/s, p50 was "
     ), done.stdout
+
+
+def test_a_search_over_https_without_keep_alive_runs_each_probe_with_its_handshakes(tmp_path, load):
+    # Over TLS, each connection's full handshake is part of the load: without keep-alive every
+    # request pays one (resumed by tickets after a connection's first), which the probes count.
+    with tls_nginx(tmp_path / "nginx", {"index.html": b"hello!\n"}) as server:
+        rc, r, err = load(
+            "--capacity", "p99=50ms", "--start", "500", "--probe", "0.5s", "--precision", "50%", "--rounds", "1",
+            "--max-rate", "2000", "--no-keepalive", "--cacert", str(server.ca), server.url() + "index.html",
+        )  # fmt: skip
+    c = r["capacity"]
+    assert rc == 0, err
+    assert c["rate"] is not None and c["probes"][0]["met"], c["probes"]
+    # A handshake per request, give or take the few whose connection opened before the window.
+    handshakes = r["tls"]["handshakes_full"] + r["tls"]["handshakes_resumed"]
+    assert handshakes >= 0.95 * r["requests"]["completed"] > 0, (r["tls"], r["requests"])
 
 
 def free_port() -> int:
