@@ -168,6 +168,7 @@ def test_a_client_on_one_core_is_the_limit_and_says_at_least(tmp_path, load):
         (["--capacity", "p99=10ms", "--precision", "60%"], "at most 50%"),
         (["--capacity", "p99=10ms", "--start", "5"], "the start rate 5 is outside the rates searched"),
         (["--precision", "2%"], "--precision sets the capacity search, which runs with --capacity OBJECTIVE only"),
+        (["--capacity", "p99=10ms", "--probe", "9999999999999999h"], "is no time a probe can last"),
     ],
 )
 def test_bad_capacity_input_is_one_line_and_exit_2(flags, says):

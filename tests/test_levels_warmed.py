@@ -12,6 +12,7 @@ from importlib import resources
 import pytest
 from conftest import binary, quick_sweep, tls_nginx
 from httpbench import results, servers
+from httpbench.report.verdict import verdicts
 from httpbench.results.comparison import groups
 
 SERVERS = ["nginx", "lighttpd", "h2o"]
@@ -100,6 +101,10 @@ def test_a_cell_resumed_under_95_percent_is_flagged_and_not_ranked_as_resumed(sw
     assert [c.server for c in group.ranked()] == ["nginx"]
     lighttpd = next(c for c in group.cells if c.server == "lighttpd")
     assert "so it is not ranked as resumed by tickets" in group.incomplete(lighttpd)
+    # The verdict's ranking table agrees: nginx alone is ranked, the others listed unranked.
+    (verdict,) = [v for v in verdicts([run]) if v.group.name == group.name]
+    assert [p.cell.server for p in verdict.places] == ["nginx"], verdict.places
+    assert sorted(c.server for c in verdict.unranked) == ["h2o", "lighttpd"]
 
 
 def _rps(server, seconds: str) -> float:

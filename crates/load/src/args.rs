@@ -308,6 +308,12 @@ impl Cli {
     }
 }
 
+/// A time in seconds as a `Duration`, refused in one line where it has none (too large).
+fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s)
+        .map_err(|_| format!("{flag} {s} s is no time a probe can last; give one such as 3s"))
+}
+
 /// A share given as a percentage, as `2%` (or a bare `2`).
 fn parse_percent(flag: &str, s: &str) -> Result<f64, String> {
     s.trim()
@@ -368,9 +374,12 @@ impl Cli {
             rounds: self.rounds.unwrap_or(defaults.rounds),
             min_rate: self.min_rate.unwrap_or(defaults.min_rate),
             max_rate: self.max_rate.unwrap_or(defaults.max_rate),
-            probe: self.probe.map_or(defaults.probe, Duration::from_secs_f64),
+            probe: match self.probe {
+                Some(s) => seconds("--probe", s)?,
+                None => defaults.probe,
+            },
             warmup: if self.warmup > 0.0 {
-                Duration::from_secs_f64(self.warmup)
+                seconds("--warmup", self.warmup)?
             } else {
                 defaults.warmup
             },

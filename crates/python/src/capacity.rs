@@ -104,11 +104,15 @@ impl CapacitySearch {
 }
 
 /// A stored capacity object (JSON) in the engine's words: (its objective, as "p99 <= 10 ms,
-/// errors <= 0.1%", and its verdict, one line; see `Capacity::verdict`), so that the suite says
-/// what `httpbench-load --capacity` says.
+/// errors <= 0.1%"; its verdict, one line, see `Capacity::verdict`; whether the capacity is a
+/// floor, `Capacity::at_least`), so that the suite says what `httpbench-load --capacity` says.
 #[pyfunction]
-pub fn capacity_words(capacity_json: &str) -> PyResult<(String, String)> {
+pub fn capacity_words(capacity_json: &str) -> PyResult<(String, String, bool)> {
     let capacity: Capacity = serde_json::from_str(capacity_json)
         .map_err(|e| EngineError::new_err(format!("not a capacity object: {e}")))?;
-    Ok((capacity.objective.to_string(), capacity.verdict()))
+    Ok((
+        capacity.objective.to_string(),
+        capacity.verdict(),
+        capacity.at_least(),
+    ))
 }

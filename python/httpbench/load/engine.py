@@ -118,6 +118,7 @@ class CapacityWords(NamedTuple):
 
     objective: str  # "p99 <= 10 ms, errors <= 0.1%"
     verdict: str  # "capacity: 41,200 req/s at ... (p99 there 8.70 ms; ...)", or "no rate met ..."
+    at_least: bool  # a floor: the client or the pool set the pace, or the search did not settle
 
 
 def capacity_words(capacity: dict) -> CapacityWords:

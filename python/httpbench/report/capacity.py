@@ -71,11 +71,9 @@ def headings(capacity: dict) -> List[str]:
 
 
 def at_least(capacity: dict) -> bool:
-    """Whether the capacity is a floor, not the server's: the client or the connections set the
-    pace, or the largest rate searched met the objective."""
-    return capacity["rate"] is not None and (
-        capacity["limited_by"] in ("client", "connections") or capacity["bound"] == "max_rate"
-    )
+    """Whether the capacity is a floor, not the server's (the engine's `Capacity::at_least`): the
+    client or the connections set the pace, or the search did not settle."""
+    return engine.capacity_words(capacity).at_least
 
 
 # What a plan can do where the capacity is a floor, in its own keys.

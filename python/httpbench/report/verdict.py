@@ -145,7 +145,9 @@ def verdicts(runs: Sequence[RunResults], figure: Figure = MEAN_RPS) -> List[Verd
     # A capacity cell's levels are the rates its search chose, no levels to rank on: its
     # capacity ranks it (report/capacity.py).
     for group in groups([c for r in runs for c in r.measured if c.capacity is None]):
-        finished = [c for c in group.cells if c.finished and figure.of(group, c)]
+        # Ranked as the group's own ranking ranks (`Group.ranked`: finished, every level, not
+        # kept out by a flag such as not_resumed); the others are listed, unranked.
+        finished = [c for c in group.ranked() if figure.of(group, c)]
         places = _places(group, [c for c in finished if c.server != Reference.name], figure, several)
         ceilings = _places(group, [c for c in finished if c.server == Reference.name], figure, several)
         ceiling = (

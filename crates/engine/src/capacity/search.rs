@@ -93,6 +93,9 @@ pub enum Limit {
     Probes,
     /// The search's time ran out.
     Time,
+    /// It was stopped before it settled (Ctrl-C, a probe that could not run, a cell interrupted):
+    /// what it found so far.
+    Stopped,
 }
 
 /// One probe as the report keeps it.
@@ -223,9 +226,14 @@ impl Search {
 
     /// How long a probe at `rate` measures: its set time, or long enough to hold the requests its
     /// highest percentile needs, whichever is longer.
+    /// Never longer than the search's time limit, which is checked only between probes.
     pub fn probe_length(&self, rate: f64) -> Duration {
-        let needed = Duration::from_secs_f64(self.objective.min_requests() as f64 / rate);
-        self.settings.probe.max(needed)
+        let needed = Duration::try_from_secs_f64(self.objective.min_requests() as f64 / rate)
+            .unwrap_or(Duration::MAX);
+        self.settings
+            .probe
+            .max(needed)
+            .min(self.settings.time_limit)
     }
 
     /// Takes the figures of the probe `next` asked for, `elapsed` since the search began.
@@ -354,12 +362,17 @@ impl Search {
         Next::Done
     }
 
-    /// What the search found so far (everything, once `next` is `Done`).
+    /// What the search found so far (everything, once `next` is `Done`; before that, bound
+    /// `Stopped`).
     pub fn outcome(&self) -> Capacity {
-        // Settled: the rate confirmed. Stopped by the probes or the time before settling: the
-        // highest rate probed whose every probe met (a rate one probe met and another failed is
-        // not carried). Stopped at the smallest rate: none.
-        let unconfirmed = matches!(self.bound, Some(Limit::Probes | Limit::Time));
+        // Settled: the rate confirmed. Stopped by the probes, the time or its driver before
+        // settling: the highest rate probed whose every probe met (a rate one probe met and
+        // another failed is not carried), a floor. Stopped at the smallest rate: none.
+        let bound = match self.next {
+            Next::Probe(_) => Some(Limit::Stopped),
+            Next::Done => self.bound,
+        };
+        let unconfirmed = matches!(bound, Some(Limit::Probes | Limit::Time | Limit::Stopped));
         let rate = self
             .confirmed
             .or_else(|| unconfirmed.then(|| self.highest_all_met()).flatten());
@@ -395,7 +408,7 @@ impl Search {
                 high: failed_above,
             },
             limited_by,
-            bound: self.bound,
+            bound,
             probes: self.probes.clone(),
         }
     }
@@ -513,6 +526,33 @@ mod tests {
         );
         let rate = found.rate.unwrap();
         assert!((41_200.0 * 0.98..=41_200.0).contains(&rate), "{found:?}");
+    }
+
+    #[test]
+    fn a_search_stopped_midway_keeps_what_met_as_a_floor() {
+        let mut s =
+            Search::new(Objective::parse("p99=10ms").unwrap(), Settings::default()).unwrap();
+        let mut m = model(41_200.0);
+        for _ in 0..3 {
+            let Next::Probe(rate) = s.next() else {
+                unreachable!()
+            };
+            s.record(&m.figures(rate), Duration::from_secs(4));
+        }
+        // Stopped (Ctrl-C, a probe that could not run) after 1,000, 2,000 and 4,000 met.
+        let found = s.outcome();
+        assert_eq!(
+            (found.rate, found.bound),
+            (Some(4_000.0), Some(Limit::Stopped))
+        );
+        assert!(found.at_least(), "{found:?}");
+        assert!(
+            found
+                .verdict()
+                .starts_with("capacity: at least 4,000 req/s"),
+            "{}",
+            found.verdict()
+        );
     }
 
     #[test]
@@ -649,6 +689,9 @@ mod tests {
         let s = Search::new(Objective::parse("p99=10ms").unwrap(), Settings::default()).unwrap();
         assert_eq!(s.probe_length(10_000.0), Duration::from_secs(3));
         assert_eq!(s.probe_length(100.0), Duration::from_secs(10));
+        // p99.9 at 1 req/s would need 10,000 s: the search's time limit bounds it.
+        let s = Search::new(Objective::parse("p99.9=10ms").unwrap(), Settings::default()).unwrap();
+        assert_eq!(s.probe_length(1.0), Duration::from_secs(300));
     }
 
     #[test]

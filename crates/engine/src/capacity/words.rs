@@ -70,13 +70,14 @@ impl Objective {
 
 impl Capacity {
     /// Whether the capacity is a floor rather than the server's: the client or the connection
-    /// pool set the pace, or the largest rate searched met the objective.
+    /// pool set the pace, or the search stopped before it settled (the largest rate searched met
+    /// the objective; the probes, the time or its driver stopped it).
     pub fn at_least(&self) -> bool {
         self.rate.is_some()
             && (matches!(
                 self.limited_by,
                 Some(LimitedBy::Client | LimitedBy::Connections)
-            ) || self.bound == Some(Limit::MaxRate))
+            ) || self.bound.is_some())
     }
 
     /// The verdict, one line: "capacity: 41,200 req/s at p99 <= 10 ms, errors <= 0.1% (p99 there
@@ -89,7 +90,13 @@ impl Capacity {
             let lowest = self
                 .probes
                 .iter()
+                .filter(|p| !p.met)
                 .min_by(|a, b| a.offered.total_cmp(&b.offered));
+            let so_far = if self.bound == Some(Limit::Stopped) {
+                " before the search was stopped"
+            } else {
+                ""
+            };
             return match lowest {
                 Some(p) => {
                     let why = p.broke(objective);
@@ -99,13 +106,13 @@ impl Capacity {
                         Some(errors) => format!(" ({errors})"),
                     };
                     format!(
-                        "no rate met {objective}: at {} req/s, {} was {}{said}",
+                        "no rate met {objective}{so_far}: at {} req/s, {} was {}{said}",
                         rate(p.offered),
                         name(top),
                         ms(p.at(top)),
                     )
                 }
-                None => format!("no rate met {objective}: no probe ran"),
+                None => format!("no rate met {objective}{so_far}: no probe failed or met"),
             };
         };
         // The worst of the probes at the capacity: each of them met the objective on its own.
@@ -134,6 +141,7 @@ impl Capacity {
         let unsettled = match self.bound {
             Some(Limit::Probes) => ", unsettled: the search ran out of probes",
             Some(Limit::Time) => ", unsettled: the search ran out of time",
+            Some(Limit::Stopped) => ", unsettled: the search was stopped",
             _ => "",
         };
         format!(
