@@ -238,6 +238,16 @@ def test_compare_judges_a_capacity_by_the_searches_brackets():
     assert fell.verdict == "less" and fell.regressed(0.05) and not fell.regressed(0.3)
     gone = capacity_change("c", capacity_of(2000, 2040), capacity_of(None, None))
     assert gone.verdict == "no rate met" and gone.regressed(0.05)
+    # Under another objective, or where one is a floor, the two are no server's capacities to
+    # compare: said so, and no regression.
+    stricter = capacity_of(500, 520)
+    stricter["objective"]["percentiles"][0]["latency_us"] = 1_000
+    other = capacity_change("c", capacity_of(2000, 2040), stricter)
+    assert other.verdict.startswith("not compared: searched at other objectives (p99 <= 10 ms") and not other.regressed(
+        0.05
+    )
+    floor = capacity_change("c", capacity_of(2000, 2040), capacity_of(1000, 1020, limited_by="client"))
+    assert floor.verdict.startswith("not compared: the capacity after is a floor") and not floor.regressed(0.05)
 
 
 def test_a_search_interrupted_midway_is_searched_again_on_resume(tmp_path):

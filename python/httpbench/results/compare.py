@@ -16,6 +16,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 from httpbench.errors import Error
 from httpbench.judge.honesty import CELL_STOPPERS, NOISY_CV
 from httpbench.judge.stats import LevelStats
+from httpbench.load import engine
 from httpbench.results.model import CellResult, RunResults, levels_text
 
 
@@ -105,11 +106,14 @@ class CapacityChange:
     cell: str
     before: Optional[float]
     after: Optional[float]
-    ratio: Optional[float]  # None unless both found a rate
+    ratio: Optional[float]  # None unless both found a rate and they compare
     interval: Optional[Tuple[float, float]]
+    unlike: Optional[str] = None  # why the two do not compare: other objectives, or a floor
 
     @property
     def verdict(self) -> str:
+        if self.unlike:
+            return f"not compared: {self.unlike}"
         if self.ratio is None:
             return "no rate met" if self.after is None and self.before is not None else "not compared"
         if within_noise(self.ratio, self.interval):
@@ -117,7 +121,10 @@ class CapacityChange:
         return "more" if self.ratio > 1 else "less"
 
     def regressed(self, threshold: float) -> bool:
-        """The capacity fell by more than `threshold` beyond the brackets, or none was met any more."""
+        """The capacity fell by more than `threshold` beyond the brackets, or none was met any more
+        (under the same objective)."""
+        if self.unlike:
+            return False
         if self.ratio is None:
             return self.before is not None and self.after is None
         return not within_noise(self.ratio, self.interval) and self.ratio < 1 - threshold
@@ -136,10 +143,23 @@ def bracket(capacity: dict) -> Optional[float]:
     return (high - low) / low if low and high else None
 
 
+def _unlike(before: dict, after: dict) -> Optional[str]:
+    """Why two searches' capacities do not compare: other objectives, or a floor (the client or
+    the pool set the pace, or the search did not settle) where a capacity is no server's."""
+    a, b = engine.capacity_words(before), engine.capacity_words(after)
+    if a.objective != b.objective:
+        return f"searched at other objectives ({a.objective}; {b.objective})"
+    floors = [run for run, words in (("before", a), ("after", b)) if words.at_least]
+    if floors:
+        return f"the capacity {' and '.join(floors)} is a floor, not the server's (see its verdict)"
+    return None
+
+
 def capacity_change(key: str, before: dict, after: dict) -> CapacityChange:
     old, new = before["rate"], after["rate"]
-    if old is None or new is None:
-        return CapacityChange(key, old, new, None, None)
+    unlike = _unlike(before, after)
+    if old is None or new is None or unlike:
+        return CapacityChange(key, old, new, None, None, unlike)
     ratio = new / old
     return CapacityChange(key, old, new, ratio, ratio_interval(ratio, bracket(before), bracket(after)))
 
