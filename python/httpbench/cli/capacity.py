@@ -39,8 +39,9 @@ def summary(run: RunResults, out: Console, table: Callable) -> None:
     """Per group, its capacity cells ranked (rank, cell, capacity, share of the best, status), the
     reference server's as the ceiling, the sentence for the pair that matters, each verdict."""
     for s in words.standings([run]):
-        rows = [[s.rank(c), c.series, words.shown_rate(c), s.share(c), c.status] for c in s.cells]
-        out.print(table(f"capacity, {s.group}", ["rank", "server/profile", "req/s", "of best", "status"], rows))
+        rows = [[s.rank(c), c.series, words.shown_rate(c), s.share(c), s.flags(c) or c.status] for c in s.cells]
+        headings = ["rank", "server/profile", "req/s", "of best", "flags"]
+        out.print(table(f"capacity, {s.group}", headings, rows))
         if s.sentence:
             out.print(Text(s.sentence))
         for cell in s.cells:

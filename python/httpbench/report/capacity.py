@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
 from httpbench.load import engine
+from httpbench.plan.capacity import level_of
 from httpbench.results.comparison import groups
 from httpbench.results.model import CellResult, RunResults
 from httpbench.servers.adapters.reference import Reference
@@ -125,6 +126,13 @@ class Standing:
     def rank(self, cell: CellResult) -> str:
         return next((r for r, c in self.places if c is cell), "ceiling" if cell is self.ceiling else "-")
 
+    def flags(self, cell: CellResult) -> str:
+        """The honesty flags of its probes where the search stopped (at its capacity and at the
+        rate that broke it): what to read its capacity with."""
+        c = cell.capacity
+        there = {level_of(r) for r in (c["rate"], c["interval"]["high"]) if r is not None}
+        return " ".join(sorted({kind for lv in cell.levels if lv.level in there for kind in lv.flags}))
+
     def share(self, cell: CellResult) -> str:
         """Its capacity as a share of the best's, as TechEmpower prints it ("-": not ranked)."""
         if not self.places or all(c is not cell for _, c in self.places):
@@ -185,7 +193,7 @@ def rankings(runs: Sequence[RunResults]) -> List[dict]:
         {
             "group": s.group,
             "rows": [
-                [s.rank(c), c.series + (f" (run {c.run_id})" if several else ""), shown_rate(c), s.share(c)]
+                [s.rank(c), c.series + (f" (run {c.run_id})" if several else ""), shown_rate(c), s.share(c), s.flags(c)]
                 for c in s.cells
             ],
             "sentence": s.sentence,
