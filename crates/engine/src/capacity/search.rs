@@ -5,9 +5,9 @@
 //! Rates rise by a factor from the start until one fails (or fall until one is met), are
 //! bisected between the highest met and the lowest failed until those are within the precision,
 //! and the highest met is then confirmed by more probes at that rate. Near the knee latency is
-//! noisy, so a confirming probe that fails steps the rate down by the precision and confirms
-//! again: the capacity is the highest rate whose probes all met, wrk2 users' binary search of
-//! `-R` done for them.
+//! noisy, so a confirming probe that fails steps the rate down by the precision (twice as far
+//! for each failure in a row) and confirms again: the capacity is the highest rate whose probes
+//! all met, wrk2 users' binary search of `-R` done for them.
 
 use std::time::Duration;
 
@@ -185,6 +185,8 @@ pub struct Search {
     settles_at: Option<Limit>,
     /// The rate whose confirming probes all met, once the search settled on it.
     confirmed: Option<f64>,
+    /// Confirmations that failed so far: each steps further down.
+    step_downs: u32,
     highest_met: Option<f64>,
     lowest_failed: Option<f64>,
     /// The least a failed probe's server completed per second when it could not keep up: more
@@ -204,6 +206,7 @@ impl Search {
             phase: Phase::Explore,
             settles_at: None,
             confirmed: None,
+            step_downs: 0,
             highest_met: None,
             lowest_failed: None,
             carried: None,
@@ -297,9 +300,14 @@ impl Search {
                 left,
             } => {
                 if !met {
-                    // A rate that failed is no longer the largest one met.
+                    // A rate that failed is no longer the largest one met. Each failed
+                    // confirmation in a row steps down twice as far as the one before (the
+                    // precision, then 2, 4, ... times it): near a noisy knee a step of the
+                    // precision each time walks down for the whole probe budget.
                     self.settles_at = None;
-                    let lower = confirming * (1.0 - s.precision);
+                    let step = s.precision * f64::from(1u32 << self.step_downs.min(4));
+                    self.step_downs += 1;
+                    let lower = confirming * (1.0 - step).max(0.0);
                     if lower < s.min_rate {
                         return self.stop(Limit::MinRate);
                     }
@@ -552,6 +560,32 @@ mod tests {
                 .starts_with("capacity: at least 4,000 req/s"),
             "{}",
             found.verdict()
+        );
+    }
+
+    #[test]
+    fn failed_confirmations_in_a_row_step_down_further_each_time() {
+        // A knee where every confirmation within 8% below 41,200 fails (noise): steps of 2%, 4%
+        // and 8% reach a rate that holds in three, where steps of 2% took five.
+        struct Noisy(Model);
+        let mut s =
+            Search::new(Objective::parse("p99=10ms").unwrap(), Settings::default()).unwrap();
+        let mut m = Noisy(model(41_200.0));
+        let mut confirmations = 0;
+        while let Next::Probe(rate) = s.next() {
+            let mut f = m.0.figures(rate);
+            let confirming = matches!(s.phase, Phase::Confirm { .. });
+            if confirming && rate > 41_200.0 * 0.92 {
+                confirmations += 1;
+                f.latency_us = [Some(50_000); 4];
+            }
+            s.record(&f, Duration::from_secs(4));
+        }
+        let found = s.outcome();
+        assert!(found.rate.unwrap() <= 41_200.0 * 0.92, "{found:?}");
+        assert!(
+            confirmations <= 4 && found.bound.is_none(),
+            "{confirmations} {found:?}"
         );
     }
 
