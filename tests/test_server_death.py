@@ -150,7 +150,7 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
         '["deaf"]',
         "1, 2, 4",
         "requests = 200",
-        tables=f'[server.deaf]\ncommand = "{sys.executable} {script} {{host}} {{port}} {{docroot}} 300"\n',
+        tables=f'[server.deaf]\ncommand = "{sys.executable} {script} {{host}} {{port}} {{docroot}} 350"\n',
     )
     notes: list = []
     sweep = quick_sweep(plan, tmp_path / "r.db", notes)
@@ -163,7 +163,9 @@ def test_a_server_that_stops_answering_ends_its_cell_flagged_ended_early(tmp_pat
     assert [r["level"] for r in cell["rounds"]] == [1, 2]
     first, ended = (r["measurement"] for r in cell["rounds"])
     assert first["requests"]["completed"] == 200 and not first["aborted"]
-    assert ended["aborted"] and 0 < ended["requests"]["completed"] < 200
+    # Its warm-up (each keep-alive level's connections answer once before its window) may have
+    # taken what the server had left: what it measured is stored, none or some.
+    assert ended["aborted"] and 0 <= ended["requests"]["completed"] < 200
     flags = {f["kind"]: f["reason"] for f in ended["flags"]}
     assert flags.get("ended_early") == ended["aborted"] and "refused" in flags["ended_early"], flags
     assert "crashed" not in flags
