@@ -3,9 +3,10 @@ serves the page more slowly, and its levels are flagged `errors` with the share 
 
 Both servers are the test server behind the plan's command adapter, serving the same 7 bytes:
 `slots` (2 slots of 1 ms: at most 2,000 pages per second) against `status` shedding load (the
-page for every 1,000th request of a connection, its first included (so that what it serves stays far under 2,000 on a fast machine too), which the suite's check and the
-engine's validation request get; 503 at full speed for the others). Counted by completed answers, the shedding
-one would win by far."""
+page for every 1,000th request of a connection, its first included, which the suite's check and
+the engine's validation request get; 503 at full speed for the others: one in 1,000 keeps what it
+serves far under 2,000 a second on a fast machine too). Counted by completed answers, the
+shedding one would win by far."""
 
 import pytest
 from conftest import binary, quick_sweep, short_plan
