@@ -48,11 +48,16 @@ pub struct Figures {
     pub client_bound: bool,
 }
 
+/// Where `percentile` is among those an objective may bound: the index of its latency in
+/// `Figures::latency_us` and in a probe's p50..p99.9.
+pub(super) fn slot(percentile: f64) -> Option<usize> {
+    PERCENTILES.iter().position(|(_, p)| *p == percentile)
+}
+
 impl Figures {
     /// The probe's latency at `percentile` (one of those an objective may bound).
     pub fn at(&self, percentile: f64) -> Option<u64> {
-        let i = PERCENTILES.iter().position(|(_, p)| *p == percentile)?;
-        self.latency_us[i]
+        self.latency_us[slot(percentile)?]
     }
 
     pub fn error_share(&self) -> f64 {

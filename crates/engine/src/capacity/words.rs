@@ -35,12 +35,7 @@ pub fn name(percentile: f64) -> String {
 impl Probe {
     /// Its corrected latency at `percentile` (one an objective may bound).
     pub fn at(&self, percentile: f64) -> Option<u64> {
-        match percentile {
-            50.0 => self.p50_us,
-            90.0 => self.p90_us,
-            99.0 => self.p99_us,
-            _ => self.p99_9_us,
-        }
+        [self.p50_us, self.p90_us, self.p99_us, self.p99_9_us][super::objective::slot(percentile)?]
     }
 
     /// Why it did not meet `objective`: the first thing it broke, "at p99 31.00 ms", "sending
