@@ -214,10 +214,11 @@ def test_a_sweep_from_two_client_hosts_counts_every_request(hosts, tmp_path, mea
         # The server ran on its own host, at its own address.
         assert all(h["report"]["spec"]["urls"][0].startswith(f"http://{net.ip('srv')}:") for h in m["hosts"])
     # The engine's requests in nginx's log: every measured request plus one validation per host and
-    # level, and the requests each keep-alive level's warm-up sent before its window (until every
-    # connection had answered once), which no report counts yet.
+    # level, and the one request on each connection that warmed it up before its level's window.
     lines = [line for line in log.read_text().splitlines() if "httpbench/" in line]
-    assert len(lines) >= sum(m["requests"]["completed"] for m in measurements) + 2 * len(measurements)
+    warmed = sum(h["report"]["spec"]["connections"] for m in measurements for h in m["hosts"])
+    assert warmed == 4 + 10
+    assert len(lines) == sum(m["requests"]["completed"] for m in measurements) + 2 * len(measurements) + warmed
     assert {line.split()[0] for line in lines} == {net.ip("c1"), net.ip("c2")}
     for m in measurements:
         added = engine.merge_latency([h["report"]["latency"]["total"] for h in m["hosts"]])

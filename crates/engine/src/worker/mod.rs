@@ -259,7 +259,8 @@ impl<'a> Worker<'a> {
             if self.outstanding == 0 && self.shared.budget.spent() {
                 break;
             }
-            if self.now.saturating_sub(self.last_progress) > give_up_after {
+            // Connections held after their warm-up are silent by choice, not the server's.
+            if !self.warming() && self.now.saturating_sub(self.last_progress) > give_up_after {
                 let (silence, or) = if self.shared.http2.is_some() {
                     ("no stream answered", " or refused every stream")
                 } else {

@@ -95,13 +95,21 @@ impl Schedule {
         }
     }
 
-    /// Start again at `from`: what a warm-up of the connections left unsent (due while they
-    /// connected) is dropped, not sent in a burst at the start of measurement.
+    /// Start again at `from`, waking the connections that held after their warm-up: what a
+    /// warm-up of the connections left unsent (due while they connected) is dropped, not sent
+    /// in a burst at the start of measurement.
     pub(super) fn restart(&mut self, from: u64, alarms: &mut Alarms) {
-        if let Schedule::Open { due, phase, .. } = self {
-            for (i, (due, phase)) in due.iter_mut().zip(phase.iter()).enumerate() {
-                *due = from + phase;
-                alarms.set(i, *due);
+        match self {
+            Schedule::Open { due, phase, .. } => {
+                for (i, (due, phase)) in due.iter_mut().zip(phase.iter()).enumerate() {
+                    *due = from + phase;
+                    alarms.set(i, *due);
+                }
+            }
+            Schedule::Closed => {
+                for i in 0..alarms.at.len() {
+                    alarms.set(i, from);
+                }
             }
         }
     }
@@ -205,6 +213,9 @@ impl Worker<'_> {
     /// connection allow, than are due (an alarm is set for the next), and than the budget has
     /// left. They are counted as sent.
     pub(super) fn claim_due(&mut self, i: usize, room: u64) -> u64 {
+        if self.holding(i) {
+            return 0; // woken when measurement starts
+        }
         let mut k = room;
         if let Some(limit) = self.shared.spec.requests_per_connection {
             k = k.min(limit - self.conns[i].on_connection);

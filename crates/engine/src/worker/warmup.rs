@@ -113,6 +113,17 @@ impl Worker<'_> {
         }
     }
 
+    /// Connection `i` answered its warm-up and waits for measurement to start: a warm-up of the
+    /// connections is a request on each, not a load, so that the server sees the budget and one
+    /// request per connection (a closed loop sent 20,000 more while one connection was 0.3 s
+    /// late). The spec's own `warmup` is a load, and runs as one until its time is up.
+    pub(super) fn holding(&self, i: usize) -> bool {
+        self.shared.spec.warmup_connections
+            && self.conns[i].answered
+            && !self.measuring(self.now)
+            && self.now >= self.shared.warmup.least
+    }
+
     /// Warming up in an open loop, connection `i` sends its first request at once rather than
     /// at its place in the schedule, which may be seconds away at a low rate.
     pub(super) fn priming(&self, i: usize) -> bool {
