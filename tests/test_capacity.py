@@ -48,6 +48,33 @@ def test_the_search_finds_ground_truth_within_three_percent(testserver, load, mo
     assert all(line.endswith((": met", ": not met")) for line in lines), err
 
 
+def test_poisson_arrivals_take_a_free_connection_rather_than_wait_for_their_own(testserver, load):
+    # 25 req/s on a 50 ms server over 8 connections: paced per connection, a gap shorter than an
+    # answer held the next request on its busy connection and p99 doubled; handed to whichever
+    # connection is free, each request waits for the server only.
+    url = testserver("slots", "--slots", "100", "--hold-ms", "50")
+    rc, r, err = load("-R", "25", "--arrivals", "poisson", "-c", "8", "-d", "4s", url, timeout=60)
+    assert rc == 0, err
+    assert r["spec"]["arrivals"] == "poisson" and r["open_loop"]["sent_share"] == 1.0, r["open_loop"]
+    total = r["latency"]["total"]
+    assert 50_000 <= total["p50_us"] and total["p99_us"] < 1.3 * 50_000, total
+    # Random, not even: the seconds hold different counts (the same every run: the gaps are seeded).
+    counts = [point["requests"] for point in r["timeseries"]]
+    assert len(set(counts)) > 1 and 80 <= sum(counts) <= 120, counts
+
+
+def test_under_poisson_arrivals_the_same_slots_carry_less_within_the_objective(testserver, load):
+    # Random arrivals bunch: near K/D some wait for a slot, and p99 passes 1.5 D before the
+    # even schedule's K/D (904 req/s here, against 1,000).
+    url = testserver("slots", "--slots", str(SLOTS), "--hold-ms", str(HOLD_MS))
+    rc, r, err = search(load, url, "--arrivals", "poisson")
+    c = r["capacity"]
+    assert rc == 0, err
+    assert 0.75 * TRUTH <= c["rate"] <= 1.01 * TRUTH, c["probes"]
+    assert c["limited_by"] == "server" and c["bound"] is None
+    assert all(p["connections"] >= 2 * p["offered"] * 0.075 and not p["connections_short"] for p in c["probes"])
+
+
 def test_a_server_that_freezes_meets_no_rate_and_says_so(testserver, load):
     # Frozen 300 ms of every 500: most requests wait, at any rate.
     url = testserver("freeze", "--freeze-ms", "300", "--every-ms", "500")
@@ -169,6 +196,7 @@ def test_a_client_on_one_core_is_the_limit_and_says_at_least(tmp_path, load):
         (["--capacity", "p99=10ms", "--start", "5"], "the start rate 5 is outside the rates searched"),
         (["--precision", "2%"], "--precision sets the capacity search, which runs with --capacity OBJECTIVE only"),
         (["--capacity", "p99=10ms", "--probe", "9999999999999999h"], "is no time a probe can last"),
+        (["--arrivals", "poisson"], "--arrivals poisson paces an open loop: give -R RATE or --capacity"),
     ],
 )
 def test_bad_capacity_input_is_one_line_and_exit_2(flags, says):

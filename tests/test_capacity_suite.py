@@ -46,13 +46,13 @@ start = 1000
 """
 
 
-def slots_plan(folder: Path) -> Path:
+def slots_plan(folder: Path, arrivals: str = "even") -> Path:
     """A capacity plan of the testserver in slots mode (K/D = 2,000 req/s at 20 ms), searched
-    at p99 <= 1.5 D from 1,000 req/s; its 7-byte answer is the workload file."""
+    at p99 <= 1.5 D from 1,000 req/s with `arrivals`; its 7-byte answer is the workload file."""
     (folder / "seven.txt").write_bytes(b"x" * 7)
     path = folder / "plan.toml"
     text = PLAN.format(testserver=binary("httpbench-testserver"), slots=SLOTS, hold=HOLD_MS, bound=int(1.5 * HOLD_MS))
-    path.write_text(text)
+    path.write_text(text + f'arrivals = "{arrivals}"\n')
     return path
 
 
@@ -78,6 +78,9 @@ def test_a_capacity_plan_parses_open_loop_without_levels():
     assert settings.search().next_rate() == 1000.0
     errors = plans.parse(GOOD.replace("rounds = 1\n", 'rounds = 1\nmax_errors = "1%"\n'), "p.toml")
     assert errors.capacity.objective == "p99 <= 10ms, errors <= 1%"
+    assert settings.arrivals == "even"
+    poisson = plans.parse(GOOD.replace("rounds = 1\n", 'rounds = 1\narrivals = "poisson"\n'), "p")
+    assert poisson.capacity.arrivals == "poisson"
 
 
 NAME = 'name = "slots-capacity"'
@@ -116,6 +119,11 @@ NAME = 'name = "slots-capacity"'
         (("start = 1000", "start = 1000\nmax_rate = 500"), "start =", "the start rate 1000 is outside"),
         (('"p99 <= 10ms"', '"p99 <= 10ms, errors <= 1%"\nmax_errors = "1%"'), "max_errors", "bound errors twice"),
         (("start = 1000", "start = 1000\nconections = 5"), "conections", "did you mean 'capacity.connections'?"),
+        (
+            ("start = 1000", 'start = 1000\narrivals = "bursts"'),
+            "arrivals",
+            'capacity.arrivals = "bursts" is not one of "even", "poisson"',
+        ),
     ],
 )
 def test_capacity_plans_are_refused_in_one_line(change, line_with, said):
@@ -289,7 +297,7 @@ def test_a_search_interrupted_midway_is_searched_again_on_resume(tmp_path):
 
 def test_a_capacity_search_on_a_cluster_splits_each_probe_and_records_the_merged_report(tls_cluster, tmp_path):
     net, _ = tls_cluster
-    plan, db = slots_plan(tmp_path), tmp_path / "r.db"
+    plan, db = slots_plan(tmp_path, arrivals="poisson"), tmp_path / "r.db"
     done = net.run(str(plan), "--db", str(db), timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     (cell,) = results.load(Store(str(db)), 1).cells
@@ -299,8 +307,12 @@ def test_a_capacity_search_on_a_cluster_splits_each_probe_and_records_the_merged
     assert cell.finished and capacity["bound"] is None and 0.5 * KD <= capacity["rate"] <= 1.03 * KD, capacity
     stored = Store(str(db)).run(1)["cells"][0]["rounds"]
     assert len(stored) == len(capacity["probes"])
-    # Every probe was split over both client hosts and merged as a level is.
+    # Every probe was split over both client hosts and merged as a level is; the hosts' Poisson
+    # arrivals are streams of their own, not one stream sent twice in step.
     assert all(sorted(h["host"] for h in r["measurement"]["hosts"]) == ["c1", "c2"] for r in stored)
+    for r in stored:
+        specs = [h["report"]["spec"] for h in r["measurement"]["hosts"]]
+        assert {s["arrivals"] for s in specs} == {"poisson"} and len({s["seed"] for s in specs}) == 2, specs
 
 
 def test_nginx_and_lighttpd_are_searched_through_the_builtin_plan_reported_and_compared(tmp_path):

@@ -105,6 +105,10 @@ FLAGS = {
         lambda r: r["spec"]["stop"] == {"duration": 0.2} and 0.15 < r["duration_s"] < 1,
     ),
     "--rate": (("-c", "2", "-R", "100", "-d", "300ms"), lambda r: r["open_loop"]["target_rate"] == 100),
+    "--arrivals": (
+        ("-c", "4", "-R", "200", "--arrivals", "poisson", "-d", "300ms"),
+        lambda r: r["spec"]["arrivals"] == "poisson" and r["open_loop"]["sent_share"] >= 0.95,
+    ),
     "--pipeline": (n(40, "--pipeline", "4"), lambda r: r["spec"]["pipeline"] == 4 and r["requests"]["completed"] == 40),
     "--no-keepalive": (n(20, "--no-keepalive"), lambda r: r["connections"]["opened"] >= 20),
     "--requests-per-connection": (

@@ -272,6 +272,10 @@ impl LoadSpec {
                 LoadSpec {
                     connections: connections as u32,
                     rate: rate_share(self.rate, connections, c),
+                    // Hosts of one seed would send their Poisson arrivals in step.
+                    seed: self
+                        .seed
+                        .wrapping_add(index.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
                     stop: match self.stop {
                         Stop::Requests(n) => Stop::Requests(share(n, parts, index)),
                         duration => duration,
@@ -416,7 +420,8 @@ fn summarise(
             duration_s,
         ),
         open_loop: spec.rate.map(|rate| {
-            report::OpenLoop::new(rate, c.sent, duration_s, sum(|o| o.behind_schedule))
+            let behind = sum(|o| o.behind_schedule);
+            report::OpenLoop::new(rate, c.sent, duration_s, behind, (c.sent + behind) as f64)
         }),
         status: report::Status::of(&c),
         errors: report::errors_of(&c),

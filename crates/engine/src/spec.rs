@@ -23,6 +23,18 @@ pub enum Stop {
     Duration(f64),
 }
 
+/// How an open loop spaces its requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Evenly, as wrk2 and oha do.
+    #[default]
+    Even,
+    /// At exponential gaps of the same mean: independent users arriving at random, in bursts
+    /// and lulls an even schedule never makes.
+    Poisson,
+}
+
 /// A TLS protocol version the client may negotiate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum TlsVersion {
@@ -122,6 +134,10 @@ pub struct LoadSpec {
     /// Open loop: requests per second in total, each latency taken from when the request was
     /// meant to be sent. `None`: closed loop.
     pub rate: Option<f64>,
+    /// How the open loop spaces its requests (a closed loop ignores it).
+    pub arrivals: Arrivals,
+    /// Draws the run's random choices (Poisson gaps): the same seed, the same run.
+    pub seed: u64,
     /// Off: a new TCP connection per request, closed by the client as ab without `-k` does.
     pub keep_alive: bool,
     /// Reconnect after this many requests on one connection.
@@ -216,6 +232,8 @@ impl Default for LoadSpec {
             pipeline: 1,
             stop: Stop::Duration(10.0),
             rate: None,
+            arrivals: Arrivals::Even,
+            seed: 0,
             keep_alive: true,
             requests_per_connection: None,
             http10: false,
@@ -336,6 +354,8 @@ pub struct Resolved {
     pub pipeline: u32,
     pub stop: Stop,
     pub rate: Option<f64>,
+    pub arrivals: Arrivals,
+    pub seed: u64,
     pub keep_alive: bool,
     pub requests_per_connection: Option<u64>,
     pub http2: bool,
@@ -512,6 +532,8 @@ impl LoadSpec {
             pipeline,
             stop: self.stop,
             rate: self.rate,
+            arrivals: self.arrivals,
+            seed: self.seed,
             keep_alive: self.keep_alive,
             requests_per_connection: if self.keep_alive {
                 self.requests_per_connection

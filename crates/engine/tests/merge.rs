@@ -155,21 +155,28 @@ fn an_open_loop_that_falls_short_says_so_once_merged() {
     .unwrap();
     let target = part.open_loop.as_ref().unwrap().target_rate;
     assert_eq!(target, 200.0);
-    // The part meets its target by construction (a real 0.3 s run may fall just short), and a
-    // part that sent nothing halves the achieved rate of the whole against the doubled target.
-    part.requests.sent = (target * part.duration_s).ceil() as u64;
+    // The part meets its target by construction (a real 0.3 s run may fall just short); a part
+    // that sent nothing of what was due halves the whole's share sent, and so does a part lost
+    // (no report) of a run whose target was twice this part's.
+    let due = (target * part.duration_s).ceil() as u64;
+    part.requests.sent = due;
+    part.open_loop.as_mut().unwrap().behind_schedule = 0;
     let mut idle = part.clone();
     idle.requests.sent = 0;
+    idle.open_loop.as_mut().unwrap().behind_schedule = due;
     part.aborted = Some("stopped on request before the end".into());
     let alone = Report::merge(&part.spec, &[part.clone()], Concurrent).unwrap();
     let whole = LoadSpec {
         rate: Some(2.0 * target),
         ..part.spec.clone()
     };
-    let merged = Report::merge(&whole, &[part, idle], Concurrent).unwrap();
+    let merged = Report::merge(&whole, &[part.clone(), idle], Concurrent).unwrap();
     let o = merged.open_loop.unwrap();
     assert_eq!(o.target_rate, 2.0 * target);
     assert!(o.fell_short && !alone.open_loop.unwrap().fell_short);
+    assert!((o.sent_share - 0.5).abs() < 1e-9, "{o:?}");
+    let lost = Report::merge(&whole, &[part.clone()], Concurrent).unwrap();
+    assert!((lost.open_loop.unwrap().sent_share - 0.5).abs() < 1e-9);
     assert_eq!(
         merged.aborted.as_deref(),
         Some("stopped on request before the end")

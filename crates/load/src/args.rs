@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use httpbench_engine::capacity::{Objective, Pool, Search, Settings};
-use httpbench_engine::spec::{IoChoice, LoadSpec, Resumption, Stop, TlsSpec, TlsVersion};
+use httpbench_engine::spec::{Arrivals, IoChoice, LoadSpec, Resumption, Stop, TlsSpec, TlsVersion};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -38,6 +38,9 @@ pub struct Cli {
     /// Open loop: send this many requests per second in total, evenly spread
     #[arg(short = 'R', long)]
     rate: Option<f64>,
+    /// Open loop (-R, --capacity): requests evenly spaced per connection (as wrk2 and oha), or Poisson arrivals, each taken by a free connection
+    #[arg(long, value_name = "HOW", default_value = "even", value_parser = ["even", "poisson"])]
+    arrivals: String,
     /// Requests outstanding per connection; a closed loop sends them together and the next ones once all are answered (as wrk)
     #[arg(long, default_value_t = 1)]
     pipeline: u32,
@@ -250,6 +253,13 @@ impl Cli {
             let kind = httpbench_engine::ErrorKind::StreamsWithoutHttp2 { streams };
             return Err(crate::in_flags(&kind));
         }
+        let arrivals = match self.arrivals.as_str() {
+            "poisson" if self.rate.is_none() && self.capacity.is_none() => {
+                return Err("--arrivals poisson paces an open loop: give -R RATE or --capacity OBJECTIVE too, or drop it".into());
+            }
+            "poisson" => Arrivals::Poisson,
+            _ => Arrivals::Even,
+        };
         let stop = match (self.requests, self.duration) {
             (Some(n), _) => Stop::Requests(n),
             (None, Some(d)) => Stop::Duration(d),
@@ -267,6 +277,7 @@ impl Cli {
             pipeline: self.pipeline,
             stop,
             rate: self.rate,
+            arrivals,
             keep_alive: !self.no_keepalive,
             requests_per_connection: self.requests_per_connection,
             http10: self.http10,

@@ -248,9 +248,13 @@ OpenLoop = TypedDict(
         "achieved_rate": Optional[float],
         # Requests that were due by the end but never sent.
         "behind_schedule": Optional[int],
-        # The achieved rate is more than 5% below the target: the server or the client could not
-        # keep up, and the latencies say how far behind it fell.
+        # Under 95% of the requests due were sent: the server or the client could not keep up,
+        # and the latencies say how far behind it fell.
         "fell_short": Optional[bool],
+        # Of the requests due in the window, the share sent: how much of the offered load the
+        # client kept up with. Poisson arrivals come in a random number, so their `achieved_rate`
+        # strays from the target by chance where this does not.
+        "sent_share": Optional[float],
         "target_rate": Optional[float],
     },
 )
@@ -315,6 +319,8 @@ LoadSpec = TypedDict(
     {
         # Load even when the validation request fails.
         "allow_errors": Optional[bool],
+        # How the open loop spaces its requests (a closed loop ignores it).
+        "arrivals": Optional[str],
         # Source addresses to spread connections over (weighttp's `-B`); empty: the kernel's choice.
         "bind": Optional[List[str]],
         "body": Optional[str],
@@ -351,6 +357,8 @@ LoadSpec = TypedDict(
         "request_timeout": Optional[float],
         # Reconnect after this many requests on one connection.
         "requests_per_connection": Optional[int],
+        # Draws the run's random choices (Poisson gaps): the same seed, the same run.
+        "seed": Optional[int],
         "stop": Optional[dict],
         # Concurrent streams per HTTP/2 connection (h2load's `-m`); more than 1 needs `http2`.
         "streams": Optional[int],
@@ -494,6 +502,9 @@ DEFAULTS = {
             "stdev_us": 0.0,
         },
     },
+    "OpenLoop": {
+        "sent_share": 0.0,
+    },
     "Requests": {
         "answered": 0,
         "unexpected_statuses": {},
@@ -508,6 +519,7 @@ DEFAULTS = {
     },
     "LoadSpec": {
         "allow_errors": False,
+        "arrivals": "even",
         "bind": [],
         "body": None,
         "connect_timeout": 5.0,
@@ -527,6 +539,7 @@ DEFAULTS = {
         "rate": None,
         "request_timeout": 10.0,
         "requests_per_connection": None,
+        "seed": 0,
         "stop": {"duration": 10.0},
         "streams": 1,
         "threads": 1,

@@ -8,6 +8,8 @@ within a latency objective, in place of `[levels]`.
     probe = "3s"            # each probe's measured time, after its own 1 s warm-up
     rounds = 3              # probes confirming the rate found
     connections = 200       # the probes' pool; default: as many as the rate needs
+    arrivals = "poisson"    # requests at random gaps, each taken by a free connection; default
+                            # "even": evenly spaced on each connection, as wrk2 and oha send
 
 The search is the engine's (`httpbench._engine.CapacitySearch`, the one `httpbench-load
 --capacity` drives): the table's settings are handed to it as they are, and it is made once
@@ -24,7 +26,19 @@ from typing import Any, Optional, Tuple
 from httpbench import _engine
 from httpbench.plan.values import ValueChecks, key_name, show
 
-KEYS = ("objective", "max_errors", "precision", "probe", "rounds", "connections", "start", "min_rate", "max_rate")
+KEYS = (
+    "objective",
+    "max_errors",
+    "precision",
+    "probe",
+    "rounds",
+    "connections",
+    "start",
+    "min_rate",
+    "max_rate",
+    "arrivals",
+)
+ARRIVALS = ("even", "poisson")
 # The top-level keys a capacity plan does without: the search chooses the rates, each probe's
 # length and how many probes confirm it.
 INSTEAD = {
@@ -54,6 +68,7 @@ class Capacity:
     start: Optional[float] = None
     min_rate: Optional[float] = None
     max_rate: Optional[float] = None
+    arrivals: str = "even"  # the engine spec's `arrivals`
 
     def search(self) -> "_engine.CapacitySearch":
         """A new search with these settings; ValueError (one line) if the engine refuses them."""
@@ -118,6 +133,7 @@ def read(checks: ValueChecks, data: dict, model: Optional[str], client: str, pip
         if "connections" in table
         else None,
         **{key: _rate(checks, table[key], path + (key,)) for key in ("start", "min_rate", "max_rate") if key in table},
+        arrivals=_arrivals(checks, table.get("arrivals", "even"), path + ("arrivals",)),
     )
     try:
         settings.search()
@@ -126,6 +142,14 @@ def read(checks: ValueChecks, data: dict, model: Optional[str], client: str, pip
         where = _blamed(str(e), table)
         checks.fail(path + (where,), f"capacity.{where}: {e}")
     return settings
+
+
+def _arrivals(checks: ValueChecks, value: Any, path: Tuple) -> str:
+    if value not in ARRIVALS:
+        checks.fail(
+            path, f'capacity.arrivals = {show(value)} is not one of "even", "poisson"; write arrivals = "poisson"'
+        )
+    return value
 
 
 def _blamed(message: str, table: dict) -> str:

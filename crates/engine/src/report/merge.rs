@@ -69,16 +69,15 @@ impl Report {
             duration_s,
         );
         let open_loop = spec.rate.map(|target| {
-            OpenLoop::new(
-                target,
-                requests.sent,
-                duration_s,
-                parts
-                    .iter()
-                    .filter_map(|r| r.open_loop.as_ref())
-                    .map(|o| o.behind_schedule)
-                    .sum(),
-            )
+            let loops: Vec<&OpenLoop> = parts.iter().filter_map(|r| r.open_loop.as_ref()).collect();
+            let behind = loops.iter().map(|o| o.behind_schedule).sum();
+            let mut due = (requests.sent + behind) as f64;
+            // Hosts that sent nothing back (lost) had their share of the target due too.
+            let shares: f64 = loops.iter().map(|o| o.target_rate).sum();
+            if how == Parts::Concurrent && shares > 0.0 {
+                due *= (target / shares).max(1.0);
+            }
+            OpenLoop::new(target, requests.sent, duration_s, behind, due)
         });
         let errors = added(parts.iter().map(|r| &r.errors));
         let latency = |kind: fn(&LatencyReport) -> &Summary| {

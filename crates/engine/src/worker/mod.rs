@@ -30,6 +30,7 @@ use schedule::{Alarms, Schedule};
 use tls::ThreadTls;
 pub use warmup::Warmup;
 
+mod arrivals;
 mod conn;
 mod gather;
 mod h2;
@@ -204,7 +205,7 @@ impl<'a> Worker<'a> {
             now: 0,
             measure_from,
             end: end_after(&spec.stop, measure_from),
-            schedule: Schedule::new(a, spec.rate.unwrap_or(1.0)),
+            schedule: Schedule::new(a, spec.rate.unwrap_or(1.0), spec.arrivals, spec.seed),
             outstanding: 0,
             draining: false,
             last_progress: 0,

@@ -11,8 +11,9 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::io::Reactor;
-use crate::spec::Stop;
+use crate::spec::{Arrivals as Spacing, Stop};
 
+use super::arrivals::Arrivals;
 use super::{Assignment, Worker};
 
 /// The requests a run that stops after a count has still to send, shared by its threads.
@@ -76,15 +77,21 @@ pub(super) enum Schedule {
         /// Each connection's first due time: its phase, spread over the interval.
         phase: Vec<u64>,
     },
+    /// Requests arrive at random, whether or not the server keeps up, each taken by whichever
+    /// connection is free.
+    Poisson(Arrivals),
 }
 
 impl Schedule {
     /// `total_rate` is the whole run's, over which the phases of all connections of all threads
     /// are spread evenly: no microbursts.
-    pub(super) fn new(a: &Assignment, total_rate: f64) -> Schedule {
+    pub(super) fn new(a: &Assignment, total_rate: f64, spacing: Spacing, seed: u64) -> Schedule {
         let Some(rate) = a.rate else {
             return Schedule::Closed;
         };
+        if spacing == Spacing::Poisson {
+            return Schedule::Poisson(Arrivals::new(a, rate, seed));
+        }
         let phase: Vec<u64> = (0..a.connections)
             .map(|i| ((a.first_connection + i) as f64 * 1e9 / total_rate) as u64)
             .collect();
@@ -107,22 +114,25 @@ impl Schedule {
                 }
             }
             Schedule::Closed => {
-                for i in 0..alarms.at.len() {
+                for i in 0..alarms.connections() {
                     alarms.set(i, from);
                 }
             }
+            Schedule::Poisson(arrivals) => arrivals.restart(from, alarms),
         }
     }
 
     pub(super) fn is_open(&self) -> bool {
-        matches!(self, Schedule::Open { .. })
+        !matches!(self, Schedule::Closed)
     }
 
     /// How many of `room` requests connection `i` may send at `now`, and, when that is fewer,
     /// when the next of them is due.
     pub(super) fn due(&self, i: usize, now: u64, room: u64) -> (u64, Option<u64>) {
-        let Schedule::Open { interval, due, .. } = self else {
-            return (room, None);
+        let (interval, due) = match self {
+            Schedule::Closed => return (room, None),
+            Schedule::Poisson(arrivals) => return arrivals.due(now, room),
+            Schedule::Open { interval, due, .. } => (interval, due),
         };
         let next = due[i];
         let ready = if next <= now {
@@ -142,6 +152,7 @@ impl Schedule {
     pub(super) fn take_next(&mut self, i: usize, now: u64) -> u64 {
         match self {
             Schedule::Closed => now,
+            Schedule::Poisson(arrivals) => arrivals.take(),
             Schedule::Open { interval, due, .. } => {
                 due[i] += *interval;
                 due[i] - *interval
@@ -151,8 +162,10 @@ impl Schedule {
 
     /// Requests that were due between `measure_from` and `ended` and never went.
     pub(super) fn behind(&self, ended: u64, measure_from: u64) -> u64 {
-        let Schedule::Open { interval, due, .. } = self else {
-            return 0;
+        let (interval, due) = match self {
+            Schedule::Closed => return 0,
+            Schedule::Poisson(arrivals) => return arrivals.behind(ended, measure_from),
+            Schedule::Open { interval, due, .. } => (interval, due),
         };
         due.iter()
             .filter(|&&next| ended > next)
@@ -171,11 +184,16 @@ pub(super) struct Alarms {
 }
 
 impl Alarms {
+    /// Alarms for `connections`, and one more for the run's own use (Poisson arrivals).
     pub(super) fn new(connections: usize) -> Alarms {
         Alarms {
             queue: BinaryHeap::new(),
-            at: vec![None; connections],
+            at: vec![None; connections + 1],
         }
+    }
+
+    pub(super) fn connections(&self) -> usize {
+        self.at.len() - 1
     }
 
     /// Wake connection `i` at `at`, unless it is to be woken sooner.
@@ -221,8 +239,13 @@ impl Worker<'_> {
             k = k.min(limit - self.conns[i].on_connection);
         }
         let (due, next) = self.schedule.due(i, self.now, k);
-        if let Some(at) = next {
-            self.alarms.set(i, at);
+        match &mut self.schedule {
+            Schedule::Poisson(arrivals) => arrivals.claimed(i, due, k, next, &mut self.alarms),
+            _ => {
+                if let Some(at) = next {
+                    self.alarms.set(i, at);
+                }
+            }
         }
         k = if due == 0 && k > 0 && self.priming(i) {
             1
@@ -261,6 +284,23 @@ impl Worker<'_> {
     /// become due.
     pub(super) fn ring_alarms<R: Reactor>(&mut self, reactor: &mut R) {
         while let Some(i) = self.alarms.pop_due(self.now) {
+            match &self.schedule {
+                Schedule::Poisson(arrivals) if arrivals.is_alarm(i) => self.hand_out(reactor),
+                _ => self.wake(reactor, i),
+            }
+        }
+    }
+
+    /// Hand the arrivals that have come to the connections free longest; what no connection
+    /// is free for waits for the first to come free.
+    fn hand_out<R: Reactor>(&mut self, reactor: &mut R) {
+        while let Schedule::Poisson(arrivals) = &mut self.schedule {
+            if arrivals.due(self.now, 1).0 == 0 {
+                return arrivals.rearm(&mut self.alarms);
+            }
+            let Some(i) = arrivals.next_free() else {
+                return;
+            };
             self.wake(reactor, i);
         }
     }
