@@ -1,9 +1,12 @@
 """What the servers serve and the load requests: a generated file of N bytes, a given file, a
-document root with a list of URLs, or a PHP script (httpbench.plan.dynamic).
+document root with a list of URLs, a PHP script (httpbench.plan.dynamic), or a site
+(httpbench.site): a built-in model, or the user's document root and access log.
 
-A workload holds its files' bytes, so the same bytes are written into every server's document
-root and checked by verification; generated content depends only on (size, name), so every run
-of a plan serves the same bytes.
+A workload of one file or a few holds their bytes, so the same bytes are written into every
+server's document root and checked by verification; generated content depends only on (size,
+name), so every run of a plan serves the same bytes. A site holds its files' names and sizes
+only: its bytes are made, or read from the user's directory, one file at a time when a document
+root is written or verified.
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from httpbench.errors import Error
+from httpbench.site import Site
 
 # Extensions served as text; anything else is generated as incompressible bytes, like a real
 # image, so a server that compresses by type gains nothing it would not gain in production.
@@ -37,16 +41,41 @@ class Workload:
     # (URL path without its "/", the exact bytes it answers) where that is not the file's bytes:
     # a script's output, computed in Python (httpbench.plan.dynamic).
     answers: Tuple[Tuple[str, bytes], ...] = field(default=(), repr=False)
+    # A site's files and URL mix (then `files` is empty and `paths` are the mix's paths).
+    site: Optional[Site] = field(default=None, repr=False)
+
+    @property
+    def root(self) -> Optional[Path]:
+        """The user's directory when the site is served where it is: every server's document
+        root, which `write` leaves alone."""
+        return self.site.root if self.site is not None else None
+
+    @property
+    def weights(self) -> Tuple[float, ...]:
+        """Each path's relative weight, parallel to `paths`; () when they are requested in turn."""
+        return self.site.mix.weights if self.site is not None else ()
+
+    def lengths(self) -> Tuple[int, ...]:
+        """Each path's answer length, parallel to `paths` (before any encoding)."""
+        if self.site is not None:
+            return self.site.lengths()
+        return tuple(len(answer) for answer in self.file_map().values())
 
     def write(self, docroot: Path) -> None:
+        if self.site is not None:
+            self.site.write(Path(docroot))
+            return
         for name, data in self.files:
             target = Path(docroot) / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
 
-    def file_map(self) -> Dict[str, bytes]:
+    def file_map(self) -> Mapping[str, bytes]:
         """URL path (without its leading "/", as verification wants it) -> the bytes it must
-        answer: exactly what the load will request."""
+        answer: exactly what the load will request. A site's bytes are made or read when looked
+        up, one file at a time."""
+        if self.site is not None:
+            return _SiteAnswers(self.site)
         if self.answers:
             return dict(self.answers)
         files = dict(self.files)
@@ -58,6 +87,28 @@ class Workload:
         if self.php is None:
             return self
         return Workload(self.label, self.answers, self.paths)
+
+
+class _SiteAnswers(Mapping):
+    """A site's file_map: each requested path's bytes, made or read when looked up, so
+    verification holds one file at a time, not the site."""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.files = {path[1:]: file for path, file in zip(site.mix.paths, site.files)}
+
+    def __getitem__(self, path: str) -> bytes:
+        return self.site.content(*self.files[path])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+
+def site(model: Site) -> Workload:
+    return Workload(model.label, (), model.mix.paths, site=model)
 
 
 def size_label(size: int) -> str:

@@ -257,6 +257,8 @@ class Sweep:
             "allow_errors": self.plan.allow_errors,
             "expect_status": list(self.plan.expect_status),
         }
+        if keep_alive and self.plan.requests_per_connection:
+            spec["requests_per_connection"] = self.plan.requests_per_connection
         if to.tls is not None:
             spec["tls"] = to.tls
         if warms_connections(keep_alive, to.tls and to.tls["resumption"]):
