@@ -330,7 +330,7 @@ class _Parser(ProtocolChecks):
         """kind = "docroot" with access_log: the user's directory served where it is, the mix
         from its log."""
         if "urls" in table:
-            self.fail(path + ("access_log",), "workload: give either urls or access_log, not both")
+            self.fail(path + ("access_log",), "workload.access_log: give either urls or access_log, not both")
         if "access_log" not in table:
             self.fail(path, "workload.urls or workload.access_log is missing: a docroot workload needs one")
         if not root.is_dir() or not os.access(root, os.R_OK | os.X_OK):

@@ -137,7 +137,7 @@ def _read(lines, log: Path, root: Path, order: str, speed: float) -> LogMix:
         if reason is not None:
             seen = left.get(reason)
             if seen is None:
-                left[reason] = [1, _masked(line)]
+                left[reason] = [1, _masked(line, m is not None)]
             else:
                 seen[0] += 1
     left_out = {r: LeftOut(*left[r]) for r in REASONS if r in left}
@@ -205,11 +205,17 @@ def _epoch(stamp: bytes) -> float:
         raise SiteError(f"an access log line has a time httpbench cannot read: [{stamp.decode(errors='replace')}]")
 
 
-def _masked(line: bytes) -> str:
-    """An example line without its client address and user: the first and third fields."""
+def _masked(line: bytes, parsed: bool) -> str:
+    """An example line without its client address and user: in a line read, its first and
+    third fields; in an unparsable one, its first field when that looks like an address."""
     text = line.decode(errors="replace").rstrip("\r\n")
     fields = text.split(" ", 3)
-    if len(fields) == 4:
+    if parsed and len(fields) == 4:
         fields[0], fields[2] = "<client>", "-" if fields[2] == "-" else "<user>"
-        text = " ".join(fields)
+    elif _ADDRESS.fullmatch(fields[0]):
+        fields[0] = "<client>"
+    text = " ".join(fields)
     return text if len(text) <= 160 else text[:157] + "..."
+
+
+_ADDRESS = re.compile(r"[0-9A-Fa-f:.]*[.:][0-9A-Fa-f:.]*")
