@@ -128,6 +128,18 @@ def test_a_docroot_served_in_place_is_never_written(tmp_path):
     assert dict(work.file_map()) == {"": b"home\n"}
 
 
+def test_a_docroot_with_urls_is_served_in_place_too_and_refuses_climbing(tmp_path):
+    (tmp_path / "www" / "img").mkdir(parents=True)
+    (tmp_path / "www" / "index.html").write_bytes(b"home\n")
+    (tmp_path / "www" / "img" / "a b.jpg").write_bytes(b"\xff\xd8\xff\xd9")
+    work = workload.docroot(tmp_path / "www", ["/", "/img/a%20b.jpg", "/?q=1"])
+    assert work.root == (tmp_path / "www").resolve() and work.files == () and work.weights == (1.0, 1.0, 1.0)
+    assert dict(work.file_map()) == {"": b"home\n", "img/a%20b.jpg": b"\xff\xd8\xff\xd9", "?q=1": b"home\n"}
+    (tmp_path / "secret").write_bytes(b"no")
+    with pytest.raises(workload.WorkloadError, match="climbs out of"):
+        workload.docroot(tmp_path / "www", ["/%2e%2e/secret"])
+
+
 def test_nginx_serves_a_user_s_docroot_where_it_is_and_verification_passes(tmp_path):
     from httpbench import servers
     from httpbench.servers import ServerProfile

@@ -12,13 +12,13 @@ root is written or verified.
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from urllib.parse import unquote
 
 from httpbench.errors import Error
-from httpbench.site import Site
+from httpbench.site import Mix, Site
 
 # Extensions served as text; anything else is generated as incompressible bytes, like a real
 # image, so a server that compresses by type gains nothing it would not gain in production.
@@ -34,7 +34,7 @@ class Workload:
     label: str  # "7B", "25KB jpg", "docroot:site"
     # (name relative to the docroot, bytes); repr=False: a 25 KB body in a traceback helps nobody
     files: Tuple[Tuple[str, bytes], ...] = field(repr=False)
-    paths: Tuple[str, ...]  # URL paths the load requests, round robin
+    paths: Tuple[str, ...]  # URL paths the load requests, in turn (a site: by its weights, see `weights`)
     # The PHP workload's kind ("php-wait", say) when its URLs are PHP scripts: the site must run
     # `.php` files through PHP (servers.base.Site.php).
     php: Optional[str] = None
@@ -154,26 +154,26 @@ def file(path: Union[str, Path]) -> Workload:
 
 
 def docroot(path: Union[str, Path], urls: Sequence[str]) -> Workload:
-    """A whole document root; the load requests `urls` round robin. Every URL must name a file
-    in it (a URL ending in "/" names its index.html), so a typo fails here, not mid-run."""
-    root = Path(path)
+    """A user's document root, served where it is; the load requests `urls` in turn. Every URL
+    must name a file in it (a URL ending in "/" names its index.html), so a typo fails here, not
+    mid-run; only those files are ever read, by verification."""
+    root = Path(path).resolve()
     if not root.is_dir():
         raise WorkloadError(f"no such directory: {root}")
     if not urls:
         raise WorkloadError("a docroot workload needs at least one URL")
-    files: List[Tuple[str, bytes]] = []
-    for parent, _, names in sorted(os.walk(root, followlinks=True)):
-        for name in sorted(names):
-            full = Path(parent) / name
-            if full.is_file():
-                files.append((full.relative_to(root).as_posix(), full.read_bytes()))
-    present = {name for name, _ in files}
+    files: List[Tuple[str, int]] = []
     for url in urls:
         if not isinstance(url, str) or not url.startswith("/"):
             raise WorkloadError(f"a URL path must start with '/', got {url!r}")
-        if _file_for(url) not in present:
+        name = unquote(_file_for(url))
+        if ".." in PurePosixPath(name).parts:
+            raise WorkloadError(f"{url} climbs out of {root}: name a file inside it")
+        if not (root / name).is_file():
             raise WorkloadError(f"{url} names no file in {root}")
-    return Workload(f"docroot:{root.resolve().name}", tuple(files), tuple(urls))
+        files.append((name, (root / name).stat().st_size))
+    mix = Mix(tuple(urls), (1.0,) * len(urls))
+    return site(Site(f"docroot:{root.name}", tuple(files), mix, root=root))
 
 
 def _file_for(url: str) -> str:

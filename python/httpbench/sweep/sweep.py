@@ -144,6 +144,10 @@ class Sweep:
         status = "failed"
         for note in self.left_out:
             self.progress.on_note(note)
+        # An access log's mix says what it left out, so the user sees what is not measured.
+        for work in self.plan.workloads:
+            if work.site is not None and work.site.note:
+                self.progress.on_note(f"{work.label}: {work.site.note}")
         try:
             for kind in dict.fromkeys(ceiling.kind_of(c) for c in self.cells):
                 self.measure_ceiling(kind)
