@@ -237,3 +237,33 @@ def test_a_mix_refuses_an_unknown_order():
         Mix(("/",), (1.0,), "random")
     with pytest.raises(SiteError, match="unknown site model 'x'"):
         model("x")
+
+
+def test_a_run_serves_a_site_model_and_a_user_s_docroot_five_requests_per_connection(tmp_path):
+    from conftest import quick_sweep
+
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "index.html").write_bytes(file_bytes("index.html", 2000))
+    (tmp_path / "access.log").write_text(
+        '::1 - - [28/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 2000 "-" "curl"\n'
+        '::1 - - [28/Nov/2026:10:00:01 +0000] "GET /gone HTTP/1.1" 404 0 "-" "curl"\n'
+    )
+    body = PLAN.format(
+        workload='kind = "site"\nmodel = "assets"\n'
+        '[[workload]]\nkind = "docroot"\npath = "www"\naccess_log = "access.log"',
+        extra='requests_per_connection = 5\nwarmup = "0s"\nserver_cpus = [1]',
+    )
+    (tmp_path / "plan.toml").write_text(body)
+    notes: list = []
+    sweep = quick_sweep(tmp_path / "plan.toml", tmp_path / "r.db", notes)
+    run_id = sweep.start()
+    sweep.run(run_id)
+    assert "docroot:www: access.log: 1 of 2 lines kept; left out: 1 statuses other than 200" in "\n".join(notes)
+    for cell in sweep.store.run(run_id)["cells"]:
+        assert cell["status"] == "done", cell["error"]
+        (measured,) = [r["measurement"] for r in cell["rounds"]]
+        assert measured["requests"]["completed"] == 100 and measured["errors_total"] == 0
+        # Five requests a connection: a hundred requests open twenty connections (and no more
+        # than one more per connection of the level, whose last may be cut short).
+        assert 20 <= measured["connections"]["opened"] <= 22, measured["connections"]
+    assert sorted(p.name for p in (tmp_path / "www").iterdir()) == ["index.html"]
