@@ -132,16 +132,20 @@ def test_replay_keeps_the_log_s_order_as_an_array_of_indices(tmp_path, site):
 def test_timed_keeps_each_request_s_second_from_the_first_across_time_zones(tmp_path, site):
     log = log_of(
         tmp_path,
-        line(time="28/Nov/2026:10:00:00"),
-        line(time="28/Nov/2026:10:00:00"),
+        line(time="28/Nov/2026:10:00:01"),
+        line(time="28/Nov/2026:10:00:00"),  # logged as it ended: after one that began later
         line(time="28/Nov/2026:10:00:07"),
         line(time="28/Nov/2026:11:00:09 +0100").replace(" +0100 +0000]", " +0100]"),
     )
     mix = read(log, site, "timed", speed=4.0).mix
-    assert list(mix.times) == [0.0, 0.0, 7.0, 9.0] and list(mix.sequence) == [0, 0, 0, 0] and mix.speed == 4.0
+    assert list(mix.times) == [1.0, 0.0, 7.0, 9.0] and list(mix.sequence) == [0, 0, 0, 0] and mix.speed == 4.0
 
 
 def test_a_log_in_no_known_format_says_which_were_tried_and_its_first_line(tmp_path, site):
+    log = log_of(tmp_path, '{"time": "2026-11-28", "path": "/"}\n', "second\n")
+    masked = log_of(tmp_path, "192.0.2.1 GET /\n")
+    with pytest.raises(SiteError, match="its first line: '<client> GET /'"):
+        read(masked, site)
     log = log_of(tmp_path, '{"time": "2026-11-28", "path": "/"}\n', "second\n")
     with pytest.raises(
         SiteError, match=r"matches no known format \(tried Combined and Common Log Format.*first line: '\{\"time"

@@ -137,12 +137,12 @@ def _read(lines, log: Path, root: Path, order: str, speed: float) -> LogMix:
         if reason is not None:
             seen = left.get(reason)
             if seen is None:
-                left[reason] = [1, _masked(line, m is not None)]
+                left[reason] = [1, _masked(line, parsed=m is not None)]
             else:
                 seen[0] += 1
     left_out = {r: LeftOut(*left[r]) for r in REASONS if r in left}
     if not formats:
-        shown = (first_line or b"").decode(errors="replace").rstrip("\n")[:200]
+        shown = _masked(first_line or b"", parsed=False)
         raise SiteError(
             f"the access log {log} matches no known format (tried {' and '.join(FORMATS)} Log Format, "
             f"nginx's and Apache's defaults); its first line: {shown!r}"
@@ -156,7 +156,8 @@ def _read(lines, log: Path, root: Path, order: str, speed: float) -> LogMix:
             f"it needs GET requests answered 200 or 304 for files under {root}"
         )
     if times is not None:
-        start = times[0]
+        # From the earliest: a server logs a request as it ends, so a slow one comes out of order.
+        start = min(times)
         times = array("d", (t - start for t in times))
     mix = Mix(tuple(paths), tuple(map(float, counts)), order, sequence, times, speed)
     return LogMix(mix, formats[0], n, left_out)

@@ -2,7 +2,7 @@
 
 What the engine needs from a mix is here and nothing else: the paths, a weight each (drawn by
 weight, seeded, in the engine), and for a log replayed in its own order the sequence of path
-indices and, timed, each request's second from the first. Sequences are arrays of machine
+indices and, timed, each request's second from the earliest. Sequences are arrays of machine
 integers and floats: a million-line log's replay is 4 MB of indices, not a million strings.
 """
 
@@ -31,7 +31,7 @@ class Mix:
     order: str = "weighted"
     # replay and timed: index into `paths` of each request in the log's order, looped by the load
     sequence: Optional[array] = field(default=None, compare=False, repr=False)
-    # timed: each request's seconds after the log's first kept one, parallel to `sequence`
+    # timed: each request's seconds after the log's earliest kept one, parallel to `sequence`
     times: Optional[array] = field(default=None, compare=False, repr=False)
     # timed: how many times faster than the log the requests are sent
     speed: float = 1.0
