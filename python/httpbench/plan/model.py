@@ -157,6 +157,9 @@ class Plan:
     # [capacity]: each cell searched for its capacity, in place of levels (which are then empty;
     # each probe is stored as a round of the level of its offered rate).
     capacity: Optional[Capacity] = None
+    # A keep-alive connection closes after this many requests and a new one opens, as a
+    # browser's does (live traffic shows about five per connection); None: it stays open.
+    requests_per_connection: Optional[int] = None
 
     def connections(self) -> List[Tuple[str, bool, Optional[str], int]]:
         """(protocol, keep-alive, resumption, streams) of each kind of cell a server gets: a TLS

@@ -10,6 +10,7 @@ the protocols, [tls] and streams by httpbench.plan.protocols.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sys
 from pathlib import Path
@@ -28,10 +29,14 @@ from httpbench.plan.protocols import ProtocolChecks
 from httpbench.plan.values import is_int, key_name, show
 from httpbench.plan.workload import Workload, WorkloadError
 from httpbench.servers.base import PROFILES
+from httpbench.site import ORDERS, SiteError
+from httpbench.site.docroot import served_in_place
+from httpbench.site.models import MODELS as SITE_MODELS
+from httpbench.site.models import model as site_model
 
 CLIENTS = ("engine", "ab", "wrk", "h2load")
 MODELS = ("closed", "open")
-KINDS = ("generated", "file", "docroot", *PHP_KINDS)
+KINDS = ("generated", "file", "docroot", "site", *PHP_KINDS)
 
 TOP_KEYS = (
     "name",
@@ -59,13 +64,16 @@ TOP_KEYS = (
     "tls",
     "streams",
     "capacity",
+    "requests_per_connection",
 )
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
 WORKLOAD_KEYS = {
     "generated": ("kind", "size", "name"),
     "file": ("kind", "path"),
-    "docroot": ("kind", "path", "urls"),
+    # urls requested in turn, or the mix of an access log (httpbench.site.access_log)
+    "docroot": ("kind", "path", "urls", "access_log", "order", "speed"),
+    "site": ("kind", "model", "directories"),
     # a PHP script and its answer (httpbench.plan.dynamic), labelled with its kind
     **{kind: ("kind",) for kind in PHP_KINDS},
 }
@@ -189,6 +197,7 @@ class _Parser(ProtocolChecks):
                 self.fail(("budget",), 'budget is missing: add [budget] with requests = N or duration = "2s"')
             budgets = self.budgets(data["budget"])
             self.combinations(client, model, pipeline, keep_alive, loads, levels, budgets)
+        per_connection = self.requests_per_connection(data, client, keep_alive)
         protocols = self.protocols(data)
         tls = self.tls(data.get("tls", {}), protocols, client)
         streams = self.streams(data, protocols, keep_alive, pipeline)
@@ -222,7 +231,24 @@ class _Parser(ProtocolChecks):
             tls=tls,
             streams=streams,
             capacity=capacity,
+            requests_per_connection=per_connection,
         )
+
+    def requests_per_connection(self, data: Dict[str, Any], client: str, keep_alive: Tuple[bool, ...]) -> Optional[int]:
+        """How many requests a keep-alive connection makes before it closes; None: no limit."""
+        if "requests_per_connection" not in data:
+            return None
+        path = ("requests_per_connection",)
+        count = self.integer(data["requests_per_connection"], path, 1)
+        if client != "engine":
+            self.fail(path, f'requests_per_connection cannot be used with client = "{client}": use the engine')
+        if True not in keep_alive:
+            self.fail(
+                path,
+                "requests_per_connection applies to keep-alive connections, but keep_alive is false: "
+                "add true to keep_alive or drop requests_per_connection",
+            )
+        return count
 
     def statuses(self, data: Dict[str, Any], client: str) -> Tuple[int, ...]:
         """`expect_status`: the statuses that count as served (none: any 2xx). The client tools
@@ -275,16 +301,53 @@ class _Parser(ProtocolChecks):
                 return workloads.generated(size, self.string(table.get("name", "index.html"), path + ("name",)))
             if kind in PHP_KINDS:
                 return php_workload(kind)
+            if kind == "site":
+                return self.site(table, path)
             if "path" not in table:
                 self.fail(path, f"workload.path is missing: a {kind} workload needs one")
             where = self.file_path(table["path"], path + ("path",))
             if kind == "file":
                 return workloads.file(where)
+            if "access_log" in table or "urls" not in table:
+                return self.served_in_place(table, path, where)
             urls = self.array(table.get("urls"), path + ("urls",), self.string)
             return workloads.docroot(where, urls)
         except WorkloadError as e:
             key = {"generated": "name", "file": "path", "docroot": "urls"}[kind]
             self.fail(path + (key,), f"workload.{key}: {e}")
+
+    def site(self, table: Dict[str, Any], path: Tuple) -> Workload:
+        """kind = "site": a built-in model (httpbench.site.models)."""
+        if "model" not in table:
+            self.fail(path, f"workload.model is missing: a site workload names one of {', '.join(SITE_MODELS)}")
+        name = self.string(table["model"], path + ("model",), SITE_MODELS)
+        if "directories" in table and name != "specweb99":
+            self.fail(path + ("directories",), f'workload.directories sizes model = "specweb99" only, not {name!r}')
+        directories = self.integer(table.get("directories", 10), path + ("directories",), 1)
+        return workloads.site(site_model(name, directories))
+
+    def served_in_place(self, table: Dict[str, Any], path: Tuple, root: Path) -> Workload:
+        """kind = "docroot" with access_log: the user's directory served where it is, the mix
+        from its log."""
+        if "urls" in table:
+            self.fail(path + ("access_log",), "workload.access_log: give either urls or access_log, not both")
+        if "access_log" not in table:
+            self.fail(path, "workload.urls or workload.access_log is missing: a docroot workload needs one")
+        if not root.is_dir() or not os.access(root, os.R_OK | os.X_OK):
+            self.fail(path + ("path",), f"workload.path: cannot read the document root {root}: name a readable one")
+        log = self.file_path(table["access_log"], path + ("access_log",))
+        order = self.string(table.get("order", "weighted"), path + ("order",), ORDERS)
+        speed = 1.0
+        if "speed" in table:
+            if order != "timed":
+                self.fail(path + ("speed",), f'workload.speed applies to order = "timed" only, not {order!r}')
+            speed = table["speed"]
+            if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not speed > 0:
+                self.fail(path + ("speed",), f"workload.speed must be a number more than 0, got {show(speed)}")
+        try:
+            return workloads.site(served_in_place(root, log, order, float(speed)))
+        except SiteError as e:
+            self.fail(path + ("access_log",), f"workload.access_log: {e}")
 
     def levels(self, table: Any, model: str) -> Tuple[int, ...]:
         path = ("levels",)

@@ -1,20 +1,24 @@
 """What the servers serve and the load requests: a generated file of N bytes, a given file, a
-document root with a list of URLs, or a PHP script (httpbench.plan.dynamic).
+document root with a list of URLs, a PHP script (httpbench.plan.dynamic), or a site
+(httpbench.site): a built-in model, or the user's document root and access log.
 
-A workload holds its files' bytes, so the same bytes are written into every server's document
-root and checked by verification; generated content depends only on (size, name), so every run
-of a plan serves the same bytes.
+A workload of one file or a few holds their bytes, so the same bytes are written into every
+server's document root and checked by verification; generated content depends only on (size,
+name), so every run of a plan serves the same bytes. A site holds its files' names and sizes
+only: its bytes are made, or read from the user's directory, one file at a time when a document
+root is written or verified.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from urllib.parse import unquote
 
 from httpbench.errors import Error
+from httpbench.site import Mix, Site
 
 # Extensions served as text; anything else is generated as incompressible bytes, like a real
 # image, so a server that compresses by type gains nothing it would not gain in production.
@@ -30,23 +34,48 @@ class Workload:
     label: str  # "7B", "25KB jpg", "docroot:site"
     # (name relative to the docroot, bytes); repr=False: a 25 KB body in a traceback helps nobody
     files: Tuple[Tuple[str, bytes], ...] = field(repr=False)
-    paths: Tuple[str, ...]  # URL paths the load requests, round robin
+    paths: Tuple[str, ...]  # URL paths the load requests, in turn (a site: by its weights, see `weights`)
     # The PHP workload's kind ("php-wait", say) when its URLs are PHP scripts: the site must run
     # `.php` files through PHP (servers.base.Site.php).
     php: Optional[str] = None
     # (URL path without its "/", the exact bytes it answers) where that is not the file's bytes:
     # a script's output, computed in Python (httpbench.plan.dynamic).
     answers: Tuple[Tuple[str, bytes], ...] = field(default=(), repr=False)
+    # A site's files and URL mix (then `files` is empty and `paths` are the mix's paths).
+    site: Optional[Site] = field(default=None, repr=False)
+
+    @property
+    def root(self) -> Optional[Path]:
+        """The user's directory when the site is served where it is: every server's document
+        root, which `write` leaves alone."""
+        return self.site.root if self.site is not None else None
+
+    @property
+    def weights(self) -> Tuple[float, ...]:
+        """Each path's relative weight, parallel to `paths`; () when they are requested in turn."""
+        return self.site.mix.weights if self.site is not None else ()
+
+    def lengths(self) -> Tuple[int, ...]:
+        """Each path's answer length, parallel to `paths` (before any encoding)."""
+        if self.site is not None:
+            return self.site.lengths()
+        return tuple(len(answer) for answer in self.file_map().values())
 
     def write(self, docroot: Path) -> None:
+        if self.site is not None:
+            self.site.write(Path(docroot))
+            return
         for name, data in self.files:
             target = Path(docroot) / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
 
-    def file_map(self) -> Dict[str, bytes]:
+    def file_map(self) -> Mapping[str, bytes]:
         """URL path (without its leading "/", as verification wants it) -> the bytes it must
-        answer: exactly what the load will request."""
+        answer: exactly what the load will request. A site's bytes are made or read when looked
+        up, one file at a time."""
+        if self.site is not None:
+            return _SiteAnswers(self.site)
         if self.answers:
             return dict(self.answers)
         files = dict(self.files)
@@ -58,6 +87,28 @@ class Workload:
         if self.php is None:
             return self
         return Workload(self.label, self.answers, self.paths)
+
+
+class _SiteAnswers(Mapping):
+    """A site's file_map: each requested path's bytes, made or read when looked up, so
+    verification holds one file at a time, not the site."""
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.files = {path[1:]: file for path, file in zip(site.mix.paths, site.files)}
+
+    def __getitem__(self, path: str) -> bytes:
+        return self.site.content(*self.files[path])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+
+def site(model: Site) -> Workload:
+    return Workload(model.label, (), model.mix.paths, site=model)
 
 
 def size_label(size: int) -> str:
@@ -103,26 +154,26 @@ def file(path: Union[str, Path]) -> Workload:
 
 
 def docroot(path: Union[str, Path], urls: Sequence[str]) -> Workload:
-    """A whole document root; the load requests `urls` round robin. Every URL must name a file
-    in it (a URL ending in "/" names its index.html), so a typo fails here, not mid-run."""
-    root = Path(path)
+    """A user's document root, served where it is; the load requests `urls` in turn. Every URL
+    must name a file in it (a URL ending in "/" names its index.html), so a typo fails here, not
+    mid-run; only those files are ever read, by verification."""
+    root = Path(path).resolve()
     if not root.is_dir():
         raise WorkloadError(f"no such directory: {root}")
     if not urls:
         raise WorkloadError("a docroot workload needs at least one URL")
-    files: List[Tuple[str, bytes]] = []
-    for parent, _, names in sorted(os.walk(root, followlinks=True)):
-        for name in sorted(names):
-            full = Path(parent) / name
-            if full.is_file():
-                files.append((full.relative_to(root).as_posix(), full.read_bytes()))
-    present = {name for name, _ in files}
+    files: List[Tuple[str, int]] = []
     for url in urls:
         if not isinstance(url, str) or not url.startswith("/"):
             raise WorkloadError(f"a URL path must start with '/', got {url!r}")
-        if _file_for(url) not in present:
+        name = unquote(_file_for(url))
+        if ".." in PurePosixPath(name).parts:
+            raise WorkloadError(f"{url} climbs out of {root}: name a file inside it")
+        if not (root / name).is_file():
             raise WorkloadError(f"{url} names no file in {root}")
-    return Workload(f"docroot:{root.resolve().name}", tuple(files), tuple(urls))
+        files.append((name, (root / name).stat().st_size))
+    mix = Mix(tuple(urls), (1.0,) * len(urls))
+    return site(Site(f"docroot:{root.name}", tuple(files), mix, root=root))
 
 
 def _file_for(url: str) -> str:

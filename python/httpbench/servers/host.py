@@ -66,9 +66,13 @@ class ServerHost:
         (by ALPN with `tls`, else h2c by prior knowledge)."""
         self.stop()
         self.base = Path(tempfile.mkdtemp(prefix=f"httpbench-{adapter.name}-"))
-        docroot = self.base / "www"
-        docroot.mkdir()
-        workload.write(docroot)
+        # A user's site is served where it is (read only, never copied); any other is written
+        # into a document root of this cell's own.
+        docroot = workload.root
+        if docroot is None:
+            docroot = self.base / "www"
+            docroot.mkdir()
+            workload.write(docroot)
         self.files, self.name = workload.file_map(), adapter.name
         site_tls = None
         if tls is not None:

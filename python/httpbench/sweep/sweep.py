@@ -144,6 +144,10 @@ class Sweep:
         status = "failed"
         for note in self.left_out:
             self.progress.on_note(note)
+        # An access log's mix says what it left out, so the user sees what is not measured.
+        for work in self.plan.workloads:
+            if work.site is not None and work.site.note:
+                self.progress.on_note(f"{work.label}: {work.site.note}")
         try:
             for kind in dict.fromkeys(ceiling.kind_of(c) for c in self.cells):
                 self.measure_ceiling(kind)
@@ -257,6 +261,8 @@ class Sweep:
             "allow_errors": self.plan.allow_errors,
             "expect_status": list(self.plan.expect_status),
         }
+        if keep_alive and self.plan.requests_per_connection:
+            spec["requests_per_connection"] = self.plan.requests_per_connection
         if to.tls is not None:
             spec["tls"] = to.tls
         if warms_connections(keep_alive, to.tls and to.tls["resumption"]):
