@@ -211,9 +211,9 @@ requests = 100
 
 def test_a_docroot_plan_takes_its_mix_from_the_log(tmp_path, site):
     log_of(tmp_path, line(), line("GET /css/main.css HTTP/1.1"))
-    (tmp_path / "plan.toml").write_text(PLAN.format(more='order = "timed"\nspeed = 10'))
+    (tmp_path / "plan.toml").write_text(PLAN.format(more=""))
     (work,) = plan.load(str(tmp_path / "plan.toml")).workloads
-    assert work.label == "docroot:www timed x10" and work.paths == ("/", "/css/main.css") and work.root == site
+    assert work.paths == ("/", "/css/main.css") and work.root == site and work.weights == (1.0, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -223,6 +223,8 @@ def test_a_docroot_plan_takes_its_mix_from_the_log(tmp_path, site):
         ("speed = 2", 'workload.speed applies to order = "timed" only'),
         ('order = "timed"\nspeed = 0', "workload.speed must be a number more than 0"),
         ('urls = ["/"]', "workload.access_log: give either urls or access_log, not both"),
+        ('order = "timed"\nspeed = 10', 'workload.order = "timed" is not sent by the engine yet'),
+        ('order = "replay"', 'workload.order = "replay" is not sent by the engine yet'),
     ],
 )
 def test_a_bad_docroot_key_is_one_line_naming_it(tmp_path, site, more, said):

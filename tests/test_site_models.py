@@ -136,8 +136,9 @@ def test_a_docroot_with_urls_is_served_in_place_too_and_refuses_climbing(tmp_pat
     assert work.root == (tmp_path / "www").resolve() and work.files == () and work.weights == (1.0, 1.0, 1.0)
     assert dict(work.file_map()) == {"": b"home\n", "img/a%20b.jpg": b"\xff\xd8\xff\xd9", "?q=1": b"home\n"}
     (tmp_path / "secret").write_bytes(b"no")
-    with pytest.raises(workload.WorkloadError, match="climbs out of"):
-        workload.docroot(tmp_path / "www", ["/%2e%2e/secret"])
+    for climbing in ("/%2e%2e/secret", f"/%2F{tmp_path}/secret", "/%2F%2Fetc/passwd"):
+        with pytest.raises(workload.WorkloadError, match="climbs out of"):
+            workload.docroot(tmp_path / "www", [climbing])
 
 
 def test_nginx_serves_a_user_s_docroot_where_it_is_and_verification_passes(tmp_path):
@@ -267,3 +268,18 @@ def test_a_run_serves_a_site_model_and_a_user_s_docroot_five_requests_per_connec
         # than one more per connection of the level, whose last may be cut short).
         assert 20 <= measured["connections"]["opened"] <= 22, measured["connections"]
     assert sorted(p.name for p in (tmp_path / "www").iterdir()) == ["index.html"]
+
+
+def test_a_cluster_run_of_a_docroot_served_in_place_is_refused_before_the_cluster_opens(tmp_path):
+    from httpbench.plan.workload import WorkloadError
+    from httpbench.sweep.session import Session, Setup
+
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "index.html").write_bytes(b"home\n")
+    body = PLAN.format(workload='kind = "docroot"\npath = "www"\nurls = ["/"]', extra="")
+    (tmp_path / "plan.toml").write_text(body)
+    # No scheduler listens there: the refusal comes before any connect.
+    session = Session(str(tmp_path / "r.db"), str(tmp_path / "plan.toml"), setup=Setup(cluster="tcp://127.0.0.1:1"))
+    with pytest.raises(WorkloadError, match="served where it is.*run this plan without --cluster"):
+        with session:
+            pass

@@ -173,7 +173,7 @@ pub struct OpenLoop {
     /// Of the requests due in the window, the share sent: how much of the offered load the
     /// client kept up with. Poisson arrivals come in a random number, so their `achieved_rate`
     /// strays from the target by chance where this does not.
-    #[serde(default)]
+    #[serde(default = "all_sent")]
     pub sent_share: f64,
     /// Under 95% of the requests due were sent: the server or the client could not keep up,
     /// and the latencies say how far behind it fell.
@@ -497,6 +497,11 @@ impl Report {
         }
         Some((attempts - succeeded.min(self.requests.completed)) as f64 / attempts as f64)
     }
+}
+
+/// A report from before `sent_share` was kept: read as having kept up (its `fell_short` says).
+fn all_sent() -> f64 {
+    1.0
 }
 
 impl OpenLoop {

@@ -310,6 +310,9 @@ class _Parser(ProtocolChecks):
                 return workloads.file(where)
             if "access_log" in table or "urls" not in table:
                 return self.served_in_place(table, path, where)
+            for key in ("order", "speed"):
+                if key in table:
+                    self.fail(path + (key,), f"workload.{key} orders an access log's requests; with urls, drop {key}")
             urls = self.array(table.get("urls"), path + ("urls",), self.string)
             return workloads.docroot(where, urls)
         except WorkloadError as e:
@@ -344,6 +347,12 @@ class _Parser(ProtocolChecks):
             speed = table["speed"]
             if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not speed > 0:
                 self.fail(path + ("speed",), f"workload.speed must be a number more than 0, got {show(speed)}")
+        if order != "weighted":
+            # Read, but the engine draws by weight only: measured, a replay would be a draw.
+            self.fail(
+                path + ("order",),
+                f'workload.order = "{order}" is not sent by the engine yet; drop order (by weight, as the log counts)',
+            )
         try:
             return workloads.site(served_in_place(root, log, order, float(speed)))
         except SiteError as e:

@@ -167,7 +167,8 @@ def docroot(path: Union[str, Path], urls: Sequence[str]) -> Workload:
         if not isinstance(url, str) or not url.startswith("/"):
             raise WorkloadError(f"a URL path must start with '/', got {url!r}")
         name = unquote(_file_for(url))
-        if ".." in PurePosixPath(name).parts:
+        # "%2F" unquotes to a "/" that would make the name absolute, outside the root.
+        if ".." in PurePosixPath(name).parts or PurePosixPath(name).is_absolute():
             raise WorkloadError(f"{url} climbs out of {root}: name a file inside it")
         if not (root / name).is_file():
             raise WorkloadError(f"{url} names no file in {root}")

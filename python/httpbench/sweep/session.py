@@ -19,6 +19,7 @@ from httpbench.load.report import stored_host
 from httpbench.placement import Placement, PlacementError, parse_cpus, show_cpus
 from httpbench.plan import builtin as plans
 from httpbench.plan import capacity
+from httpbench.plan.workload import WorkloadError
 from httpbench.store.database import Store, StoreError
 from httpbench.store.owner import owner_alive
 from httpbench.sweep.errors import Stopped
@@ -111,6 +112,7 @@ class Session:
         self.cluster = None
         try:
             if setup.cluster:
+                _served_from_here(self.plan)
                 # Nothing of Dask is imported or started without --cluster.
                 from httpbench.cluster import ClusterLoad
 
@@ -214,3 +216,14 @@ def _cpus_as_stored(run_id: int, placed: dict, part: str, given: Optional[str]) 
             f"run {run_id} ran its {part} on CPU(s) {stored}: resume it on the same ones (drop --{part}-cpus)"
         )
     return stored
+
+
+def _served_from_here(plan) -> None:
+    """Refuses a cluster run of a plan whose site is served where it is: a cluster's server host
+    would serve whatever lies at that path on its own disk, and verify against it too."""
+    for work in plan.workloads:
+        if work.root is not None:
+            raise WorkloadError(
+                f"{work.label} is served where it is, in {work.root} on this machine, and a cluster's server "
+                "host serves from its own disk: run this plan without --cluster"
+            )

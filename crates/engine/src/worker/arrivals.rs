@@ -97,9 +97,9 @@ impl Arrivals {
             self.free[i] = true;
             self.waiting.push_back(i as u32);
         }
-        if let Some(at) = next {
-            alarms.set(self.alarm, at);
-        }
+        // The next arrival after what it took; or, having taken one of several due, the next
+        // due now, for the next free connection.
+        alarms.set(self.alarm, next.unwrap_or(self.next));
     }
 
     /// The arrival taken next: when it came.
@@ -108,6 +108,12 @@ impl Arrivals {
         self.next += self.gap(self.n);
         self.n += 1;
         came
+    }
+
+    /// Entries on the queue of free connections (some may have gone busy since): at most
+    /// this many wake-ups hand out what has come.
+    pub(super) fn free_waiting(&self) -> usize {
+        self.waiting.len()
     }
 
     /// The free connection that has waited longest, off the queue.

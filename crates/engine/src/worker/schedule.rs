@@ -232,32 +232,40 @@ impl Worker<'_> {
     /// left. They are counted as sent.
     pub(super) fn claim_due(&mut self, i: usize, room: u64) -> u64 {
         if self.holding(i) {
-            return 0; // woken when measurement starts
+            // Woken when measurement starts: by `restart` while that is undecided, else here (an
+            // alarm pending from before the decision kept `restart`'s later one from being set).
+            if !self.warming() {
+                self.alarms.set(i, self.measure_from);
+            }
+            return 0;
         }
-        let mut k = room;
+        let mut room = room;
         if let Some(limit) = self.shared.spec.requests_per_connection {
-            k = k.min(limit - self.conns[i].on_connection);
+            room = room.min(limit - self.conns[i].on_connection);
         }
-        let (due, next) = self.schedule.due(i, self.now, k);
+        // Poisson arrivals go one to a connection: a burst goes to the free connections in turn,
+        // not pipelined behind each other on one.
+        let take = match self.schedule {
+            Schedule::Poisson(_) => room.min(1),
+            _ => room,
+        };
+        let (due, next) = self.schedule.due(i, self.now, take);
+        let mut k = if due == 0 && take > 0 && self.priming(i) {
+            1
+        } else {
+            due
+        };
+        if k > 0 && self.measuring(self.now) {
+            k = self.shared.budget.claim(k);
+            self.counters.sent += k;
+        }
         match &mut self.schedule {
-            Schedule::Poisson(arrivals) => arrivals.claimed(i, due, k, next, &mut self.alarms),
+            Schedule::Poisson(arrivals) => arrivals.claimed(i, k, room, next, &mut self.alarms),
             _ => {
                 if let Some(at) = next {
                     self.alarms.set(i, at);
                 }
             }
-        }
-        k = if due == 0 && k > 0 && self.priming(i) {
-            1
-        } else {
-            due
-        };
-        if k == 0 {
-            return 0;
-        }
-        if self.measuring(self.now) {
-            k = self.shared.budget.claim(k);
-            self.counters.sent += k;
         }
         k
     }
@@ -293,8 +301,19 @@ impl Worker<'_> {
 
     /// Hand the arrivals that have come to the connections free longest; what no connection
     /// is free for waits for the first to come free.
+    /// Each free connection is woken once a ring at most; one that takes nothing (still
+    /// connecting, or the budget spent) is free again only at its next event.
     fn hand_out<R: Reactor>(&mut self, reactor: &mut R) {
-        while let Schedule::Poisson(arrivals) = &mut self.schedule {
+        let Schedule::Poisson(arrivals) = &self.schedule else {
+            return;
+        };
+        if self.shared.budget.spent() {
+            return;
+        }
+        for _ in 0..arrivals.free_waiting() {
+            let Schedule::Poisson(arrivals) = &mut self.schedule else {
+                return;
+            };
             if arrivals.due(self.now, 1).0 == 0 {
                 return arrivals.rearm(&mut self.alarms);
             }
