@@ -72,7 +72,10 @@ fn run(delay: Duration, spec: LoadSpec) -> (httpbench_engine::Report, usize) {
         ..spec
     };
     let (done, report) = mpsc::channel();
-    std::thread::spawn(move || done.send(httpbench_engine::run(&spec).unwrap()));
+    std::thread::spawn(move || {
+        // The receiver gave up on a run that did not end: nobody to tell.
+        let _ = done.send(httpbench_engine::run(&spec).unwrap());
+    });
     let r = report
         .recv_timeout(Duration::from_secs(20))
         .expect("the run ended");
