@@ -153,3 +153,31 @@ fn poisson_arrivals_with_room_for_several_end_with_their_budget() {
         );
     }
 }
+
+#[test]
+fn a_drained_run_ends_once_its_answers_are_in() {
+    // An answer that came in the wake-up straddling the end was dropped unread, and the drain
+    // waited out the request timeout for it: 10 s after most capacity probes.
+    for _ in 0..3 {
+        let began = std::time::Instant::now();
+        let (r, _) = run(
+            Duration::ZERO,
+            LoadSpec {
+                connections: 200,
+                rate: Some(16000.0),
+                stop: Stop::Duration(0.5),
+                warmup: 0.2,
+                warmup_connections: true,
+                drain: true,
+                request_timeout: 8.0,
+                ..LoadSpec::default()
+            },
+        );
+        assert!(r.requests.completed > 2000, "{:?}", r.requests);
+        assert!(
+            began.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            began.elapsed()
+        );
+    }
+}

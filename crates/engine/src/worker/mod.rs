@@ -144,6 +144,8 @@ pub struct Worker<'a> {
     outstanding: usize,
     /// Past the end, reading what is still on its way (the spec's `drain`).
     draining: bool,
+    /// What the thread measured, taken when the window ended with answers still to drain.
+    taken: Option<Outcome>,
     last_progress: u64,
     /// When a connect was first refused since the last progress: nothing listens any more.
     refused_since: Option<u64>,
@@ -208,6 +210,7 @@ impl<'a> Worker<'a> {
             schedule: Schedule::new(a, spec.rate.unwrap_or(1.0), spec.arrivals, spec.seed),
             outstanding: 0,
             draining: false,
+            taken: None,
             last_progress: 0,
             refused_since: None,
             cpu_at_start: None,
@@ -401,7 +404,10 @@ impl<'a> Worker<'a> {
     }
 
     fn finish<R: Reactor>(mut self, reactor: &mut R) -> Outcome {
-        let outcome = self.measured();
+        let outcome = match self.taken.take() {
+            Some(taken) => taken,
+            None => self.measured(),
+        };
         if self.shared.spec.drain {
             self.drain(reactor);
         }
@@ -422,7 +428,13 @@ impl<'a> Worker<'a> {
             return; // about a socket closed since
         }
         if self.now >= self.end && !self.draining {
-            return; // past the end of a timed run: what is still on its way stays in flight
+            if !self.shared.spec.drain {
+                return; // past the end of a timed run: what is still on its way stays in flight
+            }
+            // The window's tallies are taken now, and this answer read as the drain's: dropped
+            // unread, its connection would read no more, and the drain wait out the timeout.
+            self.taken = Some(self.measured());
+            self.draining = true;
         }
         match completion {
             Completion::Connected => self.connected(reactor, i),
