@@ -108,8 +108,14 @@ pub enum IoChoice {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadSpec {
-    /// Requested round robin; all must share one scheme, host and port.
+    /// Requested round robin, or drawn by `weights`; all must share one scheme, host and port.
     pub urls: Vec<String>,
+    /// One weight per URL (not negative, not all 0): each request's URL is drawn with
+    /// probability weight / sum, from a generator seeded by `seed`. `None`: round robin.
+    pub weights: Option<Vec<f64>>,
+    /// Seeds the weighted draw: a run's sequence of URLs on each connection is the same in
+    /// every run with the same seed.
+    pub seed: u64,
     pub method: String,
     /// Extra or replacing request headers, as `Name: value`.
     pub headers: Vec<String>,
@@ -158,6 +164,13 @@ pub struct LoadSpec {
     pub expect_body_file: Option<std::path::PathBuf>,
     /// Body length the validation request, and every response under load, must have.
     pub expect_length: Option<u64>,
+    /// One body length per URL, checked on every answer to that URL as `expect_length` is (which
+    /// it replaces).
+    pub expect_lengths: Option<Vec<u64>>,
+    /// Upper bounds in bytes (ascending, at most 7) of the size classes the report counts
+    /// completed answers in, by body length: `[1024, 10240]` gives 0-1024, 1025-10240 and
+    /// above. Empty: no classes.
+    pub size_classes: Vec<u64>,
     /// The statuses an answer must have to count as succeeded (`requests.succeeded`), the
     /// validation request's too; empty: any 2xx.
     pub expect_status: Vec<u16>,
@@ -201,6 +214,12 @@ pub enum PanicAt {
     Worker,
 }
 
+/// The seed of a weighted mix when a spec does not say.
+pub const DEFAULT_SEED: u64 = 0x6874_7470_6265_6e63;
+
+/// At most this many size classes: bounds, and the class above the last.
+pub const MOST_SIZE_CLASSES: usize = 8;
+
 /// Connections when a spec does not say: the CLI's `-c` default too.
 pub const DEFAULT_CONNECTIONS: u32 = 10;
 
@@ -208,6 +227,8 @@ impl Default for LoadSpec {
     fn default() -> Self {
         LoadSpec {
             urls: Vec::new(),
+            weights: None,
+            seed: DEFAULT_SEED,
             method: "GET".into(),
             headers: Vec::new(),
             body: None,
@@ -232,6 +253,8 @@ impl Default for LoadSpec {
             validate: true,
             expect_body_file: None,
             expect_length: None,
+            expect_lengths: None,
+            size_classes: Vec::new(),
             expect_status: Vec::new(),
             allow_errors: false,
             tls: TlsSpec::default(),
@@ -497,6 +520,7 @@ impl LoadSpec {
                 }
             }
         }
+        self.check_mix()?;
         let addr = resolve_addr(first)?;
         if let Some(b) = self.bind.iter().find(|b| b.is_ipv4() != addr.is_ipv4()) {
             return Err(Error::spec(
@@ -526,6 +550,67 @@ impl LoadSpec {
             connect_timeout: seconds("connect_timeout", self.connect_timeout, false)?,
             request_timeout: seconds("request_timeout", self.request_timeout, false)?,
         })
+    }
+}
+
+impl LoadSpec {
+    /// The weights, the per-URL lengths and the size classes: one line each for what is wrong.
+    fn check_mix(&self) -> Result<(), Error> {
+        let urls = self.urls.len();
+        let parallel = |field: &'static str, given: usize| {
+            if given == urls {
+                Ok(())
+            } else {
+                Err(Error::spec(
+                    field,
+                    format!("{field} has {given} entries for {urls} URLs; give one per URL, in the order of urls"),
+                ))
+            }
+        };
+        if let Some(weights) = &self.weights {
+            parallel("weights", weights.len())?;
+            if let Some((i, w)) = weights
+                .iter()
+                .enumerate()
+                .find(|(_, w)| !w.is_finite() || **w < 0.0)
+            {
+                return Err(Error::spec(
+                    "weights",
+                    format!(
+                        "weight {w} of {} is no weight; give a number of 0 or more",
+                        self.urls[i]
+                    ),
+                ));
+            }
+            if weights.iter().sum::<f64>() <= 0.0 || !weights.iter().sum::<f64>().is_finite() {
+                return Err(Error::spec(
+                    "weights",
+                    "the weights add up to 0 (or overflow); give at least one URL a weight above 0"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(lengths) = &self.expect_lengths {
+            parallel("expect_lengths", lengths.len())?;
+        }
+        let bounds = &self.size_classes;
+        if bounds.len() >= MOST_SIZE_CLASSES {
+            return Err(Error::spec(
+                "size_classes",
+                format!(
+                    "size_classes has {} bounds; give at most {} (the class above the last bound makes {MOST_SIZE_CLASSES})",
+                    bounds.len(),
+                    MOST_SIZE_CLASSES - 1
+                ),
+            ));
+        }
+        if let Some(w) = bounds.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(Error::spec(
+                "size_classes",
+                format!("size_classes must ascend ({} then {}); list the upper bounds from the smallest", w[0], w[1]),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -603,6 +688,48 @@ mod tests {
         })
         .unwrap_err()
         .contains("validation request"));
+    }
+
+    #[test]
+    fn refuses_a_bad_mix_in_one_line() {
+        let spec = |f: &dyn Fn(&mut LoadSpec)| {
+            let mut s = LoadSpec {
+                urls: vec!["http://127.0.0.1:1/a".into(), "http://127.0.0.1:1/b".into()],
+                ..Default::default()
+            };
+            f(&mut s);
+            s.resolve().map(|_| ()).map_err(|e| e.to_string())
+        };
+        assert!(spec(&|s| {
+            s.weights = Some(vec![0.0, 2.5]);
+            s.expect_lengths = Some(vec![1, 2]);
+            s.size_classes = vec![1, 2, 3, 4, 5, 6, 7];
+        })
+        .is_ok());
+        for (bad, says) in [
+            (
+                &(|s: &mut LoadSpec| s.weights = Some(vec![1.0])) as &dyn Fn(&mut LoadSpec),
+                "weights has 1 entries for 2 URLs",
+            ),
+            (
+                &|s| s.weights = Some(vec![1.0, -1.0]),
+                "weight -1 of http://127.0.0.1:1/b",
+            ),
+            (&|s| s.weights = Some(vec![1.0, f64::NAN]), "weight NaN"),
+            (&|s| s.weights = Some(vec![0.0, 0.0]), "add up to 0"),
+            (
+                &|s| s.expect_lengths = Some(vec![1, 2, 3]),
+                "expect_lengths has 3 entries",
+            ),
+            (&|s| s.size_classes = (1..=8).collect(), "at most 7"),
+            (
+                &|s| s.size_classes = vec![10, 10],
+                "must ascend (10 then 10)",
+            ),
+        ] {
+            let said = spec(bad).unwrap_err();
+            assert!(said.contains(says) && !said.contains('\n'), "{said}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     merge_histograms, Bytes, Client, Connections, LatencyReport, OpenLoop, Report, Requests,
-    Status, Summary, Tally, Tls, H2,
+    SizeClass, Status, Summary, Tally, Tls, H2,
 };
 use crate::spec::LoadSpec;
 use crate::stats::series::SecondPoint;
@@ -156,6 +156,7 @@ impl Report {
                 tls_handshake: latency(|l| &l.tls_handshake)?,
                 service: latency(|l| &l.service)?,
             },
+            classes: merge_classes(parts)?,
             timeseries: match how {
                 Parts::Concurrent => add_series(parts),
                 Parts::Sequential => follow_series(parts),
@@ -205,6 +206,31 @@ fn merge_h2(spec: &LoadSpec, h2: &[&H2]) -> Option<H2> {
         refused_streams: h2.iter().map(|h| h.refused_streams).sum(),
         frame_bytes: h2.iter().map(|h| h.frame_bytes).sum(),
     })
+}
+
+/// The parts' size classes added class by class (the parts of one spec have the same classes),
+/// their histograms exactly; a class whose latency a part has no histogram of has none.
+fn merge_classes(parts: &[Report]) -> Result<Vec<SizeClass>, String> {
+    let Some(first) = parts.first() else {
+        return Ok(Vec::new());
+    };
+    (0..first.classes.len())
+        .map(|i| {
+            let class: Vec<&SizeClass> = parts.iter().filter_map(|r| r.classes.get(i)).collect();
+            let hdrs: Vec<&str> = class.iter().map(|c| c.latency.hdr.as_str()).collect();
+            let latency = if class.len() < parts.len() || hdrs.contains(&"") {
+                Summary::default()
+            } else {
+                Summary::of(&merge_histograms(hdrs)?)
+            };
+            Ok(SizeClass {
+                requests: class.iter().map(|c| c.requests).sum(),
+                bytes: class.iter().map(|c| c.bytes).sum(),
+                latency,
+                ..class[0].clone()
+            })
+        })
+        .collect()
 }
 
 /// Points added by second; a second that several parts had keeps no percentiles.
