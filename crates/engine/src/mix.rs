@@ -31,10 +31,16 @@ impl SplitMix64 {
 /// drawn, whatever floating point leaves of the others' shares.
 #[derive(Debug, Clone)]
 pub struct AliasTable {
-    /// Per column: below this threshold (a share of 2^64) the column's own URL, else its alias.
-    keep: Vec<u64>,
-    own: Vec<u32>,
-    alias: Vec<u32>,
+    /// A pick reads one column, 16 bytes: one cache line, however large the table.
+    columns: Vec<Column>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Column {
+    /// Below this threshold (a share of 2^64) the column's own URL, else its alias.
+    keep: u64,
+    own: u32,
+    alias: u32,
 }
 
 impl AliasTable {
@@ -66,19 +72,26 @@ impl AliasTable {
             }
         }
         // What is left holds a share of 1 but for rounding: it keeps its own URL always.
-        AliasTable { keep, own, alias }
+        let columns = (0..n)
+            .map(|c| Column {
+                keep: keep[c],
+                own: own[c],
+                alias: alias[c],
+            })
+            .collect();
+        AliasTable { columns }
     }
 
     /// The URL (its index in the spec) that the random number `r` draws.
     #[inline]
     pub fn pick(&self, r: u64) -> usize {
         // The high half of r * n is the column; the low half, uniform too, decides within it.
-        let wide = r as u128 * self.keep.len() as u128;
-        let (column, within) = ((wide >> 64) as usize, wide as u64);
-        if within < self.keep[column] {
-            self.own[column] as usize
+        let wide = r as u128 * self.columns.len() as u128;
+        let (column, within) = (&self.columns[(wide >> 64) as usize], wide as u64);
+        if within < column.keep {
+            column.own as usize
         } else {
-            self.alias[column] as usize
+            column.alias as usize
         }
     }
 }
