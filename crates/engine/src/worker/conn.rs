@@ -125,7 +125,8 @@ pub(super) struct Conn {
     pub(super) first_byte: u64,
     /// Where the connection is in the run's URL mix.
     pub(super) cursor: Cursor,
-    /// A weighted mix's pipelined requests, copied together for one send.
+    /// A weighted mix's pipelined requests, copied together for one send; left alone while a
+    /// send from it is under way, as `tls_out` is (and, as there, a close does not wait for one).
     pub(super) burst: Vec<u8>,
     /// Requests sent on this connection since it was opened.
     pub(super) on_connection: u64,

@@ -16,11 +16,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::http::request::RequestSet;
 use crate::io::{slot_of, Completion, Gather, Reactor, SockAddr, Token};
-use crate::mix::Mix;
 use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
 use crate::stats::series::{SecondRecorder, SecondSample};
-use crate::stats::sizes::Answers;
 use crate::stats::{Counters, ErrorClass, Latencies};
 use crate::tls::{Negotiated, TlsClient};
 
@@ -45,9 +43,9 @@ mod warmup;
 pub struct Shared {
     pub spec: Resolved,
     pub requests: RequestSet,
-    pub mix: Mix,
+    pub mix: crate::mix::Mix,
     pub head_request: bool,
-    pub answers: Answers,
+    pub answers: crate::stats::sizes::Answers,
     /// The spec's `expect_status`: what an answer must have to have succeeded.
     pub expect_status: Vec<u16>,
     pub addr: SockAddr,
