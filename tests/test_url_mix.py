@@ -8,7 +8,7 @@ import collections
 import subprocess
 
 import pytest
-from conftest import accounted, free_port, log_lines, stop, wait_for_port
+from conftest import accounted, free_port, log_lines, stop, tls_nginx, wait_for_port
 from httpbench.load import engine
 
 # One file per size class of CLASSES, so that a class's requests are its URL's.
@@ -134,6 +134,21 @@ def test_a_weighted_mix_over_http2(tmp_path, load):
     assert r["protocol"] == "h2" and r["requests"]["completed"] == 20000 and r["errors_total"] == 0
     per_class = classes_add_up(r)
     shares_follow_weights(dict(zip(FILES, per_class)), WEIGHTS)
+
+
+def test_a_pipelined_weighted_mix_over_tls(load, tmp_path):
+    """Each pipelined burst of drawn requests goes through TLS in one write, as a window did."""
+    with tls_nginx(tmp_path / "tls", site(FILES)) as nginx:
+        rc, r, err = load(
+            "-n", "4000", "-c", "4", "--pipeline", "8", "--cacert", str(nginx.ca), "--size-classes", CLASSES,
+            "--urls-from-file", mix_file(tmp_path, WEIGHTS), nginx.url(), timeout=120,
+        )  # fmt: skip
+        lines = log_lines(nginx.log, 4001)[1:]
+    assert rc == 0, err
+    assert r["requests"]["completed"] == 4000 and r["errors_total"] == 0
+    counts = collections.Counter(line.split()[2].lstrip("/") for line in lines)
+    assert sum(counts.values()) == 4000
+    assert classes_add_up(r) == [counts[name] for name in FILES]
 
 
 @pytest.mark.parametrize(
