@@ -124,6 +124,19 @@ FLAGS = {
     "--body": (n(20, "-m", "POST", "--body", "a=1"), lambda r: r["spec"]["body"] == "a=1"),
     "--body-file": (n(20, "-m", "POST", "--body-file", "{body}"), lambda r: r["spec"]["body"] == "b=2"),
     "--urls-from-file": (n(20, "--urls-from-file", "{urls}"), lambda r: len(r["spec"]["urls"]) == 3),
+    # A weighted list: each request's URL drawn by weight, the one of weight 0 never.
+    "--seed": (
+        n(20, "--seed", "5", "--urls-from-file", "{weighted}"),
+        lambda r: r["spec"]["seed"] == 5 and r["spec"]["weights"] == [1, 3, 0] and r["requests"]["completed"] == 20,
+    ),
+    "--size-classes": (
+        n(20, "--size-classes", "4,7"),
+        lambda r: (
+            [(c["bytes_from"], c["bytes_to"], c["requests"], c["bytes"]) for c in r["classes"]]
+            == [(0, 4, 0, 0), (5, 7, 20, 140), (8, None, 0, 0)]
+            and r["classes"][1]["latency"]["count"] == 20
+        ),
+    ),
     "--warmup": (("-c", "1", "-d", "100ms", "--warmup", "100ms"), lambda r: r["spec"]["warmup"] == 0.1),
     "--warmup-connections": (
         ("-n", "30", "-c", "3", "--warmup-connections"),
@@ -228,11 +241,20 @@ def test_each_http2_flag_does_what_its_help_says(front, h2c_url, flag):
 def test_each_flag_does_what_its_help_says(front, url, flag, tmp_path):
     (tmp_path / "body").write_text("b=2")
     (tmp_path / "urls").write_text(f"# two more\n{url}a\n\n{url}b\n")
+    (tmp_path / "weighted").write_text(f"{url}a 3\n0 {url}b\n")
     (tmp_path / "expected").write_bytes(BODY)
     args, check = FLAGS[flag]
     r = measured(
         front,
-        *[a.format(body=tmp_path / "body", urls=tmp_path / "urls", expected=tmp_path / "expected") for a in args],
+        *[
+            a.format(
+                body=tmp_path / "body",
+                urls=tmp_path / "urls",
+                weighted=tmp_path / "weighted",
+                expected=tmp_path / "expected",
+            )
+            for a in args
+        ],
         url,
     )
     assert check(r), (flag, r["spec"])

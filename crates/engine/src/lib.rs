@@ -9,6 +9,7 @@ pub mod h2;
 pub mod host;
 pub mod http;
 mod io;
+pub mod mix;
 pub mod report;
 mod run;
 pub mod spec;

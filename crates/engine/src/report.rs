@@ -72,6 +72,10 @@ pub struct Report {
     #[serde(default)]
     pub h2: Option<H2>,
     pub latency: LatencyReport,
+    /// The completed answers by the size of their bodies, one entry per class of the spec's
+    /// `size_classes` (empty without them, and in reports from before the field).
+    #[serde(default)]
+    pub classes: Vec<SizeClass>,
     pub timeseries: Vec<SecondPoint>,
     pub client: Client,
     /// Why the run ended before its stop condition, if it did.
@@ -406,6 +410,40 @@ pub fn percentile_spectrum(h: &Histogram<u64>, ticks: u32) -> Vec<(f64, u64)> {
         })
         .filter(|&(percentile, _)| percentile >= 50.0)
         .collect()
+}
+
+/// One size class: the completed answers whose bodies had from `bytes_from` to `bytes_to` bytes.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SizeClass {
+    pub bytes_from: u64,
+    /// Null: no upper bound (the class above the spec's last bound).
+    pub bytes_to: Option<u64>,
+    pub requests: u64,
+    /// Their bodies' bytes.
+    pub bytes: u64,
+    /// Their latencies, as `latency.total` times them.
+    pub latency: Summary,
+}
+
+impl SizeClass {
+    /// The classes of `bounds`, with what `counted` counted in each (nothing, if it has none).
+    pub fn of(bounds: &[u64], counted: &crate::stats::sizes::SizeClasses) -> Vec<SizeClass> {
+        let empty = crate::stats::histogram();
+        crate::stats::sizes::ranges(bounds)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (bytes_from, bytes_to))| {
+                let c = counted.0.get(i);
+                SizeClass {
+                    bytes_from,
+                    bytes_to,
+                    requests: c.map_or(0, |c| c.requests),
+                    bytes: c.map_or(0, |c| c.bytes),
+                    latency: Summary::of(c.map_or(&empty, |c| &c.latency)),
+                }
+            })
+            .collect()
+    }
 }
 
 /// The engine's own use of the machine.

@@ -12,10 +12,12 @@ use crate::http::request::RequestSet;
 use crate::io::epoll::EpollReactor;
 use crate::io::uring::UringReactor;
 use crate::io::{new_socket, Reactor, SockAddr};
+use crate::mix::Mix;
 use crate::report::{self, Report};
 use crate::spec::{IoChoice, LoadSpec, PanicAt, Resolved, Stop};
 use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
+use crate::stats::sizes::Answers;
 use crate::stats::{Counters, Latencies};
 use crate::tls::TlsClient;
 use crate::validate::validate;
@@ -71,7 +73,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         tls,
         http2,
         head_request: spec.method.eq_ignore_ascii_case("HEAD"),
-        expect_length: spec.expect_length,
+        answers: Answers::of(spec),
         expect_status: spec.expect_status.clone(),
         budget: Budget::of(&resolved.stop),
         stop: AtomicBool::new(false),
@@ -79,6 +81,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         refusal: Mutex::new(None),
         start: Instant::now(),
         warmup: Warmup::of(&resolved),
+        mix: Mix::new(resolved.targets.len(), spec.weights.as_deref(), spec.seed),
         requests,
         spec: resolved,
     };
@@ -446,6 +449,7 @@ fn summarise(
         }),
         h2: spec.http2.then(|| report::H2::of(spec.streams, &c.h2)),
         latency: report::LatencyReport::of(&latencies),
+        classes: report::SizeClass::of(&spec.size_classes, &latencies.sizes),
         timeseries,
         client: report::Client::new(
             outcomes

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, ErrorKind};
 
+mod mix;
+
 /// When the run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -120,8 +122,15 @@ pub enum IoChoice {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LoadSpec {
-    /// Requested round robin; all must share one scheme, host and port.
+    /// Requested round robin, or drawn by `weights`; all must share one scheme, host and port.
     pub urls: Vec<String>,
+    /// One weight per URL (not negative, not all 0): each request's URL is drawn with
+    /// probability weight / sum, from a generator seeded by `seed`. `None`: round robin.
+    pub weights: Option<Vec<f64>>,
+    /// Draws the run's random choices, the weighted URLs and Poisson gaps: a run's sequence of
+    /// URLs on each connection, and each thread's arrivals, are the same in every run with the
+    /// same seed.
+    pub seed: u64,
     pub method: String,
     /// Extra or replacing request headers, as `Name: value`.
     pub headers: Vec<String>,
@@ -136,8 +145,6 @@ pub struct LoadSpec {
     pub rate: Option<f64>,
     /// How the open loop spaces its requests (a closed loop ignores it).
     pub arrivals: Arrivals,
-    /// Draws the run's random choices (Poisson gaps): the same seed, the same run.
-    pub seed: u64,
     /// Off: a new TCP connection per request, closed by the client as ab without `-k` does.
     pub keep_alive: bool,
     /// Reconnect after this many requests on one connection.
@@ -174,6 +181,13 @@ pub struct LoadSpec {
     pub expect_body_file: Option<std::path::PathBuf>,
     /// Body length the validation request, and every response under load, must have.
     pub expect_length: Option<u64>,
+    /// One body length per URL, checked on every answer to that URL as `expect_length` is (which
+    /// it replaces).
+    pub expect_lengths: Option<Vec<u64>>,
+    /// Upper bounds in bytes (ascending, at most 7) of the size classes the report counts
+    /// completed answers in, by body length: `[1024, 10240]` gives 0-1024, 1025-10240 and
+    /// above. Empty: no classes.
+    pub size_classes: Vec<u64>,
     /// The statuses an answer must have to count as succeeded (`requests.succeeded`), the
     /// validation request's too; empty: any 2xx.
     pub expect_status: Vec<u16>,
@@ -217,6 +231,12 @@ pub enum PanicAt {
     Worker,
 }
 
+/// The seed of a weighted mix when a spec does not say.
+pub const DEFAULT_SEED: u64 = 0x6874_7470_6265_6e63;
+
+/// At most this many size classes: bounds, and the class above the last.
+pub const MOST_SIZE_CLASSES: usize = 8;
+
 /// Connections when a spec does not say: the CLI's `-c` default too.
 pub const DEFAULT_CONNECTIONS: u32 = 10;
 
@@ -224,6 +244,8 @@ impl Default for LoadSpec {
     fn default() -> Self {
         LoadSpec {
             urls: Vec::new(),
+            weights: None,
+            seed: DEFAULT_SEED,
             method: "GET".into(),
             headers: Vec::new(),
             body: None,
@@ -233,7 +255,6 @@ impl Default for LoadSpec {
             stop: Stop::Duration(10.0),
             rate: None,
             arrivals: Arrivals::Even,
-            seed: 0,
             keep_alive: true,
             requests_per_connection: None,
             http10: false,
@@ -250,6 +271,8 @@ impl Default for LoadSpec {
             validate: true,
             expect_body_file: None,
             expect_length: None,
+            expect_lengths: None,
+            size_classes: Vec::new(),
             expect_status: Vec::new(),
             allow_errors: false,
             tls: TlsSpec::default(),
@@ -517,6 +540,7 @@ impl LoadSpec {
                 }
             }
         }
+        self.check_mix()?;
         let addr = resolve_addr(first)?;
         if let Some(b) = self.bind.iter().find(|b| b.is_ipv4() != addr.is_ipv4()) {
             return Err(Error::spec(

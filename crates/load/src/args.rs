@@ -20,9 +20,15 @@ pub struct Cli {
     /// URLs to request, round robin (all on one host and port)
     #[arg(value_name = "URL")]
     urls: Vec<String>,
-    /// Read more URLs from this file, one per line (blank lines and # comments ignored)
-    #[arg(long, value_name = "FILE")]
+    /// Read more URLs from this file, one per line as 'URL-OR-PATH [WEIGHT]' (# comments): with a weight on any line, each request's URL is drawn by weight (1 where none is given); a path (/a.css) takes the scheme, host and port of the URL given, which is then not requested itself
+    #[arg(long, alias = "urls-file", value_name = "FILE")]
     urls_from_file: Option<PathBuf>,
+    /// Seed of the weighted draw of URLs: the same seed, the same sequence on each connection
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Upper bounds in bytes of the size classes the report counts answers in, e.g. 1024,10240,102400 (at most 7; the class above the last is added)
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    size_classes: Vec<u64>,
     /// Connections to keep open (default 10; with --capacity, as many as each probe's rate needs)
     #[arg(short = 'c', long)]
     connections: Option<u32>,
@@ -230,17 +236,13 @@ fn parse_share(s: &str) -> Result<f64, String> {
 
 impl Cli {
     pub fn to_spec(&self) -> Result<LoadSpec, String> {
-        let mut urls = self.urls.clone();
-        if let Some(path) = &self.urls_from_file {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read --urls-from-file {}: {e}", path.display()))?;
-            urls.extend(
-                text.lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                    .map(String::from),
-            );
-        }
+        let mix = match &self.urls_from_file {
+            Some(path) => crate::urls::read(path, &self.urls)?,
+            None => crate::urls::UrlMix {
+                urls: self.urls.clone(),
+                weights: None,
+            },
+        };
         let body = match &self.body_file {
             Some(path) => Some(
                 std::fs::read_to_string(path)
@@ -266,7 +268,10 @@ impl Cli {
             (None, None) => Stop::Duration(10.0),
         };
         Ok(LoadSpec {
-            urls,
+            urls: mix.urls,
+            weights: mix.weights,
+            seed: self.seed.unwrap_or(httpbench_engine::spec::DEFAULT_SEED),
+            size_classes: self.size_classes.clone(),
             method: self.method.clone(),
             headers: self.headers.clone(),
             body,

@@ -4,6 +4,7 @@
 mod args;
 mod interrupt;
 mod summary;
+mod urls;
 mod verdict;
 
 use clap::Parser;

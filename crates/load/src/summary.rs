@@ -99,6 +99,20 @@ pub fn render(r: &Report) -> String {
     if r.tls.is_some() {
         latency_row(&mut out, "handshake", &r.latency.tls_handshake);
     }
+    for c in &r.classes {
+        let range = match c.bytes_to {
+            Some(to) => format!("{}-{to} B", c.bytes_from),
+            None => format!("over {} B", c.bytes_from - 1),
+        };
+        let _ = writeln!(
+            out,
+            "  Size {range:<18}{:>9} answers, {:>9}, p50 {}, p99 {}",
+            c.requests,
+            bytes(c.bytes as f64),
+            us(c.latency.p50_us as f64),
+            us(c.latency.p99_us as f64)
+        );
+    }
     let q = &r.requests;
     let _ = writeln!(
         out,

@@ -98,6 +98,44 @@ Capacity = TypedDict(
     },
 )
 
+# A latency distribution in microseconds, with the full histogram for exact merging. The
+# default has no histogram, as a client tool's report.
+Summary = TypedDict(
+    "Summary",
+    {
+        "count": Optional[int],
+        # The HdrHistogram, V2 compressed encoding in base64 (as in HdrHistogram log files):
+        # decode it with any HdrHistogram implementation and add histograms to merge runs exactly.
+        # Empty: no histogram (a client tool's report, or a merge with one).
+        "hdr": Optional[str],
+        "max_us": Optional[int],
+        "mean_us": Optional[float],
+        "min_us": Optional[int],
+        "p50_us": Optional[int],
+        "p75_us": Optional[int],
+        "p90_us": Optional[int],
+        "p99_99_us": Optional[int],
+        "p99_9_us": Optional[int],
+        "p99_us": Optional[int],
+        "stdev_us": Optional[float],
+    },
+)
+
+# One size class: the completed answers whose bodies had from `bytes_from` to `bytes_to` bytes.
+SizeClass = TypedDict(
+    "SizeClass",
+    {
+        # Their bodies' bytes.
+        "bytes": Optional[int],
+        "bytes_from": Optional[int],
+        # Null: no upper bound (the class above the spec's last bound).
+        "bytes_to": Optional[int],
+        # Their latencies, as `latency.total` times them.
+        "latency": Summary,
+        "requests": Optional[int],
+    },
+)
+
 ThreadUse = TypedDict(
     "ThreadUse",
     {
@@ -199,29 +237,6 @@ HostFacts = TypedDict(
         "nofile_soft": Optional[int],
         # [`SYSCTLS`] that this kernel has, name to value.
         "sysctls": Optional[Dict[str, str]],
-    },
-)
-
-# A latency distribution in microseconds, with the full histogram for exact merging. The
-# default has no histogram, as a client tool's report.
-Summary = TypedDict(
-    "Summary",
-    {
-        "count": Optional[int],
-        # The HdrHistogram, V2 compressed encoding in base64 (as in HdrHistogram log files):
-        # decode it with any HdrHistogram implementation and add histograms to merge runs exactly.
-        # Empty: no histogram (a client tool's report, or a merge with one).
-        "hdr": Optional[str],
-        "max_us": Optional[int],
-        "mean_us": Optional[float],
-        "min_us": Optional[int],
-        "p50_us": Optional[int],
-        "p75_us": Optional[int],
-        "p90_us": Optional[int],
-        "p99_99_us": Optional[int],
-        "p99_9_us": Optional[int],
-        "p99_us": Optional[int],
-        "stdev_us": Optional[float],
     },
 )
 
@@ -336,6 +351,9 @@ LoadSpec = TypedDict(
         "expect_body_file": Optional[str],
         # Body length the validation request, and every response under load, must have.
         "expect_length": Optional[int],
+        # One body length per URL, checked on every answer to that URL as `expect_length` is (which
+        # it replaces).
+        "expect_lengths": Optional[List[int]],
         # The statuses an answer must have to count as succeeded (`requests.succeeded`), the
         # validation request's too; empty: any 2xx.
         "expect_status": Optional[List[int]],
@@ -357,15 +375,21 @@ LoadSpec = TypedDict(
         "request_timeout": Optional[float],
         # Reconnect after this many requests on one connection.
         "requests_per_connection": Optional[int],
-        # Draws the run's random choices (Poisson gaps): the same seed, the same run.
+        # Draws the run's random choices, the weighted URLs and Poisson gaps: a run's sequence of
+        # URLs on each connection, and each thread's arrivals, are the same in every run with the
+        # same seed.
         "seed": Optional[int],
+        # Upper bounds in bytes (ascending, at most 7) of the size classes the report counts
+        # completed answers in, by body length: `[1024, 10240]` gives 0-1024, 1025-10240 and
+        # above. Empty: no classes.
+        "size_classes": Optional[List[int]],
         "stop": Optional[dict],
         # Concurrent streams per HTTP/2 connection (h2load's `-m`); more than 1 needs `http2`.
         "streams": Optional[int],
         "threads": Optional[int],
         # TLS settings of an https:// run.
         "tls": Optional[TlsSpec],
-        # Requested round robin; all must share one scheme, host and port.
+        # Requested round robin, or drawn by `weights`; all must share one scheme, host and port.
         "urls": Optional[List[str]],
         # Send one request before the load and check its answer (status, expected body and
         # length). Off: the server sees exactly the load's requests, and a wrong URL or answer is
@@ -378,6 +402,9 @@ LoadSpec = TypedDict(
         # `warmup` has passed; at the latest after 2 s, or `warmup` if longer. The same moment for
         # every thread; duration budgets count from it.
         "warmup_connections": Optional[bool],
+        # One weight per URL (not negative, not all 0): each request's URL is drawn with
+        # probability weight / sum, from a generator seeded by `seed`. `None`: round robin.
+        "weights": Optional[List[float]],
     },
 )
 
@@ -450,6 +477,9 @@ Report = TypedDict(
         # then its probes at the capacity merged as rounds. Null for any other run (and in reports
         # from before the field).
         "capacity": Optional[Capacity],
+        # The completed answers by the size of their bodies, one entry per class of the spec's
+        # `size_classes` (empty without them, and in reports from before the field).
+        "classes": Optional[List[SizeClass]],
         "client": Client,
         "connections": Connections,
         # Seconds of measurement (after warm-up).
@@ -503,7 +533,7 @@ DEFAULTS = {
         },
     },
     "OpenLoop": {
-        "sent_share": 0.0,
+        "sent_share": 1.0,
     },
     "Requests": {
         "answered": 0,
@@ -528,6 +558,7 @@ DEFAULTS = {
         "drain": False,
         "expect_body_file": None,
         "expect_length": None,
+        "expect_lengths": None,
         "expect_status": [],
         "headers": [],
         "http10": False,
@@ -539,7 +570,8 @@ DEFAULTS = {
         "rate": None,
         "request_timeout": 10.0,
         "requests_per_connection": None,
-        "seed": 0,
+        "seed": 7526768903278915171,
+        "size_classes": [],
         "stop": {"duration": 10.0},
         "streams": 1,
         "threads": 1,
@@ -555,12 +587,14 @@ DEFAULTS = {
         "validate": True,
         "warmup": 0.0,
         "warmup_connections": False,
+        "weights": None,
     },
     "Validation": {
         "sent": True,
     },
     "Report": {
         "capacity": None,
+        "classes": [],
         "h2": None,
         "protocol": "http/1.1",
         "tls": None,

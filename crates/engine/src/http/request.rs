@@ -31,9 +31,33 @@ impl RequestSet {
         }
     }
 
-    /// How many distinct requests the round robin cycles through.
+    /// How many distinct requests there are.
     pub fn cycle(&self) -> usize {
         self.cycle
+    }
+
+    /// The requests for `urls`, in order, as one slice: a window of the set where they follow
+    /// each other round robin (`consecutive`) or are one, else copied into `burst`, whose
+    /// capacity stays for the next.
+    pub fn burst<'r>(
+        &'r self,
+        mut urls: impl ExactSizeIterator<Item = usize>,
+        consecutive: bool,
+        burst: &'r mut Vec<u8>,
+    ) -> &'r [u8] {
+        let k = urls.len();
+        let Some(first) = urls.next() else {
+            return &[];
+        };
+        if consecutive || k == 1 {
+            return self.window(first, k);
+        }
+        burst.clear();
+        burst.extend_from_slice(self.window(first, 1));
+        for url in urls {
+            burst.extend_from_slice(self.window(url, 1));
+        }
+        burst
     }
 
     /// The `k` requests that follow request `first` of the cycle, as one slice.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     merge_histograms, Bytes, Client, Connections, LatencyReport, OpenLoop, Report, Requests,
-    Status, Summary, Tally, Tls, H2,
+    SizeClass, Status, Summary, Tally, Tls, H2,
 };
 use crate::spec::LoadSpec;
 use crate::stats::series::SecondPoint;
@@ -155,6 +155,7 @@ impl Report {
                 tls_handshake: latency(|l| &l.tls_handshake)?,
                 service: latency(|l| &l.service)?,
             },
+            classes: merge_classes(parts)?,
             timeseries: match how {
                 Parts::Concurrent => add_series(parts),
                 Parts::Sequential => follow_series(parts),
@@ -206,6 +207,30 @@ fn merge_h2(spec: &LoadSpec, h2: &[&H2]) -> Option<H2> {
     })
 }
 
+/// The parts' size classes added class by class (the parts of one spec have the same classes),
+/// their histograms exactly; a class that a part has no histogram of (a client tool's part, with
+/// no classes) has none.
+fn merge_classes(parts: &[Report]) -> Result<Vec<SizeClass>, String> {
+    let classes = parts.iter().map(|r| r.classes.len()).max().unwrap_or(0);
+    (0..classes)
+        .map(|i| {
+            let class: Vec<&SizeClass> = parts.iter().filter_map(|r| r.classes.get(i)).collect();
+            let hdrs: Vec<&str> = class.iter().map(|c| c.latency.hdr.as_str()).collect();
+            let latency = if class.len() < parts.len() || hdrs.contains(&"") {
+                Summary::default()
+            } else {
+                Summary::of(&merge_histograms(hdrs)?)
+            };
+            Ok(SizeClass {
+                requests: class.iter().map(|c| c.requests).sum(),
+                bytes: class.iter().map(|c| c.bytes).sum(),
+                latency,
+                ..class[0].clone()
+            })
+        })
+        .collect()
+}
+
 /// Points added by second; a second that several parts had keeps no percentiles.
 fn add_series(parts: &[Report]) -> Vec<SecondPoint> {
     let mut seconds: BTreeMap<u64, (SecondPoint, usize)> = BTreeMap::new();
@@ -253,6 +278,66 @@ fn follow_series(parts: &[Report]) -> Vec<SecondPoint> {
 mod tests {
     use super::*;
     use crate::stats::H2Counters;
+
+    #[test]
+    fn size_classes_add_up_class_by_class_with_exact_percentiles() {
+        use crate::stats::sizes::SizeClasses;
+        let bounds = [100];
+        let counted = |latencies_ms: std::ops::Range<u64>| {
+            let mut c = SizeClasses::default();
+            for ms in latencies_ms {
+                c.record(&bounds, 50, ms * 1_000_000);
+            }
+            c.record(&bounds, 500, 7_000_000);
+            c
+        };
+        let (a, b) = (counted(1..11), counted(100..300));
+        let part = |c: &SizeClasses| {
+            let mut r = Report::read_any(r#"{"schema": "httpbench-load/1"}"#).unwrap();
+            r.classes = SizeClass::of(&bounds, c);
+            r
+        };
+        let spec = LoadSpec {
+            size_classes: bounds.to_vec(),
+            ..LoadSpec::default()
+        };
+        let merged = Report::merge(&spec, &[part(&a), part(&b)], Parts::Concurrent).unwrap();
+        let mut threads = a.clone();
+        threads.add(&b);
+        // Hosts add up as threads do: the same classes, counts and percentiles.
+        let direct = SizeClass::of(&bounds, &threads);
+        let figures = |c: &[SizeClass]| -> Vec<(u64, Option<u64>, u64, u64, u64, u64)> {
+            c.iter()
+                .map(|c| {
+                    let l = &c.latency;
+                    (
+                        c.bytes_from,
+                        c.bytes_to,
+                        c.requests,
+                        c.bytes,
+                        l.p50_us,
+                        l.p99_us,
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(figures(&merged.classes), figures(&direct));
+        let (small, large) = (&merged.classes[0], &merged.classes[1]);
+        assert_eq!(
+            (small.requests, small.bytes, small.bytes_to),
+            (210, 10_500, Some(100))
+        );
+        assert_eq!(
+            (large.requests, large.bytes, large.bytes_to),
+            (2, 1_000, None)
+        );
+        assert!(small.latency.p50_us > 100_000 && (7_000..7_010).contains(&large.latency.p50_us));
+        // A part without classes (a client tool's) leaves counts but no percentiles.
+        let tool = Report::read_any(r#"{"schema": "httpbench-load/1"}"#).unwrap();
+        let merged = Report::merge(&spec, &[tool, part(&a)], Parts::Sequential).unwrap();
+        assert_eq!(merged.classes[0].requests, 10);
+        assert!(merged.classes[0].latency.hdr.is_empty());
+    }
 
     #[test]
     fn h2_figures_name_reset_codes_and_merge_exactly() {

@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod series;
+pub mod sizes;
 
 use std::collections::BTreeMap;
 
@@ -276,6 +277,8 @@ pub struct Latencies {
     /// From the actual send to the complete response: the uncorrected figure, which equals
     /// `total` in closed loop.
     pub service: Histogram<u64>,
+    /// `total` again, by the size class of the answer's body.
+    pub sizes: sizes::SizeClasses,
 }
 
 impl Default for Latencies {
@@ -286,6 +289,7 @@ impl Default for Latencies {
             connect: histogram(),
             tls_handshake: histogram(),
             service: histogram(),
+            sizes: sizes::SizeClasses::default(),
         }
     }
 }
@@ -301,5 +305,6 @@ impl Latencies {
         ] {
             a.add(b).expect("histograms share bounds");
         }
+        self.sizes.add(&o.sizes);
     }
 }

@@ -129,7 +129,7 @@ pub fn validate(
                 expected.len()
             ));
         }
-    } else if let Some(len) = spec.expect_length {
+    } else if let Some(len) = crate::stats::sizes::Answers::of(spec).length(0) {
         if response.body_bytes != len {
             problem = Some(format!(
                 "the first response's body has {} bytes, not the expected {len}",

@@ -8,6 +8,7 @@ use std::os::fd::RawFd;
 use crate::h2::{Connection, Limits};
 use crate::http::response::ResponseParser;
 use crate::io::{new_socket, Reactor};
+use crate::mix::Cursor;
 use crate::stats::{record_ns, ErrorClass};
 use crate::tls::Session;
 
@@ -34,6 +35,8 @@ pub(super) struct Pending {
     pub(super) sent: u64,
     /// HTTP/2: its stream, and when its response's first byte arrived (0: not yet).
     pub(super) stream: u32,
+    /// The URL asked for, by its index in the spec.
+    pub(super) url: u32,
     pub(super) first_byte: u64,
 }
 
@@ -120,8 +123,11 @@ pub(super) struct Conn {
     pub(super) pending: VecDeque<Pending>,
     pub(super) protocol: Protocol,
     pub(super) first_byte: u64,
-    /// Round-robin position of the next request.
-    pub(super) next_url: usize,
+    /// Where the connection is in the run's URL mix.
+    pub(super) cursor: Cursor,
+    /// A weighted mix's pipelined requests, copied together for one send; left alone while a
+    /// send from it is under way, as `tls_out` is (and, as there, a close does not wait for one).
+    pub(super) burst: Vec<u8>,
     /// Requests sent on this connection since it was opened.
     pub(super) on_connection: u64,
     /// The server said it will close after the last response we are waiting for.
@@ -154,7 +160,8 @@ impl Conn {
             pending: VecDeque::with_capacity(in_flight),
             protocol: Protocol::of(shared),
             first_byte: 0,
-            next_url: global % shared.requests.cycle(),
+            cursor: shared.mix.cursor(global),
+            burst: Vec::new(),
             on_connection: 0,
             server_closing: false,
             connect_started: 0,
@@ -165,9 +172,8 @@ impl Conn {
         }
     }
 
-    /// `k` requests went, of the URLs from `next_url` on, of the `cycle` a run goes round.
-    pub(super) fn went(&mut self, k: u64, cycle: usize) {
-        self.next_url = (self.next_url + k as usize) % cycle;
+    /// `k` requests went.
+    pub(super) fn went(&mut self, k: u64) {
         self.on_connection += k;
     }
 

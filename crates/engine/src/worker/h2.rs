@@ -225,14 +225,16 @@ impl Worker<'_> {
                 self.next_due(i)
             };
             let c = &mut self.conns[i];
+            let url = self.shared.mix.pick(&mut c.cursor);
             let h2 = c.protocol.h2_mut().expect("can open, above");
-            let block = http2.requests.block(c.next_url, h2);
+            let block = http2.requests.block(url, h2);
             let stream = h2.open(block, http2.requests.body());
-            c.went(1, self.shared.requests.cycle());
+            c.went(1);
             c.pending.push_back(Pending {
                 due,
                 sent: self.now,
                 stream,
+                url: url as u32,
                 first_byte: 0,
             });
             opened += 1;

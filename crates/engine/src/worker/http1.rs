@@ -33,20 +33,29 @@ impl Worker<'_> {
         if k == 0 {
             return;
         }
-        let requests = &self.shared.requests;
-        let data = requests.window(self.conns[i].next_url, k as usize);
+        let shared = self.shared;
         for _ in 0..k {
             let due = self.next_due(i);
-            self.conns[i].pending.push_back(Pending {
+            let c = &mut self.conns[i];
+            let url = shared.mix.pick(&mut c.cursor) as u32;
+            c.pending.push_back(Pending {
                 due,
                 sent: self.now,
                 stream: 0,
+                url,
                 first_byte: 0,
             });
         }
-        let c = &mut self.conns[i];
-        c.went(k, requests.cycle());
         self.outstanding += k as usize;
+        let token = self.token(i);
+        let c = &mut self.conns[i];
+        c.went(k);
+        let urls = c.pending.iter().skip(c.pending.len() - k as usize);
+        let data = shared.requests.burst(
+            urls.map(|p| p.url as usize),
+            shared.mix.is_round_robin(),
+            &mut c.burst,
+        );
         if let Some(tls) = c.tls.as_mut() {
             match tls.write(data) {
                 Ok(()) => self.flush_tls(reactor, i),
@@ -55,8 +64,10 @@ impl Worker<'_> {
             return;
         }
         c.sending = Some((data.as_ptr(), data.len()));
-        let (fd, token) = (c.fd, self.token(i));
-        // SAFETY: `data` lives in the run's RequestSet, which outlives every worker.
+        let fd = c.fd;
+        // SAFETY: `data` lives in the run's RequestSet, which outlives every worker, or in the
+        // connection's `burst`, left alone until this send completes (no send starts while one
+        // is under way).
         unsafe { reactor.send(token, fd, data.as_ptr(), data.len()) };
     }
 

@@ -44,8 +44,9 @@ mod warmup;
 pub struct Shared {
     pub spec: Resolved,
     pub requests: RequestSet,
+    pub mix: crate::mix::Mix,
     pub head_request: bool,
-    pub expect_length: Option<u64>,
+    pub answers: crate::stats::sizes::Answers,
     /// The spec's `expect_status`: what an answer must have to have succeeded.
     pub expect_status: Vec<u16>,
     pub addr: SockAddr,

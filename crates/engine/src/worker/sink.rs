@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use crate::http::response::{Response, ResponseSink};
 use crate::spec::expects;
 use crate::stats::series::SecondSample;
+use crate::stats::sizes::Answers;
 use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
 
 use super::conn::{Pending, Protocol};
@@ -18,7 +19,7 @@ pub(super) struct Sink<'s> {
     pub(super) at: u64,
     pub(super) now: u64,
     pub(super) measure_from: u64,
-    pub(super) expect_length: Option<u64>,
+    pub(super) answers: &'s Answers,
     pub(super) expect_status: &'s [u16],
     pub(super) pending: &'s mut VecDeque<Pending>,
     pub(super) first_byte: &'s mut u64,
@@ -63,7 +64,11 @@ impl ResponseSink for Sink<'_> {
         c.head_bytes += r.head_bytes;
         c.body_bytes += r.body_bytes;
         c.interim += r.interim as u64;
-        if self.expect_length.is_some_and(|l| l != r.body_bytes) {
+        if self
+            .answers
+            .length(p.url)
+            .is_some_and(|l| l != r.body_bytes)
+        {
             c.error(ErrorClass::LengthMismatch, 1);
             self.series.errors += 1;
             return;
@@ -82,6 +87,8 @@ impl ResponseSink for Sink<'_> {
         }
         let l = &mut *self.latencies;
         record_ns(&mut l.total, at - p.due);
+        l.sizes
+            .record(&self.answers.bounds, r.body_bytes, at - p.due);
         record_ns(&mut l.service, at - p.sent);
         record_ns(&mut l.first_byte, self.first_byte.saturating_sub(p.sent));
         self.series.requests += 1;
@@ -104,7 +111,7 @@ impl Worker<'_> {
             at,
             now: self.now,
             measure_from: self.measure_from,
-            expect_length: self.shared.expect_length,
+            answers: &self.shared.answers,
             expect_status: &self.shared.expect_status,
             pending: &mut c.pending,
             first_byte: &mut c.first_byte,

@@ -1,0 +1,113 @@
+//! The spec's URL mix checked: its weights, per-URL lengths and size classes, each refusal one
+//! line.
+
+use super::{LoadSpec, MOST_SIZE_CLASSES};
+use crate::Error;
+
+impl LoadSpec {
+    /// The weights, the per-URL lengths and the size classes: one line each for what is wrong.
+    pub(super) fn check_mix(&self) -> Result<(), Error> {
+        let urls = self.urls.len();
+        let parallel = |field: &'static str, given: usize| {
+            if given == urls {
+                Ok(())
+            } else {
+                Err(Error::spec(
+                    field,
+                    format!("{field} has {given} entries for {urls} URLs; give one per URL, in the order of urls"),
+                ))
+            }
+        };
+        if let Some(weights) = &self.weights {
+            parallel("weights", weights.len())?;
+            if let Some((i, w)) = weights
+                .iter()
+                .enumerate()
+                .find(|(_, w)| !w.is_finite() || **w < 0.0)
+            {
+                return Err(Error::spec(
+                    "weights",
+                    format!(
+                        "weight {w} of {} is no weight; give a number of 0 or more",
+                        self.urls[i]
+                    ),
+                ));
+            }
+            if weights.iter().sum::<f64>() <= 0.0 || !weights.iter().sum::<f64>().is_finite() {
+                return Err(Error::spec(
+                    "weights",
+                    "the weights add up to 0 (or overflow); give at least one URL a weight above 0"
+                        .into(),
+                ));
+            }
+        }
+        if let Some(lengths) = &self.expect_lengths {
+            parallel("expect_lengths", lengths.len())?;
+        }
+        let bounds = &self.size_classes;
+        if bounds.len() >= MOST_SIZE_CLASSES {
+            return Err(Error::spec(
+                "size_classes",
+                format!(
+                    "size_classes has {} bounds; give at most {} (the class above the last bound makes {MOST_SIZE_CLASSES})",
+                    bounds.len(),
+                    MOST_SIZE_CLASSES - 1
+                ),
+            ));
+        }
+        if let Some(w) = bounds.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(Error::spec(
+                "size_classes",
+                format!("size_classes must ascend ({} then {}); list the upper bounds from the smallest", w[0], w[1]),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_a_bad_mix_in_one_line() {
+        let spec = |f: &dyn Fn(&mut LoadSpec)| {
+            let mut s = LoadSpec {
+                urls: vec!["http://127.0.0.1:1/a".into(), "http://127.0.0.1:1/b".into()],
+                ..Default::default()
+            };
+            f(&mut s);
+            s.resolve().map(|_| ()).map_err(|e| e.to_string())
+        };
+        assert!(spec(&|s| {
+            s.weights = Some(vec![0.0, 2.5]);
+            s.expect_lengths = Some(vec![1, 2]);
+            s.size_classes = vec![1, 2, 3, 4, 5, 6, 7];
+        })
+        .is_ok());
+        for (bad, says) in [
+            (
+                &(|s: &mut LoadSpec| s.weights = Some(vec![1.0])) as &dyn Fn(&mut LoadSpec),
+                "weights has 1 entries for 2 URLs",
+            ),
+            (
+                &|s| s.weights = Some(vec![1.0, -1.0]),
+                "weight -1 of http://127.0.0.1:1/b",
+            ),
+            (&|s| s.weights = Some(vec![1.0, f64::NAN]), "weight NaN"),
+            (&|s| s.weights = Some(vec![0.0, 0.0]), "add up to 0"),
+            (
+                &|s| s.expect_lengths = Some(vec![1, 2, 3]),
+                "expect_lengths has 3 entries",
+            ),
+            (&|s| s.size_classes = (1..=8).collect(), "at most 7"),
+            (
+                &|s| s.size_classes = vec![10, 10],
+                "must ascend (10 then 10)",
+            ),
+        ] {
+            let said = spec(bad).unwrap_err();
+            assert!(said.contains(says) && !said.contains('\n'), "{said}");
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! What each answer is checked against (its URL's expected length), and the size classes its
+//! body's length counts it in: requests, bytes and a latency histogram of each class's own, added
+//! up over threads as every other histogram is.
+
+use hdrhistogram::Histogram;
+
+use super::{histogram, record_ns};
+use crate::spec::LoadSpec;
+
+/// The run's expectations of every answer's body, and its size classes' bounds.
+#[derive(Debug, Clone, Default)]
+pub struct Answers {
+    /// One length for every URL (the spec's `expect_length`).
+    length: Option<u64>,
+    /// One length per URL (`expect_lengths`), which replaces `length`; empty: none.
+    lengths: Vec<u64>,
+    /// The upper bounds of the size classes, ascending; empty: no classes.
+    pub bounds: Vec<u64>,
+}
+
+impl Answers {
+    pub fn of(spec: &LoadSpec) -> Answers {
+        Answers {
+            length: spec.expect_length,
+            lengths: spec.expect_lengths.clone().unwrap_or_default(),
+            bounds: spec.size_classes.clone(),
+        }
+    }
+
+    /// The body length an answer to URL `url` must have, if one is expected.
+    #[inline]
+    pub fn length(&self, url: u32) -> Option<u64> {
+        match self.lengths.get(url as usize) {
+            Some(&l) => Some(l),
+            None => self.length,
+        }
+    }
+}
+
+/// One size class's completed answers.
+#[derive(Debug, Clone)]
+pub struct SizeClass {
+    pub requests: u64,
+    /// Their bodies' bytes.
+    pub bytes: u64,
+    /// Their latencies as `Latencies::total` times them.
+    pub latency: Histogram<u64>,
+}
+
+/// A thread's (or a run's) answers by size class: empty until the first is counted, so that a
+/// run without classes carries no histograms.
+#[derive(Debug, Clone, Default)]
+pub struct SizeClasses(pub Vec<SizeClass>);
+
+impl SizeClasses {
+    /// Count a completed answer of `body` bytes that took `ns`, in the class `bounds` put it in.
+    #[inline]
+    pub fn record(&mut self, bounds: &[u64], body: u64, ns: u64) {
+        if bounds.is_empty() {
+            return;
+        }
+        if self.0.is_empty() {
+            self.0 = (0..=bounds.len())
+                .map(|_| SizeClass {
+                    requests: 0,
+                    bytes: 0,
+                    latency: histogram(),
+                })
+                .collect();
+        }
+        let class = &mut self.0[bounds.partition_point(|&b| b < body)];
+        class.requests += 1;
+        class.bytes += body;
+        record_ns(&mut class.latency, ns);
+    }
+
+    pub fn add(&mut self, o: &SizeClasses) {
+        if self.0.is_empty() {
+            self.0 = o.0.clone();
+            return;
+        }
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            a.requests += b.requests;
+            a.bytes += b.bytes;
+            a.latency.add(&b.latency).expect("histograms share bounds");
+        }
+    }
+}
+
+/// The byte range of each class of `bounds`: from one more than the bound below (0 for the
+/// first) to its own bound, the last class open above (None).
+pub fn ranges(bounds: &[u64]) -> Vec<(u64, Option<u64>)> {
+    if bounds.is_empty() {
+        return Vec::new();
+    }
+    let from = std::iter::once(0).chain(bounds.iter().map(|b| b + 1));
+    let to = bounds.iter().map(|&b| Some(b)).chain(std::iter::once(None));
+    from.zip(to).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_fall_in_the_class_their_length_is_in() {
+        let bounds = [100, 1000];
+        assert_eq!(
+            ranges(&bounds),
+            [(0, Some(100)), (101, Some(1000)), (1001, None)]
+        );
+        let mut a = SizeClasses::default();
+        a.record(&[], 5, 1_000);
+        assert!(a.0.is_empty());
+        for body in [0, 100, 101, 1000, 1001, 5_000_000] {
+            a.record(&bounds, body, 2_000_000);
+        }
+        let per: Vec<(u64, u64)> = a.0.iter().map(|c| (c.requests, c.bytes)).collect();
+        assert_eq!(per, [(2, 100), (2, 1101), (2, 5_001_001)]);
+        // Threads add up class by class, a thread that counted nothing included.
+        let mut sum = SizeClasses::default();
+        sum.add(&SizeClasses::default());
+        sum.add(&a);
+        sum.add(&a);
+        assert_eq!(sum.0[2].requests, 4);
+        assert_eq!(sum.0[2].latency.len(), 4);
+    }
+
+    #[test]
+    fn a_url_length_replaces_the_one_length() {
+        let spec = LoadSpec {
+            urls: vec!["http://h/a".into(), "http://h/b".into()],
+            expect_length: Some(7),
+            ..Default::default()
+        };
+        assert_eq!(Answers::of(&spec).length(1), Some(7));
+        let spec = LoadSpec {
+            expect_lengths: Some(vec![3, 4]),
+            ..spec
+        };
+        let answers = Answers::of(&spec);
+        assert_eq!((answers.length(0), answers.length(1)), (Some(3), Some(4)));
+    }
+}
