@@ -164,6 +164,9 @@ def test_a_capacity_plan_finds_the_slots_ground_truth_stores_shows_exports_and_c
     assert verdict in shown.stdout and "broke it at p99" in shown.stdout
     assert shown.stdout.count(" met\n") + shown.stdout.count("not met") >= len(capacity["probes"])
     assert "offered req/s" in shown.stdout and "rank" in shown.stdout
+    # Its ranking row's flags column holds flags, not the status of a cell that finished.
+    (ranked,) = [line for line in shown.stdout.splitlines() if line.startswith("1 ") and "slots/" in line]
+    assert not ranked.rstrip().endswith("done"), ranked
     assert verdict in run.stdout  # the end of `run` says it too
 
     exported = json.loads(httpbench("export", "1", "--db", db, "--format", "json").stdout)

@@ -36,10 +36,11 @@ def probes(cell: CellResult, out: Console, table: Callable) -> None:
 
 
 def summary(run: RunResults, out: Console, table: Callable) -> None:
-    """Per group, its capacity cells ranked (rank, cell, capacity, share of the best, status), the
-    reference server's as the ceiling, the sentence for the pair that matters, each verdict."""
+    """Per group, its capacity cells ranked (rank, cell, capacity, share of the best, flags, or
+    the status of a cell that did not finish), the reference server's as the ceiling, the
+    sentence for the pair that matters, each verdict."""
     for s in words.standings([run]):
-        rows = [[s.rank(c), c.series, words.shown_rate(c), s.share(c), s.flags(c) or c.status] for c in s.cells]
+        rows = [[s.rank(c), c.series, words.shown_rate(c), s.share(c), s.flags(c) or _unfinished(c)] for c in s.cells]
         headings = ["rank", "server/profile", "req/s", "of best", "flags"]
         out.print(table(f"capacity, {s.group}", headings, rows))
         if s.sentence:
@@ -48,6 +49,10 @@ def summary(run: RunResults, out: Console, table: Callable) -> None:
             out.print(Text(f"{cell.series}: {words.verdict(cell)}"))
             if cell.error:
                 out.print(Text(f"{cell.key} {cell.status}: {cell.error}", style="red"))
+
+
+def _unfinished(cell: CellResult) -> str:
+    return "" if cell.status == "done" else cell.status
 
 
 def comparison(cmp: Comparison, out: Console, table: Callable) -> None:
