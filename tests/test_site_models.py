@@ -264,6 +264,11 @@ def test_a_run_serves_a_site_model_and_a_user_s_docroot_five_requests_per_connec
         assert cell["status"] == "done", cell["error"]
         (measured,) = [r["measurement"] for r in cell["rounds"]]
         assert measured["requests"]["completed"] == 100 and measured["errors_total"] == 0
+        # Drawn by the site's weights, each answer's length checked against its own URL's, and
+        # counted by size class: every answer in one.
+        spec = measured["spec"]
+        assert spec["weights"] and len(spec["weights"]) == len(spec["urls"]) == len(spec["expect_lengths"])
+        assert sum(c["requests"] for c in measured["classes"]) == 100, measured["classes"]
         # Five requests a connection: a hundred requests open twenty connections (and no more
         # than one more per connection of the level, whose last may be cut short).
         assert 20 <= measured["connections"]["opened"] <= 22, measured["connections"]

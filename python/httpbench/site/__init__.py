@@ -2,6 +2,6 @@
 built-in models (httpbench.site.models) and a user's document root with the URL mix of its
 access log (httpbench.site.docroot, httpbench.site.access_log)."""
 
-from httpbench.site.mix import ORDERS, Mix, Site, SiteError
+from httpbench.site.mix import ORDERS, SIZE_CLASSES, Mix, Site, SiteError
 
-__all__ = ["ORDERS", "Mix", "Site", "SiteError"]
+__all__ = ["ORDERS", "SIZE_CLASSES", "Mix", "Site", "SiteError"]

@@ -17,6 +17,9 @@ from httpbench.errors import Error
 from httpbench.site.text import file_bytes
 
 ORDERS = ("weighted", "replay", "timed")
+# The size classes a site's answers are reported in (upper bounds in bytes, the engine's
+# `size_classes`): SPECweb99's four classes of files under 1, 10, 100 and 1,000 KB, and above.
+SIZE_CLASSES = (1024, 10240, 102400, 1048576)
 
 
 class SiteError(Error):

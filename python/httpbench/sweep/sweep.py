@@ -32,6 +32,7 @@ from httpbench.plan.protocol import is_http2, uses_tls, warms_connections
 from httpbench.servers import ServerProfile
 from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
+from httpbench.site import SIZE_CLASSES
 from httpbench.store.database import Store
 from httpbench.sweep import capacity, ceiling, servable, target
 from httpbench.sweep.errors import Stopped
@@ -261,6 +262,14 @@ class Sweep:
             "allow_errors": self.plan.allow_errors,
             "expect_status": list(self.plan.expect_status),
         }
+        if workload.site is not None:
+            # Drawn by weight, each answer's length checked against its own URL's (identity: no
+            # encoding is asked for yet), counted by size class.
+            spec.update(
+                weights=list(workload.weights),
+                expect_lengths=list(workload.lengths()),
+                size_classes=list(SIZE_CLASSES),
+            )
         if keep_alive and self.plan.requests_per_connection:
             spec["requests_per_connection"] = self.plan.requests_per_connection
         if to.tls is not None:
