@@ -51,6 +51,23 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=5)
 
 
+@contextmanager
+def nghttpd(root: Path):
+    """nghttpd over h2c serving `root` on 127.0.0.1, granting 4 streams per connection; yields
+    its port, and stops it by PID."""
+    port = free_port()
+    proc = subprocess.Popen(
+        ["nghttpd", "--no-tls", "-a", "127.0.0.1", "-m", "4", "-d", str(root), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, proc)
+        yield port
+    finally:
+        stop(proc)
+
+
 def stop_group(proc: subprocess.Popen) -> None:
     """Stop a process we started as the leader of a session of its own (start_new_session=True),
     and everything left in its process group: politely, then by force. The leader is reaped last:

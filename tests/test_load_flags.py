@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import binary, free_port, stop, tls_nginx, wait_for_port
+from conftest import binary, nghttpd, stop, tls_nginx
 
 BODY = b"x" * 7  # what the test server's `ok` mode answers
 
@@ -40,17 +40,8 @@ def h2c_url(tmp_path_factory):
     """nghttpd over h2c, granting 4 streams per connection, for the HTTP/2 flags."""
     root = tmp_path_factory.mktemp("h2c")
     (root / "index.html").write_bytes(BODY)
-    port = free_port()
-    proc = subprocess.Popen(
-        ["nghttpd", "--no-tls", "-a", "127.0.0.1", "-m", "4", "-d", str(root), str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, proc)
+    with nghttpd(root) as port:
         yield f"http://127.0.0.1:{port}/index.html"
-    finally:
-        stop(proc)
 
 
 @pytest.fixture(params=["httpbench-load", "httpbench load"])

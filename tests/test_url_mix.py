@@ -5,10 +5,9 @@ Every load targets 127.0.0.1, bounded by -n and a subprocess timeout.
 """
 
 import collections
-import subprocess
 
 import pytest
-from conftest import accounted, free_port, log_lines, stop, tls_nginx, wait_for_port
+from conftest import accounted, log_lines, nghttpd, tls_nginx
 from httpbench.load import engine
 
 # One file per size class of CLASSES, so that a class's requests are its URL's.
@@ -116,20 +115,11 @@ def test_a_weighted_mix_over_http2(tmp_path, load):
     root.mkdir()
     for name, body in site(FILES).items():
         (root / name).write_bytes(body)
-    port = free_port()
-    proc = subprocess.Popen(
-        ["nghttpd", "--no-tls", "-a", "127.0.0.1", "-m", "4", "-d", str(root), str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, proc)
+    with nghttpd(root) as port:
         rc, r, err = load(
             "-n", "20000", "-c", "4", "--http2", "--streams", "4", "--size-classes", CLASSES,
             "--urls-from-file", mix_file(tmp_path, WEIGHTS), f"http://127.0.0.1:{port}/", timeout=120,
         )  # fmt: skip
-    finally:
-        stop(proc)
     assert rc == 0, err
     assert r["protocol"] == "h2" and r["requests"]["completed"] == 20000 and r["errors_total"] == 0
     per_class = classes_add_up(r)
