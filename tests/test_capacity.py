@@ -112,10 +112,12 @@ def test_a_server_that_freezes_meets_no_rate_and_says_so(testserver, load):
 def test_a_search_over_https_without_keep_alive_runs_each_probe_with_its_handshakes(tmp_path, load):
     # Over TLS, each connection's full handshake is part of the load: without keep-alive every
     # request pays one (resumed by tickets after a connection's first), which the probes count.
+    # Rates far under nginx's (about 1 ms of its CPU a full handshake): at 2,000 req/s a busy
+    # host's nginx fell behind, and no rate was confirmed.
     with tls_nginx(tmp_path / "nginx", {"index.html": b"hello!\n"}) as server:
         rc, r, err = load(
-            "--capacity", "p99=50ms", "--start", "500", "--probe", "0.5s", "--precision", "50%", "--rounds", "1",
-            "--max-rate", "2000", "--no-keepalive", "--cacert", str(server.ca), server.url() + "index.html",
+            "--capacity", "p99=50ms", "--start", "200", "--probe", "0.5s", "--precision", "50%", "--rounds", "1",
+            "--max-rate", "400", "--no-keepalive", "--cacert", str(server.ca), server.url() + "index.html",
         )  # fmt: skip
     c = r["capacity"]
     assert rc == 0, err
