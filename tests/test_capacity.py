@@ -122,9 +122,11 @@ def test_a_search_over_https_without_keep_alive_runs_each_probe_with_its_handsha
     c = r["capacity"]
     assert rc == 0, err
     assert c["rate"] is not None and c["probes"][0]["met"], c["probes"]
-    # A handshake per request, give or take the few whose connection opened before the window.
+    # A handshake per request, give or take the few whose connection opened before the window
+    # (a probe that warmed its connections up held them, connected, ahead of it: 83% in CI).
     handshakes = r["tls"]["handshakes_full"] + r["tls"]["handshakes_resumed"]
-    assert handshakes >= 0.95 * r["requests"]["completed"] > 0, (r["tls"], r["requests"])
+    assert handshakes >= 0.99 * r["requests"]["completed"] > 0, (r["tls"], r["requests"])
+    assert not r["spec"]["warmup_connections"], r["spec"]
 
 
 def free_port() -> int:

@@ -81,7 +81,8 @@ impl Search {
             rate: Some(rate),
             stop: Stop::Duration(self.probe_length(rate).as_secs_f64()),
             warmup: self.settings().warmup.as_secs_f64(),
-            warmup_connections: true,
+            // Without keep-alive every request connects: its setup is the measurement.
+            warmup_connections: base.keep_alive,
             drain: true,
             connections,
             ..base.clone()
