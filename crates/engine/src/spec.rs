@@ -164,7 +164,7 @@ pub struct LoadSpec {
     /// Measurement starts once every connection has answered a request (its connect and TLS
     /// handshake done, and an open loop's connections sending their first request at once), and
     /// `warmup` has passed; at the latest after 2 s, or `warmup` if longer. The same moment for
-    /// every thread; duration budgets count from it. Ignored without `keep_alive`.
+    /// every thread; duration budgets count from it.
     pub warmup_connections: bool,
     pub connect_timeout: f64,
     pub request_timeout: f64,
@@ -568,9 +568,7 @@ impl LoadSpec {
             streams,
             warmup: seconds("warmup", self.warmup, true)?,
             drain: self.drain,
-            // Without keep-alive there is no connection to keep warm: a held one would connect
-            // ahead of measurement and its request's handshake fall outside the window.
-            warmup_connections: self.warmup_connections && self.keep_alive,
+            warmup_connections: self.warmup_connections,
             connect_timeout: seconds("connect_timeout", self.connect_timeout, false)?,
             request_timeout: seconds("request_timeout", self.request_timeout, false)?,
         })
