@@ -400,7 +400,7 @@ LoadSpec = TypedDict(
         # Measurement starts once every connection has answered a request (its connect and TLS
         # handshake done, and an open loop's connections sending their first request at once), and
         # `warmup` has passed; at the latest after 2 s, or `warmup` if longer. The same moment for
-        # every thread; duration budgets count from it. Ignored without `keep_alive`.
+        # every thread; duration budgets count from it.
         "warmup_connections": Optional[bool],
         # One weight per URL (not negative, not all 0): each request's URL is drawn with
         # probability weight / sum, from a generator seeded by `seed`. `None`: round robin.
