@@ -17,6 +17,11 @@ impl SplitMix64 {
         SplitMix64(seed)
     }
 
+    /// Stream `index` of `seed` (a connection's, a thread's): unrelated to its neighbours'.
+    pub fn stream(seed: u64, index: u64) -> SplitMix64 {
+        SplitMix64::new(SplitMix64::new(seed ^ index.rotate_left(32)).next_u64())
+    }
+
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -133,10 +138,7 @@ impl Mix {
     pub fn cursor(&self, global: usize) -> Cursor {
         match self {
             Mix::RoundRobin(cycle) => Cursor::Next(global % cycle),
-            Mix::Weighted { seed, .. } => {
-                let mut mixer = SplitMix64::new(seed ^ (global as u64).rotate_left(32));
-                Cursor::Draw(SplitMix64::new(mixer.next_u64()))
-            }
+            Mix::Weighted { seed, .. } => Cursor::Draw(SplitMix64::stream(*seed, global as u64)),
         }
     }
 

@@ -36,10 +36,10 @@ def search(sweep: "Sweep", cell: Cell, cell_id: int, to: Target, host: ServerHos
     settings = sweep.plan.capacity
     sweep.store.search_again(cell_id)
     found = settings.search()
-    base = sweep.spec(
+    cell_spec = sweep.spec(
         to, cell.workload, BASE_CONNECTIONS, {"duration": settings.probe or 3.0}, cell.keep_alive, cell.streams
     )
-    base = json.dumps({**base, "arrivals": settings.arrivals})
+    base = json.dumps({**cell_spec, "arrivals": settings.arrivals})
     probes: Counter = Counter()  # rounds stored at each level
     rate = found.next_rate()
     while rate is not None:

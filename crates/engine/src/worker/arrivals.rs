@@ -9,18 +9,18 @@
 
 use std::collections::VecDeque;
 
+use crate::mix::SplitMix64;
+
 use super::schedule::Alarms;
 use super::Assignment;
 
 pub(super) struct Arrivals {
     /// Mean ns between two arrivals of this thread.
     mean_gap: f64,
-    /// Draws this thread's gaps: threads get streams of their own.
-    seed: u64,
+    /// This thread's stream of gaps, at the gap after `next`: read ahead from a copy.
+    draws: SplitMix64,
     /// When the first arrival not yet taken comes, in ns since `start`.
     next: u64,
-    /// How many gaps were drawn: the next draw's index.
-    n: u64,
     /// Connections free to take an arrival, oldest first; an entry whose flag in `free` is off
     /// went busy since.
     waiting: VecDeque<u32>,
@@ -29,47 +29,37 @@ pub(super) struct Arrivals {
     alarm: usize,
 }
 
-/// splitmix64: a gap's randomness from its stream and index, so that a schedule reads ahead
-/// without moving on and every run of one spec has the same arrivals.
-fn mix(seed: u64, n: u64) -> u64 {
-    let mut z = seed
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        .wrapping_add(n)
-        .wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// Arrival streams apart from the URL draws of the same seed, whose connection 0 is thread 0.
+const ARRIVALS: u64 = 0x6172_7269_7661_6c73;
+
+/// An exponential gap of mean `mean_gap` from the next number of `draws`.
+fn gap(draws: &mut SplitMix64, mean_gap: f64) -> u64 {
+    // Uniform in (0, 1]: never 0, whose logarithm has no end.
+    let u = ((draws.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    (-u.ln() * mean_gap) as u64
 }
 
 impl Arrivals {
-    /// Thread `a`'s arrivals at `rate`, of the run's `seed`.
+    /// Thread `a`'s arrivals at `rate`, of the run's `seed`: the same arrivals every run.
     pub(super) fn new(a: &Assignment, rate: f64, seed: u64) -> Arrivals {
-        let mut arrivals = Arrivals {
-            mean_gap: 1e9 / rate,
-            seed: mix(seed, a.index as u64),
-            next: 0,
-            n: 1,
+        let mean_gap = 1e9 / rate;
+        let mut draws = SplitMix64::stream(seed ^ ARRIVALS, a.index as u64);
+        Arrivals {
+            mean_gap,
+            next: gap(&mut draws, mean_gap),
+            draws,
             waiting: VecDeque::with_capacity(a.connections),
             free: vec![false; a.connections],
             alarm: a.connections,
-        };
-        arrivals.next = arrivals.gap(0);
-        arrivals
-    }
-
-    /// The gap after arrival `n`: exponential with the mean gap.
-    fn gap(&self, n: u64) -> u64 {
-        // Uniform in (0, 1]: never 0, whose logarithm has no end.
-        let u = ((mix(self.seed, n) >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        (-u.ln() * self.mean_gap) as u64
+        }
     }
 
     /// How many of `room` arrivals have come by `now` and are not taken, and, when that is
     /// fewer, when the next comes.
     pub(super) fn due(&self, now: u64, room: u64) -> (u64, Option<u64>) {
-        let (mut ready, mut at) = (0, self.next);
+        let (mut ready, mut at, mut draws) = (0, self.next, self.draws.clone());
         while at <= now && ready < room {
-            at += self.gap(self.n + ready);
+            at += gap(&mut draws, self.mean_gap);
             ready += 1;
         }
         if ready < room {
@@ -105,8 +95,7 @@ impl Arrivals {
     /// The arrival taken next: when it came.
     pub(super) fn take(&mut self) -> u64 {
         let came = self.next;
-        self.next += self.gap(self.n);
-        self.n += 1;
+        self.next += gap(&mut self.draws, self.mean_gap);
         came
     }
 
@@ -142,8 +131,7 @@ impl Arrivals {
     /// Arrive again from `from`, every connection free: what came while the connections
     /// warmed up is dropped, not sent in a burst at the start of measurement.
     pub(super) fn restart(&mut self, from: u64, alarms: &mut Alarms) {
-        self.next = from + self.gap(self.n);
-        self.n += 1;
+        self.next = from + gap(&mut self.draws, self.mean_gap);
         for i in 0..self.free.len() {
             if !self.free[i] {
                 self.free[i] = true;
@@ -155,11 +143,10 @@ impl Arrivals {
 
     /// Arrivals that came between `measure_from` and `ended` and were never taken.
     pub(super) fn behind(&self, ended: u64, measure_from: u64) -> u64 {
-        let (mut at, mut n, mut behind) = (self.next, self.n, 0);
+        let (mut at, mut draws, mut behind) = (self.next, self.draws.clone(), 0);
         while at < ended {
             behind += u64::from(at >= measure_from);
-            at += self.gap(n);
-            n += 1;
+            at += gap(&mut draws, self.mean_gap);
         }
         behind
     }
@@ -184,7 +171,8 @@ mod tests {
     fn gaps_are_exponential_with_the_mean_of_the_rate() {
         let arrivals = thread(1, 1000.0);
         let n = 200_000;
-        let gaps: Vec<u64> = (0..n).map(|k| arrivals.gap(k)).collect();
+        let mut draws = arrivals.draws.clone();
+        let gaps: Vec<u64> = (0..n).map(|_| gap(&mut draws, arrivals.mean_gap)).collect();
         let mean = gaps.iter().sum::<u64>() as f64 / n as f64;
         assert!((mean / 1e6 - 1.0).abs() < 0.01, "{mean}");
         // Exponential: 1/e of the gaps are longer than the mean, 1 - 1/e^0.1 shorter than a tenth.

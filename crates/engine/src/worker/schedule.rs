@@ -126,6 +126,29 @@ impl Schedule {
         !matches!(self, Schedule::Closed)
     }
 
+    /// How many of `room` requests one connection may take at once: Poisson arrivals go one to
+    /// a connection, so that a burst goes to the free connections in turn, not pipelined
+    /// behind each other on one.
+    fn at_once(&self, room: u64) -> u64 {
+        match self {
+            Schedule::Poisson(_) => room.min(1),
+            _ => room,
+        }
+    }
+
+    /// Connection `i` took `k` of `room` requests, the next due at `next`: its alarm set for
+    /// then, or, under Poisson arrivals, the connection queued as free while it has room.
+    fn claimed(&mut self, i: usize, k: u64, room: u64, next: Option<u64>, alarms: &mut Alarms) {
+        match self {
+            Schedule::Poisson(arrivals) => arrivals.claimed(i, k, room, next, alarms),
+            _ => {
+                if let Some(at) = next {
+                    alarms.set(i, at);
+                }
+            }
+        }
+    }
+
     /// How many of `room` requests connection `i` may send at `now`, and, when that is fewer,
     /// when the next of them is due.
     pub(super) fn due(&self, i: usize, now: u64, room: u64) -> (u64, Option<u64>) {
@@ -243,12 +266,7 @@ impl Worker<'_> {
         if let Some(limit) = self.shared.spec.requests_per_connection {
             room = room.min(limit - self.conns[i].on_connection);
         }
-        // Poisson arrivals go one to a connection: a burst goes to the free connections in turn,
-        // not pipelined behind each other on one.
-        let take = match self.schedule {
-            Schedule::Poisson(_) => room.min(1),
-            _ => room,
-        };
+        let take = self.schedule.at_once(room);
         let (due, next) = self.schedule.due(i, self.now, take);
         let mut k = if due == 0 && take > 0 && self.priming(i) {
             1
@@ -259,14 +277,7 @@ impl Worker<'_> {
             k = self.shared.budget.claim(k);
             self.counters.sent += k;
         }
-        match &mut self.schedule {
-            Schedule::Poisson(arrivals) => arrivals.claimed(i, k, room, next, &mut self.alarms),
-            _ => {
-                if let Some(at) = next {
-                    self.alarms.set(i, at);
-                }
-            }
-        }
+        self.schedule.claimed(i, k, room, next, &mut self.alarms);
         k
     }
 
