@@ -81,8 +81,9 @@ impl Search {
             rate: Some(rate),
             stop: Stop::Duration(self.probe_length(rate).as_secs_f64()),
             warmup: self.settings().warmup.as_secs_f64(),
-            // Without keep-alive every request connects: its setup is the measurement.
-            warmup_connections: base.keep_alive,
+            // Without keep-alive every request connects: its setup is the measurement, unless
+            // the caller warms up for what it means to measure (a first wave's TLS tickets).
+            warmup_connections: base.keep_alive || base.warmup_connections,
             drain: true,
             connections,
             ..base.clone()
