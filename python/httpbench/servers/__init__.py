@@ -8,6 +8,7 @@ from httpbench.servers.base import (
     PROFILES,
     TLS_VERSIONS,
     Config,
+    EncodingUnsupported,
     PHPUnsupported,
     ProtocolUnsupported,
     Server,
@@ -23,6 +24,7 @@ from httpbench.servers.verify import VerificationFailed, verify
 __all__ = [
     "ADAPTERS",
     "PROFILES",
+    "EncodingUnsupported",
     "PHPUnsupported",
     "ProtocolUnsupported",
     "Config",

@@ -60,6 +60,11 @@ class ProtocolUnsupported(ServerFailed):
     message says why and what to do, in one line. A ServerFailed, as TLSUnsupported is."""
 
 
+class EncodingUnsupported(ServerFailed):
+    """A content coding asked of a server whose profile cannot serve it (a tuned profile that
+    would answer identity under br's name); the message says why and what to do, in one line."""
+
+
 class PHPUnsupported(ServerFailed):
     """A PHP workload asked of a server that cannot run PHP, or whose PHP is not installed; the
     message says why and what to do, in one line. A ServerFailed, as TLSUnsupported is."""
@@ -110,6 +115,12 @@ class Site:
     http2: bool = False
     # The workload's PHP kind ("php-wait", say): the site runs `.php` files through PHP.
     php: Optional[str] = None
+    # The content coding every request of the cell asks for ("gzip", "br", "identity"); None
+    # sends no Accept-Encoding, as every plan did before encodings were an axis.
+    encoding: Optional[str] = None
+    # Whether the docroot holds precompressed copies beside its files (name.gz, name.br), as the
+    # suite writes them for its generated workloads; a user's docroot served in place has none.
+    precompressed: bool = False
 
     @property
     def php_dir(self) -> Path:
@@ -250,6 +261,15 @@ class Server(ABC):
         if self.runs_php is None:
             return f"{self.name} cannot run PHP in httpbench"
         return php_install.missing(self.runs_php)
+
+    def encoding_refusal(self, site: Site, profile: ServerProfile) -> Optional[str]:
+        """None when this server, in `profile`, serves the coding `site.encoding` asks for (or
+        no coding is asked), else one line saying why not and what to do. The default profile
+        is never refused: it measures what the server does out of the box, whatever it sends."""
+        if site.encoding in (None, "identity") or profile.name == "default":
+            return None
+        asked = f"{self.name}/{profile.name} cannot serve {site.encoding} in httpbench"
+        return f"{asked}; ask identity, or measure its default profile"
 
     def backend(self) -> Optional["Server"]:
         """A server this one fronts (a cache in front of an origin), started first on its own

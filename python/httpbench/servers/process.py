@@ -31,6 +31,7 @@ from typing import List, Optional, Set
 from httpbench.observe.procfs import session_pids
 from httpbench.servers.base import (
     Config,
+    EncodingUnsupported,
     PHPUnsupported,
     ProtocolUnsupported,
     Server,
@@ -238,6 +239,9 @@ def _start(
         refusal = server.php_refusal()
         if refusal is not None:
             raise PHPUnsupported(refusal)
+    refusal = server.encoding_refusal(site, profile)
+    if refusal is not None:
+        raise EncodingUnsupported(refusal)
     if not server.installed():
         raise ServerFailed(f"{server.name} is not installed; install it with: {server.install_command()}")
     if not site.docroot.is_dir():
