@@ -62,6 +62,7 @@ class Scenario:
     resumption: str = "none"  # httpbench-load's --tls-resumption over https
     http2: bool = False  # h2 over https, h2c over http
     streams: int = 1  # per connection, over HTTP/2
+    rate: Optional[int] = None  # httpbench-load only: an open loop at this many req/s, connections warmed
     baseline: str = "wrk"  # the peer the table's ratio columns divide by
     runs: Dict[str, List[Run]] = field(default_factory=dict)
     skipped: Dict[str, str] = field(default_factory=dict)  # tool -> why it did not run

@@ -58,6 +58,8 @@ def command(tool: str, url: str, scenario: Scenario, duration: int, httpbench: s
         mode += ["--insecure", "--tls-version", "1.3", "--tls-resumption", scenario.resumption]
     if scenario.http2:
         mode += ["--http2", "--streams", str(scenario.streams)]
+    if scenario.rate:
+        mode += ["-R", str(scenario.rate), "--warmup", "1s", "--warmup-connections"]
     return [httpbench, "-c", str(scenario.conns), "-t", "1", "-d", f"{duration}s", "--json", *mode, url]
 
 
