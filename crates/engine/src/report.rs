@@ -315,6 +315,11 @@ pub struct LatencyReport {
     pub tls_handshake: Summary,
     /// From the actual send: the uncorrected service time (equals `total` in closed loop).
     pub service: Summary,
+    /// How long each request still in flight when the run ended had waited (from when it was
+    /// meant to be sent in an open loop): a floor under the latency `total` never saw (absent
+    /// from reports from before the field).
+    #[serde(default = "no_latencies")]
+    pub in_flight: Summary,
 }
 
 fn no_latencies() -> Summary {
@@ -634,6 +639,7 @@ impl LatencyReport {
             connect: Summary::of(&l.connect),
             tls_handshake: Summary::of(&l.tls_handshake),
             service: Summary::of(&l.service),
+            in_flight: Summary::of(&l.in_flight),
         }
     }
 }

@@ -405,13 +405,8 @@ fn summarise(
                 completed: c.completed,
                 failed: c.failed_requests(),
                 in_flight: sum(|o| o.in_flight),
-                age_total_us: sum(|o| o.in_flight_age.0) as f64 / 1e3,
-                age_max_us: outcomes
-                    .iter()
-                    .map(|o| o.in_flight_age.1)
-                    .max()
-                    .unwrap_or(0) as f64
-                    / 1e3,
+                age_total_us: latencies.in_flight.mean() * latencies.in_flight.len() as f64,
+                age_max_us: latencies.in_flight.max() as f64,
                 answered: c.answered,
                 succeeded: Some(c.succeeded),
                 unexpected_statuses: c

@@ -245,6 +245,10 @@ LatencyReport = TypedDict(
     {
         "connect": Summary,
         "first_byte": Summary,
+        # How long each request still in flight when the run ended had waited (from when it was
+        # meant to be sent in an open loop): a floor under the latency `total` never saw (absent
+        # from reports from before the field).
+        "in_flight": Optional[Summary],
         # From the actual send: the uncorrected service time (equals `total` in closed loop).
         "service": Summary,
         # From TCP's establishment to the end of the TLS handshake (empty for http://; absent from
@@ -517,6 +521,20 @@ Report = TypedDict(
 # defaults): how a report stored before the field was made is read.
 DEFAULTS = {
     "LatencyReport": {
+        "in_flight": {
+            "count": 0,
+            "hdr": "HISTFAAAAB94nJNpmSzMwMDAyAABzFAazGee3M5g/wEqAgBJjQOY",
+            "max_us": 0,
+            "mean_us": 0.0,
+            "min_us": 0,
+            "p50_us": 0,
+            "p75_us": 0,
+            "p90_us": 0,
+            "p99_99_us": 0,
+            "p99_9_us": 0,
+            "p99_us": 0,
+            "stdev_us": 0.0,
+        },
         "tls_handshake": {
             "count": 0,
             "hdr": "HISTFAAAAB94nJNpmSzMwMDAyAABzFAazGee3M5g/wEqAgBJjQOY",

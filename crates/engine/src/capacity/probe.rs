@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use crate::report::{Parts, Report};
+use crate::report::{merge_histograms, Parts, Report, Summary};
 use crate::spec::{Arrivals, LoadSpec, Stop};
 use crate::{Error, ErrorKind};
 
@@ -101,7 +101,7 @@ impl Search {
             .succeeded
             .unwrap_or(report.status.s2xx)
             .min(completed);
-        let l = &report.latency.total;
+        let l = &judged_latency(report);
         let offered = report.spec.rate.unwrap_or(0.0);
         let counted = l.count > 0;
         let at = |us: u64| counted.then_some(us);
@@ -126,6 +126,19 @@ impl Search {
             client_bound: client_bound(report),
         }
     }
+}
+
+/// The latencies a probe is judged by: its answers' and, at the age they had reached, its
+/// requests still unanswered at its end. Left out, those would flatter the tail of an overloaded
+/// probe (the slowest are the likeliest to be still on their way); at their age they count no
+/// more than the probe saw.
+fn judged_latency(report: &Report) -> Summary {
+    let (total, in_flight) = (&report.latency.total, &report.latency.in_flight);
+    if in_flight.count == 0 || total.hdr.is_empty() || in_flight.hdr.is_empty() {
+        return total.clone();
+    }
+    merge_histograms([total.hdr.as_str(), in_flight.hdr.as_str()])
+        .map_or_else(|_| total.clone(), |h| Summary::of(&h))
 }
 
 /// The busiest engine thread was at least 90% busy or kept waiting for its CPU.
@@ -199,4 +212,35 @@ fn at_capacity(capacity: &Capacity, reports: &[Report]) -> Report {
     }
     Report::merge(&there[0].spec, &there, Parts::Sequential)
         .expect("a capacity search merges the probes it ran")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::objective::Objective;
+    use super::super::search::Settings;
+    use super::*;
+    use crate::report::LatencyReport;
+    use crate::stats::{record_ns, Latencies};
+
+    #[test]
+    fn requests_in_flight_at_the_end_count_at_their_age() {
+        // 990 answers in 2 ms, and 10 requests still unanswered after 50 ms: 1% of the probe.
+        let mut l = Latencies::default();
+        for _ in 0..990 {
+            record_ns(&mut l.total, 2_000_000);
+        }
+        let mut report = Report::read_any(r#"{"schema": "httpbench-load/1"}"#).unwrap();
+        report.spec.rate = Some(1000.0);
+        report.requests.completed = 990;
+        report.latency = LatencyReport::of(&l);
+        let search =
+            Search::new(Objective::parse("p99=10ms").unwrap(), Settings::default()).unwrap();
+        assert_eq!(search.figures(&report).latency_us[2], Some(2_000));
+        for _ in 0..11 {
+            record_ns(&mut l.in_flight, 50_000_000);
+        }
+        report.latency = LatencyReport::of(&l);
+        let p99 = search.figures(&report).latency_us[2].unwrap();
+        assert!((49_000..51_000).contains(&p99), "{p99}");
+    }
 }

@@ -154,6 +154,7 @@ impl Report {
                 connect: latency(|l| &l.connect)?,
                 tls_handshake: latency(|l| &l.tls_handshake)?,
                 service: latency(|l| &l.service)?,
+                in_flight: latency(|l| &l.in_flight)?,
             },
             classes: merge_classes(parts)?,
             timeseries: match how {

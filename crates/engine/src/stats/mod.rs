@@ -279,6 +279,9 @@ pub struct Latencies {
     pub service: Histogram<u64>,
     /// `total` again, by the size class of the answer's body.
     pub sizes: sizes::SizeClasses,
+    /// How long each request still unanswered when the run ended had waited, from when it was
+    /// due: a floor under its `total`, which the run did not see.
+    pub in_flight: Histogram<u64>,
 }
 
 impl Default for Latencies {
@@ -290,6 +293,7 @@ impl Default for Latencies {
             tls_handshake: histogram(),
             service: histogram(),
             sizes: sizes::SizeClasses::default(),
+            in_flight: histogram(),
         }
     }
 }
@@ -302,6 +306,7 @@ impl Latencies {
             (&mut self.connect, &o.connect),
             (&mut self.tls_handshake, &o.tls_handshake),
             (&mut self.service, &o.service),
+            (&mut self.in_flight, &o.in_flight),
         ] {
             a.add(b).expect("histograms share bounds");
         }

@@ -19,7 +19,7 @@ use crate::io::{slot_of, Completion, Gather, Reactor, SockAddr, Token};
 use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
 use crate::stats::series::{SecondRecorder, SecondSample};
-use crate::stats::{Counters, ErrorClass, Latencies};
+use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
 use crate::tls::{Negotiated, TlsClient};
 
 use conn::{Conn, State};
@@ -107,9 +107,6 @@ pub struct Outcome {
     pub counters: Counters,
     pub latencies: Latencies,
     pub in_flight: u64,
-    /// How long the requests in flight had waited when the run ended (from when they were due),
-    /// in ns: the sum and the longest.
-    pub in_flight_age: (u64, u64),
     pub cpu: CpuTime,
     pub wall: Duration,
     /// Open loop: requests that were due in the measured window but never sent.
@@ -350,14 +347,12 @@ impl<'a> Worker<'a> {
     fn measured(&mut self) -> Outcome {
         let ended = self.now.min(self.end);
         let mut in_flight = 0;
-        let mut in_flight_age = (0, 0);
         for c in &self.conns {
             let measured = c.pending.iter().filter(|p| p.sent >= self.measure_from);
             let requeued = c.requeued.iter().filter(|p| p.sent >= self.measure_from);
             for due in measured.chain(requeued).map(|p| p.due) {
                 in_flight += 1;
-                let age = ended.saturating_sub(due);
-                in_flight_age = (in_flight_age.0 + age, in_flight_age.1.max(age));
+                record_ns(&mut self.latencies.in_flight, ended.saturating_sub(due));
             }
         }
         let second = ended.saturating_sub(self.measure_from) / 1_000_000_000;
@@ -371,7 +366,6 @@ impl<'a> Worker<'a> {
             counters: std::mem::take(&mut self.counters),
             latencies: std::mem::take(&mut self.latencies),
             in_flight,
-            in_flight_age,
             cpu,
             wall,
             behind_schedule: self.schedule.behind(ended, self.measure_from),
