@@ -197,6 +197,16 @@ impl Worker<'_> {
         {
             return;
         }
+        if self.holding(i) {
+            // Its warm-up answered, it stays closed: connected ahead of the window, its next
+            // request would come without the connect (and handshake) that every request
+            // without keep-alive makes. Woken for the start by `restart`, or by this once that
+            // is decided.
+            if !self.warming() {
+                self.alarms.set(i, self.measure_from);
+            }
+            return;
+        }
         let family = self.shared.addr.family();
         // One request in one send needs no TCP_NODELAY; HTTP/2 sends its preface, then its
         // request after the server's SETTINGS, and Nagle would hold the second for an ACK.
