@@ -274,12 +274,12 @@ class Server(ABC):
         is never refused: it measures what the server does out of the box, whatever it sends."""
         if site.encoding in (None, "identity") or profile.name == "default":
             return None
-        where = f"{self.name}/{profile.name}"
+        where, ask = f"{self.name}/{profile.name}", "ask identity, or measure its default profile"
         if site.encoding not in self.tuned_codings:
-            return f"{where} cannot serve {site.encoding} in httpbench; ask identity, or measure its default profile"
+            return f"{where} cannot serve {site.encoding} in httpbench; {ask}"
         if self.codings_from_copies and not site.precompressed:
             copies = f"precompressed copies (name{'.br' if site.encoding == 'br' else '.gz'})"
-            return f"{where} serves {site.encoding} only from {copies}, which a docroot served in place has not; ask identity, or measure its default profile"
+            return f"{where} serves {site.encoding} only from {copies}, which a docroot served in place has not; {ask}"
         return None
 
     def backend(self) -> Optional["Server"]:
