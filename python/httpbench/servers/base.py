@@ -207,6 +207,8 @@ class Server(ABC):
     # Whether tuned serves them only from the copies the suite writes beside a generated
     # site's files (Site.precompressed), rather than compressing on the fly.
     codings_from_copies: ClassVar[bool] = True
+    # coding -> (the module file tuned loads to serve it, the Debian package that installs it)
+    coding_modules: ClassVar[Dict[str, Tuple[str, str]]] = {}
 
     def executable(self) -> Optional[str]:
         return shutil.which(self.program) or (self.program if Path(self.program).is_file() else None)
@@ -280,6 +282,10 @@ class Server(ABC):
         if self.codings_from_copies and not site.precompressed:
             copies = f"precompressed copies (name{'.br' if site.encoding == 'br' else '.gz'})"
             return f"{where} serves {site.encoding} only from {copies}, which a docroot served in place has not; {ask}"
+        module, package = self.coding_modules.get(site.encoding, ("", ""))
+        if module and not Path(module).is_file():
+            install = f"install it with: apt-get install -y {package}"
+            return f"{where} serves {site.encoding} with {package}, which is not installed; {install}"
         return None
 
     def backend(self) -> Optional["Server"]:

@@ -7,11 +7,13 @@ from typing import List
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site
 
+BROTLI_STATIC = "/usr/lib/nginx/modules/ngx_http_brotli_static_module.so"
+
 
 class Nginx(Server):
     name = "nginx"
     summary = "nginx, event-driven, one master and N workers"
-    packages = ("nginx-light",)
+    packages = ("nginx-light", "libnginx-mod-http-brotli-static")
     program = "/usr/sbin/nginx"
     speaks_tls = True  # Debian builds every flavour with http_ssl_module
     # and http_v2_module: `listen ... ssl http2` offers h2 by ALPN; `listen ... http2` without ssl
@@ -22,6 +24,7 @@ class Nginx(Server):
     # gzip_static (built into every Debian flavour) and brotli_static (Debian's
     # libnginx-mod-http-brotli-static): the copies beside the files, never compressed on the fly.
     tuned_codings = ("gzip", "br")
+    coding_modules = {"br": (BROTLI_STATIC, "libnginx-mod-http-brotli-static")}
 
     def version_args(self) -> List[str]:
         return ["-v"]
@@ -131,9 +134,6 @@ def _tls(site: Site, profile: ServerProfile) -> str:
         debian = "TLSv1 TLSv1.1 TLSv1.2 TLSv1.3"
         lines += [f"ssl_protocols {f'TLSv{tls.version}' if tls.version else debian};", "ssl_prefer_server_ciphers on;"]
     return "".join(f"        {line}\n" for line in lines)
-
-
-BROTLI_STATIC = "/usr/lib/nginx/modules/ngx_http_brotli_static_module.so"
 
 
 def _serves_copies(site: Site, profile: ServerProfile) -> bool:
