@@ -59,7 +59,7 @@ def test_copies_only_where_they_save(docroot):
     assert (again / "index.html.gz").read_bytes() == (docroot / "index.html.gz").read_bytes()
 
 
-@pytest.mark.parametrize("name", ["nginx", "apache2-event", "lighttpd", "caddy", "h2o"])
+@pytest.mark.parametrize("name", ["nginx", "apache2-event", "lighttpd", "caddy", "h2o", "varnish", "trafficserver"])
 def test_tuned_serves_each_coding_decoding_to_the_original(docroot, tmp_path, name):
     server = servers.get(name)
     if not server.installed():
