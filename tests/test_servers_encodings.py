@@ -33,7 +33,12 @@ def _get(site: Site, name: str, coding: str):
     try:
         connection.request("GET", "/" + name, headers={"Accept-Encoding": coding})
         answer = connection.getresponse()
-        return answer.status, answer.getheader("Content-Encoding"), answer.getheader("Vary") or "", answer.read()
+        headers = (
+            answer.getheader("Content-Encoding"),
+            answer.getheader("Content-Type"),
+            answer.getheader("Vary") or "",
+        )
+        return answer.status, *headers, answer.read()
     finally:
         connection.close()
 
@@ -75,9 +80,12 @@ def test_tuned_serves_each_coding_decoding_to_the_original(docroot, tmp_path, na
     with start(server, site, TUNED):
         for file_name, size in dict.fromkeys(MODEL.files):
             original = (docroot / file_name).read_bytes()
+            plain_type = _get(site, file_name, "identity")[2]
             for coding in ("br", "gzip", "identity"):
-                status, sent, vary, body = _get(site, file_name, coding)
+                status, sent, content_type, vary, body = _get(site, file_name, coding)
                 assert status == 200, (file_name, coding)
+                # the original's type, never the copy's (application/gzip)
+                assert content_type == plain_type, (file_name, coding, content_type)
                 assert DECODE[sent](body) == original, (file_name, coding, sent)
                 worth = file_name in TEXT and coding != "identity"
                 assert sent == (coding if worth else None), (file_name, coding)
