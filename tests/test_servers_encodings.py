@@ -12,7 +12,9 @@ import brotli
 import pytest
 from conftest import SERVER_CPU
 from httpbench import servers
+from httpbench.plan import workload
 from httpbench.servers import EncodingUnsupported, ServerProfile, Site, start
+from httpbench.servers.host import ServerHost
 from httpbench.site import Mix
 from httpbench.site import Site as Model
 
@@ -102,3 +104,16 @@ def test_tuned_refuses_in_one_line_what_it_cannot_serve(tmp_path):
     assert servers.get("nginx").encoding_refusal(site, ServerProfile("default")) is None
     with pytest.raises(EncodingUnsupported, match="jetty9/tuned cannot serve br"):
         start(servers.get("jetty9"), site, TUNED)
+
+
+def test_a_cell_asking_a_coding_gets_copies_and_an_identity_cell_none():
+    host = ServerHost((SERVER_CPU,))
+    try:
+        for coding, copies in (("br", True), ("identity", False), (None, False)):
+            host.start(servers.get("nginx"), TUNED, workload.site(MODEL), 1, encoding=coding)
+            site = host.running.site
+            assert (site.encoding, site.precompressed) == (coding, copies)
+            assert (site.docroot / "index.html.br").is_file() == copies
+            assert _get(site, "index.html", "br")[1] == ("br" if copies else None)
+    finally:
+        host.stop()
