@@ -6,7 +6,7 @@ PY ?= python3
 # h2load); what the tests add (a real PostgreSQL, network namespaces, a real Chromium for the
 # HTML report); peers the benchmark scripts measure against. curl is the servers' side too: it
 # fetches the workload over HTTP/2 when a server offering h2 is verified.
-SERVER_PACKAGES := nginx-light apache2 lighttpd lighttpd-mod-openssl varnish hitch h2o caddy trafficserver mighttpd2 jetty9 nodejs nghttp2-server curl
+SERVER_PACKAGES := nginx-light libnginx-mod-http-brotli-static apache2 lighttpd lighttpd-mod-openssl lighttpd-mod-deflate varnish hitch h2o caddy trafficserver mighttpd2 jetty9 nodejs nghttp2-server curl
 # PHP for the dynamic workloads: the PHP-FPM pool the suite runs itself (never Debian's service).
 SERVER_PACKAGES += php8.2-fpm php8.2-opcache
 # mod_php, with which apache2-prefork runs PHP (from the run directory, as every server).

@@ -19,6 +19,7 @@ from urllib.parse import unquote
 
 from httpbench.errors import Error
 from httpbench.site import Mix, Site
+from httpbench.site.precompressed import write_copies
 
 # Extensions served as text; anything else is generated as incompressible bytes, like a real
 # image, so a server that compresses by type gains nothing it would not gain in production.
@@ -61,14 +62,19 @@ class Workload:
             return self.site.lengths()
         return tuple(len(answer) for answer in self.file_map().values())
 
-    def write(self, docroot: Path) -> None:
+    def write(self, docroot: Path, precompressed: bool = False) -> None:
+        """Write the files into `docroot`; with `precompressed`, each one's `.gz` and `.br`
+        copies beside it where they are worth serving (httpbench.site.precompressed), as a cell
+        asking a coding of a tuned server needs. A site served in place is left alone."""
         if self.site is not None:
-            self.site.write(Path(docroot))
+            self.site.write(Path(docroot), precompressed)
             return
         for name, data in self.files:
             target = Path(docroot) / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+            if precompressed:
+                write_copies(target, data)
 
     def file_map(self) -> Mapping[str, bytes]:
         """URL path (without its leading "/", as verification wants it) -> the bytes it must

@@ -201,6 +201,14 @@ class Server(ABC):
     # pool on `site.php_socket`, which the suite starts before the server), "module" (PHP inside
     # the server's own processes: mod_php), or None (it cannot). `php_refusal` says why not.
     runs_php: ClassVar[Optional[str]] = None
+    # The content codings the tuned profile serves ("gzip", "br"), as its documentation
+    # recommends (docs/encodings.md); a cell asking another is refused (encoding_refusal).
+    tuned_codings: ClassVar[Tuple[str, ...]] = ()
+    # Whether tuned serves them only from the copies the suite writes beside a generated
+    # site's files (Site.precompressed), rather than compressing on the fly.
+    codings_from_copies: ClassVar[bool] = True
+    # coding -> (the module file tuned loads to serve it, the Debian package that installs it)
+    coding_modules: ClassVar[Dict[str, Tuple[str, str]]] = {}
 
     def executable(self) -> Optional[str]:
         return shutil.which(self.program) or (self.program if Path(self.program).is_file() else None)
@@ -268,8 +276,17 @@ class Server(ABC):
         is never refused: it measures what the server does out of the box, whatever it sends."""
         if site.encoding in (None, "identity") or profile.name == "default":
             return None
-        asked = f"{self.name}/{profile.name} cannot serve {site.encoding} in httpbench"
-        return f"{asked}; ask identity, or measure its default profile"
+        where, ask = f"{self.name}/{profile.name}", "ask identity, or measure its default profile"
+        if site.encoding not in self.tuned_codings:
+            return f"{where} cannot serve {site.encoding} in httpbench; {ask}"
+        if self.codings_from_copies and not site.precompressed:
+            copies = f"precompressed copies (name{'.br' if site.encoding == 'br' else '.gz'})"
+            return f"{where} serves {site.encoding} only from {copies}, which a docroot served in place has not; {ask}"
+        module, package = self.coding_modules.get(site.encoding, ("", ""))
+        if module and not Path(module).is_file():
+            install = f"install it with: apt-get install -y {package}"
+            return f"{where} serves {site.encoding} with {package}, which is not installed; {install}"
+        return None
 
     def backend(self) -> Optional["Server"]:
         """A server this one fronts (a cache in front of an origin), started first on its own

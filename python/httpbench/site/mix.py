@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional, Tuple
 
 from httpbench.errors import Error
+from httpbench.site.precompressed import write_copies
 from httpbench.site.text import file_bytes
 
 ORDERS = ("weighted", "replay", "timed")
@@ -74,15 +75,19 @@ class Site:
             return (self.root / name).read_bytes()
         return file_bytes(name, size)
 
-    def write(self, docroot: Path) -> None:
-        """Write a generated site's files into `docroot`, one at a time; a site served in place
-        is already there."""
+    def write(self, docroot: Path, precompressed: bool = False) -> None:
+        """Write a generated site's files into `docroot`, one at a time, with their
+        precompressed copies when `precompressed` (httpbench.site.precompressed); a site served
+        in place is already there, and gets no copies: it is the user's, read only."""
         if self.root is not None:
             return
         for name, size in dict.fromkeys(self.files):
             target = docroot / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(file_bytes(name, size))
+            data = file_bytes(name, size)
+            target.write_bytes(data)
+            if precompressed:
+                write_copies(target, data)
 
     def lengths(self) -> Tuple[int, ...]:
         """The length of each path's answer, parallel to mix.paths."""

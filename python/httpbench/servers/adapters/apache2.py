@@ -88,6 +88,7 @@ class _Apache(Server):
     speaks_h2c = True
     # worker and event: the suite's PHP-FPM pool through mod_proxy_fcgi; prefork runs mod_php
     runs_php = "fastcgi"
+    tuned_codings = ("br", "gzip")  # the precompressed-file recipe of mod_brotli's docs (below)
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
         files = {"apache2.conf": render_conf(site, profile, self.mpm)}
@@ -218,7 +219,7 @@ AccessFileName .htaccess
 LogFormat "%h %l %u %t \\"%r\\" %>s %O \\"%{{Referer}}i\\" \\"%{{User-Agent}}i\\"" combined
 CustomLog "{run}/access.log" combined"""
     extra = "".join(f"{line}\n" for line in profile.directives)
-    tls = _tls(site, profile) + _h2(site, profile)
+    tls = _tls(site, profile) + _h2(site, profile) + _precompressed(site, profile)
     php = _php(site, profile, mpm)
     return f"""# rendered by httpbench for profile {profile.name}, {mpm} MPM
 ServerRoot "{run}"
@@ -233,6 +234,34 @@ ServerName localhost
 DocumentRoot "{site.docroot}"
 {modules}{body}
 {php}{tls}{extra}"""
+
+
+def _precompressed(site: Site, profile: ServerProfile) -> str:
+    """tuned, for a cell asking a coding: the "Serving pre-compressed content" recipe of mod_brotli's
+    docs (https://httpd.apache.org/docs/2.4/mod/mod_brotli.html, mod_deflate's has the same for
+    gzip), for every file with a copy rather than only .css and .js: a request whose
+    Accept-Encoding names br (else gzip) is rewritten to name.br (name.gz) when that exists.
+    Instead of the recipe's T= per type, mod_mime takes the type from the name's first extension
+    once .br and .gz carry an encoding and no type of their own (mime.types maps .gz to
+    application/gzip). Server context, not <Directory>: no per-directory rewrite per request."""
+    if profile.name != "tuned" or site.encoding not in _Apache.tuned_codings:
+        return ""
+    rules = "".join(
+        f"""RewriteCond "%{{HTTP:Accept-Encoding}}" "{coding}"
+RewriteCond "%{{DOCUMENT_ROOT}}%{{REQUEST_URI}}{suffix}" -s
+RewriteRule "^(.+)$" "$1{suffix}" [PT,L,E=precompressed:1]
+"""
+        for coding, suffix in (("br", ".br"), ("gzip", ".gz"))
+    )
+    return f"""LoadModule rewrite_module {MODULES}/mod_rewrite.so
+LoadModule headers_module {MODULES}/mod_headers.so
+RemoveType .gz .br
+AddEncoding br .br
+AddEncoding gzip .gz
+RewriteEngine On
+{rules}# the recipe's Vary: a cache keeps the coded and plain answers apart
+Header append Vary Accept-Encoding env=precompressed
+"""
 
 
 def _php(site: Site, profile: ServerProfile, mpm: str) -> str:

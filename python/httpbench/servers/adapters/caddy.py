@@ -19,6 +19,7 @@ class Caddy(Server):
     speaks_h2 = True
     speaks_h2c = True
     runs_php = "fastcgi"
+    tuned_codings = ("br", "gzip")  # file_server's precompressed sidecar files
 
     def version_args(self) -> List[str]:
         return ["version"]
@@ -56,7 +57,7 @@ class Caddy(Server):
 {scheme}://:{site.port} {{
 	bind {site.host}
 	root * {site.docroot}
-{php}	file_server
+{php}	file_server{_precompressed(site, profile)}
 {tls}{extra}}}
 """
             }
@@ -74,6 +75,15 @@ class Caddy(Server):
             # affinity mask, so default is unchanged; said here so the stored setting is explicit.
             env["GOMAXPROCS"] = str(len(site.cpus))
         return env
+
+
+def _precompressed(site: Site, profile: ServerProfile) -> str:
+    """tuned, for a cell asking a coding: file_server serves the sidecar files beside each file
+    (https://caddyserver.com/docs/caddyfile/directives/file_server, `precompressed br gzip`: the
+    order is the preference when a client accepts both), never compressing on the fly."""
+    if profile.name != "tuned" or site.encoding not in Caddy.tuned_codings:
+        return ""
+    return " {\n\t\t# the suite's name.br and name.gz copies, br first\n\t\tprecompressed br gzip\n\t}"
 
 
 def _php(site: Site) -> str:

@@ -21,6 +21,7 @@ class H2o(Server):
     speaks_h2 = True
     speaks_h2c = True
     runs_php = "fastcgi"
+    tuned_codings = ("br", "gzip")  # file.send-compressed: name.br, else name.gz
 
     def version_args(self) -> List[str]:
         return ["--version"]
@@ -32,7 +33,7 @@ class H2o(Server):
 max-connections: 10000            # default 1024 stops accepting short of the 2016 write-up's 1,000+ connections
 http1-request-timeout: 60         # also the keep-alive idle timeout: the 2016 write-up's 60 s (default 10)
 file.etag: OFF                    # as nginx's etag off (the 2016 write-up): one header less
-file.send-compressed: OFF         # plain files, like every other server (the default too)
+{_send_compressed(site)}
 compress: OFF                     # and no gzip on the fly (the default too)"""
             if site.http2:
                 settings += """
@@ -93,6 +94,15 @@ def _php(site: Site) -> str:
             port: {site.php_socket}
             type: unix
         file.index: [ 'index.php', 'index.html' ]"""
+
+
+def _send_compressed(site: Site) -> str:
+    """tuned: h2o's docs (https://h2o.examp1e.net/configure/file_directives.html) serve a file's
+    precompressed name.br or name.gz, whichever the client accepts (br first), when
+    file.send-compressed is ON: on for a cell asking a coding, off (one stat less) otherwise."""
+    if site.encoding in H2o.tuned_codings:
+        return "file.send-compressed: ON          # the suite's name.br and name.gz copies"
+    return "file.send-compressed: OFF         # plain files, like every other server (the default too)"
 
 
 def _listen_tls(site: Site) -> str:

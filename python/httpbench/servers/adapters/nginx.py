@@ -7,11 +7,13 @@ from typing import List
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site
 
+BROTLI_STATIC = "/usr/lib/nginx/modules/ngx_http_brotli_static_module.so"
+
 
 class Nginx(Server):
     name = "nginx"
     summary = "nginx, event-driven, one master and N workers"
-    packages = ("nginx-light",)
+    packages = ("nginx-light", "libnginx-mod-http-brotli-static")
     program = "/usr/sbin/nginx"
     speaks_tls = True  # Debian builds every flavour with http_ssl_module
     # and http_v2_module: `listen ... ssl http2` offers h2 by ALPN; `listen ... http2` without ssl
@@ -19,6 +21,10 @@ class Nginx(Server):
     speaks_h2 = True
     speaks_h2c = True
     runs_php = "fastcgi"  # the LEMP stack: `.php` requests to the suite's PHP-FPM pool
+    # gzip_static (built into every Debian flavour) and brotli_static (Debian's
+    # libnginx-mod-http-brotli-static): the copies beside the files, never compressed on the fly.
+    tuned_codings = ("gzip", "br")
+    coding_modules = {"br": (BROTLI_STATIC, "libnginx-mod-http-brotli-static")}
 
     def version_args(self) -> List[str]:
         return ["-v"]
@@ -44,7 +50,7 @@ class Nginx(Server):
 def render_conf(site: Site, profile: ServerProfile) -> str:
     run = site.run_dir
     listen = site.authority + (" ssl" if site.tls else "") + (" http2" if site.http2 else "")
-    tls = _tls(site, profile) + _h2(site, profile) + _php(site, profile)
+    tls = _tls(site, profile) + _h2(site, profile) + _php(site, profile) + _static(site, profile)
     if profile.name == "tuned":
         main = f"""worker_processes {site.workers};              # one worker per core given (the 2016 write-up)
 worker_rlimit_nofile 20000;               # connections are descriptors; 20,000 is the hard limit here
@@ -83,7 +89,7 @@ events {
 {tls}    }}"""
     extra = "".join(f"    {line}\n" for line in profile.directives)
     return f"""# rendered by httpbench for profile {profile.name}
-pid {run}/nginx.pid;
+{_load_brotli(site, profile)}pid {run}/nginx.pid;
 error_log {run}/error.log;
 {"user root;" if _root() else ""}
 {main}
@@ -127,6 +133,27 @@ def _tls(site: Site, profile: ServerProfile) -> str:
         # but refused by OpenSSL 3's default security level; a pinned version replaces the list.
         debian = "TLSv1 TLSv1.1 TLSv1.2 TLSv1.3"
         lines += [f"ssl_protocols {f'TLSv{tls.version}' if tls.version else debian};", "ssl_prefer_server_ciphers on;"]
+    return "".join(f"        {line}\n" for line in lines)
+
+
+def _serves_copies(site: Site, profile: ServerProfile) -> bool:
+    """Whether tuned serves this cell's coding from the copies: only a cell asking one renders
+    the lines, so an identity cell pays no extra open() per request looking for a `.gz`."""
+    return profile.name == "tuned" and site.encoding in Nginx.tuned_codings
+
+
+def _load_brotli(site: Site, profile: ServerProfile) -> str:
+    return f"load_module {BROTLI_STATIC};\n" if _serves_copies(site, profile) else ""
+
+
+def _static(site: Site, profile: ServerProfile) -> str:
+    """The server block's precompressed-file lines in tuned: ngx_http_gzip_static_module's docs
+    (https://nginx.org/en/docs/http/ngx_http_gzip_static_module.html) serve `name.gz` to a client
+    that accepts gzip, google/ngx_brotli's README `brotli_static on` serves `name.br` to one that
+    accepts br; gzip_vary adds the Vary: Accept-Encoding its docs say a cache needs."""
+    if not _serves_copies(site, profile):
+        return ""
+    lines = ["gzip_static on;", "brotli_static on;", "gzip_vary on;"]
     return "".join(f"        {line}\n" for line in lines)
 
 

@@ -30,6 +30,13 @@ class TrafficServer(Server):
     def version_args(self) -> List[str]:
         return ["-V"]
 
+    # tuned passes what its nginx backend (tuned too, on the same site) sent: no compress plugin
+    # is loaded (plugin.config is empty), so ATS neither compresses nor decompresses; with
+    # normalize_ae 2 (below) it forwards br or gzip and keeps one alternate per coding by
+    # nginx's Vary: Accept-Encoding.
+    tuned_codings = Nginx.tuned_codings
+    coding_modules = Nginx.coding_modules
+
     def backend(self) -> Server:
         return Nginx()
 
@@ -119,6 +126,12 @@ def records(site: Site, profile: ServerProfile) -> str:
             "# within the 20,000 descriptors here, leaving half to the client (Debian 30,000)",
             "CONFIG proxy.config.net.connections_throttle INT 10000",
         ]
+        if site.encoding in TrafficServer.tuned_codings:
+            lines += [
+                "# ATS 9's default 1 rewrites Accept-Encoding to gzip or nothing before the cache and",
+                "# the origin see it; 2 (records.config docs) keeps br, else gzip: one variant each",
+                "CONFIG proxy.config.http.normalize_ae INT 2",
+            ]
     else:
         lines += [
             "# Debian's records.config where it differs from the compiled-in defaults",

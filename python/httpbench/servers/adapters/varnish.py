@@ -51,6 +51,13 @@ class Varnish(Server):
     def version_args(self) -> List[str]:
         return ["-V"]
 
+    # tuned passes what its nginx backend (tuned too, on the same site) sent: with
+    # http_gzip_support off (below) varnish leaves Accept-Encoding as the client sent it, neither
+    # compresses nor decompresses, and keeps one object per coding by nginx's Vary (Varnish docs,
+    # users-guide/compression.html).
+    tuned_codings = Nginx.tuned_codings
+    coding_modules = Nginx.coding_modules
+
     def backend(self) -> Server:
         return Nginx()
 
