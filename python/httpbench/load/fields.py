@@ -177,6 +177,16 @@ Connections = TypedDict(
     },
 )
 
+# The answers in one content coding.
+Encoding = TypedDict(
+    "Encoding",
+    {
+        "answers": Optional[int],
+        # Their bodies' bytes as sent (coded, after de-chunking).
+        "bytes": Optional[int],
+    },
+)
+
 Engine = TypedDict(
     "Engine",
     {
@@ -349,6 +359,11 @@ LoadSpec = TypedDict(
         "drain": Optional[bool],
         # A file holding the body the validation request must return, byte for byte.
         "expect_body_file": Optional[str],
+        # One content coding per URL (`identity`, `gzip`, `br`, ...): every answer to that URL must
+        # come in it (its `Content-Encoding`), else it fails as a length mismatch does; the lengths
+        # above are then the coded bodies' (what the server sends for the `Accept-Encoding` the
+        # headers ask). None: any coding.
+        "expect_encodings": Optional[List[str]],
         # Body length the validation request, and every response under load, must have.
         "expect_length": Optional[int],
         # One body length per URL, checked on every answer to that URL as `expect_length` is (which
@@ -484,6 +499,10 @@ Report = TypedDict(
         "connections": Connections,
         # Seconds of measurement (after warm-up).
         "duration_s": Optional[float],
+        # The answers `bytes.body` counts by their `Content-Encoding` ("identity" without one,
+        # "other" for a coding outside identity, gzip, deflate, br, zstd and compress, or several),
+        # the codings seen only (empty in reports from before the field).
+        "encodings": Optional[Dict[str, Encoding]],
         "engine": Engine,
         # Every error class, zeros included.
         "errors": Optional[Dict[str, int]],
@@ -557,6 +576,7 @@ DEFAULTS = {
         "cpus": [],
         "drain": False,
         "expect_body_file": None,
+        "expect_encodings": None,
         "expect_length": None,
         "expect_lengths": None,
         "expect_status": [],
@@ -595,6 +615,7 @@ DEFAULTS = {
     "Report": {
         "capacity": None,
         "classes": [],
+        "encodings": {},
         "h2": None,
         "protocol": "http/1.1",
         "tls": None,
