@@ -6,10 +6,13 @@ Every load targets 127.0.0.1, bounded by a request count.
 
 import gzip
 import urllib.request
+from pathlib import Path
 
 import pytest
-from conftest import free_port, start_nginx, stop, wait_for_port
+from conftest import free_port, quick_sweep, refused_run, start_nginx, stop, wait_for_port
 from httpbench.load import engine
+from httpbench.plan import builtin as plans
+from httpbench.plan.model import PlanError
 
 # Text compresses, and nginx gzips text/html and text/css when asked; .webp it never gzips.
 FILES = {"a.html": b"<p>hello, compressible world</p>\n" * 300, "b.css": b"p { color: red }\n" * 200}
@@ -82,3 +85,77 @@ def test_load_counts_codings_whatever_asked_them(gzip_nginx, load):
     assert r["encodings"] == {"gzip": {"answers": 500, "bytes": r["bytes"]["body"]}}
     rc, r, err = load("-n", "200", "-c", "2", gzip_nginx + "a.html")
     assert rc == 0 and set(r["encodings"]) == {"identity"}, err
+
+
+ENCODING_PLAN = """
+servers = ["nginx"]
+profiles = ["default"]
+warmup = "0s"
+server_cpus = [1]
+{extra}
+[[workload]]
+kind = "site"
+model = "assets"
+[levels]
+list = [2]
+[budget]
+requests = 300
+"""
+
+
+def plan_file(folder: Path, extra: str) -> Path:
+    path = folder / "plan.toml"
+    path.write_text(ENCODING_PLAN.format(extra=extra))
+    return path
+
+
+@pytest.fixture(scope="module")
+def encoded_run(tmp_path_factory):
+    """nginx's default profile (gzip on, for text/html only) over the assets site, asked identity
+    and gzip: one short sweep, shared by the tests that read it."""
+    folder = tmp_path_factory.mktemp("encodings")
+    notes: list = []
+    sweep = quick_sweep(plan_file(folder, 'accept_encoding = ["identity", "gzip"]'), folder / "r.db", notes)
+    run_id = sweep.start()
+    sweep.run(run_id)
+    return sweep.store, run_id, notes
+
+
+def test_a_cell_per_coding_verified_decoded_and_counted(encoded_run):
+    store, run_id, notes = encoded_run
+    cells = {cell["encoding"]: cell for cell in store.run(run_id)["cells"]}
+    assert set(cells) == {"identity", "gzip"}, notes
+    assert cells["gzip"]["key"].endswith("/gzip")
+    for asked, cell in cells.items():
+        assert cell["status"] == "done", cell["error"]
+        (measured,) = [r["measurement"] for r in cell["rounds"]]
+        spec, enc = measured["spec"], measured["encodings"]
+        assert spec["headers"] == [f"Accept-Encoding: {asked}"]
+        assert measured["errors_total"] == 0 and measured["requests"]["completed"] == 300
+        # Each URL checked against the coding and length verification learned.
+        assert len(spec["expect_encodings"]) == len(spec["urls"]) == len(spec["expect_lengths"])
+        assert sum(e["answers"] for e in enc.values()) == 300
+        if asked == "identity":
+            assert set(enc) == {"identity"} and set(spec["expect_encodings"]) == {"identity"}
+    # nginx gzips the site's HTML out of the box, not its CSS or JS: both codings were sent.
+    gzip_spec = [r["measurement"] for r in cells["gzip"]["rounds"]][0]["spec"]
+    htmls = [c for url, c in zip(gzip_spec["urls"], gzip_spec["expect_encodings"]) if url.endswith(".html")]
+    assert htmls and set(htmls) == {"gzip"} and "identity" in gzip_spec["expect_encodings"]
+
+
+def test_the_axis_makes_a_cell_per_coding_and_refuses_an_unknown_one(tmp_path):
+    plan = plans.load(str(plan_file(tmp_path, 'accept_encoding = ["identity", "gzip", "br"]')))
+    cells = plan.cells(["nginx"])
+    assert [c.encoding for c in cells] == ["identity", "gzip", "br"]
+    assert [c.key.rsplit("/", 1)[1] for c in cells] == ["identity", "gzip", "br"]
+    # Without the key: no Accept-Encoding, and the keys cells always had.
+    (plain,) = plans.load(str(plan_file(tmp_path, ""))).cells(["nginx"])
+    assert plain.encoding is None and plain.key == "nginx/default/assets/ka/1cpu"
+    err = refused_run(plan_file(tmp_path, 'accept_encoding = ["br", "brotli"]'), tmp_path / "r.db")
+    assert "accept_encoding" in err and "'identity', 'gzip', 'br'" in err, err
+    for extra, said in (
+        ('accept_encoding = ["gzip", "gzip"]', "twice"),
+        ('accept_encoding = ["gzip"]\nclient = "wrk"', 'client = "wrk"'),
+    ):
+        with pytest.raises(PlanError, match=said):
+            plans.load(str(plan_file(tmp_path, extra)))

@@ -139,6 +139,8 @@ class CellResult:
     # A capacity plan's cell: the engine's `capacity` object (docs/json-schema.md), its probes
     # also stored as rounds, each at the level of its offered rate; None for a cell of levels.
     capacity: Optional[dict] = None
+    # The content coding every request asked (Accept-Encoding); None: no such header.
+    encoding: Optional[str] = None
 
     @property
     def series(self) -> str:
@@ -155,8 +157,11 @@ class CellResult:
     def connection(self) -> List[str]:
         """How the cell was spoken to, in words: keep-alive or not, for TLS its protocol,
         version, key type and handshakes, for HTTP/2 its streams per connection; plain HTTP names
-        keep-alive only, as it always did."""
+        keep-alive only, as it always did; a cell that asked a content coding names it ("br
+        asked"), so cells that asked different codings are never in one group."""
         words = ["keep-alive" if self.keep_alive else "no keep-alive"]
+        if self.encoding is not None:
+            words.append(f"{self.encoding} asked")
         if protocol.is_http2(self.protocol):
             words.append(f"{self.streams} stream{'s' if self.streams > 1 else ''} per connection")
         if self.protocol == "http":

@@ -22,7 +22,7 @@ from httpbench.observe.monitor import Monitor
 from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
 from httpbench.servers.process import RunningServer, free_port, start
 from httpbench.servers.registry import php_refusal
-from httpbench.servers.verify import verify
+from httpbench.servers.verify import Learned, verify
 
 
 @dataclass(frozen=True)
@@ -58,12 +58,20 @@ class ServerHost:
         self.name = ""
 
     def start(
-        self, adapter: Server, profile: ServerProfile, workload, cpus: int, tls=None, http2: bool = False
+        self,
+        adapter: Server,
+        profile: ServerProfile,
+        workload,
+        cpus: int,
+        tls=None,
+        http2: bool = False,
+        encoding: Optional[str] = None,
     ) -> Started:
         """Start `adapter` on a fresh document root and run directory; over HTTPS when `tls` (a
         plan's protocol.TlsSettings) is given, with a certificate of its key type made here for
         this host's address, pinned to its version if it has one; offering HTTP/2 when `http2`
-        (by ALPN with `tls`, else h2c by prior knowledge)."""
+        (by ALPN with `tls`, else h2c by prior knowledge); asked for the content coding
+        `encoding` on every request (None: no Accept-Encoding)."""
         self.stop()
         self.base = Path(tempfile.mkdtemp(prefix=f"httpbench-{adapter.name}-"))
         # A user's site is served where it is (read only, never copied); any other is written
@@ -87,6 +95,9 @@ class ServerHost:
             tls=site_tls,
             http2=http2,
             php=workload.php,
+            encoding=encoding,
+            # The suite writes its workloads' precompressed copies; a user's docroot has its own.
+            precompressed=workload.root is None,
         )
         self.running = start(adapter, site, profile)
         ca = site_tls.ca.read_text() if site_tls else None
@@ -98,8 +109,9 @@ class ServerHost:
             version = f"{version} + {pool.server.version() or pool.server.name}"
         return Started(site.url, config.text, version, ca)
 
-    def verify(self) -> None:
-        verify(self.running.site, self.files, self.name)
+    def verify(self) -> Dict[str, Learned]:
+        """What each file came in (servers.verify.Learned), by URL path without its "/"."""
+        return verify(self.running.site, self.files, self.name)
 
     def watch(self) -> dict:
         """Start watching the server's processes; returns its idle baseline window."""
