@@ -5,14 +5,18 @@ Every load targets 127.0.0.1, bounded by a request count.
 """
 
 import gzip
+import re
 import urllib.request
 from pathlib import Path
 
 import pytest
 from conftest import free_port, quick_sweep, refused_run, start_nginx, stop, wait_for_port
+from httpbench import results
 from httpbench.load import engine
 from httpbench.plan import builtin as plans
 from httpbench.plan.model import PlanError
+from httpbench.report import tables
+from httpbench.results.comparison import groups
 
 # Text compresses, and nginx gzips text/html and text/css when asked; .webp it never gzips.
 FILES = {"a.html": b"<p>hello, compressible world</p>\n" * 300, "b.css": b"p { color: red }\n" * 200}
@@ -58,6 +62,7 @@ def test_the_engine_counts_each_coding_and_checks_coded_lengths(gzip_nginx):
         "headers": ["Accept-Encoding: gzip"],
         "expect_lengths": coded,
         "expect_encodings": ["gzip", "gzip", "identity"],
+        "decoded_lengths": [len(FILES["a.html"]), len(FILES["b.css"]), len(RAW["c.webp"])],
         "stop": {"requests": 3000},
         "connections": 4,
     }
@@ -68,6 +73,9 @@ def test_the_engine_counts_each_coding_and_checks_coded_lengths(gzip_nginx):
     assert enc["gzip"]["answers"] + enc["identity"]["answers"] == r["requests"]["completed"] == 3000
     assert enc["identity"]["bytes"] == enc["identity"]["answers"] * len(RAW["c.webp"])
     assert sum(e["bytes"] for e in enc.values()) == r["bytes"]["body"]
+    # Decoded, the gzip answers hold more than came on the wire; identity ones just as much.
+    assert enc["gzip"]["decoded_bytes"] > 10 * enc["gzip"]["bytes"]
+    assert enc["identity"]["decoded_bytes"] == enc["identity"]["bytes"]
     # Without the header nginx sends identity: the gzip lengths and codings are then wrong.
     r = engine.run({**spec, "headers": [], "validate": False})
     assert r["encodings"]["identity"]["answers"] == 3000
@@ -82,7 +90,8 @@ def test_the_engine_counts_each_coding_and_checks_coded_lengths(gzip_nginx):
 def test_load_counts_codings_whatever_asked_them(gzip_nginx, load):
     rc, r, err = load("-n", "500", "-c", "2", "-H", "Accept-Encoding: br, gzip", gzip_nginx + "a.html")
     assert rc == 0, err
-    assert r["encodings"] == {"gzip": {"answers": 500, "bytes": r["bytes"]["body"]}}
+    # No decoded lengths given: a coded answer's decoded bytes are not known.
+    assert r["encodings"] == {"gzip": {"answers": 500, "bytes": r["bytes"]["body"], "decoded_bytes": None}}
     rc, r, err = load("-n", "200", "-c", "2", gzip_nginx + "a.html")
     assert rc == 0 and set(r["encodings"]) == {"identity"}, err
 
@@ -111,11 +120,11 @@ def plan_file(folder: Path, extra: str) -> Path:
 
 @pytest.fixture(scope="module")
 def encoded_run(tmp_path_factory):
-    """nginx's default profile (gzip on, for text/html only) over the assets site, asked identity
-    and gzip: one short sweep, shared by the tests that read it."""
+    """nginx's default profile (gzip on, for text/html only; no br) over the assets site, asked
+    identity, gzip and br: one short sweep, shared by the tests that read it."""
     folder = tmp_path_factory.mktemp("encodings")
     notes: list = []
-    sweep = quick_sweep(plan_file(folder, 'accept_encoding = ["identity", "gzip"]'), folder / "r.db", notes)
+    sweep = quick_sweep(plan_file(folder, 'accept_encoding = ["identity", "gzip", "br"]'), folder / "r.db", notes)
     run_id = sweep.start()
     sweep.run(run_id)
     return sweep.store, run_id, notes
@@ -124,7 +133,7 @@ def encoded_run(tmp_path_factory):
 def test_a_cell_per_coding_verified_decoded_and_counted(encoded_run):
     store, run_id, notes = encoded_run
     cells = {cell["encoding"]: cell for cell in store.run(run_id)["cells"]}
-    assert set(cells) == {"identity", "gzip"}, notes
+    assert set(cells) == {"identity", "gzip", "br"}, notes
     assert cells["gzip"]["key"].endswith("/gzip")
     for asked, cell in cells.items():
         assert cell["status"] == "done", cell["error"]
@@ -135,7 +144,7 @@ def test_a_cell_per_coding_verified_decoded_and_counted(encoded_run):
         # Each URL checked against the coding and length verification learned.
         assert len(spec["expect_encodings"]) == len(spec["urls"]) == len(spec["expect_lengths"])
         assert sum(e["answers"] for e in enc.values()) == 300
-        if asked == "identity":
+        if asked != "gzip":  # nginx has no br: asked it, it sends identity, which verification passes
             assert set(enc) == {"identity"} and set(spec["expect_encodings"]) == {"identity"}
     # nginx gzips the site's HTML out of the box, not its CSS or JS: both codings were sent.
     gzip_spec = [r["measurement"] for r in cells["gzip"]["rounds"]][0]["spec"]
@@ -159,3 +168,27 @@ def test_the_axis_makes_a_cell_per_coding_and_refuses_an_unknown_one(tmp_path):
     ):
         with pytest.raises(PlanError, match=said):
             plans.load(str(plan_file(tmp_path, extra)))
+
+
+def test_a_cell_not_sent_its_coding_is_flagged_shown_and_not_ranked_with_others(encoded_run):
+    store, run_id, _ = encoded_run
+    run = results.load(store, run_id)
+    cells = {c.encoding: c for c in run.cells}
+    flags = {asked: cell.levels[0].flags for asked, cell in cells.items()}
+    assert flags["identity"].keys().isdisjoint({"encoding", "not_encoded"})
+    assert flags["br"]["not_encoded"] == "asked br, sent identity for 100% of answers"
+    # Out of the box nginx gzips HTML only: the gzip cell's other answers came as they are.
+    assert re.fullmatch(r"asked gzip, sent identity for \d+% of answers", flags["gzip"]["encoding"])
+    # Cells that asked different codings are never in one group; one sent none of its coding is
+    # not ranked in its own.
+    by_group = {g.cells[0].encoding: g for g in groups(run.measured)}
+    assert len(by_group) == 3 and all(len(g.cells) == 1 for g in by_group.values())
+    assert by_group["br"].ranked() == [] and by_group["gzip"].ranked() == [cells["gzip"]]
+    assert "not ranked" in by_group["br"].incomplete(cells["br"])
+    # The level tables (show, the HTML report) and the exports say what was sent and its bytes.
+    shown = dict(zip([c.key for c in tables.levels(cells["gzip"]).columns], tables.levels(cells["gzip"]).rows[0]))
+    assert re.fullmatch(r"identity \d+%; gzip \d+%|gzip \d+%; identity \d+%", shown["codings_sent"])
+    assert 0 < shown["body_wire_bytes"] < shown["body_decoded_bytes"] and 0 < shown["wire_share"] < 1
+    (identity,) = [r for r in tables.all_levels([run]).records() if r["encoding"] == "identity"]
+    assert identity["codings_sent"] == "identity 100%" and identity["wire_share"] == 1.0
+    assert "coding asked" in {c.title for c in tables.cells([run]).columns}

@@ -221,6 +221,10 @@ pub struct Encoding {
     pub answers: u64,
     /// Their bodies' bytes as sent (coded, after de-chunking).
     pub bytes: u64,
+    /// What those bodies hold decoded: the spec's `decoded_lengths` of their URLs (an identity
+    /// answer's own length without them); null when that is not known for every answer.
+    #[serde(default)]
+    pub decoded_bytes: Option<u64>,
 }
 
 impl Encoding {
@@ -228,8 +232,13 @@ impl Encoding {
     pub fn of(tally: &crate::http::coding::CodingTally) -> BTreeMap<String, Encoding> {
         tally
             .seen()
-            .map(|(coding, answers, bytes)| {
-                (coding.name().to_string(), Encoding { answers, bytes })
+            .map(|s| {
+                let e = Encoding {
+                    answers: s.answers,
+                    bytes: s.bytes,
+                    decoded_bytes: s.decoded,
+                };
+                (s.coding.name().to_string(), e)
             })
             .collect()
     }

@@ -184,6 +184,9 @@ Encoding = TypedDict(
         "answers": Optional[int],
         # Their bodies' bytes as sent (coded, after de-chunking).
         "bytes": Optional[int],
+        # What those bodies hold decoded: the spec's `decoded_lengths` of their URLs (an identity
+        # answer's own length without them); null when that is not known for every answer.
+        "decoded_bytes": Optional[int],
     },
 )
 
@@ -353,6 +356,10 @@ LoadSpec = TypedDict(
         "connections": Optional[int],
         # CPUs to pin the engine threads to, round robin; empty: no pinning.
         "cpus": Optional[List[int]],
+        # One body length per URL once decoded (its file's), parallel to `urls`: what the report's
+        # `encodings` count as each coding's decoded bytes. None: an identity answer's own length,
+        # a coded answer's unknown.
+        "decoded_lengths": Optional[List[int]],
         # After a timed run's end, wait for the answers still on their way (at most the request
         # timeout) before closing, without counting them: the server is idle when the run returns,
         # so a queue it built does not spill into the next run (the capacity search's probes).
@@ -535,6 +542,9 @@ Report = TypedDict(
 # What the engine reads for a field a report lacks, where it reads anything but None (serde's
 # defaults): how a report stored before the field was made is read.
 DEFAULTS = {
+    "Encoding": {
+        "decoded_bytes": None,
+    },
     "LatencyReport": {
         "tls_handshake": {
             "count": 0,
@@ -574,6 +584,7 @@ DEFAULTS = {
         "connect_timeout": 5.0,
         "connections": 10,
         "cpus": [],
+        "decoded_lengths": None,
         "drain": False,
         "expect_body_file": None,
         "expect_encodings": None,

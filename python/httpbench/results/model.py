@@ -93,6 +93,18 @@ class LevelResult:
         return self.report["duration_s"]
 
     @property
+    def encodings(self) -> Dict[str, dict]:
+        """The answers in each content coding, all rounds: answers, bytes on the wire and decoded
+        (the engine's `encodings`; empty for a client tool's, and in rounds stored before it)."""
+        return self.report.get("encodings") or {}
+
+    def body_bytes(self, which: str) -> Optional[int]:
+        """The answers' body bytes of every coding: "bytes" as they came on the wire, or
+        "decoded_bytes" (None when a coding's are not known)."""
+        counts = [e.get(which) for e in self.encodings.values()]
+        return None if not counts or None in counts else sum(counts)
+
+    @property
     def resets(self) -> Dict[str, int]:
         """An HTTP/2 level's streams the server reset (RST_STREAM), by error-code name."""
         return self.report["h2"]["resets"] if self.report["h2"] else {}

@@ -278,6 +278,7 @@ class Sweep:
                 spec.update(
                     expect_encodings=[coding for coding, _ in learned],
                     expect_lengths=[length for _, length in learned],
+                    decoded_lengths=list(workload.lengths()),
                 )
         if keep_alive and self.plan.requests_per_connection:
             spec["requests_per_connection"] = self.plan.requests_per_connection
@@ -448,6 +449,7 @@ class Sweep:
         )
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
         flags.append(honesty.not_resumed(measurement, cell.resumption))
+        flags.append(honesty.encoding(measurement, cell.encoding))
         at = f"{level:,} req/s" if self.plan.model == "open" else f"{level:,} connections"
         flags.append(honesty.errors(measurement, self.plan.max_errors, cell.server, at))
         measurement["flags"] = [asdict(f) for f in honesty.merged(flags)]

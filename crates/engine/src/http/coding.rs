@@ -81,33 +81,65 @@ impl Coding {
     }
 }
 
-/// Answers and their body bytes (de-chunked, still coded: what came on the wire) per coding.
+/// Answers and their body bytes (de-chunked, still coded: what came on the wire) per coding,
+/// and what those bodies hold decoded where that is known.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CodingTally {
     pub answers: [u64; Coding::ALL.len()],
     pub bytes: [u64; Coding::ALL.len()],
+    /// The decoded lengths of the answers whose decoded length is known.
+    pub decoded: [u64; Coding::ALL.len()],
+    /// Answers whose decoded length is not known (a coded answer to a URL of no known length).
+    pub undecoded: [u64; Coding::ALL.len()],
+}
+
+/// One coding's tally, as `CodingTally::seen` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    pub coding: Coding,
+    pub answers: u64,
+    pub bytes: u64,
+    /// None when some answer's decoded length is not known.
+    pub decoded: Option<u64>,
 }
 
 impl CodingTally {
+    /// An answer of `body` bytes in `coding`, whose URL's body is `decoded` bytes long decoded
+    /// (an identity answer's own length when not given).
     #[inline]
-    pub fn record(&mut self, coding: Coding, body: u64) {
-        self.answers[coding as usize] += 1;
-        self.bytes[coding as usize] += body;
+    pub fn record(&mut self, coding: Coding, body: u64, decoded: Option<u64>) {
+        let i = coding as usize;
+        self.answers[i] += 1;
+        self.bytes[i] += body;
+        match decoded.or((coding == Coding::Identity).then_some(body)) {
+            Some(d) => self.decoded[i] += d,
+            None => self.undecoded[i] += 1,
+        }
     }
 
     pub fn add(&mut self, o: &CodingTally) {
         for i in 0..Coding::ALL.len() {
             self.answers[i] += o.answers[i];
             self.bytes[i] += o.bytes[i];
+            self.decoded[i] += o.decoded[i];
+            self.undecoded[i] += o.undecoded[i];
         }
     }
 
-    /// The codings seen, with their answers and bytes.
-    pub fn seen(&self) -> impl Iterator<Item = (Coding, u64, u64)> + '_ {
+    /// The codings seen.
+    pub fn seen(&self) -> impl Iterator<Item = Seen> + '_ {
         Coding::ALL
             .into_iter()
-            .map(|c| (c, self.answers[c as usize], self.bytes[c as usize]))
-            .filter(|&(_, answers, _)| answers > 0)
+            .map(|coding| {
+                let i = coding as usize;
+                Seen {
+                    coding,
+                    answers: self.answers[i],
+                    bytes: self.bytes[i],
+                    decoded: (self.undecoded[i] == 0).then_some(self.decoded[i]),
+                }
+            })
+            .filter(|s| s.answers > 0)
     }
 }
 
@@ -140,13 +172,24 @@ mod tests {
     #[test]
     fn tallies_add_up_per_coding() {
         let mut a = CodingTally::default();
-        a.record(Coding::Identity, 100);
-        a.record(Coding::Br, 30);
-        a.record(Coding::Br, 20);
+        a.record(Coding::Identity, 100, None);
+        a.record(Coding::Br, 30, Some(90));
+        a.record(Coding::Br, 20, Some(80));
+        a.record(Coding::Gzip, 20, None);
         let mut sum = CodingTally::default();
         sum.add(&a);
         sum.add(&a);
-        let seen: Vec<_> = sum.seen().collect();
-        assert_eq!(seen, [(Coding::Identity, 2, 200), (Coding::Br, 4, 100)]);
+        let seen: Vec<_> = (sum.seen())
+            .map(|s| (s.coding, s.answers, s.bytes, s.decoded))
+            .collect();
+        // A gzip answer of no known decoded length leaves its coding's decoded bytes unknown.
+        assert_eq!(
+            seen,
+            [
+                (Coding::Identity, 2, 200, Some(200)),
+                (Coding::Gzip, 2, 40, None),
+                (Coding::Br, 4, 100, Some(340)),
+            ]
+        );
     }
 }

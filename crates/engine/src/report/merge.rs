@@ -183,9 +183,13 @@ fn added<'a>(counts: impl Iterator<Item = &'a BTreeMap<String, u64>>) -> BTreeMa
 fn merge_encodings(parts: &[Report]) -> BTreeMap<String, Encoding> {
     let mut sum: BTreeMap<String, Encoding> = BTreeMap::new();
     for (name, e) in parts.iter().flat_map(|r| &r.encodings) {
-        let s = sum.entry(name.clone()).or_default();
+        let s = sum.entry(name.clone()).or_insert(Encoding {
+            decoded_bytes: Some(0),
+            ..Encoding::default()
+        });
         s.answers += e.answers;
         s.bytes += e.bytes;
+        s.decoded_bytes = s.decoded_bytes.zip(e.decoded_bytes).map(|(a, b)| a + b);
     }
     sum
 }
@@ -419,11 +423,12 @@ mod tests {
     fn encodings_add_up_coding_by_coding_as_threads_do() {
         use crate::http::coding::{Coding, CodingTally};
         let mut a = CodingTally::default();
-        a.record(Coding::Br, 300);
-        a.record(Coding::Identity, 1_000);
+        a.record(Coding::Br, 300, Some(900));
+        a.record(Coding::Identity, 1_000, None);
+        a.record(Coding::Gzip, 100, None);
         let mut b = CodingTally::default();
-        b.record(Coding::Br, 200);
-        b.record(Coding::Gzip, 400);
+        b.record(Coding::Br, 200, Some(700));
+        b.record(Coding::Gzip, 400, Some(1_000));
         let part = |t: &CodingTally| {
             let mut r = Report::read_any(r#"{"schema": "httpbench-load/1"}"#).unwrap();
             r.encodings = Encoding::of(t);
@@ -438,9 +443,12 @@ mod tests {
             merged.encodings["br"],
             Encoding {
                 answers: 2,
-                bytes: 500
+                bytes: 500,
+                decoded_bytes: Some(1_600)
             }
         );
+        // A part that did not know a gzip answer's decoded length: the sum does not either.
+        assert_eq!(merged.encodings["gzip"].decoded_bytes, None);
         assert_eq!(merged.encodings.len(), 3);
     }
 }

@@ -45,6 +45,9 @@ impl LoadSpec {
         if let Some(lengths) = &self.expect_lengths {
             parallel("expect_lengths", lengths.len())?;
         }
+        if let Some(lengths) = &self.decoded_lengths {
+            parallel("decoded_lengths", lengths.len())?;
+        }
         if let Some(codings) = &self.expect_encodings {
             parallel("expect_encodings", codings.len())?;
             if let Some(name) = codings.iter().find(|c| Coding::named(c).is_none()) {

@@ -17,6 +17,8 @@ pub struct Answers {
     lengths: Vec<u64>,
     /// One coding per URL (`expect_encodings`); empty: any.
     codings: Vec<Coding>,
+    /// One decoded body length per URL (`decoded_lengths`); empty: not known.
+    decoded: Vec<u64>,
     /// The upper bounds of the size classes, ascending; empty: no classes.
     pub bounds: Vec<u64>,
 }
@@ -30,6 +32,7 @@ impl Answers {
             codings: (spec.expect_encodings.iter().flatten())
                 .filter_map(|c| Coding::named(c))
                 .collect(),
+            decoded: spec.decoded_lengths.clone().unwrap_or_default(),
             bounds: spec.size_classes.clone(),
         }
     }
@@ -41,6 +44,12 @@ impl Answers {
             Some(&l) => Some(l),
             None => self.length,
         }
+    }
+
+    /// The decoded length of URL `url`'s body, if known.
+    #[inline]
+    pub fn decoded(&self, url: u32) -> Option<u64> {
+        self.decoded.get(url as usize).copied()
     }
 
     /// Whether an answer to URL `url` with `body` bytes in `coding` is as expected.

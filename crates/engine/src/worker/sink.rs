@@ -63,7 +63,8 @@ impl ResponseSink for Sink<'_> {
         let c = &mut *self.counters;
         c.head_bytes += r.head_bytes;
         c.body_bytes += r.body_bytes;
-        c.encodings.record(r.coding, r.body_bytes);
+        let decoded = self.answers.decoded(p.url);
+        c.encodings.record(r.coding, r.body_bytes, decoded);
         c.interim += r.interim as u64;
         if !self.answers.expected(p.url, r.coding, r.body_bytes) {
             c.error(ErrorClass::LengthMismatch, 1);
