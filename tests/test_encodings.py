@@ -16,6 +16,7 @@ from httpbench.load import engine
 from httpbench.plan import builtin as plans
 from httpbench.plan.model import PlanError
 from httpbench.report import tables
+from httpbench.results.compare import compare
 from httpbench.results.comparison import groups
 
 # Text compresses, and nginx gzips text/html and text/css when asked; .webp it never gzips.
@@ -192,3 +193,14 @@ def test_a_cell_not_sent_its_coding_is_flagged_shown_and_not_ranked_with_others(
     (identity,) = [r for r in tables.all_levels([run]).records() if r["encoding"] == "identity"]
     assert identity["codings_sent"] == "identity 100%" and identity["wire_share"] == 1.0
     assert "coding asked" in {c.title for c in tables.cells([run]).columns}
+
+
+def test_compare_does_not_pair_a_level_that_sent_other_codings(encoded_run):
+    store, run_id, _ = encoded_run
+    before, after = results.load(store, run_id), results.load(store, run_id)
+    assert compare(before, after).missing == []
+    (gzip_cell,) = [c for c in after.cells if c.encoding == "gzip"]
+    gzip_cell.levels[0].report["encodings"] = {"identity": {"answers": 300, "bytes": 1, "decoded_bytes": 1}}
+    (gap,) = compare(before, after).missing
+    assert gap.cell == gzip_cell.key
+    assert gap.why == f"level 2 sent gzip, identity in run {run_id} and identity in run {run_id}, so it is not compared"
