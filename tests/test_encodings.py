@@ -6,11 +6,12 @@ Every load targets 127.0.0.1, bounded by a request count.
 
 import gzip
 import re
+import subprocess
 import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import free_port, quick_sweep, refused_run, start_nginx, stop, wait_for_port
+from conftest import binary, free_port, quick_sweep, refused_run, start_nginx, stop, wait_for_port
 from httpbench import results
 from httpbench.load import engine
 from httpbench.plan import builtin as plans
@@ -95,6 +96,12 @@ def test_load_counts_codings_whatever_asked_them(gzip_nginx, load):
     assert r["encodings"] == {"gzip": {"answers": 500, "bytes": r["bytes"]["body"], "decoded_bytes": None}}
     rc, r, err = load("-n", "200", "-c", "2", gzip_nginx + "a.html")
     assert rc == 0 and set(r["encodings"]) == {"identity"}, err
+    # Its summary says which codings came, once a server coded one.
+    said = subprocess.run(
+        [str(binary("httpbench-load")), "-n", "100", "-H", "Accept-Encoding: gzip", gzip_nginx + "a.html"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert re.search(r"Encodings +gzip 100 \(", said.stdout), said.stdout
 
 
 ENCODING_PLAN = """
