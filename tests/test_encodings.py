@@ -5,9 +5,11 @@ Every load targets 127.0.0.1, bounded by a request count.
 """
 
 import gzip
+import importlib
 import re
 import subprocess
 import urllib.request
+import zlib
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from httpbench.plan.model import PlanError
 from httpbench.report import tables
 from httpbench.results.compare import compare
 from httpbench.results.comparison import groups
+from httpbench.servers import VerificationFailed
 
 # Text compresses, and nginx gzips text/html and text/css when asked; .webp it never gzips.
 FILES = {"a.html": b"<p>hello, compressible world</p>\n" * 300, "b.css": b"p { color: red }\n" * 200}
@@ -211,3 +214,27 @@ def test_compare_does_not_pair_a_level_that_sent_other_codings(encoded_run):
     (gap,) = compare(before, after).missing
     assert gap.cell == gzip_cell.key
     assert gap.why == f"level 2 sent gzip, identity in run {run_id} and identity in run {run_id}, so it is not compared"
+
+
+def test_verification_decodes_br_and_deflate_and_refuses_what_does_not_decode():
+    """The judging of one answer, by hand-made bodies: br needs the brotli package (a dependency)."""
+    brotli = pytest.importorskip("brotli")
+    page = FILES["a.html"]
+    # The module, not the function httpbench.servers exports under its name.
+    verify_module = importlib.import_module("httpbench.servers.verify")
+
+    def judge(coding: str, body: bytes, asked: str = "br") -> str:
+        return verify_module._judge("s", "/a.html", page, asked, 200, "OK", [("Content-Encoding", coding)], body)
+
+    assert judge("br", brotli.compress(page)) == "br"
+    assert judge("deflate", zlib.compress(page), "gzip") == "deflate"
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    assert judge("deflate", raw.compress(page) + raw.flush()) == "deflate"
+    with pytest.raises(VerificationFailed, match="a br body that does not decode"):
+        judge("br", brotli.compress(page)[:-5])
+    with pytest.raises(VerificationFailed, match="a br body decoding to 9 bytes that differs"):
+        judge("br", brotli.compress(b"not page!"))
+    with pytest.raises(VerificationFailed, match="zstd, which verification cannot decode"):
+        judge("zstd", b"x")
+    with pytest.raises(VerificationFailed, match="compressed the body .br. though the plan does not ask"):
+        judge("br", brotli.compress(page), "identity")

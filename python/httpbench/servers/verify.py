@@ -158,12 +158,14 @@ def _judge(
         raise fail("no Content-Length")
     if length is not None and not length.isdigit():
         raise fail(f"Content-Length {length!r} is not a number")
-    if length is not None and int(length) != len(body):
-        raise fail(f"Content-Length {length}, not the {len(body)} bytes it sent")
+    if length is not None and coding == "identity" and int(length) != len(expected):
+        raise fail(f"Content-Length {length}, not {len(expected)}")
     decoded = decode(coding, body, fail)
     if decoded != expected:
-        what = f"{coding}-decoded to {len(decoded)} bytes" if coding != "identity" else f"{len(body)} bytes"
-        raise fail(f"a body that {what}, which differ from the {len(expected)}-byte file")
+        what = f"a body of {len(body)} bytes"
+        if coding != "identity":
+            what = f"a {coding} body decoding to {len(decoded)} bytes"
+        raise fail(f"{what} that differs from the {len(expected)}-byte file")
     return coding
 
 
