@@ -138,6 +138,7 @@ def copy_run(
                 "protocol": cell["protocol"],
                 "resumption": cell["resumption"],
                 "streams": cell["streams"],
+                "encoding": cell["encoding"],
             },
         )
         tls = cell["tls_key"] and type("Tls", (), {"key": cell["tls_key"], "version": cell["tls_version"]})

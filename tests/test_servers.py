@@ -5,6 +5,7 @@ process behind. Adapters are found by discovery, so a new adapter is tested by b
 import os
 import socket
 import subprocess
+from dataclasses import replace
 
 import pytest
 from conftest import CLIENT_CPU, FILES, SERVER_CPU
@@ -101,6 +102,15 @@ def test_server_that_compresses_fails_verification(site):
     with start(servers.get("nginx"), site, profile):
         with pytest.raises(servers.VerificationFailed, match="compressed"):
             verify(site, FILES, "nginx", headers={"Accept-Encoding": "gzip"})
+        # Asked identity, it sends identity; asked gzip, its gzip decodes to the file's bytes.
+        assert set(verify(replace(site, encoding="identity"), FILES, "nginx").values()) == {
+            ("identity", len(body)) for body in FILES.values()
+        }
+        learned = verify(replace(site, encoding="gzip"), FILES, "nginx")
+        assert {coding for coding, _ in learned.values()} == {"gzip"}
+        # nginx has no br of its own: asked br it sends identity, which is no failure here.
+        learned = verify(replace(site, encoding="br"), FILES, "nginx")
+        assert learned == {name: ("identity", len(body)) for name, body in FILES.items()}
 
 
 def _httpbench(*args):

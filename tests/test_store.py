@@ -63,6 +63,7 @@ class FakeCell:
     protocol: str = "http"
     resumption: Optional[str] = None
     streams: int = 1
+    encoding: Optional[str] = None
 
 
 def summary(p50: int, hdr: str) -> dict:
@@ -584,7 +585,7 @@ m = json.loads(sys.argv[2])
 run_id = store.start_run(NS(name="crash", text=""), {}, {})
 cell_id = store.cell(run_id, NS(key="nginx/tuned/7B/ka/1cpu", server="nginx", profile="tuned",
                                 workload=NS(label="7B"), keep_alive=True, cpus=1, budget=None, protocol="http",
-                                resumption=None, streams=1), "", "v1")
+                                resumption=None, streams=1, encoding=None), "", "v1")
 print(run_id, cell_id, flush=True)
 for index in range(10**6):
     store.add_round(cell_id, 1, index, m)

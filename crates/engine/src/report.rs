@@ -62,6 +62,11 @@ pub struct Report {
     pub errors: BTreeMap<String, u64>,
     pub errors_total: u64,
     pub bytes: Bytes,
+    /// The answers `bytes.body` counts by their `Content-Encoding` ("identity" without one,
+    /// "other" for a coding outside identity, gzip, deflate, br, zstd and compress, or several),
+    /// the codings seen only (empty in reports from before the field).
+    #[serde(default)]
+    pub encodings: BTreeMap<String, Encoding>,
     pub connections: Connections,
     /// https:// runs: what TLS negotiated and how many handshakes it took; null otherwise
     /// (and in reports from before the field).
@@ -208,6 +213,35 @@ pub struct Bytes {
     /// Everything received, framing included.
     pub read: u64,
     pub written: u64,
+}
+
+/// The answers in one content coding.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Encoding {
+    pub answers: u64,
+    /// Their bodies' bytes as sent (coded, after de-chunking).
+    pub bytes: u64,
+    /// What those bodies hold decoded: the spec's `decoded_lengths` of their URLs (an identity
+    /// answer's own length without them); null when that is not known for every answer.
+    #[serde(default)]
+    pub decoded_bytes: Option<u64>,
+}
+
+impl Encoding {
+    /// The codings `tally` counted, by name.
+    pub fn of(tally: &crate::http::coding::CodingTally) -> BTreeMap<String, Encoding> {
+        tally
+            .seen()
+            .map(|s| {
+                let e = Encoding {
+                    answers: s.answers,
+                    bytes: s.bytes,
+                    decoded_bytes: s.decoded,
+                };
+                (s.coding.name().to_string(), e)
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]

@@ -430,6 +430,7 @@ fn summarise(
             read: c.bytes_read,
             written: c.bytes_written,
         },
+        encodings: report::Encoding::of(&c.encodings),
         connections: report::Connections {
             opened: c.connects,
             server_closes: c.server_closes,

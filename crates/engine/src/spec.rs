@@ -184,6 +184,15 @@ pub struct LoadSpec {
     /// One body length per URL, checked on every answer to that URL as `expect_length` is (which
     /// it replaces).
     pub expect_lengths: Option<Vec<u64>>,
+    /// One content coding per URL (`identity`, `gzip`, `br`, ...): every answer to that URL must
+    /// come in it (its `Content-Encoding`), else it fails as a length mismatch does; the lengths
+    /// above are then the coded bodies' (what the server sends for the `Accept-Encoding` the
+    /// headers ask). None: any coding.
+    pub expect_encodings: Option<Vec<String>>,
+    /// One body length per URL once decoded (its file's), parallel to `urls`: what the report's
+    /// `encodings` count as each coding's decoded bytes. None: an identity answer's own length,
+    /// a coded answer's unknown.
+    pub decoded_lengths: Option<Vec<u64>>,
     /// Upper bounds in bytes (ascending, at most 7) of the size classes the report counts
     /// completed answers in, by body length: `[1024, 10240]` gives 0-1024, 1025-10240 and
     /// above. Empty: no classes.
@@ -272,6 +281,8 @@ impl Default for LoadSpec {
             expect_body_file: None,
             expect_length: None,
             expect_lengths: None,
+            expect_encodings: None,
+            decoded_lengths: None,
             size_classes: Vec::new(),
             expect_status: Vec::new(),
             allow_errors: false,

@@ -113,6 +113,13 @@ pub fn render(r: &Report) -> String {
             us(c.latency.p99_us as f64)
         );
     }
+    // Said once a server coded an answer: a run that asked no coding reads as it always did.
+    if r.encodings.keys().any(|c| c != "identity") {
+        let sent: Vec<String> = (r.encodings.iter())
+            .map(|(name, e)| format!("{name} {} ({})", e.answers, bytes(e.bytes as f64)))
+            .collect();
+        let _ = writeln!(out, "  Encodings    {}", sent.join(", "));
+    }
     let q = &r.requests;
     let _ = writeln!(
         out,

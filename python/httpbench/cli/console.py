@@ -49,6 +49,9 @@ TLS_LEVEL_COLUMNS = [
 ]
 # A PHP cell's: what a page cost the server, and its memory with PHP-FPM's share in brackets, in
 # the room of the 95% interval and the CPU in cores.
+# A cell that asked a content coding: the codings its answers came in, and their bodies' bytes on
+# the wire against decoded, in the room of the 95% interval and the server's CPU.
+CODED_LEVEL_COLUMNS = ["level", "rounds", "rps_mean", "p50_us", "p99_us", "errors", "codings_sent", "wire_share"]
 PHP_LEVEL_COLUMNS = [
     "level",
     "rounds",
@@ -256,6 +259,8 @@ def levels(run: RunResults, out: Console) -> None:
             for row, (pool,) in zip(rows, _columns(table, ["php_memory_bytes"])[1]):
                 row[-1] = row[-1].removesuffix(" MiB") + (f" ({pool.removesuffix(' MiB')})" if pool != "-" else "")
             out.print(_rich(title, headings, rows))
+        elif cell.encoding:
+            out.print(_rich(title, *_columns(table, CODED_LEVEL_COLUMNS)))
         else:
             out.print(_rich(title, *_columns(table, TLS_LEVEL_COLUMNS if tls else LEVEL_COLUMNS)))
         _flags(out, [(f"level {lv.level}", flags) for lv, flags in zip(cell.levels, table.flags)])

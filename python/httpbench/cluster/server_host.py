@@ -3,11 +3,11 @@ actor, reached through a proxy with the same methods."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
 from httpbench.cluster.errors import SchedulerLost, ServerHostLost
-from httpbench.servers.base import Server, ServerProfile
 from httpbench.servers.host import Started
+from httpbench.servers.verify import Learned
 
 # `answer(call, host)`: the result of `call()`'s future, a call to the server host `host`, or
 # ServerHostLost/SchedulerLost when it cannot be had (ClusterLoad.answer).
@@ -22,16 +22,15 @@ class RemoteServerHost:
         self._answer = answer
         self.name = name
 
-    def _call(self, method: str, *args) -> Any:
-        return self._answer(lambda: getattr(self._actor, method)(*args), self.name)
+    def _call(self, method: str, *args, **kwargs) -> Any:
+        return self._answer(lambda: getattr(self._actor, method)(*args, **kwargs), self.name)
 
-    def start(
-        self, adapter: Server, profile: ServerProfile, workload, cpus: int, tls=None, http2: bool = False
-    ) -> Started:
-        return self._call("start", adapter, profile, workload, cpus, tls, http2)
+    def start(self, *args, **kwargs) -> Started:
+        """ServerHost.start, with its arguments, on the server host."""
+        return self._call("start", *args, **kwargs)
 
-    def verify(self) -> None:
-        self._call("verify")
+    def verify(self) -> Dict[str, Learned]:
+        return self._call("verify")
 
     def watch(self) -> dict:
         return self._call("watch")

@@ -42,7 +42,12 @@ CELL_STOPPERS = {"crashed": "its server died during", "ended_early": "the load e
 # handshakes in three with them, where nginx resumes every one.
 RESUMED_SHARE_LIMIT = 0.95
 # Flags that keep a cell out of its group's ranking, with what each says of the cell.
-UNRANKED = {"not_resumed": "resumed under 95% of its handshakes at"}
+# A cell that asked a coding and got none of its answers in it measured another coding than its
+# group's: ranking it among them would compare unlike work under one name.
+UNRANKED = {
+    "not_resumed": "resumed under 95% of its handshakes at",
+    "not_encoded": "sent none of its answers in the coding asked at",
+}
 AUTO_CV = 0.025  # rounds = "auto" stops once cv drops below this
 AUTO_MIN_ROUNDS = 3
 
@@ -259,6 +264,19 @@ def not_resumed(m: Report, resumption: Optional[str]) -> Optional[Flag]:
         f"{resumed:,} of {made:,} handshakes resumed ({resumed / made:.0%}); "
         f"the rest were full: the server did not resume every {resumption} session offered",
     )
+
+
+def encoding(m: Report, asked: Optional[str]) -> Optional[Flag]:
+    """A round of a cell that asked content coding `asked` whose answers did not all come in it
+    (the engine's `encodings`): `encoding` with the shares sent, `not_encoded` when none did."""
+    sent = {name: e["answers"] for name, e in (m.get("encodings") or {}).items() if e["answers"]}
+    total = sum(sent.values())
+    if asked is None or not total or set(sent) == {asked}:
+        return None
+    others = sorted(((n, name) for name, n in sent.items() if name != asked), reverse=True)
+    shares = ", ".join(f"{name} for {n / total:.0%}" for n, name in others)
+    kind = "encoding" if asked in sent else "not_encoded"
+    return Flag(kind, f"asked {asked}, sent {shares} of answers")
 
 
 def crashed(m: dict) -> Optional[Flag]:

@@ -177,6 +177,19 @@ Connections = TypedDict(
     },
 )
 
+# The answers in one content coding.
+Encoding = TypedDict(
+    "Encoding",
+    {
+        "answers": Optional[int],
+        # Their bodies' bytes as sent (coded, after de-chunking).
+        "bytes": Optional[int],
+        # What those bodies hold decoded: the spec's `decoded_lengths` of their URLs (an identity
+        # answer's own length without them); null when that is not known for every answer.
+        "decoded_bytes": Optional[int],
+    },
+)
+
 Engine = TypedDict(
     "Engine",
     {
@@ -347,12 +360,21 @@ LoadSpec = TypedDict(
         "connections": Optional[int],
         # CPUs to pin the engine threads to, round robin; empty: no pinning.
         "cpus": Optional[List[int]],
+        # One body length per URL once decoded (its file's), parallel to `urls`: what the report's
+        # `encodings` count as each coding's decoded bytes. None: an identity answer's own length,
+        # a coded answer's unknown.
+        "decoded_lengths": Optional[List[int]],
         # After a timed run's end, wait for the answers still on their way (at most the request
         # timeout) before closing, without counting them: the server is idle when the run returns,
         # so a queue it built does not spill into the next run (the capacity search's probes).
         "drain": Optional[bool],
         # A file holding the body the validation request must return, byte for byte.
         "expect_body_file": Optional[str],
+        # One content coding per URL (`identity`, `gzip`, `br`, ...): every answer to that URL must
+        # come in it (its `Content-Encoding`), else it fails as a length mismatch does; the lengths
+        # above are then the coded bodies' (what the server sends for the `Accept-Encoding` the
+        # headers ask). None: any coding.
+        "expect_encodings": Optional[List[str]],
         # Body length the validation request, and every response under load, must have.
         "expect_length": Optional[int],
         # One body length per URL, checked on every answer to that URL as `expect_length` is (which
@@ -488,6 +510,10 @@ Report = TypedDict(
         "connections": Connections,
         # Seconds of measurement (after warm-up).
         "duration_s": Optional[float],
+        # The answers `bytes.body` counts by their `Content-Encoding` ("identity" without one,
+        # "other" for a coding outside identity, gzip, deflate, br, zstd and compress, or several),
+        # the codings seen only (empty in reports from before the field).
+        "encodings": Optional[Dict[str, Encoding]],
         "engine": Engine,
         # Every error class, zeros included.
         "errors": Optional[Dict[str, int]],
@@ -520,6 +546,9 @@ Report = TypedDict(
 # What the engine reads for a field a report lacks, where it reads anything but None (serde's
 # defaults): how a report stored before the field was made is read.
 DEFAULTS = {
+    "Encoding": {
+        "decoded_bytes": None,
+    },
     "LatencyReport": {
         "in_flight": {
             "count": 0,
@@ -573,8 +602,10 @@ DEFAULTS = {
         "connect_timeout": 5.0,
         "connections": 10,
         "cpus": [],
+        "decoded_lengths": None,
         "drain": False,
         "expect_body_file": None,
+        "expect_encodings": None,
         "expect_length": None,
         "expect_lengths": None,
         "expect_status": [],
@@ -613,6 +644,7 @@ DEFAULTS = {
     "Report": {
         "capacity": None,
         "classes": [],
+        "encodings": {},
         "h2": None,
         "protocol": "http/1.1",
         "tls": None,

@@ -106,13 +106,16 @@ class Cell:
     resumption: Optional[str] = None
     # Streams each connection keeps open at once: HTTP/2's; 1 for every HTTP/1.1 cell.
     streams: int = 1
+    # The content coding every request asks (the plan's accept_encoding); None: no
+    # Accept-Encoding header, as before the axis.
+    encoding: Optional[str] = None
 
     @property
     def key(self) -> str:
         """Stable and readable, used to resume: "nginx/tuned/7B/ka/1cpu", then the protocol
         unless it is plain HTTP ("/https", "/https/tickets", "/h2/10streams") and the budget when
-        the plan sweeps several ("/n100"); a plain HTTP cell keeps the key it had before protocols
-        existed."""
+        the plan sweeps several ("/n100"), the content coding asked between them ("/br"); a plain
+        HTTP cell keeps the key it had before protocols existed."""
         key = (
             f"{self.server}/{self.profile}/{self.workload.label}/{'ka' if self.keep_alive else 'close'}/{self.cpus}cpu"
         )
@@ -120,6 +123,8 @@ class Cell:
             key += f"/{self.protocol}" + (f"/{self.resumption}" if self.resumption else "")
         if is_http2(self.protocol):
             key += f"/{self.streams}streams"
+        if self.encoding is not None:
+            key += f"/{self.encoding}"
         return key + (f"/{self.budget.label}" if self.budget is not None else "")
 
 
@@ -160,6 +165,9 @@ class Plan:
     # A keep-alive connection closes after this many requests and a new one opens, as a
     # browser's does (live traffic shows about five per connection); None: it stays open.
     requests_per_connection: Optional[int] = None
+    # accept_encoding: a cell per content coding, each asked on every request; (None,): no
+    # Accept-Encoding header.
+    encodings: Tuple[Optional[str], ...] = (None,)
 
     def connections(self) -> List[Tuple[str, bool, Optional[str], int]]:
         """(protocol, keep-alive, resumption, streams) of each kind of cell a server gets: a TLS
@@ -183,10 +191,11 @@ class Plan:
             chosen = [s for s in self.servers if s in installed or s in self.commands]
         several = len(self.budgets) > 1
         return [
-            Cell(server, profile, work, ka, cpus, budget if several else None, protocol, resumption, streams)
+            Cell(server, profile, work, ka, cpus, budget if several else None, protocol, resumption, streams, encoding)
             for server in chosen
             for profile in self.profiles
             for work in self.workloads
+            for encoding in self.encodings
             for protocol, ka, resumption, streams in self.connections()
             for cpus in self.server_cpus
             for budget in (self.budgets or (self.budget,))
@@ -223,6 +232,7 @@ class Plan:
         rounds = "auto" counts max_rounds, the longest it may take."""
         rounds = self.rounds.longest
         per_cell = len(self.workloads) * len(self.connections()) * len(self.server_cpus) * len(self.profiles)
+        per_cell *= len(self.encodings)
         total = 0.0
         for budget in self.budgets or (self.budget,):
             if self.capacity:
@@ -238,6 +248,7 @@ class Plan:
         if self.client != "engine":
             return 0.0
         cells = len(self.workloads) * len(self.server_cpus) * len(self.profiles) * len(self.budgets or (self.budget,))
+        cells *= len(self.encodings)
         return sum(
             cells
             * self.rounds.longest

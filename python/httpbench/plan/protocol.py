@@ -19,6 +19,9 @@ PROTOCOLS = ("http", "https", "h2", "h2c")
 # ticket or a TLS 1.2 session ID. Resumed handshakes cost servers 5-10x less than full ones,
 # which is what a cell without keep-alive mostly measures.
 RESUMPTIONS = ("none", "tickets", "ids")
+# The content codings a plan's accept_encoding may ask, one cell each: what verification decodes
+# (identity asks for no coding, and a server that compresses all the same fails verification).
+ENCODINGS = ("identity", "gzip", "br")
 # A TLS cell without keep-alive, by the handshakes its connections make, in words.
 HANDSHAKES = {"none": "full handshakes", "tickets": "resumed by tickets", "ids": "resumed by session IDs"}
 

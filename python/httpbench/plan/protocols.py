@@ -3,10 +3,10 @@ httpbench.plan.protocol), each mistake one line as every other value's (httpbenc
 
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from httpbench.certificates import KEY_TYPES
-from httpbench.plan.protocol import PROTOCOLS, RESUMPTIONS, TLS_VERSIONS, TlsSettings, is_http2, uses_tls
+from httpbench.plan.protocol import ENCODINGS, PROTOCOLS, RESUMPTIONS, TLS_VERSIONS, TlsSettings, is_http2, uses_tls
 from httpbench.plan.values import ValueChecks
 
 TLS_KEYS = ("version", "key", "resumption")
@@ -45,6 +45,22 @@ class ProtocolChecks(ValueChecks):
                 "carries many requests; measure keep_alive = false in a plan without h2 or h2c",
             )
         return streams
+
+    def encodings(self, data: Dict[str, Any], client: str) -> Tuple[Optional[str], ...]:
+        """The accept_encoding axis: the codings asked, a cell each; (None,) without the key."""
+        if "accept_encoding" not in data:
+            return (None,)
+        path = ("accept_encoding",)
+        encodings = self.array(
+            data["accept_encoding"], path, lambda v, p: self.string(v, p, ENCODINGS), allow_scalar=True
+        )
+        if client != "engine":
+            self.fail(
+                path,
+                f'accept_encoding cannot be used with client = "{client}": only the engine checks each '
+                "answer's coding and counts the codings sent; use the engine",
+            )
+        return encodings
 
     def tls(self, table: Any, protocols: Tuple[str, ...], client: str) -> TlsSettings:
         """The [tls] table, for the plan's TLS cells."""

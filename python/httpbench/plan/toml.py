@@ -65,6 +65,7 @@ TOP_KEYS = (
     "streams",
     "capacity",
     "requests_per_connection",
+    "accept_encoding",
 )
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
@@ -201,6 +202,7 @@ class _Parser(ProtocolChecks):
         protocols = self.protocols(data)
         tls = self.tls(data.get("tls", {}), protocols, client)
         streams = self.streams(data, protocols, keep_alive, pipeline)
+        encodings = self.encodings(data, client)
         return Plan(
             name=name,
             description=description,
@@ -232,6 +234,7 @@ class _Parser(ProtocolChecks):
             streams=streams,
             capacity=capacity,
             requests_per_connection=per_connection,
+            encodings=encodings,
         )
 
     def requests_per_connection(self, data: Dict[str, Any], client: str, keep_alive: Tuple[bool, ...]) -> Optional[int]:

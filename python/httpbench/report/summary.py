@@ -206,6 +206,8 @@ def cautions(runs: Sequence[RunResults]) -> List[str]:
         "crashed": "the server died during the level: its figures are not the server's, and its cell stopped",
         "server_restarted": "a worker of the server exited during the level and another took its place",
         "not_resumed": "under 95% of the handshakes of a cell named resumed were resumed: it is not ranked as resumed",
+        "encoding": "some answers came in another content coding than the cell asked (its figures mix them)",
+        "not_encoded": "no answer came in the content coding the cell asked: it is not ranked under that coding",
         "ended_early": "the load ended before its budget (the server stopped answering, or the client's "
         "time limit): its figures cover part of the level, and its cell stopped",
         "errors": "more of its requests than the plan's max_errors were not served (another status, or "

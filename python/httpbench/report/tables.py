@@ -122,6 +122,14 @@ H2_LEVEL_COLUMNS = [
     Column("h2_refused_streams", "refused streams"),
     Column("h2_resets", "resets"),
 ]
+# A level's answers by content coding (the engine's `encodings`, added over its rounds): shown for
+# a cell that asked a coding, exported for every cell.
+ENCODING_LEVEL_COLUMNS = [
+    Column("codings_sent", "codings sent"),
+    Column("body_wire_bytes", "bodies on the wire", mib_text),
+    Column("body_decoded_bytes", "decoded", mib_text),
+    Column("wire_share", "wire / decoded", _percent),
+]
 # A PHP cell's PHP-FPM pool apart from the server's figures, which include it (the exports have
 # these for every cell, empty without a pool).
 PHP_LEVEL_COLUMNS = [
@@ -143,6 +151,7 @@ CELL_COLUMNS = [
     Column("tls_key", "key type"),
     Column("resumption", "resumption"),
     Column("streams", "streams"),
+    Column("encoding", "coding asked"),
 ]
 
 
@@ -161,6 +170,7 @@ def _cell_values(cell: CellResult) -> list:
         cell.tls_key,
         cell.resumption,
         cell.streams,
+        cell.encoding,
     ]
 
 
@@ -206,6 +216,18 @@ def _h2_values(lv) -> list:
     return [lv.streams_granted, lv.goaways, lv.refused_streams, resets or None]
 
 
+def codings_sent(lv) -> Optional[str]:
+    """The share of a level's answers in each coding, most first: "br 62%; identity 38%"."""
+    counts = sorted(((e["answers"], name) for name, e in lv.encodings.items() if e["answers"]), reverse=True)
+    total = sum(n for n, _ in counts)
+    return "; ".join(f"{name} {n / total:.0%}" for n, name in counts) or None
+
+
+def _encoding_values(lv) -> list:
+    wire, decoded = lv.body_bytes("bytes"), lv.body_bytes("decoded_bytes")
+    return [codings_sent(lv), wire, decoded, wire / decoded if wire is not None and decoded else None]
+
+
 def _php_values(lv) -> list:
     return [lv.php_memory_bytes, lv.php_cpu_cores, lv.php_processes]
 
@@ -213,19 +235,22 @@ def _php_values(lv) -> list:
 def levels(cell: CellResult) -> Table:
     """Every level of one cell, with what a request cost the server; a TLS cell's with its
     handshakes' latency, an HTTP/2 cell's with its streams granted, GOAWAYs and resets, a PHP
-    cell's with its PHP-FPM pool's memory, CPU and processes."""
-    tls, h2, php = uses_tls(cell.protocol), is_http2(cell.protocol), cell.php is not None
+    cell's with its PHP-FPM pool's memory, CPU and processes, a cell that asked a content coding
+    with the codings sent and their bytes on the wire against decoded."""
+    tls, h2, php, coded = uses_tls(cell.protocol), is_http2(cell.protocol), cell.php is not None, bool(cell.encoding)
     table = Table(
         LEVEL_COLUMNS
         + COST_COLUMNS
         + (TLS_LEVEL_COLUMNS if tls else [])
         + (H2_LEVEL_COLUMNS if h2 else [])
         + (PHP_LEVEL_COLUMNS if php else [])
+        + (ENCODING_LEVEL_COLUMNS if coded else [])
     )
     for lv in cell.levels:
         values = _level_values(lv) + [lv.server_cpu_per_request_us]
         values += (_tls_values(lv) if tls else []) + (_h2_values(lv) if h2 else [])
-        table.add(values + (_php_values(lv) if php else []), lv.flags)
+        values += (_php_values(lv) if php else []) + (_encoding_values(lv) if coded else [])
+        table.add(values, lv.flags)
     return table
 
 
@@ -239,6 +264,7 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
         + HANDSHAKE_COLUMNS
         + H2_LEVEL_COLUMNS
         + PHP_LEVEL_COLUMNS
+        + ENCODING_LEVEL_COLUMNS
     )
     for run in runs:
         for cell in run.measured:
@@ -252,7 +278,8 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
                     + _tls_values(lv)
                     + handshakes
                     + _h2_values(lv)
-                    + _php_values(lv),
+                    + _php_values(lv)
+                    + _encoding_values(lv),
                     lv.flags,
                 )
     return table

@@ -229,6 +229,7 @@ def of_run(run: dict) -> RunResults:
                 resumption=cell["resumption"],
                 streams=cell["streams"] or 1,
                 capacity=cell["capacity"],
+                encoding=cell.get("encoding"),
             )
         )
     return results

@@ -223,6 +223,15 @@ def compare(before: RunResults, after: RunResults) -> Comparison:
             # A level whose server died (or whose load ended early) holds no figure of the server's.
             if lv is None or old.rps.mean <= 0 or CELL_STOPPERS.keys() & {*old.flags, *lv.flags}:
                 continue
+            # Answers in other codings are other work: a server that stopped sending br is no
+            # faster or slower at br (rounds stored before the engine counted codings have none).
+            if old.encodings and lv.encodings and set(old.encodings) != set(lv.encodings):
+                was, now = (", ".join(sorted(x.encodings)) for x in (old, lv))
+                why = (
+                    f"level {lv.level} sent {was} in run {before.id} and {now} in run {after.id}, so it is not compared"
+                )
+                missing.append(Missing(old_cell.key, why))
+                continue
             ratio = lv.rps.mean / old.rps.mean
             interval = ratio_interval(ratio, spread([old.rps]), spread([lv.rps]))
             changes.append(Change(old_cell.key, lv.level, old.rps, lv.rps, ratio, interval))

@@ -149,8 +149,10 @@ class Group:
         if cell.capacity is not None:
             return None  # its levels are the rates its search chose: none is missing
         if self.unranked_by(cell):
-            named = HANDSHAKES.get(cell.resumption or "", "it is named")
-            return f"{' and '.join(self.unranked_by(cell))}, so it is not ranked as {named}"
+            flagged = self.figures(cell).flagged
+            named = [HANDSHAKES[cell.resumption]] if cell.resumption and "not_resumed" in flagged else []
+            named += [f"serving {cell.encoding}"] if "not_encoded" in flagged else []
+            return f"{' and '.join(self.unranked_by(cell))}, so it is not ranked as {' and '.join(named)}"
         if cell.level_numbers == self.every_level:
             return None
         if not self.levels:

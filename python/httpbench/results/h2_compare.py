@@ -50,11 +50,12 @@ class Comparison:
 
 def _place(cell: CellResult) -> tuple:
     """What an HTTP/2 cell and its HTTP/1.1 twin share, but for the protocol and streams."""
-    return (cell.run_id, cell.server, cell.profile, cell.workload, cell.cpus, cell.budget, cell.keep_alive)
+    shared = (cell.run_id, cell.server, cell.profile, cell.workload, cell.cpus, cell.budget)
+    return shared + (cell.keep_alive, cell.encoding)
 
 
 def _context(cell: CellResult) -> str:
-    words = [cell.workload, f"{cell.cpus} CPU"]
+    words = [cell.workload, f"{cell.cpus} CPU"] + ([f"{cell.encoding} asked"] if cell.encoding else [])
     return ", ".join(words + ([cell.budget] if cell.budget else []))
 
 

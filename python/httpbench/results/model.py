@@ -93,6 +93,18 @@ class LevelResult:
         return self.report["duration_s"]
 
     @property
+    def encodings(self) -> Dict[str, dict]:
+        """The answers in each content coding, all rounds: answers, bytes on the wire and decoded
+        (the engine's `encodings`; empty for a client tool's, and in rounds stored before it)."""
+        return self.report.get("encodings") or {}
+
+    def body_bytes(self, which: str) -> Optional[int]:
+        """The answers' body bytes of every coding: "bytes" as they came on the wire, or
+        "decoded_bytes" (None when a coding's are not known)."""
+        counts = [e.get(which) for e in self.encodings.values()]
+        return None if not counts or None in counts else sum(counts)
+
+    @property
     def resets(self) -> Dict[str, int]:
         """An HTTP/2 level's streams the server reset (RST_STREAM), by error-code name."""
         return self.report["h2"]["resets"] if self.report["h2"] else {}
@@ -139,6 +151,8 @@ class CellResult:
     # A capacity plan's cell: the engine's `capacity` object (docs/json-schema.md), its probes
     # also stored as rounds, each at the level of its offered rate; None for a cell of levels.
     capacity: Optional[dict] = None
+    # The content coding every request asked (Accept-Encoding); None: no such header.
+    encoding: Optional[str] = None
 
     @property
     def series(self) -> str:
@@ -155,8 +169,11 @@ class CellResult:
     def connection(self) -> List[str]:
         """How the cell was spoken to, in words: keep-alive or not, for TLS its protocol,
         version, key type and handshakes, for HTTP/2 its streams per connection; plain HTTP names
-        keep-alive only, as it always did."""
+        keep-alive only, as it always did; a cell that asked a content coding names it ("br
+        asked"), so cells that asked different codings are never in one group."""
         words = ["keep-alive" if self.keep_alive else "no keep-alive"]
+        if self.encoding is not None:
+            words.append(f"{self.encoding} asked")
         if protocol.is_http2(self.protocol):
             words.append(f"{self.streams} stream{'s' if self.streams > 1 else ''} per connection")
         if self.protocol == "http":

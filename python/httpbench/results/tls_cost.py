@@ -77,15 +77,16 @@ class Cost:
 
 def _context(cell: CellResult) -> str:
     """The cell's context without its keep-alive and handshakes, in words."""
-    words = [cell.workload, f"{cell.cpus} CPU"]
+    words = [cell.workload, f"{cell.cpus} CPU"] + ([f"{cell.encoding} asked"] if cell.encoding else [])
     if uses_tls(cell.protocol):
         words += [f"TLS {cell.tls_version_used or 'negotiated'}", cell.tls_key or "key unknown"]
     return ", ".join(words + ([cell.budget] if cell.budget else []))
 
 
 def _place(cell: CellResult) -> tuple:
-    """What a TLS cell and the http cell it is set against share."""
-    return (cell.run_id, cell.server, cell.profile, cell.workload, cell.cpus, cell.budget)
+    """What a TLS cell and the http cell it is set against share (the coding asked too: answers in
+    other codings are other work)."""
+    return (cell.run_id, cell.server, cell.profile, cell.workload, cell.cpus, cell.budget, cell.encoding)
 
 
 def costs(cells: Sequence[CellResult]) -> List[Cost]:

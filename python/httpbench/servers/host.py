@@ -22,7 +22,7 @@ from httpbench.observe.monitor import Monitor
 from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
 from httpbench.servers.process import RunningServer, free_port, start
 from httpbench.servers.registry import php_refusal
-from httpbench.servers.verify import verify
+from httpbench.servers.verify import Learned, verify
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,9 @@ class ServerHost:
             version = f"{version} + {pool.server.version() or pool.server.name}"
         return Started(site.url, config.text, version, ca)
 
-    def verify(self) -> None:
-        verify(self.running.site, self.files, self.name)
+    def verify(self) -> Dict[str, Learned]:
+        """What each file came in (servers.verify.Learned), by URL path without its "/"."""
+        return verify(self.running.site, self.files, self.name)
 
     def watch(self) -> dict:
         """Start watching the server's processes; returns its idle baseline window."""

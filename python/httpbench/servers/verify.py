@@ -5,6 +5,12 @@ that says so, and no compression unless the plan asks for it (readers of the 201
 its Varnish compressing what the other servers sent plain). The request carries the headers the
 load will send, so what is verified is what will be measured.
 
+A cell that asks a content coding (the site's `encoding`) sends it as Accept-Encoding; each
+answer is decoded (gzip, deflate, br) and compared byte for byte with the file, and what it came
+in, with its length on the wire (chunked answers de-chunked), is learned for the load to check
+every answer against. A server that answers identity when br was asked is not failed here: that
+is what it does, and the report says so.
+
 Over HTTPS each answer also comes over a connection verified against the suite's authority,
 presenting exactly the site's certificate, in the TLS version the site pins (any version
 otherwise): a server that fell back to a certificate of its own, or ignored the pin, would be
@@ -23,6 +29,7 @@ nghttp2 in Debian), one connection each: curl 7.88 fails to reuse a prior-knowle
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import shutil
@@ -30,9 +37,10 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from httpbench.errors import Error
 from httpbench.servers.base import Site, SiteTLS
@@ -44,27 +52,35 @@ class VerificationFailed(Error):
     """The server answered a workload file wrongly; the message says how, and what it sent."""
 
 
+# What verification learned of one URL's answer: the coding it came in and its body's length
+# as sent (the engine spec's expect_encodings and expect_lengths).
+Learned = Tuple[str, int]
+
+
 def verify(
-    site: Site,
-    files: Dict[str, bytes],
-    server_name: str,
-    compression: bool = False,
-    headers: Optional[Dict[str, str]] = None,
-) -> None:
+    site: Site, files: Mapping[str, bytes], server_name: str, headers: Optional[Dict[str, str]] = None
+) -> Dict[str, Learned]:
+    """Each file of `files` (URL path without its "/" -> its bytes) fetched once as the load will
+    ask it (with `headers`, and the site's coding asked) and judged; returns what each came in,
+    by the same names."""
     if site.http2:
         _check_h2(site, server_name)
     fetch = _fetch_h2 if site.http2 else _fetch
+    headers = {**(headers or {}), **({} if site.encoding is None else {"Accept-Encoding": site.encoding})}
     logged = _size(site.php_log) if site.php else 0
+    learned: Dict[str, Learned] = {}
     for name, expected in files.items():
         path = "/" + name
         try:
-            status, reason, answer, body = fetch(site, path, headers or {}, server_name)
-            _judge(server_name, path, expected, compression, status, reason, answer, body, site.php is not None)
+            status, reason, answer, body = fetch(site, path, headers, server_name)
+            coding = _judge(server_name, path, expected, site.encoding, status, reason, answer, body, bool(site.php))
         except VerificationFailed as e:
             said = _php_said(site.php_log, logged) if site.php else None
             if said is None:
                 raise
             raise VerificationFailed(f"{e}; PHP logged: {said}") from None
+        learned[name] = (coding, len(body))
+    return learned
 
 
 def _size(path: Path) -> int:
@@ -114,13 +130,14 @@ def _judge(
     server_name: str,
     path: str,
     expected: bytes,
-    compression: bool,
+    asked: Optional[str],
     status: int,
     reason: str,
     answer: List[Tuple[str, str]],
     body: bytes,
     php: bool = False,
-) -> None:
+) -> str:
+    """The coding the answer came in, once its decoded body is the file's bytes exactly."""
     head = f"{status} {reason}".rstrip() + "; " + ", ".join(f"{k}: {v}" for k, v in answer)
     fields = {k.lower(): v for k, v in answer}
 
@@ -131,18 +148,69 @@ def _judge(
         raise fail(f"status {status}, not 200")
     if php and body.lstrip().startswith(b"<?php"):
         raise fail("the script's own source, not its output: the server does not pass .php files to PHP")
-    encoding = fields.get("content-encoding")
-    if encoding and encoding.lower() != "identity" and not compression:
-        raise fail(f"it compressed the body ({encoding}) though the plan does not ask for compression")
+    sent = fields.get("content-encoding", "")
+    coding = coding_of(sent)
+    if coding != "identity" and asked in (None, "identity"):
+        raise fail(f"it compressed the body ({sent}) though the plan does not ask for compression")
     length = fields.get("content-length")
-    if length is None and not php:
+    # Compressing on the fly, a server does not know the length before it is done: chunked.
+    if length is None and not php and coding == "identity":
         raise fail("no Content-Length")
     if length is not None and not length.isdigit():
         raise fail(f"Content-Length {length!r} is not a number")
-    if length is not None and not compression and int(length) != len(expected):
+    if length is not None and coding == "identity" and int(length) != len(expected):
         raise fail(f"Content-Length {length}, not {len(expected)}")
-    if not compression and body != expected:
-        raise fail(f"a body of {len(body)} bytes that differs from the {len(expected)}-byte file")
+    decoded = decode(coding, body, fail)
+    if decoded != expected:
+        what = f"a body of {len(body)} bytes"
+        if coding != "identity":
+            what = f"a {coding} body decoding to {len(decoded)} bytes"
+        raise fail(f"{what} that differs from the {len(expected)}-byte file")
+    return coding
+
+
+def coding_of(content_encoding: str) -> str:
+    """The coding a Content-Encoding value names, as the engine's report names it: "identity"
+    for none, x-gzip as gzip, "other" for anything else or several."""
+    codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip().lower() not in ("", "identity")]
+    if not codings:
+        return "identity"
+    if len(codings) > 1:
+        return "other"
+    return {"x-gzip": "gzip", "x-compress": "compress"}.get(codings[0], codings[0])
+
+
+def decode(coding: str, body: bytes, fail: Callable[[str], VerificationFailed]) -> bytes:
+    if coding == "identity":
+        return body
+    decoder = _DECODERS.get(coding)
+    if decoder is None:
+        raise fail(f"a body in {coding}, which verification cannot decode (it decodes gzip, deflate and br)")
+    try:
+        return decoder(body)
+    except VerificationFailed:
+        raise
+    except Exception as e:  # each decoder's own: OSError and EOFError (gzip), zlib.error, brotli.error
+        raise fail(f"a {coding} body that does not decode ({e})") from None
+
+
+def _inflate(body: bytes) -> bytes:
+    # RFC 9110's deflate is zlib-wrapped; some servers send it raw (RFC 1951) all the same.
+    try:
+        return zlib.decompress(body)
+    except zlib.error:
+        return zlib.decompress(body, -zlib.MAX_WBITS)
+
+
+def _unbrotli(body: bytes) -> bytes:
+    try:
+        import brotli
+    except ImportError:
+        raise VerificationFailed("verifying br answers needs the brotli package: pip install brotli") from None
+    return brotli.decompress(body)
+
+
+_DECODERS: Dict[str, Callable[[bytes], bytes]] = {"gzip": gzip.decompress, "deflate": _inflate, "br": _unbrotli}
 
 
 def _untrusted(server_name: str, e: ssl.SSLCertVerificationError) -> VerificationFailed:

@@ -273,6 +273,7 @@ class Store:
                     tls_version=tls and tls.version,
                     resumption=cell.resumption,
                     streams=cell.streams,
+                    encoding=cell.encoding,
                 )
             ).inserted_primary_key[0]
 

@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateColumn
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
@@ -78,6 +78,9 @@ cells = Table(
     # rate, interval, limit and every probe); null for a cell measured at levels, and until the
     # search has a first probe.
     Column("capacity", JSON),
+    # The content coding every request asked (Accept-Encoding: "identity", "gzip", "br"); null:
+    # no such header, as every cell before the plan's accept_encoding axis.
+    Column("encoding", String(20)),
     UniqueConstraint("run_id", "key"),
 )
 rounds = Table(
@@ -104,6 +107,7 @@ ADDED = {
     5: [cells.c.protocol, cells.c.tls_key, cells.c.tls_version, cells.c.resumption],
     6: [cells.c.streams],
     7: [cells.c.capacity],
+    8: [cells.c.encoding],
 }
 
 

@@ -263,13 +263,23 @@ class Sweep:
             "expect_status": list(self.plan.expect_status),
         }
         if workload.site is not None:
-            # Drawn by weight, each answer's length checked against its own URL's (identity: no
-            # encoding is asked for yet), counted by size class.
+            # Drawn by weight, each answer's length checked against its own URL's, counted by
+            # size class.
             spec.update(
                 weights=list(workload.weights),
                 expect_lengths=list(workload.lengths()),
                 size_classes=list(SIZE_CLASSES),
             )
+        if to.encoding is not None:
+            # Every answer in the coding and of the length on the wire verification saw.
+            spec["headers"] = [f"Accept-Encoding: {to.encoding}"]
+            if to.answers is not None:
+                learned = [to.answers[path[1:]] for path in workload.paths]
+                spec.update(
+                    expect_encodings=[coding for coding, _ in learned],
+                    expect_lengths=[length for _, length in learned],
+                    decoded_lengths=list(workload.lengths()),
+                )
         if keep_alive and self.plan.requests_per_connection:
             spec["requests_per_connection"] = self.plan.requests_per_connection
         if to.tls is not None:
@@ -305,13 +315,16 @@ class Sweep:
         tls = self.plan.tls if uses_tls(cell.protocol) else None
         try:
             host = self.server_host()
-            started = host.start(adapter, profile, cell.workload, cell.cpus, tls, http2=is_http2(cell.protocol))
+            started = host.start(
+                adapter, profile, cell.workload, cell.cpus, tls, http2=is_http2(cell.protocol), encoding=cell.encoding
+            )
             to = self.target_of(started, cell.protocol, cell.resumption, "cell")
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version, tls)
             # The rounds stored, with their requests/s (rounds = "auto" judges a level on them all);
             # a round that stopped the cell before (its server died) is measured again, on this server.
             done = self.store.throughputs(cell_id, redo=honesty.CELL_STOPPERS)
-            host.verify()
+            learned = host.verify()
+            to = replace(to, encoding=cell.encoding, answers=learned)
             if self.plan.warmup > 0:
                 self.load(
                     self.spec(
@@ -436,6 +449,7 @@ class Sweep:
         )
         flags += [honesty.crashed(measurement), honesty.server_restarted(measurement), honesty.ended_early(measurement)]
         flags.append(honesty.not_resumed(measurement, cell.resumption))
+        flags.append(honesty.encoding(measurement, cell.encoding))
         at = f"{level:,} req/s" if self.plan.model == "open" else f"{level:,} connections"
         flags.append(honesty.errors(measurement, self.plan.max_errors, cell.server, at))
         measurement["flags"] = [asdict(f) for f in honesty.merged(flags)]

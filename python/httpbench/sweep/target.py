@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 from httpbench.plan.protocol import HANDSHAKES, is_http2, uses_tls
 from httpbench.servers.host import Started
@@ -44,6 +44,11 @@ class Target:
     # handshakes after a connection's first are made. None over plain HTTP.
     tls: Optional[dict] = None
     http2: bool = False  # h2 by ALPN over TLS, h2c by prior knowledge without
+    # The content coding every request asks (Accept-Encoding); None: no such header.
+    encoding: Optional[str] = None
+    # With `encoding`, what verification learned each URL path answers (servers.verify.Learned:
+    # its coding and length on the wire), by path without its "/": every answer is checked on it.
+    answers: Optional[Dict[str, Tuple[str, int]]] = None
 
 
 def of(started: Started, protocol: str, version: Optional[str], resumption: Optional[str], ca: Path) -> Target:

@@ -1,2 +1,3 @@
+pub mod coding;
 pub mod request;
 pub mod response;

@@ -15,6 +15,8 @@
 
 use std::fmt;
 
+use super::coding::Coding;
+
 /// What the parser tells the connection, in order. Generic sink so the hot path has no dynamic
 /// dispatch.
 pub trait ResponseSink {
@@ -36,6 +38,8 @@ pub struct Response {
     pub body_bytes: u64,
     /// Number of interim 1xx responses that preceded it.
     pub interim: u32,
+    /// Its `Content-Encoding` (identity without one).
+    pub coding: Coding,
     /// The server will close the connection after this response (Connection: close, or HTTP/1.0
     /// without keep-alive, or an EOF-delimited body).
     pub close: bool,
@@ -163,6 +167,7 @@ struct Head {
     close: bool,
     chunked: bool,
     length: Option<u64>,
+    coding: Coding,
 }
 
 /// Body capture for the validation request; boxed so that parsers on the load path pay one
@@ -374,6 +379,7 @@ impl ResponseParser {
         }
         self.cur.status = head.status;
         self.cur.close = head.close;
+        self.cur.coding = head.coding;
         if self.head_request || head.status == 204 || head.status == 304 {
             self.complete(sink);
         } else if head.chunked {
@@ -621,6 +627,7 @@ fn head_from(response: &httparse::Response<'_, '_>, len: usize) -> Result<Head, 
         close: false,
         chunked: false,
         length: None,
+        coding: Coding::Identity,
     };
     if status < 200 {
         // Interim responses have no body, and their headers do not describe the final one.
@@ -630,7 +637,7 @@ fn head_from(response: &httparse::Response<'_, '_>, len: usize) -> Result<Head, 
     let mut transfer_encoded = false;
     for header in response.headers.iter() {
         let (name, value) = (header.name.as_bytes(), header.value);
-        // Dispatch on length first: most headers are none of these three and are passed over
+        // Dispatch on length first: most headers are none of these four and are passed over
         // with one comparison. httparse has already trimmed whitespace around values, so the
         // usual single-token values are compared whole before falling back to list parsing.
         match name.len() {
@@ -645,6 +652,9 @@ fn head_from(response: &httparse::Response<'_, '_>, len: usize) -> Result<Head, 
                 if let Some(last) = codings.find(|t| !t.is_empty()) {
                     head.chunked = last.eq_ignore_ascii_case(b"chunked");
                 }
+            }
+            16 if token_is(name, b"content-encoding") => {
+                head.coding = Coding::of_header(value);
             }
             10 if token_is(name, b"connection") => {
                 if value.eq_ignore_ascii_case(b"keep-alive") {
@@ -724,7 +734,7 @@ fn token_is(name: &[u8], lower: &[u8]) -> bool {
     word(name, last) | FOLD == word(lower, last)
 }
 
-fn trim(s: &[u8]) -> &[u8] {
+pub(super) fn trim(s: &[u8]) -> &[u8] {
     let is_ws = |b: &u8| *b == b' ' || *b == b'\t';
     let start = s.iter().position(|b| !is_ws(b)).unwrap_or(s.len());
     let end = s.iter().rposition(|b| !is_ws(b)).map_or(start, |e| e + 1);
@@ -778,6 +788,7 @@ mod tests {
             body_bytes,
             interim,
             close,
+            ..Default::default()
         }
     }
 
@@ -1438,6 +1449,20 @@ mod tests {
         p.feed(&head("18446744073709551615"), &mut Rec::default())
             .unwrap();
         assert_eq!(p.feed_eof(&mut Rec::default()), EofOutcome::MidBody);
+    }
+
+    #[test]
+    fn content_encoding_is_the_answers_coding_and_its_body_is_de_chunked() {
+        let data = b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        let answers = parse_ok(data);
+        assert_eq!(
+            (answers[0].coding, answers[0].body_bytes),
+            (Coding::Gzip, 5)
+        );
+        assert_eq!(answers[1].coding, Coding::Identity);
+        // An interim response's headers say nothing of the final one's coding.
+        let data = b"HTTP/1.1 103 Early Hints\r\nContent-Encoding: br\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+        assert_eq!(parse_ok(data)[0].coding, Coding::Identity);
     }
 
     #[test]

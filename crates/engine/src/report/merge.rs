@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    merge_histograms, Bytes, Client, Connections, LatencyReport, OpenLoop, Report, Requests,
-    SizeClass, Status, Summary, Tally, Tls, H2,
+    merge_histograms, Bytes, Client, Connections, Encoding, LatencyReport, OpenLoop, Report,
+    Requests, SizeClass, Status, Summary, Tally, Tls, H2,
 };
 use crate::spec::LoadSpec;
 use crate::stats::series::SecondPoint;
@@ -136,6 +136,7 @@ impl Report {
                 read: sum(|r| r.bytes.read),
                 written: sum(|r| r.bytes.written),
             },
+            encodings: merge_encodings(parts),
             connections: Connections {
                 opened: sum(|r| r.connections.opened),
                 server_closes: sum(|r| r.connections.server_closes),
@@ -175,6 +176,21 @@ fn added<'a>(counts: impl Iterator<Item = &'a BTreeMap<String, u64>>) -> BTreeMa
     let mut sum = BTreeMap::new();
     for (name, n) in counts.flatten() {
         *sum.entry(name.clone()).or_insert(0) += n;
+    }
+    sum
+}
+
+/// The parts' encodings added coding by coding.
+fn merge_encodings(parts: &[Report]) -> BTreeMap<String, Encoding> {
+    let mut sum: BTreeMap<String, Encoding> = BTreeMap::new();
+    for (name, e) in parts.iter().flat_map(|r| &r.encodings) {
+        let s = sum.entry(name.clone()).or_insert(Encoding {
+            decoded_bytes: Some(0),
+            ..Encoding::default()
+        });
+        s.answers += e.answers;
+        s.bytes += e.bytes;
+        s.decoded_bytes = s.decoded_bytes.zip(e.decoded_bytes).map(|(a, b)| a + b);
     }
     sum
 }
@@ -402,5 +418,38 @@ mod tests {
         threads.add(&b);
         threads.add(&c);
         assert_eq!(H2::of(8, &threads), merged);
+    }
+
+    #[test]
+    fn encodings_add_up_coding_by_coding_as_threads_do() {
+        use crate::http::coding::{Coding, CodingTally};
+        let mut a = CodingTally::default();
+        a.record(Coding::Br, 300, Some(900));
+        a.record(Coding::Identity, 1_000, None);
+        a.record(Coding::Gzip, 100, None);
+        let mut b = CodingTally::default();
+        b.record(Coding::Br, 200, Some(700));
+        b.record(Coding::Gzip, 400, Some(1_000));
+        let part = |t: &CodingTally| {
+            let mut r = Report::read_any(r#"{"schema": "httpbench-load/1"}"#).unwrap();
+            r.encodings = Encoding::of(t);
+            r
+        };
+        let spec = LoadSpec::default();
+        let merged = Report::merge(&spec, &[part(&a), part(&b)], Parts::Sequential).unwrap();
+        let mut threads = a;
+        threads.add(&b);
+        assert_eq!(merged.encodings, Encoding::of(&threads));
+        assert_eq!(
+            merged.encodings["br"],
+            Encoding {
+                answers: 2,
+                bytes: 500,
+                decoded_bytes: Some(1_600)
+            }
+        );
+        // A part that did not know a gzip answer's decoded length: the sum does not either.
+        assert_eq!(merged.encodings["gzip"].decoded_bytes, None);
+        assert_eq!(merged.encodings.len(), 3);
     }
 }

@@ -2,6 +2,7 @@
 //! line.
 
 use super::{LoadSpec, MOST_SIZE_CLASSES};
+use crate::http::coding::Coding;
 use crate::Error;
 
 impl LoadSpec {
@@ -43,6 +44,18 @@ impl LoadSpec {
         }
         if let Some(lengths) = &self.expect_lengths {
             parallel("expect_lengths", lengths.len())?;
+        }
+        if let Some(lengths) = &self.decoded_lengths {
+            parallel("decoded_lengths", lengths.len())?;
+        }
+        if let Some(codings) = &self.expect_encodings {
+            parallel("expect_encodings", codings.len())?;
+            if let Some(name) = codings.iter().find(|c| Coding::named(c).is_none()) {
+                return Err(Error::spec(
+                    "expect_encodings",
+                    format!("{name:?} is no content coding; give one of identity, gzip, deflate, br, zstd, compress"),
+                ));
+            }
         }
         let bounds = &self.size_classes;
         if bounds.len() >= MOST_SIZE_CLASSES {
@@ -99,6 +112,14 @@ mod tests {
             (
                 &|s| s.expect_lengths = Some(vec![1, 2, 3]),
                 "expect_lengths has 3 entries",
+            ),
+            (
+                &|s| s.expect_encodings = Some(vec!["br".into()]),
+                "expect_encodings has 1 entries",
+            ),
+            (
+                &|s| s.expect_encodings = Some(vec!["br".into(), "brotli".into()]),
+                "\"brotli\" is no content coding",
             ),
             (&|s| s.size_classes = (1..=8).collect(), "at most 7"),
             (

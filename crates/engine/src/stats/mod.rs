@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 
+use crate::http::coding::CodingTally;
+
 /// Why a request, or an attempt to connect, failed. Each request that was sent ends up exactly
 /// once in `completed`, in one of these classes, or in flight at the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +142,8 @@ pub struct Counters {
     pub errors: [u64; ErrorClass::ALL.len()],
     pub head_bytes: u64,
     pub body_bytes: u64,
+    /// The answers `body_bytes` counts, by their `Content-Encoding`.
+    pub encodings: CodingTally,
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub connects: u64,
@@ -239,6 +243,7 @@ impl Counters {
         }
         self.head_bytes += o.head_bytes;
         self.body_bytes += o.body_bytes;
+        self.encodings.add(&o.encodings);
         self.bytes_read += o.bytes_read;
         self.bytes_written += o.bytes_written;
         self.connects += o.connects;

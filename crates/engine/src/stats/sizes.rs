@@ -5,6 +5,7 @@
 use hdrhistogram::Histogram;
 
 use super::{histogram, record_ns};
+use crate::http::coding::Coding;
 use crate::spec::LoadSpec;
 
 /// The run's expectations of every answer's body, and its size classes' bounds.
@@ -14,6 +15,10 @@ pub struct Answers {
     length: Option<u64>,
     /// One length per URL (`expect_lengths`), which replaces `length`; empty: none.
     lengths: Vec<u64>,
+    /// One coding per URL (`expect_encodings`); empty: any.
+    codings: Vec<Coding>,
+    /// One decoded body length per URL (`decoded_lengths`); empty: not known.
+    decoded: Vec<u64>,
     /// The upper bounds of the size classes, ascending; empty: no classes.
     pub bounds: Vec<u64>,
 }
@@ -23,6 +28,11 @@ impl Answers {
         Answers {
             length: spec.expect_length,
             lengths: spec.expect_lengths.clone().unwrap_or_default(),
+            // A spec that resolved names known codings only.
+            codings: (spec.expect_encodings.iter().flatten())
+                .filter_map(|c| Coding::named(c))
+                .collect(),
+            decoded: spec.decoded_lengths.clone().unwrap_or_default(),
             bounds: spec.size_classes.clone(),
         }
     }
@@ -34,6 +44,19 @@ impl Answers {
             Some(&l) => Some(l),
             None => self.length,
         }
+    }
+
+    /// The decoded length of URL `url`'s body, if known.
+    #[inline]
+    pub fn decoded(&self, url: u32) -> Option<u64> {
+        self.decoded.get(url as usize).copied()
+    }
+
+    /// Whether an answer to URL `url` with `body` bytes in `coding` is as expected.
+    #[inline]
+    pub fn expected(&self, url: u32, coding: Coding, body: u64) -> bool {
+        self.length(url).is_none_or(|l| l == body)
+            && self.codings.get(url as usize).is_none_or(|&c| c == coding)
     }
 }
 
@@ -140,5 +163,15 @@ mod tests {
         };
         let answers = Answers::of(&spec);
         assert_eq!((answers.length(0), answers.length(1)), (Some(3), Some(4)));
+        assert!(answers.expected(1, Coding::Br, 4));
+        // A coding per URL: the length is then the coded body's, and another coding fails.
+        let answers = Answers::of(&LoadSpec {
+            expect_encodings: Some(vec!["identity".into(), "br".into()]),
+            ..spec
+        });
+        assert!(answers.expected(0, Coding::Identity, 3));
+        assert!(answers.expected(1, Coding::Br, 4));
+        assert!(!answers.expected(1, Coding::Identity, 4));
+        assert!(!answers.expected(1, Coding::Br, 5));
     }
 }

@@ -137,6 +137,14 @@ pub fn validate(
             ));
         }
     }
+    if let Some(expected) = spec.expect_encodings.as_ref().and_then(|c| c.first()) {
+        if problem.is_none() && response.coding.name() != expected {
+            problem = Some(format!(
+                "the first response came in {}, not the expected {expected}; check the Accept-Encoding header",
+                response.coding.name()
+            ));
+        }
+    }
     if let (Some(problem), false) = (&problem, spec.allow_errors) {
         return Err(ErrorKind::ValidationFailed {
             status: response.status,

@@ -63,12 +63,10 @@ impl ResponseSink for Sink<'_> {
         let c = &mut *self.counters;
         c.head_bytes += r.head_bytes;
         c.body_bytes += r.body_bytes;
+        let decoded = self.answers.decoded(p.url);
+        c.encodings.record(r.coding, r.body_bytes, decoded);
         c.interim += r.interim as u64;
-        if self
-            .answers
-            .length(p.url)
-            .is_some_and(|l| l != r.body_bytes)
-        {
+        if !self.answers.expected(p.url, r.coding, r.body_bytes) {
             c.error(ErrorClass::LengthMismatch, 1);
             self.series.errors += 1;
             return;

@@ -3,6 +3,7 @@
 
 use super::frame::{self, code, flag, kind, setting, FrameHeader, HEADER_LEN};
 use super::{connection_error, Connection, H2Error, StreamSink};
+use crate::http::coding::Coding;
 
 /// PING ACKs queued at most until the output is next taken.
 const MAX_PING_ACKS_QUEUED: u32 = 4;
@@ -219,6 +220,7 @@ impl Connection {
     fn header_block(&mut self, id: u32, sink: &mut impl StreamSink) -> Result<(), H2Error> {
         let mut status: Option<u16> = None;
         let mut bad_status = false;
+        let mut coding = Coding::Identity;
         let mut list_size: u64 = 0;
         let block = std::mem::take(&mut self.block);
         let decoded = self.decoder.decode(&block, &mut |name, value| {
@@ -230,6 +232,8 @@ impl Connection {
                     }
                     _ => bad_status = true,
                 }
+            } else if name == b"content-encoding" {
+                coding = Coding::of_header(value);
             }
         });
         let block_len = block.len() as u64;
@@ -264,6 +268,7 @@ impl Connection {
             match status {
                 Some(code) if !bad_status && code >= 200 => {
                     stream.response.status = code;
+                    stream.response.coding = coding;
                     stream.final_headers = true;
                 }
                 Some(101) | None => {

@@ -181,6 +181,7 @@ fn a_response_is_the_same_in_every_split() {
         body_bytes: 3,
         interim: 1,
         close: false,
+        coding: Default::default(),
     };
     assert_eq!(whole.complete, [(1, expected)]);
     assert_eq!(whole.first_bytes, [1]);
@@ -192,6 +193,24 @@ fn a_response_is_the_same_in_every_split() {
         assert_eq!(run(&mut [a, b].into_iter()).0, whole, "split at {at}");
     }
     assert_eq!(run(&mut server.chunks(1)).0, whole);
+}
+
+#[test]
+fn an_answers_coding_is_its_content_encoding() {
+    use crate::http::coding::Coding;
+    let mut connection = ready_connection(&[]);
+    let ids: Vec<u32> = (0..2).map(|_| connection.open(STATUS_200, None)).collect();
+    // `content-encoding: br`, a literal without indexing, name from static index 26.
+    let br = [STATUS_200, &[0x0f, 26 - 15, 2, b'b', b'r']].concat();
+    let mut server = headers(ids[0], &br, false);
+    server.extend(data(ids[0], b"abc", true));
+    server.extend(headers(ids[1], STATUS_200, true));
+    let mut events = Events::default();
+    connection.receive(&server, &mut events).unwrap();
+    let codings: Vec<(Coding, u64)> = (events.complete.iter())
+        .map(|(_, r)| (r.coding, r.body_bytes))
+        .collect();
+    assert_eq!(codings, [(Coding::Br, 3), (Coding::Identity, 0)]);
 }
 
 #[test]
