@@ -22,7 +22,7 @@ from rich.text import Text
 from httpbench.cli import capacity
 from httpbench.errors import Error
 from httpbench.plan.model import Rounds
-from httpbench.report import php_summary, tables
+from httpbench.report import php_summary, site_summary, tables
 from httpbench.report import summary as report_summary
 from httpbench.report import verdict as report_verdict
 from httpbench.results.model import RunResults
@@ -59,6 +59,8 @@ PHP_LEVEL_COLUMNS = [
     "server_cpu_per_request_us",
     "server_memory_bytes",
 ]
+# A site cell's: its bodies' bytes per second in the room of the CPU in cores.
+SITE_LEVEL_COLUMNS = [*LEVEL_COLUMNS[:-1], "body_bytes_per_second"]
 # The report's headings, shorter where its own would push a level table past 80 columns.
 SHORT_HEADINGS = {
     "rps_ci95": "±95%",
@@ -66,6 +68,7 @@ SHORT_HEADINGS = {
     "tls_handshake_p50_us": "TLS p50",
     "tls_handshake_p99_us": "TLS p99",
     "server_cpu_per_request_us": "CPU/req",
+    "body_bytes_per_second": "bytes/s",
 }
 
 
@@ -226,6 +229,7 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         ("cost of TLS:", report_summary.tls_costs([run])),
         ("HTTP/2 against HTTP/1.1:", report_summary.h2_gains([run])),
         ("dynamic pages (PHP):", php_summary.dynamic_pages([run])),
+        ("sites:", site_summary.sites([run])),
     ):
         if lines:
             say(title)
@@ -257,7 +261,8 @@ def levels(run: RunResults, out: Console) -> None:
                 row[-1] = row[-1].removesuffix(" MiB") + (f" ({pool.removesuffix(' MiB')})" if pool != "-" else "")
             out.print(_rich(title, headings, rows))
         else:
-            out.print(_rich(title, *_columns(table, TLS_LEVEL_COLUMNS if tls else LEVEL_COLUMNS)))
+            keys = TLS_LEVEL_COLUMNS if tls else SITE_LEVEL_COLUMNS if cell.site else LEVEL_COLUMNS
+            out.print(_rich(title, *_columns(table, keys)))
         _flags(out, [(f"level {lv.level}", flags) for lv, flags in zip(cell.levels, table.flags)])
 
 

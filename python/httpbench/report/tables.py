@@ -32,6 +32,11 @@ def mib_text(v) -> str:
     return "-" if not v else f"{v / 2**20:,.1f} MiB"
 
 
+def mib_per_second_text(v) -> str:
+    """Bytes per second as the tables print them, in MiB/s, or "-" when not measured."""
+    return "-" if v is None else f"{v / 2**20:,.1f} MiB/s"
+
+
 def _share(v) -> str:
     return "-" if v is None else f"{v:.0%}"
 
@@ -129,6 +134,9 @@ PHP_LEVEL_COLUMNS = [
     Column("php_cpu_cores", "PHP CPU", _cores),
     Column("php_processes", "PHP processes", _count),
 ]
+# A site cell's: the response bodies' bytes per second beside its requests/s, as received (compressed
+# where the server compressed); the exports have it for every cell.
+BYTES_COLUMNS = [Column("body_bytes_per_second", "body bytes/s", mib_per_second_text)]
 CELL_COLUMNS = [
     Column("run", "run"),
     Column("cell", "cell"),
@@ -213,7 +221,7 @@ def _php_values(lv) -> list:
 def levels(cell: CellResult) -> Table:
     """Every level of one cell, with what a request cost the server; a TLS cell's with its
     handshakes' latency, an HTTP/2 cell's with its streams granted, GOAWAYs and resets, a PHP
-    cell's with its PHP-FPM pool's memory, CPU and processes."""
+    cell's with its PHP-FPM pool's memory, CPU and processes, a site cell's with its bytes/s."""
     tls, h2, php = uses_tls(cell.protocol), is_http2(cell.protocol), cell.php is not None
     table = Table(
         LEVEL_COLUMNS
@@ -221,11 +229,13 @@ def levels(cell: CellResult) -> Table:
         + (TLS_LEVEL_COLUMNS if tls else [])
         + (H2_LEVEL_COLUMNS if h2 else [])
         + (PHP_LEVEL_COLUMNS if php else [])
+        + (BYTES_COLUMNS if cell.site else [])
     )
     for lv in cell.levels:
         values = _level_values(lv) + [lv.server_cpu_per_request_us]
         values += (_tls_values(lv) if tls else []) + (_h2_values(lv) if h2 else [])
-        table.add(values + (_php_values(lv) if php else []), lv.flags)
+        values += (_php_values(lv) if php else []) + ([lv.body_bytes_per_second] if cell.site else [])
+        table.add(values, lv.flags)
     return table
 
 
@@ -239,6 +249,7 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
         + HANDSHAKE_COLUMNS
         + H2_LEVEL_COLUMNS
         + PHP_LEVEL_COLUMNS
+        + BYTES_COLUMNS
     )
     for run in runs:
         for cell in run.measured:
@@ -252,7 +263,8 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
                     + _tls_values(lv)
                     + handshakes
                     + _h2_values(lv)
-                    + _php_values(lv),
+                    + _php_values(lv)
+                    + [lv.body_bytes_per_second],
                     lv.flags,
                 )
     return table
