@@ -47,7 +47,7 @@ def test_a_site_run_is_shown_in_80_columns_with_bytes_per_second(site_run):
     assert shown.returncode == 0, shown.stderr
     assert max(len(line) for line in shown.stdout.splitlines()) <= 80, shown.stdout
     assert "bytes/s" in shown.stdout and "MiB/s" in shown.stdout
-    assert "Serving the assets site (assets, keep-alive, 1 CPU), nginx/" in shown.stdout
+    assert "Serving the assets site (keep-alive, 1 CPU), nginx/" in shown.stdout
 
 
 def test_a_site_run_is_exported_with_its_classes(site_run):
@@ -117,7 +117,7 @@ def made(tmp_path_factory):
 
 def test_sentences_name_the_site_and_the_class_where_a_pair_differs_most(made):
     assert site_summary.sites([made]) == [
-        "Serving the assets site (assets, keep-alive, 1 CPU), nginx/tuned serves 1.80 times as many requests per "
+        "Serving the assets site (keep-alive, 1 CPU), nginx/tuned serves 1.80 times as many requests per "
         "second as apache2-event/tuned.",
         "They differ most on answers of over 10 KB at 10 connections: apache2-event/tuned takes 4.00 times "
         "nginx/tuned's median time (p50 1.60 ms against 400 us, p99 4.80 ms against 1.20 ms).",

@@ -1,5 +1,5 @@
-"""The report's sentences on sites, in the write-ups' words: "Serving the assets site (assets,
-keep-alive, 1 CPU), nginx/tuned serves 1.80 times as many requests per second as
+"""The report's sentences on sites, in the write-ups' words: "Serving the assets site
+(keep-alive, 1 CPU), nginx/tuned serves 1.80 times as many requests per second as
 apache2-event/tuned", and, where the pair's size classes back it, the class where they differ most.
 
 As in the verdicts (report.verdict), only finished cells are ranked, on the levels every one of
@@ -24,7 +24,10 @@ FEWEST_ANSWERS = 100
 def _serves(group: Group, best: CellResult, other: CellResult, winner: str, loser: str) -> str:
     a, b = group.figures(best), group.figures(other)
     ratio, bound = rps_ratio(a, b), ratio_bound(a, b)
-    serving = f"Serving the {best.workload} site ({group.name}), {winner} serves {bound}"
+    # The group's name without the workload the sentence already names: "keep-alive, 1 CPU".
+    serving = (
+        f"Serving the {best.workload} site ({group.name.removeprefix(best.workload + ', ')}), {winner} serves {bound}"
+    )
     if ratio.tie:
         return f"{serving}as many requests per second as {loser}{ratio.why_tie()}."
     return f"{serving}{ratio.value:.2f} times as many requests per second as {loser}."

@@ -99,7 +99,8 @@ def latency_by_size(m: Measured) -> Chart:
                     )
     hidden = legend_toggle()
     base = alt.Chart().encode(
-        x=alt.X("class:N", title="body size", sort=alt.EncodingSortField("order")), color=m.color()
+        x=alt.X("class:N", title="body size", sort=alt.EncodingSortField("order"), axis=alt.Axis(labelAngle=0)),
+        color=m.color(),
     )
     tooltip = [
         alt.Tooltip("series:N"),
