@@ -131,3 +131,12 @@ def test_sentences_name_the_site_and_the_class_where_a_pair_differs_most(made):
     assert "| `nginx/tuned/assets/ka/1cpu` | 10 | over 10 KB | 500 | 400 us | 1.20 ms |" in size_classes.markdown(
         [made]
     )
+
+
+def test_compare_sets_each_size_class_s_answers_and_p99_side_by_side(site_run):
+    _, db, run_id = site_run
+    compared = httpbench("compare", str(run_id), str(run_id), "--db", str(db))
+    assert compared.returncode == 0, compared.stderr
+    assert "size classes" in compared.stdout and "p99 ratio" in compared.stdout
+    # The run against itself: every class of every level, each p99 the same.
+    assert compared.stdout.count(" 1.00") >= 4 * 2, compared.stdout

@@ -22,9 +22,10 @@ from rich.text import Text
 from httpbench.cli import capacity
 from httpbench.errors import Error
 from httpbench.plan.model import Rounds
-from httpbench.report import php_summary, site_summary, tables
+from httpbench.report import php_summary, site_summary, size_classes, tables
 from httpbench.report import summary as report_summary
 from httpbench.report import verdict as report_verdict
+from httpbench.results.class_compare import class_changes
 from httpbench.results.model import RunResults
 from httpbench.store.database import url_of
 from httpbench.sweep.session import Session, resume_command
@@ -266,6 +267,36 @@ def levels(run: RunResults, out: Console) -> None:
         _flags(out, [(f"level {lv.level}", flags) for lv, flags in zip(cell.levels, table.flags)])
 
 
+def _class_comparison(cmp, out: Console) -> None:
+    """Site cells' size classes in both runs: answers and p99, no verdict (one histogram each)."""
+    rows = [
+        [
+            c.cell,
+            str(c.level),
+            size_classes.label(c.before),
+            f"{c.before['requests']:,}",
+            f"{c.after['requests']:,}",
+            tables.duration_text(size_classes.percentile(c.before, "p99_us")),
+            tables.duration_text(size_classes.percentile(c.after, "p99_us")),
+            "-" if c.p99_ratio is None else f"{c.p99_ratio:.2f}",
+        ]
+        for c in class_changes(cmp)
+    ]
+    if rows:
+        a, b = cmp.before.id, cmp.after.id
+        headings = [
+            "cell",
+            "level",
+            "body size",
+            f"run {a} answers",
+            f"run {b}",
+            f"run {a} p99",
+            f"run {b}",
+            "p99 ratio",
+        ]
+        out.print(_rich("size classes", headings, rows))
+
+
 def comparison(cmp, threshold: Optional[float]) -> int:
     """Print a comparison of two runs; returns 1 when `threshold` is given and a level regressed
     beyond it or run B lacks a cell or level of run A (missing or failed), else 0."""
@@ -293,6 +324,7 @@ def comparison(cmp, threshold: Optional[float]) -> int:
             Text(c.verdict, style=style),
         )
     out.print(table)
+    _class_comparison(cmp, out)
     capacity.comparison(cmp, out, _rich)
     counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
     out.print(

@@ -45,6 +45,12 @@ def label(size_class: dict) -> str:
     return f"{below.split()[0]}-{top}" if top.endswith(unit) else f"{below}-{top}"
 
 
+def percentile(size_class: dict, name: str):
+    """A class's latency percentile, None for a class no answer fell in (its empty histogram
+    reports 0)."""
+    return size_class["latency"][name] if size_class["requests"] else None
+
+
 def records(runs: Sequence[RunResults]) -> List[dict]:
     """Every class of every site level: its requests, bytes and latency p50/p99 (microseconds)."""
     return [
@@ -57,8 +63,8 @@ def records(runs: Sequence[RunResults]) -> List[dict]:
             "bytes_to": c["bytes_to"],
             "requests": c["requests"],
             "bytes": c["bytes"],
-            "p50_us": c["latency"]["p50_us"],
-            "p99_us": c["latency"]["p99_us"],
+            "p50_us": percentile(c, "p50_us"),
+            "p99_us": percentile(c, "p99_us"),
         }
         for run in runs
         for cell in run.measured
@@ -71,7 +77,8 @@ def text(lv: LevelResult) -> str:
     """A level's classes on one line, for a CSV field: "up to 1 KB: 350 requests, p50 120 us, p99
     900 us; ..." ("" without classes)."""
     return "; ".join(
-        f"{label(c)}: {c['requests']} requests, p50 {c['latency']['p50_us']} us, p99 {c['latency']['p99_us']} us"
+        f"{label(c)}: {c['requests']} requests"
+        + (f", p50 {c['latency']['p50_us']} us, p99 {c['latency']['p99_us']} us" if c["requests"] else "")
         for c in lv.classes
     )
 
