@@ -128,6 +128,10 @@ def test_sentences_name_the_site_and_the_class_where_a_pair_differs_most(made):
     assert [r["class"] for r in rows[:3]] == ["up to 1 KB", "1-10 KB", "over 10 KB"]
     chart = size_classes.latency_by_size(charts.Measured([made], charts.Choices()))
     assert chart.drawn and len(chart.vega_lite["data"]["values"]) == 2 * 3 * 2  # cells x classes x p50/p99
+    # A flagged level is outlined and says why on hover, as on every chart.
+    assert {r["flagged"] for r in chart.vega_lite["data"]["values"]} == {False}
+    text = json.dumps(chart.vega_lite)
+    assert f'"test": "datum.flagged", "value": "{charts.FLAG_OUTLINE}"' in text and '"field": "flags"' in text
     assert "| `nginx/tuned/assets/ka/1cpu` | 10 | over 10 KB | 500 | 400 us | 1.20 ms |" in size_classes.markdown(
         [made]
     )

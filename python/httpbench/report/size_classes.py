@@ -15,6 +15,7 @@ from httpbench.report.marks import (
     Chart,
     Measured,
     dots,
+    flagged,
     legend_toggle,
     panel_context,
     quantity,
@@ -102,6 +103,7 @@ def latency_by_size(m: Measured) -> Chart:
                             "percentile": percentile,
                             "ms": us / 1000,
                             "requests": c["requests"],
+                            **flagged(lv.flags),
                         }
                     )
     hidden = legend_toggle()
@@ -115,6 +117,7 @@ def latency_by_size(m: Measured) -> Chart:
         alt.Tooltip("percentile:N"),
         alt.Tooltip("ms:Q", title="latency (ms)", format=",.3f"),
         alt.Tooltip("requests:Q", format=","),
+        alt.Tooltip("flags:N", title="flagged"),
     ]
     line = base.mark_line().encode(
         y=quantity("ms:Q", "latency (ms)"),
