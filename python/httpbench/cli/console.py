@@ -22,9 +22,10 @@ from rich.text import Text
 from httpbench.cli import capacity
 from httpbench.errors import Error
 from httpbench.plan.model import Rounds
-from httpbench.report import php_summary, tables
+from httpbench.report import php_summary, site_summary, size_classes, tables
 from httpbench.report import summary as report_summary
 from httpbench.report import verdict as report_verdict
+from httpbench.results.class_compare import class_changes
 from httpbench.results.model import RunResults
 from httpbench.store.database import url_of
 from httpbench.sweep.session import Session, resume_command
@@ -62,6 +63,8 @@ PHP_LEVEL_COLUMNS = [
     "server_cpu_per_request_us",
     "server_memory_bytes",
 ]
+# A site cell's: its bodies' bytes per second in the room of the CPU in cores.
+SITE_LEVEL_COLUMNS = [*LEVEL_COLUMNS[:-1], "body_bytes_per_second"]
 # The report's headings, shorter where its own would push a level table past 80 columns.
 SHORT_HEADINGS = {
     "rps_ci95": "±95%",
@@ -69,6 +72,7 @@ SHORT_HEADINGS = {
     "tls_handshake_p50_us": "TLS p50",
     "tls_handshake_p99_us": "TLS p99",
     "server_cpu_per_request_us": "CPU/req",
+    "body_bytes_per_second": "bytes/s",
 }
 
 
@@ -229,6 +233,7 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         ("cost of TLS:", report_summary.tls_costs([run])),
         ("HTTP/2 against HTTP/1.1:", report_summary.h2_gains([run])),
         ("dynamic pages (PHP):", php_summary.dynamic_pages([run])),
+        ("sites:", site_summary.sites([run])),
     ):
         if lines:
             say(title)
@@ -262,8 +267,39 @@ def levels(run: RunResults, out: Console) -> None:
         elif cell.encoding:
             out.print(_rich(title, *_columns(table, CODED_LEVEL_COLUMNS)))
         else:
-            out.print(_rich(title, *_columns(table, TLS_LEVEL_COLUMNS if tls else LEVEL_COLUMNS)))
+            keys = TLS_LEVEL_COLUMNS if tls else SITE_LEVEL_COLUMNS if cell.site else LEVEL_COLUMNS
+            out.print(_rich(title, *_columns(table, keys)))
         _flags(out, [(f"level {lv.level}", flags) for lv, flags in zip(cell.levels, table.flags)])
+
+
+def _class_comparison(cmp, out: Console) -> None:
+    """Site cells' size classes in both runs: answers and p99, no verdict (one histogram each)."""
+    rows = [
+        [
+            c.cell,
+            str(c.level),
+            size_classes.label(c.before),
+            f"{c.before['requests']:,}",
+            f"{c.after['requests']:,}",
+            tables.duration_text(size_classes.percentile(c.before, "p99_us")),
+            tables.duration_text(size_classes.percentile(c.after, "p99_us")),
+            "-" if c.p99_ratio is None else f"{c.p99_ratio:.2f}",
+        ]
+        for c in class_changes(cmp)
+    ]
+    if rows:
+        a, b = cmp.before.id, cmp.after.id
+        headings = [
+            "cell",
+            "level",
+            "body size",
+            f"run {a} answers",
+            f"run {b}",
+            f"run {a} p99",
+            f"run {b}",
+            "p99 ratio",
+        ]
+        out.print(_rich("size classes", headings, rows))
 
 
 def comparison(cmp, threshold: Optional[float]) -> int:
@@ -293,6 +329,7 @@ def comparison(cmp, threshold: Optional[float]) -> int:
             Text(c.verdict, style=style),
         )
     out.print(table)
+    _class_comparison(cmp, out)
     capacity.comparison(cmp, out, _rich)
     counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
     out.print(

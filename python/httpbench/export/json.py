@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from httpbench.report import capacity, tables
+from httpbench.report import capacity, size_classes, tables
 from httpbench.results.model import RunResults
 
 SCHEMA = "httpbench-export/1"
@@ -31,6 +31,8 @@ def render(runs: Sequence[RunResults]) -> str:
         "cells": tables.cells(runs).records(),
         "levels": tables.all_levels(runs).records(),
         # A capacity plan's cells: each one's capacity object, every probe in it, and its verdict.
+        # A site cell's levels by size class: requests, bytes and latency p50/p99 of each.
+        "classes": size_classes.records(runs),
         "capacities": [capacity.record(cell) for cell in capacity.cells(runs)],
     }
     return json.dumps(document, indent=2, allow_nan=False) + "\n"

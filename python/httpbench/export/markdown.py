@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from httpbench.report import capacity, php_summary, summary, tables, verdict
+from httpbench.report import capacity, php_summary, site_summary, size_classes, summary, tables, verdict
 from httpbench.results.comparison import groups
 from httpbench.results.model import RunResults, levels_text
 
@@ -54,6 +54,10 @@ def render(runs: Sequence[RunResults]) -> str:
     pages = php_summary.dynamic_pages(runs)
     if pages:
         lines += ["### Dynamic pages (PHP)", ""] + [f"- {line}" for line in pages] + [""]
+    sites = site_summary.sites(runs)
+    if sites:
+        lines += ["### Sites", ""] + [f"- {line}" for line in sites] + [""]
+    lines += size_classes.markdown(runs)
     for caution in summary.cautions(runs):
         lines.append(f"> {caution}")
     return "\n".join(lines).rstrip() + "\n"

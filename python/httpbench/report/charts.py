@@ -21,6 +21,7 @@ from httpbench.report.h2_bars import http1_beside, streams
 from httpbench.report.lines import latency, server_cpu, server_memory, spectrum, throughput, timeline
 from httpbench.report.marks import FLAG_OUTLINE, HIDDEN, Chart, Choices, Measured
 from httpbench.report.php_lines import php_cpu_per_page, php_memory
+from httpbench.report.size_classes import latency_by_size
 from httpbench.report.tls_bars import handshakes, share
 from httpbench.results.model import RunResults
 
@@ -56,6 +57,7 @@ BUILDERS: Sequence[Callable[[Measured], Chart]] = (
     http1_beside,
     php_memory,
     php_cpu_per_page,
+    latency_by_size,
     spectrum,
     timeline,
 )

@@ -12,7 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from httpbench import __version__
-from httpbench.report import capacity, php_summary, summary, tables, verdict
+from httpbench.report import capacity, php_summary, site_summary, summary, tables, verdict
 from httpbench.report.charts import Chart, Measured, ratings, vega
 from httpbench.results.model import RunResults
 
@@ -32,6 +32,7 @@ SHORT = {
     "h2_against_http1": "HTTP/1.1 vs h2",
     "php_memory": "PHP memory",
     "php_cpu_per_page": "CPU per page",
+    "latency_by_size": "By size",
     "spectrum": "Percentiles",
     "timeline": "Timeline",
 }
@@ -223,6 +224,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         tls_costs=summary.tls_costs(runs),
         h2_gains=summary.h2_gains(runs),
         dynamic_pages=php_summary.dynamic_pages(runs),
+        sites=site_summary.sites(runs),
         cautions=summary.cautions(runs),
         cells=cells,
         tls_column=any(c["tls"] for c in cells),

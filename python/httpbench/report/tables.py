@@ -32,6 +32,11 @@ def mib_text(v) -> str:
     return "-" if not v else f"{v / 2**20:,.1f} MiB"
 
 
+def mib_per_second_text(v) -> str:
+    """Bytes per second as the tables print them, in MiB/s, or "-" when not measured."""
+    return "-" if v is None else f"{v / 2**20:,.1f} MiB/s"
+
+
 def _share(v) -> str:
     return "-" if v is None else f"{v:.0%}"
 
@@ -137,6 +142,9 @@ PHP_LEVEL_COLUMNS = [
     Column("php_cpu_cores", "PHP CPU", _cores),
     Column("php_processes", "PHP processes", _count),
 ]
+# A site cell's: the response bodies' bytes per second beside its requests/s, as received (compressed
+# where the server compressed); the exports have it for every cell.
+BYTES_COLUMNS = [Column("body_bytes_per_second", "body bytes/s", mib_per_second_text)]
 CELL_COLUMNS = [
     Column("run", "run"),
     Column("cell", "cell"),
@@ -236,7 +244,8 @@ def levels(cell: CellResult) -> Table:
     """Every level of one cell, with what a request cost the server; a TLS cell's with its
     handshakes' latency, an HTTP/2 cell's with its streams granted, GOAWAYs and resets, a PHP
     cell's with its PHP-FPM pool's memory, CPU and processes, a cell that asked a content coding
-    with the codings sent and their bytes on the wire against decoded."""
+    with the codings sent and their bytes on the wire against decoded, a site cell's with its
+    bytes/s."""
     tls, h2, php, coded = uses_tls(cell.protocol), is_http2(cell.protocol), cell.php is not None, bool(cell.encoding)
     table = Table(
         LEVEL_COLUMNS
@@ -245,11 +254,13 @@ def levels(cell: CellResult) -> Table:
         + (H2_LEVEL_COLUMNS if h2 else [])
         + (PHP_LEVEL_COLUMNS if php else [])
         + (ENCODING_LEVEL_COLUMNS if coded else [])
+        + (BYTES_COLUMNS if cell.site else [])
     )
     for lv in cell.levels:
         values = _level_values(lv) + [lv.server_cpu_per_request_us]
         values += (_tls_values(lv) if tls else []) + (_h2_values(lv) if h2 else [])
         values += (_php_values(lv) if php else []) + (_encoding_values(lv) if coded else [])
+        values += [lv.body_bytes_per_second] if cell.site else []
         table.add(values, lv.flags)
     return table
 
@@ -265,6 +276,7 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
         + H2_LEVEL_COLUMNS
         + PHP_LEVEL_COLUMNS
         + ENCODING_LEVEL_COLUMNS
+        + BYTES_COLUMNS
     )
     for run in runs:
         for cell in run.measured:
@@ -279,7 +291,8 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
                     + handshakes
                     + _h2_values(lv)
                     + _php_values(lv)
-                    + _encoding_values(lv),
+                    + _encoding_values(lv)
+                    + [lv.body_bytes_per_second],
                     lv.flags,
                 )
     return table

@@ -105,6 +105,19 @@ class LevelResult:
         return None if not counts or None in counts else sum(counts)
 
     @property
+    def classes(self) -> List[dict]:
+        """A site level's answers by size class (the report's `classes`, its rounds added, each
+        with its latency percentiles): empty for a single file, and in rounds from before them."""
+        return self.report.get("classes") or []
+
+    @property
+    def body_bytes_per_second(self) -> Optional[float]:
+        """Response bodies received per second of measurement, all rounds: as they came over the
+        wire, compressed where the server compressed them (the engine de-chunks, never decodes)."""
+        body = self.report["bytes"]["body"]
+        return body / self.duration_s if body is not None and self.duration_s else None
+
+    @property
     def resets(self) -> Dict[str, int]:
         """An HTTP/2 level's streams the server reset (RST_STREAM), by error-code name."""
         return self.report["h2"]["resets"] if self.report["h2"] else {}
@@ -185,6 +198,12 @@ class CellResult:
         if self.resumption is not None:
             words.append(protocol.HANDSHAKES[self.resumption])
         return words
+
+    @property
+    def site(self) -> bool:
+        """Whether the cell served a site (a mix of files counted by size class) rather than one
+        file: its levels' reports have classes."""
+        return any(lv.classes for lv in self.levels)
 
     @property
     def php(self) -> Optional[str]:
