@@ -21,7 +21,8 @@ from httpbench.plan.model import PlanError
 from httpbench.report import tables
 from httpbench.results.compare import compare
 from httpbench.results.comparison import groups
-from httpbench.servers import VerificationFailed
+from httpbench.servers import EncodingUnsupported, VerificationFailed
+from httpbench.sweep import servable
 
 # Text compresses, and nginx gzips text/html and text/css when asked; .webp it never gzips.
 FILES = {"a.html": b"<p>hello, compressible world</p>\n" * 300, "b.css": b"p { color: red }\n" * 200}
@@ -238,3 +239,18 @@ def test_verification_decodes_br_and_deflate_and_refuses_what_does_not_decode():
         judge("zstd", b"x")
     with pytest.raises(VerificationFailed, match="compressed the body .br. though the plan does not ask"):
         judge("br", brotli.compress(page), "identity")
+
+
+def test_a_server_that_cannot_serve_a_coding_in_tuned_is_refused_when_named_and_loses_its_cells_otherwise(tmp_path):
+    path = plan_file(tmp_path, 'accept_encoding = ["identity", "br"]')
+    text = path.read_text().replace('profiles = ["default"]', 'profiles = ["tuned"]')
+    path.write_text(text.replace('servers = ["nginx"]', 'servers = ["nginx", "jetty9"]'))
+    plan = plans.load(str(path))
+    cells = plan.cells(["nginx", "jetty9"])
+    kept, left_out = servable.cells(plan, cells, named=False, php={})
+    assert [(c.server, c.encoding) for c in kept] == [("nginx", "identity"), ("nginx", "br"), ("jetty9", "identity")]
+    assert left_out == [
+        "jetty9: no br cells: jetty9/tuned cannot serve br in httpbench; ask identity, or measure its default profile"
+    ]
+    with pytest.raises(EncodingUnsupported, match="jetty9/tuned cannot serve br"):
+        servable.cells(plan, cells, named=True, php={})

@@ -1,7 +1,8 @@
 """Which of a plan's cells their servers can serve as the plan asks: over its protocol (TLS as its
-[tls] says, HTTP/2), and PHP for a PHP workload. A server the plan or --servers names is refused
-in one line, and so is a plan none of whose cells can be served; one that is there because it is
-installed only loses those cells, and a note says so."""
+[tls] says, HTTP/2), PHP for a PHP workload, and the content coding a cell asks in its profile.
+A server the plan or --servers names is refused in one line, and so is a plan none of whose
+cells can be served; one that is there because it is installed only loses those cells, and a
+note says so."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from httpbench import servers
 from httpbench.plan.model import Cell, Plan
 from httpbench.plan.protocol import uses_tls
-from httpbench.servers import SiteTLS
+from httpbench.servers import ServerProfile, Site, SiteTLS
 
 
 def refusal(plan: Plan, server: str, protocol: str) -> Optional[str]:
@@ -19,6 +20,16 @@ def refusal(plan: Plan, server: str, protocol: str) -> Optional[str]:
     adapter = plan.adapter(server)
     tls = SiteTLS(Path(), Path(), Path(), plan.tls.key, plan.tls.version)
     return (adapter.tls_refusal(tls) if uses_tls(protocol) else None) or adapter.protocol_refusal(protocol)
+
+
+def coding_refusal(plan: Plan, cell: Cell) -> Optional[str]:
+    """Why `cell`'s server, in its profile, cannot serve the coding the cell asks; None when it
+    can. A generated workload gets its precompressed copies, a user's docroot has none
+    (servers.host writes them by the same rule)."""
+    if cell.encoding in (None, "identity"):
+        return None
+    site = Site(Path(), Path(), 0, encoding=cell.encoding, precompressed=cell.workload.root is None)
+    return plan.adapter(cell.server).encoding_refusal(site, ServerProfile(cell.profile))
 
 
 def cells(
@@ -34,10 +45,14 @@ def cells(
             refused[c] = (f"{c.protocol} cells", why)
         elif c.workload.php and php[c.server]:
             refused[c] = ("PHP cells", f"workload {c.workload.label} runs PHP scripts: {php[c.server]}")
+        elif coding := coding_refusal(plan, c):
+            refused[c] = (f"{c.encoding} cells", coding)
     if refused and (named or len(refused) == len(cells)):
-        cell, (_, why) = next(iter(refused.items()))
-        if cell.workload.php and not refusal(plan, cell.server, cell.protocol):
+        cell, (what, why) = next(iter(refused.items()))
+        if what == "PHP cells":
             raise servers.PHPUnsupported(why)
+        if what == f"{cell.encoding} cells":
+            raise servers.EncodingUnsupported(why)
         raise (servers.TLSUnsupported if cell.protocol == "https" else servers.ProtocolUnsupported)(why)
     notes: Dict[Tuple[str, str], Tuple[str, List[str]]] = {}
     for c, (what, why) in refused.items():
