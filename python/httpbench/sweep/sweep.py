@@ -263,12 +263,12 @@ class Sweep:
             "expect_status": list(self.plan.expect_status),
         }
         if workload.site is not None:
-            # Drawn by weight, each answer's length checked against its own URL's (identity: no
-            # encoding is asked for yet), counted by size class.
+            # Drawn by weight or in the log's order, each answer's length checked against its own
+            # URL's (identity: no encoding is asked for yet), counted by size class.
             spec.update(
-                weights=list(workload.weights),
                 expect_lengths=list(workload.lengths()),
                 size_classes=list(SIZE_CLASSES),
+                **workload.site.mix.spec(),
             )
         if keep_alive and self.plan.requests_per_connection:
             spec["requests_per_connection"] = self.plan.requests_per_connection
