@@ -23,7 +23,7 @@ pub struct Cli {
     /// Read more URLs from this file, one per line as 'URL-OR-PATH [WEIGHT]' (# comments): with a weight on any line, each request's URL is drawn by weight (1 where none is given); a path (/a.css) takes the scheme, host and port of the URL given, which is then not requested itself
     #[arg(long, alias = "urls-file", value_name = "FILE")]
     urls_from_file: Option<PathBuf>,
-    /// Take the URL mix from this access log (Common or Combined format): GET requests answered 200 or 304, weighted by their counts; paths take the scheme, host and port of the URL given. Read by `httpbench load`
+    /// Take the URL mix from this access log (Common or Combined format): GET requests answered 200 or 304, weighted by their counts; paths take the scheme, host and port of the URL given (httpbench load only, as are --docroot, --order and --speed)
     #[arg(long, value_name = "FILE")]
     access_log: Option<PathBuf>,
     /// With --access-log: drop the log's paths whose file is missing under DIR, and check each answer's length against its file's
