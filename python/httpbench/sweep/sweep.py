@@ -270,6 +270,10 @@ class Sweep:
                 size_classes=list(SIZE_CLASSES),
                 **workload.site.mix.spec(),
             )
+            if closed and _timed(workload):
+                # The warm-up and the client ceiling load as hard as they can: the log's order,
+                # not its pace.
+                spec.update(order="replay", offsets=None, speed=1.0)
         if keep_alive and self.plan.requests_per_connection:
             spec["requests_per_connection"] = self.plan.requests_per_connection
         if to.tls is not None:
@@ -425,7 +429,8 @@ class Sweep:
             if self.cluster
             else [honesty.client_saturated([measurement], rps, len(self.placement.client), against)]
         )
-        if self.plan.model == "closed" and self.plan.client == "engine":
+        # A timed log is an open loop at the log's pace: its connections wait between requests.
+        if self.plan.model == "closed" and self.plan.client == "engine" and not _timed(cell.workload):
             in_flight = honesty.requests_in_flight(level, self.plan.pipeline, measurement)
             flags.append(honesty.littles_law([measurement], in_flight))
         if self.placement.shared and not self.cluster:
@@ -440,3 +445,8 @@ class Sweep:
         flags.append(honesty.errors(measurement, self.plan.max_errors, cell.server, at))
         measurement["flags"] = [asdict(f) for f in honesty.merged(flags)]
         return measurement
+
+
+def _timed(workload) -> bool:
+    """Whether `workload` is an access log sent at its own times (an open loop of its own)."""
+    return workload.site is not None and workload.site.mix.order == "timed"
