@@ -208,6 +208,9 @@ pub struct LoadSpec {
     /// One body length per URL, checked on every answer to that URL as `expect_length` is (which
     /// it replaces).
     pub expect_lengths: Option<Vec<u64>>,
+    /// Each URL without an expected length (`expect_lengths`, `expect_length`) must answer, every
+    /// time, the length of its first answer that succeeded (whichever thread had it).
+    pub learn_lengths: bool,
     /// Upper bounds in bytes (ascending, at most 7) of the size classes the report counts
     /// completed answers in, by body length: `[1024, 10240]` gives 0-1024, 1025-10240 and
     /// above. Empty: no classes.
@@ -300,6 +303,7 @@ impl Default for LoadSpec {
             expect_body_file: None,
             expect_length: None,
             expect_lengths: None,
+            learn_lengths: false,
             size_classes: Vec::new(),
             expect_status: Vec::new(),
             allow_errors: false,

@@ -19,6 +19,8 @@ pub struct LogMix {
     #[serde(default = "one")]
     speed: f64,
     expect_lengths: Option<Vec<u64>>,
+    #[serde(default)]
+    learn_lengths: bool,
 }
 
 fn one() -> f64 {
@@ -36,6 +38,7 @@ impl LogMix {
         if self.expect_lengths.is_some() {
             spec.expect_lengths = self.expect_lengths;
         }
+        spec.learn_lengths = self.learn_lengths;
     }
 }
 

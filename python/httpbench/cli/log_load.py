@@ -74,9 +74,11 @@ def with_log_mix(argv: List[str]) -> Tuple[List[str], Optional[Path]]:
         raise LoadFlagError(str(e)) from None
     fields = {"urls": list(read.mix.paths), **read.mix.spec()}
     if root is not None:
-        # Each answer's length is its file's; without a docroot, nothing but the log is known,
-        # and its byte counts are no answer's length (a 304 logs 0, a compressed answer less).
         fields["expect_lengths"] = [(root / file_of(url)).stat().st_size for url in read.mix.paths]
+    else:
+        # Nothing but the log is known, and its byte counts are no answer's length (a 304 logs
+        # 0, a compressed answer less): each URL's first answer sets it.
+        fields["learn_lengths"] = True
     print(f"httpbench load: {values['--access-log']} ({read.format}): {read.summary()}", file=sys.stderr)
     handle, name = tempfile.mkstemp(prefix="httpbench-log-mix-", suffix=".json")
     with os.fdopen(handle, "w") as out:

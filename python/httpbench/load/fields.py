@@ -366,6 +366,9 @@ LoadSpec = TypedDict(
         "io": Optional[str],
         # Off: a new TCP connection per request, closed by the client as ab without `-k` does.
         "keep_alive": Optional[bool],
+        # Each URL without an expected length (`expect_lengths`, `expect_length`) must answer, every
+        # time, the length of its first answer that succeeded (whichever thread had it).
+        "learn_lengths": Optional[bool],
         "method": Optional[str],
         # Seconds from the log's first request to each of `sequence`'s, ascending: when "timed"
         # sends them.
@@ -575,6 +578,7 @@ DEFAULTS = {
         "http2": False,
         "io": "auto",
         "keep_alive": True,
+        "learn_lengths": False,
         "method": "GET",
         "offsets": None,
         "order": "weighted",

@@ -64,10 +64,9 @@ impl ResponseSink for Sink<'_> {
         c.head_bytes += r.head_bytes;
         c.body_bytes += r.body_bytes;
         c.interim += r.interim as u64;
-        if self
+        if !self
             .answers
-            .length(p.url)
-            .is_some_and(|l| l != r.body_bytes)
+            .fits(p.url, r.body_bytes, expects(self.expect_status, r.status))
         {
             c.error(ErrorClass::LengthMismatch, 1);
             self.series.errors += 1;
