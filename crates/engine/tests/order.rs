@@ -114,7 +114,6 @@ fn timed_sends_the_log_at_its_times_sped_up() {
     let sequence = vec![1, 2, 0];
     let (r, got) = run(LoadSpec {
         connections: 2,
-        threads: 2,
         order: Order::Timed,
         sequence: Some(sequence.clone()),
         offsets: Some(vec![0.0, 0.5, 1.0]),
@@ -122,10 +121,30 @@ fn timed_sends_the_log_at_its_times_sped_up() {
         stop: Stop::Duration(0.6),
         ..LoadSpec::default()
     });
-    assert!((10..=14).contains(&got.len()), "{got:?}");
-    // 50 ms apart, the threads' entries reach the server in the log's order.
+    assert!((9..=14).contains(&got.len()), "{got:?}");
+    // 50 ms apart, the entries reach the server in the log's order.
     assert_eq!(got, paths(&sequence, got.len()));
-    assert!(r.requests.completed >= 10);
+    assert!(r.requests.completed >= 9);
+}
+
+#[test]
+fn timed_over_threads_sends_each_entry_once() {
+    // 2 threads take the even and the odd entries: together every entry, once a loop.
+    let (_, got) = run(LoadSpec {
+        connections: 2,
+        threads: 2,
+        order: Order::Timed,
+        sequence: Some(vec![0, 1, 2]),
+        offsets: Some(vec![0.0, 0.5, 1.0]),
+        speed: 10.0,
+        stop: Stop::Duration(0.6),
+        ..LoadSpec::default()
+    });
+    assert!((9..=14).contains(&got.len()), "{got:?}");
+    for p in ["/a", "/b", "/c"] {
+        let n = got.iter().filter(|g| *g == p).count();
+        assert!(n.abs_diff(got.len() / 3) <= 1, "{got:?}");
+    }
 }
 
 #[test]

@@ -20,6 +20,8 @@ use super::Assignment;
 pub(super) struct Arrivals {
     /// When the arrivals after `next` come: read ahead from a copy.
     times: Times,
+    /// A timed log's entries, apart from `times` so that a copy takes no reference count.
+    log: Option<Timed>,
     /// When the first arrival not yet taken comes, in ns since `start`.
     next: u64,
     /// A timed log's: this thread's first entry, and the entry taken last.
@@ -44,7 +46,6 @@ enum Times {
     /// This thread's entries of a timed log: every `stride`-th, from `entry`, at their times
     /// from `origin`.
     Log {
-        timed: Timed,
         entry: u64,
         stride: u64,
         origin: u64,
@@ -52,16 +53,16 @@ enum Times {
 }
 
 impl Times {
-    /// When the arrival after one at `at` comes.
-    fn after(&mut self, at: u64) -> u64 {
+    /// When the arrival after one at `at` comes (`log`: the timed log's entries, if any).
+    fn after(&mut self, at: u64, log: Option<&Timed>) -> u64 {
         match self {
             Times::Poisson { mean_gap, draws } => at + gap(draws, *mean_gap),
             Times::Log {
-                timed,
                 entry,
                 stride,
                 origin,
             } => {
+                let timed = log.expect("a Log's arrivals hold their log");
                 let came = *origin + timed.time(*entry);
                 *entry += *stride;
                 came
@@ -91,24 +92,24 @@ impl Arrivals {
             mean_gap: 1e9 / rate,
             draws: SplitMix64::stream(seed ^ ARRIVALS, a.index as u64),
         };
-        Arrivals::of(a, times)
+        Arrivals::of(a, times, None)
     }
 
     /// Thread `a`'s entries of a timed log sent by `threads` threads.
     pub(super) fn timed(a: &Assignment, timed: Timed, threads: usize) -> Arrivals {
         let times = Times::Log {
-            timed,
             entry: a.index as u64,
             stride: threads as u64,
             origin: 0,
         };
-        Arrivals::of(a, times)
+        Arrivals::of(a, times, Some(timed))
     }
 
-    fn of(a: &Assignment, mut times: Times) -> Arrivals {
+    fn of(a: &Assignment, mut times: Times, log: Option<Timed>) -> Arrivals {
         Arrivals {
-            next: times.after(0),
+            next: times.after(0, log.as_ref()),
             times,
+            log,
             first: a.index as u64,
             taken: a.index as u64,
             waiting: VecDeque::with_capacity(a.connections),
@@ -127,7 +128,7 @@ impl Arrivals {
     pub(super) fn due(&self, now: u64, room: u64) -> (u64, Option<u64>) {
         let (mut ready, mut at, mut times) = (0, self.next, self.times.clone());
         while at <= now && ready < room {
-            at = times.after(at);
+            at = times.after(at, self.log.as_ref());
             ready += 1;
         }
         if ready < room {
@@ -166,7 +167,7 @@ impl Arrivals {
         if let Times::Log { entry, stride, .. } = &self.times {
             self.taken = *entry - *stride;
         }
-        self.next = self.times.after(came);
+        self.next = self.times.after(came, self.log.as_ref());
         came
     }
 
@@ -203,7 +204,7 @@ impl Arrivals {
     /// warmed up is dropped, not sent in a burst at the start of measurement.
     pub(super) fn restart(&mut self, from: u64, alarms: &mut Alarms) {
         self.times.restart(from, self.first);
-        self.next = self.times.after(from);
+        self.next = self.times.after(from, self.log.as_ref());
         for i in 0..self.free.len() {
             if !self.free[i] {
                 self.free[i] = true;
@@ -218,7 +219,7 @@ impl Arrivals {
         let (mut at, mut times, mut behind) = (self.next, self.times.clone(), 0);
         while at < ended {
             behind += u64::from(at >= measure_from);
-            at = times.after(at);
+            at = times.after(at, self.log.as_ref());
         }
         behind
     }
