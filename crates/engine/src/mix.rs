@@ -341,6 +341,28 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_thread_takes_every_strideth_entry_looping() {
+        let mix = Mix::Replay {
+            sequence: vec![5, 6, 7, 8, 9],
+            stride: 2,
+        };
+        let mut c = mix.cursor(1);
+        let urls: Vec<usize> = (0..5).map(|_| mix.pick(&mut c)).collect();
+        assert_eq!(urls, [6, 8, 5, 7, 9]);
+    }
+
+    #[test]
+    fn a_timed_log_loops_every_span_and_one_mean_gap() {
+        // 0, 1 and 4 s at speed 2: 0, 0.5 and 2 s, a mean gap of 1 s, a loop of 3 s.
+        let t = Timed::new(&[2, 0, 1], &[0.0, 1.0, 4.0], 2.0);
+        let times: Vec<u64> = (0..5).map(|e| t.time(e) / 1_000_000).collect();
+        assert_eq!(times, [0, 500, 2000, 3000, 3500]);
+        assert_eq!((t.url(3), t.url(5)), (2, 1));
+        // One request, or all at one instant: a loop a second, sped up.
+        assert_eq!(Timed::new(&[0], &[0.0], 4.0).span, 250_000_000);
+    }
+
+    #[test]
     fn round_robin_starts_at_the_connection() {
         let mix = Mix::new(3, None, 0);
         let mut c = mix.cursor(4);
