@@ -223,8 +223,6 @@ def test_a_docroot_plan_takes_its_mix_from_the_log(tmp_path, site):
         ("speed = 2", 'workload.speed applies to order = "timed" only'),
         ('order = "timed"\nspeed = 0', "workload.speed must be a number more than 0"),
         ('urls = ["/"]', "workload.access_log: give either urls or access_log, not both"),
-        ('order = "timed"\nspeed = 10', 'workload.order = "timed" is not sent by the engine yet'),
-        ('order = "replay"', 'workload.order = "replay" is not sent by the engine yet'),
     ],
 )
 def test_a_bad_docroot_key_is_one_line_naming_it(tmp_path, site, more, said):

@@ -221,6 +221,32 @@ def test_the_capacity_flags_do_what_their_help_says(front, url):
     assert r["spec"]["stop"] == {"duration": 0.3} and r["spec"]["warmup"] == 0.1 and r["spec"]["rate"] == 150.0
 
 
+# An access log's flags: read by `httpbench load` (the plans' reader of logs), refused in one
+# line by the standalone binary.
+LOG_FLAGS = ("--access-log", "--docroot", "--order", "--speed")
+
+
+def test_the_access_log_flags_do_what_their_help_says(front, url, tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+    for name in ("a.html", "b.html"):
+        (root / name).write_bytes(BODY)
+    line = '10.0.0.1 - - [28/Nov/2026:10:00:0{s} +0000] "GET /{name} HTTP/1.1" 200 9\n'
+    log = tmp_path / "access.log"
+    log.write_text("".join(line.format(s=s, name=name) for s, name in enumerate(["b.html", "a.html", "gone.html"])))
+    args = ("--access-log", str(log), "--docroot", str(root), "--order", "timed", "--speed", "20")
+    if front.name == "httpbench-load":
+        code, out, err = front(*args, "-d", "300ms", url)
+        assert code == 2 and err.count("\n") == 1 and "read by `httpbench load`" in err, err
+        return
+    # 2 requests 1 s apart at speed 20: one every 50 ms, looping every 100 ms; gone.html dropped.
+    r = measured(front, *args, "-d", "300ms", "-c", "2", "--no-validate", url)
+    s = r["spec"]
+    assert [u.rsplit("/", 1)[1] for u in s["urls"]] == ["b.html", "a.html"] and s["expect_lengths"] == [7, 7]
+    assert (s["order"], s["sequence"], s["offsets"], s["speed"]) == ("timed", [0, 1], [0.0, 1.0], 20.0)
+    assert 3 <= r["requests"]["completed"] <= 9 and r["errors_total"] == 0
+
+
 @pytest.mark.parametrize("flag", sorted(H2_FLAGS))
 def test_each_http2_flag_does_what_its_help_says(front, h2c_url, flag):
     args, check = H2_FLAGS[flag]
@@ -285,7 +311,8 @@ def test_every_flag_in_the_help_is_tested_here():
     # A flag added later without a run here fails this test.
     done = subprocess.run([str(binary("httpbench-load")), "--help"], capture_output=True, text=True, timeout=10)
     documented = set(re.findall(r"--[a-z][a-z0-9.-]*", done.stdout))
-    tested = set(FLAGS) | set(TLS_FLAGS) | set(H2_FLAGS) | set(CAPACITY_FLAGS) | {"--json", "--help", "--version"}
+    tested = set(FLAGS) | set(TLS_FLAGS) | set(H2_FLAGS) | set(CAPACITY_FLAGS) | set(LOG_FLAGS)
+    tested |= {"--json", "--help", "--version"}
     assert documented == tested
 
 

@@ -1,10 +1,15 @@
-//! Which URL each request asks for: the spec's URLs round robin, or drawn by their `weights`.
+//! Which URL each request asks for: the spec's URLs round robin, drawn by their `weights`, or
+//! in the order of an access log's `sequence` (at its own times when "timed").
 //!
 //! A weighted draw goes through an alias table (Vose's method): one random number picks a column
 //! and decides between the column's URL and its alias, so a pick costs the same for 3 URLs or
 //! 100,000 and allocates nothing. Each connection draws from its own generator, seeded from the
 //! spec's `seed` and the connection's index in the run: its sequence of URLs is the same in every
 //! run, whichever thread carries it and however its answers interleave with other connections'.
+
+use std::sync::Arc;
+
+use crate::spec::{LoadSpec, Order};
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): 8 bytes of state, one multiply-xorshift round per
 /// number, and every seed a good one, so that consecutive connection indexes give unrelated
@@ -114,9 +119,69 @@ pub enum Mix {
         table: AliasTable,
         seed: u64,
     },
+    /// A log's URL indexes in its order, looping.
+    ///
+    /// One sequence shared by all threads, each taking every `stride`-th entry (stride: the
+    /// run's threads) from its own index, and handing them out in turn to whichever of its
+    /// connections sends next: thread 0 of 2 sends entries 0, 2, 4..., thread 1 entries 1, 3....
+    /// While the threads keep pace with each other, the requests on the wire at any moment are
+    /// the log's next ones, so the server sees the log's order as nearly as the requests in
+    /// parallel allow, and nothing is shared between threads per request (a shared atomic
+    /// position would order the sends no better, since the connections race anyway, and cost a
+    /// contended cache line per request). A cursor per connection instead would tie each
+    /// connection to a fixed subset of the entries, and a slower connection would skew the mix.
+    Replay {
+        sequence: Vec<u32>,
+        stride: usize,
+    },
+    /// A log's URL indexes sent at its times: the schedule hands out the entries with their
+    /// times ([`Timed`]) and a request asks for its entry's URL.
+    Timed(Timed),
 }
 
-/// A connection's place in the mix: the next URL of the round robin, or its generator.
+/// A timed log's entries: which URL each asks for, and when, in ns from the start of a loop.
+#[derive(Debug, Clone)]
+pub struct Timed {
+    pub sequence: Arc<[u32]>,
+    pub at: Arc<[u64]>,
+    /// How long one loop of the log lasts: its last entry's time and one mean gap more, so that
+    /// the next loop's first entry does not go with the last.
+    pub span: u64,
+}
+
+impl Timed {
+    /// `offsets` in seconds, sent `speed` times as fast.
+    pub fn new(sequence: &[u32], offsets: &[f64], speed: f64) -> Timed {
+        let at: Arc<[u64]> = offsets.iter().map(|o| (o * 1e9 / speed) as u64).collect();
+        let last = *at.last().expect("checked by LoadSpec::resolve");
+        // A log of one request, or of all at one instant, loops once a second (sped up).
+        let gap = if last > 0 {
+            last / (at.len() as u64 - 1)
+        } else {
+            (1e9 / speed) as u64
+        };
+        Timed {
+            sequence: sequence.into(),
+            at,
+            span: (last + gap).max(1),
+        }
+    }
+
+    /// When entry `entry` (counted over the loops) is due, in ns from the first loop's start.
+    #[inline]
+    pub fn time(&self, entry: u64) -> u64 {
+        let n = self.at.len() as u64;
+        (entry / n) * self.span + self.at[(entry % n) as usize]
+    }
+
+    #[inline]
+    pub fn url(&self, entry: u64) -> usize {
+        self.sequence[(entry % self.sequence.len() as u64) as usize] as usize
+    }
+}
+
+/// A connection's place in the mix: the next URL of the round robin or of a replay, or its
+/// generator.
 #[derive(Debug, Clone)]
 pub enum Cursor {
     Next(usize),
@@ -124,6 +189,24 @@ pub enum Cursor {
 }
 
 impl Mix {
+    /// The spec's mix, sent by `threads`.
+    pub fn of(spec: &LoadSpec, threads: usize) -> Mix {
+        match (spec.order, &spec.weights, &spec.sequence) {
+            (Order::Replay, _, Some(sequence)) => Mix::Replay {
+                sequence: sequence.clone(),
+                stride: threads.max(1),
+            },
+            (Order::Timed, _, Some(sequence)) => Mix::Timed(Timed::new(
+                sequence,
+                spec.offsets
+                    .as_deref()
+                    .expect("checked by LoadSpec::resolve"),
+                spec.speed,
+            )),
+            _ => Mix::new(spec.urls.len(), spec.weights.as_deref(), spec.seed),
+        }
+    }
+
     pub fn new(urls: usize, weights: Option<&[f64]>, seed: u64) -> Mix {
         match weights {
             Some(w) => Mix::Weighted {
@@ -134,15 +217,19 @@ impl Mix {
         }
     }
 
-    /// The cursor of connection `global` (its index over all threads).
+    /// The cursor of connection `global` (its index over all threads); of a replay, of thread
+    /// `global`, the one cursor its connections share.
     pub fn cursor(&self, global: usize) -> Cursor {
         match self {
             Mix::RoundRobin(cycle) => Cursor::Next(global % cycle),
             Mix::Weighted { seed, .. } => Cursor::Draw(SplitMix64::stream(*seed, global as u64)),
+            Mix::Replay { sequence, .. } => Cursor::Next(global % sequence.len()),
+            // Unused: a timed request's URL is its entry's.
+            Mix::Timed(_) => Cursor::Next(0),
         }
     }
 
-    /// The URL of a connection's next request.
+    /// The URL of a connection's next request (a timed request's is its entry's: [`Timed::url`]).
     #[inline]
     pub fn pick(&self, cursor: &mut Cursor) -> usize {
         match (self, cursor) {
@@ -152,6 +239,12 @@ impl Mix {
                 url
             }
             (Mix::Weighted { table, .. }, Cursor::Draw(rng)) => table.pick(rng.next_u64()),
+            (Mix::Replay { sequence, stride }, Cursor::Next(next)) => {
+                let url = sequence[*next];
+                // The stride may exceed the sequence (more threads than entries).
+                *next = (*next + stride) % sequence.len();
+                url as usize
+            }
             _ => unreachable!("a cursor comes from its mix"),
         }
     }
@@ -245,6 +338,28 @@ mod tests {
             (0..64).map(|_| other.pick(&mut c)).collect::<Vec<_>>(),
             sequence(3)
         );
+    }
+
+    #[test]
+    fn a_replay_thread_takes_every_strideth_entry_looping() {
+        let mix = Mix::Replay {
+            sequence: vec![5, 6, 7, 8, 9],
+            stride: 2,
+        };
+        let mut c = mix.cursor(1);
+        let urls: Vec<usize> = (0..5).map(|_| mix.pick(&mut c)).collect();
+        assert_eq!(urls, [6, 8, 5, 7, 9]);
+    }
+
+    #[test]
+    fn a_timed_log_loops_every_span_and_one_mean_gap() {
+        // 0, 1 and 4 s at speed 2: 0, 0.5 and 2 s, a mean gap of 1 s, a loop of 3 s.
+        let t = Timed::new(&[2, 0, 1], &[0.0, 1.0, 4.0], 2.0);
+        let times: Vec<u64> = (0..5).map(|e| t.time(e) / 1_000_000).collect();
+        assert_eq!(times, [0, 500, 2000, 3000, 3500]);
+        assert_eq!((t.url(3), t.url(5)), (2, 1));
+        // One request, or all at one instant: a loop a second, sped up.
+        assert_eq!(Timed::new(&[0], &[0.0], 4.0).span, 250_000_000);
     }
 
     #[test]

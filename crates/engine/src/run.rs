@@ -81,7 +81,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         refusal: Mutex::new(None),
         start: Instant::now(),
         warmup: Warmup::of(&resolved),
-        mix: Mix::new(resolved.targets.len(), spec.weights.as_deref(), spec.seed),
+        mix: Mix::of(spec, resolved.threads as usize),
         requests,
         spec: resolved,
     };

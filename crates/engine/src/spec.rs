@@ -37,6 +37,20 @@ pub enum Arrivals {
     Poisson,
 }
 
+/// In which order the requests ask for the URLs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Drawn by `weights` (round robin without them).
+    #[default]
+    Weighted,
+    /// The URLs of `sequence` in its order, looping: an access log's requests one after another.
+    Replay,
+    /// `sequence` at its `offsets` divided by `speed`, looping: an access log's requests at their
+    /// own times, an open loop whose pace is the log's.
+    Timed,
+}
+
 /// A TLS protocol version the client may negotiate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum TlsVersion {
@@ -127,6 +141,16 @@ pub struct LoadSpec {
     /// One weight per URL (not negative, not all 0): each request's URL is drawn with
     /// probability weight / sum, from a generator seeded by `seed`. `None`: round robin.
     pub weights: Option<Vec<f64>>,
+    /// How requests choose their URLs: by `weights`, or by `sequence` (in order, or at its times).
+    pub order: Order,
+    /// Indexes into `urls`, in the order an access log asked for them: what `order` "replay"
+    /// and "timed" send, looping.
+    pub sequence: Option<Vec<u32>>,
+    /// Seconds from the log's first request to each of `sequence`'s, ascending: when "timed"
+    /// sends them.
+    pub offsets: Option<Vec<f64>>,
+    /// How many times faster than the log "timed" sends (2: in half its time).
+    pub speed: f64,
     /// Draws the run's random choices, the weighted URLs and Poisson gaps: a run's sequence of
     /// URLs on each connection, and each thread's arrivals, are the same in every run with the
     /// same seed.
@@ -193,6 +217,9 @@ pub struct LoadSpec {
     /// `encodings` count as each coding's decoded bytes. None: an identity answer's own length,
     /// a coded answer's unknown.
     pub decoded_lengths: Option<Vec<u64>>,
+    /// Each URL without an expected length (`expect_lengths`, `expect_length`) must answer, every
+    /// time, the length of its first answer that succeeded (whichever thread had it).
+    pub learn_lengths: bool,
     /// Upper bounds in bytes (ascending, at most 7) of the size classes the report counts
     /// completed answers in, by body length: `[1024, 10240]` gives 0-1024, 1025-10240 and
     /// above. Empty: no classes.
@@ -254,6 +281,10 @@ impl Default for LoadSpec {
         LoadSpec {
             urls: Vec::new(),
             weights: None,
+            order: Order::Weighted,
+            sequence: None,
+            offsets: None,
+            speed: 1.0,
             seed: DEFAULT_SEED,
             method: "GET".into(),
             headers: Vec::new(),
@@ -283,6 +314,7 @@ impl Default for LoadSpec {
             expect_lengths: None,
             expect_encodings: None,
             decoded_lengths: None,
+            learn_lengths: false,
             size_classes: Vec::new(),
             expect_status: Vec::new(),
             allow_errors: false,

@@ -23,6 +23,21 @@ pub struct Cli {
     /// Read more URLs from this file, one per line as 'URL-OR-PATH [WEIGHT]' (# comments): with a weight on any line, each request's URL is drawn by weight (1 where none is given); a path (/a.css) takes the scheme, host and port of the URL given, which is then not requested itself
     #[arg(long, alias = "urls-file", value_name = "FILE")]
     urls_from_file: Option<PathBuf>,
+    /// Take the URL mix from this access log (Common or Combined format): GET requests answered 200 or 304, weighted by their counts; paths take the scheme, host and port of the URL given (httpbench load only, as are --docroot, --order and --speed)
+    #[arg(long, value_name = "FILE")]
+    access_log: Option<PathBuf>,
+    /// With --access-log: drop the log's paths whose file is missing under DIR, and check each answer's length against its file's
+    #[arg(long, value_name = "DIR")]
+    docroot: Option<PathBuf>,
+    /// With --access-log: draw each URL by the log's counts (weighted), send the log's requests in its order, looping (replay), or in its order at its own times, looping (timed; no -R)
+    #[arg(long, value_name = "HOW", value_parser = ["weighted", "replay", "timed"])]
+    order: Option<String>,
+    /// With --order timed: send this many times faster than the log (e.g. 10)
+    #[arg(long, value_name = "X")]
+    speed: Option<f64>,
+    /// An access log's mix as `httpbench load` read it (JSON: paths and the spec's order fields)
+    #[arg(long, value_name = "FILE", hide = true)]
+    log_mix: Option<PathBuf>,
     /// Seed of the weighted draw of URLs: the same seed, the same sequence on each connection
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -236,9 +251,25 @@ fn parse_share(s: &str) -> Result<f64, String> {
 
 impl Cli {
     pub fn to_spec(&self) -> Result<LoadSpec, String> {
-        let mix = match &self.urls_from_file {
-            Some(path) => crate::urls::read(path, &self.urls)?,
-            None => crate::urls::UrlMix {
+        if self.access_log.is_some()
+            || self.docroot.is_some()
+            || self.order.is_some()
+            || self.speed.is_some()
+        {
+            return Err("--access-log, --docroot, --order and --speed are read by `httpbench load`: run the load through httpbench".into());
+        }
+        let log = match &self.log_mix {
+            Some(path) => Some(crate::urls::read_log_mix(path, &self.urls)?),
+            None => None,
+        };
+        let mix = match (&self.urls_from_file, &log) {
+            (Some(_), Some(_)) => {
+                return Err(
+                    "--urls-from-file and --access-log each give the URL mix: give one".into(),
+                )
+            }
+            (Some(path), None) => crate::urls::read(path, &self.urls)?,
+            _ => crate::urls::UrlMix {
                 urls: self.urls.clone(),
                 weights: None,
             },
@@ -267,7 +298,7 @@ impl Cli {
             (None, Some(d)) => Stop::Duration(d),
             (None, None) => Stop::Duration(10.0),
         };
-        Ok(LoadSpec {
+        let mut spec = LoadSpec {
             urls: mix.urls,
             weights: mix.weights,
             seed: self.seed.unwrap_or(httpbench_engine::spec::DEFAULT_SEED),
@@ -320,7 +351,11 @@ impl Cli {
                 },
             },
             ..LoadSpec::default()
-        })
+        };
+        if let Some(log) = log {
+            log.onto(&mut spec);
+        }
+        Ok(spec)
     }
 }
 

@@ -1,7 +1,62 @@
 //! `--urls-from-file`: a list of URLs, each with an optional weight, read into the spec's `urls`
-//! and `weights`.
+//! and `weights`; an access log's mix, as `httpbench load` read it, into `urls` and the order.
 
 use std::path::Path;
+
+use httpbench_engine::spec::{LoadSpec, Order};
+
+/// An access log's mix (httpbench.site.access_log, written by `httpbench load` for
+/// `--access-log`): its paths, and the spec's fields that order them.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogMix {
+    urls: Vec<String>,
+    weights: Option<Vec<f64>>,
+    #[serde(default)]
+    order: Order,
+    sequence: Option<Vec<u32>>,
+    offsets: Option<Vec<f64>>,
+    #[serde(default = "one")]
+    speed: f64,
+    expect_lengths: Option<Vec<u64>>,
+    #[serde(default)]
+    learn_lengths: bool,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl LogMix {
+    pub fn onto(self, spec: &mut LoadSpec) {
+        spec.urls = self.urls;
+        spec.weights = self.weights;
+        spec.order = self.order;
+        spec.sequence = self.sequence;
+        spec.offsets = self.offsets;
+        spec.speed = self.speed;
+        if self.expect_lengths.is_some() {
+            spec.expect_lengths = self.expect_lengths;
+        }
+        spec.learn_lengths = self.learn_lengths;
+    }
+}
+
+/// The mix in the file at `path`, its paths joined to the scheme, host and port of the first
+/// URL `given`.
+pub fn read_log_mix(path: &Path, given: &[String]) -> Result<LogMix, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the access log's mix {}: {e}", path.display()))?;
+    let mut mix: LogMix = serde_json::from_str(&text)
+        .map_err(|e| format!("the access log's mix {} is not one: {e}", path.display()))?;
+    let Some(origin) = given.first().map(|u| origin_of(u)) else {
+        return Err("--access-log gives paths: give a URL for their scheme, host and port, e.g. http://127.0.0.1:8080/".into());
+    };
+    for url in &mut mix.urls {
+        *url = format!("{origin}{url}");
+    }
+    Ok(mix)
+}
 
 /// The URLs to request and their weights (None: no line gave one, so round robin as before).
 #[derive(Debug, PartialEq)]

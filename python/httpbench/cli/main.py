@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import List, NoReturn, Optional, Sequence
 
 from httpbench import __version__, _engine
-from httpbench.cli import doctor
+from httpbench.cli import doctor, log_load
 from httpbench.errors import Error
 
 
@@ -390,7 +390,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         # Everything after `load` goes untouched to the Rust parser, so the load flags (and their
         # --help) are defined once, in crates/load.
         if argv[:1] == ["load"]:
-            return _engine.load_main(["httpbench load", *argv[1:]])
+            flags, mix = log_load.with_log_mix(argv[1:])
+            try:
+                return _engine.load_main(["httpbench load", *flags])
+            finally:
+                if mix is not None:
+                    mix.unlink()
         args = _parser().parse_args(argv)
         return args.run(args)
     except Error as e:

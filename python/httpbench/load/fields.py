@@ -392,7 +392,15 @@ LoadSpec = TypedDict(
         "io": Optional[str],
         # Off: a new TCP connection per request, closed by the client as ab without `-k` does.
         "keep_alive": Optional[bool],
+        # Each URL without an expected length (`expect_lengths`, `expect_length`) must answer, every
+        # time, the length of its first answer that succeeded (whichever thread had it).
+        "learn_lengths": Optional[bool],
         "method": Optional[str],
+        # Seconds from the log's first request to each of `sequence`'s, ascending: when "timed"
+        # sends them.
+        "offsets": Optional[List[float]],
+        # How requests choose their URLs: by `weights`, or by `sequence` (in order, or at its times).
+        "order": Optional[str],
         # Requests outstanding per connection.
         "pipeline": Optional[int],
         # Open loop: requests per second in total, each latency taken from when the request was
@@ -405,10 +413,15 @@ LoadSpec = TypedDict(
         # URLs on each connection, and each thread's arrivals, are the same in every run with the
         # same seed.
         "seed": Optional[int],
+        # Indexes into `urls`, in the order an access log asked for them: what `order` "replay"
+        # and "timed" send, looping.
+        "sequence": Optional[List[int]],
         # Upper bounds in bytes (ascending, at most 7) of the size classes the report counts
         # completed answers in, by body length: `[1024, 10240]` gives 0-1024, 1025-10240 and
         # above. Empty: no classes.
         "size_classes": Optional[List[int]],
+        # How many times faster than the log "timed" sends (2: in half its time).
+        "speed": Optional[float],
         "stop": Optional[dict],
         # Concurrent streams per HTTP/2 connection (h2load's `-m`); more than 1 needs `http2`.
         "streams": Optional[int],
@@ -614,13 +627,18 @@ DEFAULTS = {
         "http2": False,
         "io": "auto",
         "keep_alive": True,
+        "learn_lengths": False,
         "method": "GET",
+        "offsets": None,
+        "order": "weighted",
         "pipeline": 1,
         "rate": None,
         "request_timeout": 10.0,
         "requests_per_connection": None,
         "seed": 7526768903278915171,
+        "sequence": None,
         "size_classes": [],
+        "speed": 1.0,
         "stop": {"duration": 10.0},
         "streams": 1,
         "threads": 1,

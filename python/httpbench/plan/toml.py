@@ -186,6 +186,7 @@ class _Parser(ProtocolChecks):
             if any(work.label == other.label for other in loads[:i]):
                 self.fail(("workload", i), f"workload {work.label!r} appears twice")
 
+        self.timed_pace(loads, model, "capacity" in data)
         capacity = None
         if "capacity" in data:
             capacity = capacities.read(self, data, data.get("model"), client, pipeline)
@@ -350,16 +351,27 @@ class _Parser(ProtocolChecks):
             speed = table["speed"]
             if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not speed > 0:
                 self.fail(path + ("speed",), f"workload.speed must be a number more than 0, got {show(speed)}")
-        if order != "weighted":
-            # Read, but the engine draws by weight only: measured, a replay would be a draw.
-            self.fail(
-                path + ("order",),
-                f'workload.order = "{order}" is not sent by the engine yet; drop order (by weight, as the log counts)',
-            )
         try:
             return workloads.site(served_in_place(root, log, order, float(speed)))
         except SiteError as e:
             self.fail(path + ("access_log",), f"workload.access_log: {e}")
+
+    def timed_pace(self, loads: Tuple[Workload, ...], model: str, capacity: bool) -> None:
+        """A timed log sets its own pace (its times, sped up): its levels are connections to carry
+        it, so a rate, of the open model or of a capacity search, has no place beside it."""
+        pace = 'workload.order = "timed" sends at the log\'s own pace'
+        for work in loads:
+            if work.site is None or work.site.mix.order != "timed":
+                continue
+            if capacity:
+                self.fail(
+                    ("capacity",),
+                    f'a capacity search offers rates, but {pace}; drop [capacity] or use order = "replay"',
+                )
+            if model == "open":
+                self.fail(
+                    ("model",), f'model = "open" sets rates, but {pace} (levels are its connections); use "closed"'
+                )
 
     def levels(self, table: Any, model: str) -> Tuple[int, ...]:
         path = ("levels",)

@@ -71,15 +71,16 @@ class LogMix:
         return f"{kept:,} of {self.lines:,} lines kept" + ("; left out: " + "; ".join(parts) if parts else "")
 
 
-def read(log: Path, docroot: Path, order: str = "weighted", speed: float = 1.0) -> LogMix:
-    """The mix of access log `log` over the files of `docroot`; SiteError when the log cannot be
-    read, is in no known format, or leaves nothing to request."""
+def read(log: Path, docroot: Optional[Path], order: str = "weighted", speed: float = 1.0) -> LogMix:
+    """The mix of access log `log` over the files of `docroot` (None: every path, as `httpbench
+    load` without --docroot takes them); SiteError when the log cannot be read, is in no known
+    format, or leaves nothing to request."""
     if order not in ORDERS:
         raise SiteError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if not (speed > 0):
         raise SiteError(f"speed must be more than 0, got {speed!r}")
-    root = Path(docroot)
-    if not root.is_dir() or not os.access(root, os.R_OK | os.X_OK):
+    root = None if docroot is None else Path(docroot)
+    if root is not None and (not root.is_dir() or not os.access(root, os.R_OK | os.X_OK)):
         raise SiteError(f"cannot read the document root {root}: name a readable directory")
     try:
         with open(log, "rb") as lines:
@@ -88,7 +89,7 @@ def read(log: Path, docroot: Path, order: str = "weighted", speed: float = 1.0) 
         raise SiteError(f"cannot read the access log {log}: {e.strerror or e}") from None
 
 
-def _read(lines, log: Path, root: Path, order: str, speed: float) -> LogMix:
+def _read(lines, log: Path, root: Optional[Path], order: str, speed: float) -> LogMix:
     match = _LINE.match
     index: Dict[bytes, int] = {}  # request target -> index into paths, or -1 left out (why in `refused`)
     refused: Dict[bytes, str] = {}
@@ -153,7 +154,7 @@ def _read(lines, log: Path, root: Path, order: str, speed: float) -> LogMix:
         dropped = "; ".join(f"{o.count:,} {REASONS[r]} (e.g. {o.example})" for r, o in left_out.items())
         raise SiteError(
             f"the access log {log} leaves no request to make: all {n:,} lines were left out ({dropped}); "
-            f"it needs GET requests answered 200 or 304 for files under {root}"
+            "it needs GET requests answered 200 or 304" + (f" for files under {root}" if root else "")
         )
     if times is not None:
         # From the earliest: a server logs a request as it ends, so a slow one comes out of order.
@@ -163,7 +164,9 @@ def _read(lines, log: Path, root: Path, order: str, speed: float) -> LogMix:
     return LogMix(mix, formats[0], n, left_out)
 
 
-def _place(target: bytes, root: Path, refused: Dict, slots: Dict[str, int], paths: List[str], counts: List[int]) -> int:
+def _place(
+    target: bytes, root: Optional[Path], refused: Dict, slots: Dict[str, int], paths: List[str], counts: List[int]
+) -> int:
     """Judge a request target seen for the first time: its index in `paths`, or -1 with why in
     `refused`."""
     path = target.split(b"?", 1)[0].split(b"#", 1)[0]
@@ -179,7 +182,7 @@ def _place(target: bytes, root: Path, refused: Dict, slots: Dict[str, int], path
             relative = name.lstrip("/")
             if relative == "" or relative.endswith("/"):
                 relative += "index.html"
-            if not os.path.isfile(os.path.join(root, relative)):
+            if root is not None and not os.path.isfile(os.path.join(root, relative)):
                 reason = "missing"
     if reason is not None:
         refused[target] = reason

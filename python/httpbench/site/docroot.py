@@ -16,6 +16,12 @@ from httpbench.site import access_log
 from httpbench.site.mix import Site
 
 
+def file_of(url: str) -> str:
+    """The file, relative to the document root, that URL path `url` answers."""
+    name = unquote(url, errors="surrogateescape").lstrip("/")
+    return name + "index.html" if name == "" or name.endswith("/") else name
+
+
 def served_in_place(path: Union[str, Path], log: Union[str, Path], order: str = "weighted", speed: float = 1.0) -> Site:
     """The site in directory `path` with the mix of access log `log`; SiteError when either
     cannot be read or the log leaves nothing to request."""
@@ -23,9 +29,7 @@ def served_in_place(path: Union[str, Path], log: Union[str, Path], order: str = 
     read = access_log.read(Path(log), root, order, speed)
     files = []
     for url in read.mix.paths:
-        name = unquote(url, errors="surrogateescape").lstrip("/")
-        if name == "" or name.endswith("/"):
-            name += "index.html"
+        name = file_of(url)
         files.append((name, (root / name).stat().st_size))
     label = f"docroot:{root.name}" + ("" if order == "weighted" else f" {order}")
     label += f" x{speed:g}" if order == "timed" and speed != 1 else ""

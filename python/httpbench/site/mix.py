@@ -11,7 +11,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from httpbench.errors import Error
 from httpbench.site.precompressed import write_copies
@@ -47,6 +47,16 @@ class Mix:
             raise ValueError("a mix needs one weight per path")
         if self.order != "weighted" and self.sequence is None:
             raise ValueError(f"order {self.order!r} needs the log's sequence")
+
+    def spec(self) -> Dict[str, Any]:
+        """The engine spec's keys for this mix, beside `urls` made of `paths`: weights, or the
+        log's sequence (and its offsets and speed when timed)."""
+        if self.order == "weighted":
+            return {"weights": list(self.weights)}
+        fields: Dict[str, Any] = {"order": self.order, "sequence": self.sequence.tolist()}
+        if self.order == "timed":
+            fields.update(offsets=self.times.tolist(), speed=self.speed)
+        return fields
 
     def shares(self) -> Tuple[float, ...]:
         """Each path's share of the requests drawn by weight, summing to 1."""

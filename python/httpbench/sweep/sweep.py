@@ -263,13 +263,17 @@ class Sweep:
             "expect_status": list(self.plan.expect_status),
         }
         if workload.site is not None:
-            # Drawn by weight, each answer's length checked against its own URL's, counted by
-            # size class.
+            # Drawn by weight or in the log's order, each answer's length checked against its own
+            # URL's, counted by size class.
             spec.update(
-                weights=list(workload.weights),
                 expect_lengths=list(workload.lengths()),
                 size_classes=list(SIZE_CLASSES),
+                **workload.site.mix.spec(),
             )
+            if closed and _timed(workload):
+                # The warm-up and the client ceiling load as hard as they can: the log's order,
+                # not its pace.
+                spec.update(order="replay", offsets=None, speed=1.0)
         if to.encoding is not None:
             # Every answer in the coding and of the length on the wire verification saw.
             spec["headers"] = [f"Accept-Encoding: {to.encoding}"]
@@ -438,7 +442,8 @@ class Sweep:
             if self.cluster
             else [honesty.client_saturated([measurement], rps, len(self.placement.client), against)]
         )
-        if self.plan.model == "closed" and self.plan.client == "engine":
+        # A timed log is an open loop at the log's pace: its connections wait between requests.
+        if self.plan.model == "closed" and self.plan.client == "engine" and not _timed(cell.workload):
             in_flight = honesty.requests_in_flight(level, self.plan.pipeline, measurement)
             flags.append(honesty.littles_law([measurement], in_flight))
         if self.placement.shared and not self.cluster:
@@ -454,3 +459,8 @@ class Sweep:
         flags.append(honesty.errors(measurement, self.plan.max_errors, cell.server, at))
         measurement["flags"] = [asdict(f) for f in honesty.merged(flags)]
         return measurement
+
+
+def _timed(workload) -> bool:
+    """Whether `workload` is an access log sent at its own times (an open loop of its own)."""
+    return workload.site is not None and workload.site.mix.order == "timed"

@@ -1,7 +1,7 @@
 //! The spec's URL mix checked: its weights, per-URL lengths and size classes, each refusal one
 //! line.
 
-use super::{LoadSpec, MOST_SIZE_CLASSES};
+use super::{LoadSpec, Order, MOST_SIZE_CLASSES};
 use crate::http::coding::Coding;
 use crate::Error;
 
@@ -42,6 +42,7 @@ impl LoadSpec {
                 ));
             }
         }
+        self.check_order()?;
         if let Some(lengths) = &self.expect_lengths {
             parallel("expect_lengths", lengths.len())?;
         }
@@ -72,6 +73,84 @@ impl LoadSpec {
             return Err(Error::spec(
                 "size_classes",
                 format!("size_classes must ascend ({} then {}); list the upper bounds from the smallest", w[0], w[1]),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `order` with what it needs: a sequence of URL indexes, and for "timed" their offsets.
+    fn check_order(&self) -> Result<(), Error> {
+        let name = match self.order {
+            Order::Weighted => {
+                for (field, set) in [
+                    ("sequence", self.sequence.is_some()),
+                    ("offsets", self.offsets.is_some()),
+                ] {
+                    if set {
+                        return Err(Error::spec(field, format!("{field} is sent only with order \"replay\" or \"timed\"; set order, or leave {field} out")));
+                    }
+                }
+                return Ok(());
+            }
+            Order::Replay => "replay",
+            Order::Timed => "timed",
+        };
+        if self.weights.is_some() {
+            return Err(Error::spec(
+                "weights",
+                format!("order \"{name}\" follows sequence, not weights; leave weights out"),
+            ));
+        }
+        let Some(sequence) = self.sequence.as_ref().filter(|s| !s.is_empty()) else {
+            return Err(Error::spec("sequence", format!("order \"{name}\" needs sequence: the indexes of the URLs in the order they are sent")));
+        };
+        if let Some(i) = sequence.iter().find(|&&i| i as usize >= self.urls.len()) {
+            return Err(Error::spec(
+                "sequence",
+                format!(
+                    "sequence names URL {i}, but there are {} URLs (indexes from 0)",
+                    self.urls.len()
+                ),
+            ));
+        }
+        if self.order == Order::Replay {
+            return Ok(());
+        }
+        if self.rate.is_some() {
+            return Err(Error::spec("rate", "order \"timed\" sends at the log's own times (offsets / speed); leave rate out, or use order \"replay\"".into()));
+        }
+        if !self.speed.is_finite() || self.speed <= 0.0 {
+            return Err(Error::spec(
+                "speed",
+                format!("speed must be more than 0, got {}", self.speed),
+            ));
+        }
+        let Some(offsets) = &self.offsets else {
+            return Err(Error::spec("offsets", "order \"timed\" needs offsets: the seconds from the first request to each of sequence's".into()));
+        };
+        if offsets.len() != sequence.len() {
+            return Err(Error::spec(
+                "offsets",
+                format!(
+                    "offsets has {} entries for {} in sequence; give one per entry",
+                    offsets.len(),
+                    sequence.len()
+                ),
+            ));
+        }
+        if let Some(o) = offsets.iter().find(|o| !o.is_finite() || **o < 0.0) {
+            return Err(Error::spec(
+                "offsets",
+                format!("offset {o} is no time; give seconds of 0 or more"),
+            ));
+        }
+        if let Some(w) = offsets.windows(2).find(|w| w[0] > w[1]) {
+            return Err(Error::spec(
+                "offsets",
+                format!(
+                    "offsets must not go back ({} then {}); give them in the log's order",
+                    w[0], w[1]
+                ),
             ));
         }
         Ok(())

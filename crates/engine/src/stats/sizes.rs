@@ -2,11 +2,17 @@
 //! body's length counts it in: requests, bytes and a latency histogram of each class's own, added
 //! up over threads as every other histogram is.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use hdrhistogram::Histogram;
 
 use super::{histogram, record_ns};
 use crate::http::coding::Coding;
 use crate::spec::LoadSpec;
+
+/// A URL whose length no answer has taught yet.
+const UNKNOWN: u64 = u64::MAX;
 
 /// The run's expectations of every answer's body, and its size classes' bounds.
 #[derive(Debug, Clone, Default)]
@@ -19,6 +25,9 @@ pub struct Answers {
     codings: Vec<Coding>,
     /// One decoded body length per URL (`decoded_lengths`); empty: not known.
     decoded: Vec<u64>,
+    /// `learn_lengths`: each URL's first succeeded answer's length (`UNKNOWN` until then),
+    /// shared by the threads; empty: none learned.
+    learned: Arc<Vec<AtomicU64>>,
     /// The upper bounds of the size classes, ascending; empty: no classes.
     pub bounds: Vec<u64>,
 }
@@ -33,7 +42,36 @@ impl Answers {
                 .filter_map(|c| Coding::named(c))
                 .collect(),
             decoded: spec.decoded_lengths.clone().unwrap_or_default(),
+            learned: Arc::new(if spec.learn_lengths {
+                (0..spec.urls.len())
+                    .map(|_| AtomicU64::new(UNKNOWN))
+                    .collect()
+            } else {
+                Vec::new()
+            }),
             bounds: spec.size_classes.clone(),
+        }
+    }
+
+    /// Whether an answer to URL `url` of `got` bytes has the length it must: the expected one,
+    /// or, learning, the first `succeeded` answer's (which this one is, when it is the first).
+    #[inline]
+    pub fn fits(&self, url: u32, got: u64, succeeded: bool) -> bool {
+        if let Some(l) = self.length(url) {
+            return l == got;
+        }
+        let Some(first) = self.learned.get(url as usize).filter(|_| succeeded) else {
+            return true;
+        };
+        // A load, not a compare-and-swap, once known: no cache line taken from other threads.
+        match first.load(Ordering::Relaxed) {
+            UNKNOWN => {
+                match first.compare_exchange(UNKNOWN, got, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => true,
+                    Err(l) => l == got,
+                }
+            }
+            l => l == got,
         }
     }
 
@@ -52,11 +90,12 @@ impl Answers {
         self.decoded.get(url as usize).copied()
     }
 
-    /// Whether an answer to URL `url` with `body` bytes in `coding` is as expected.
+    /// Whether an answer to URL `url` with `body` bytes in `coding` is as expected: its coding,
+    /// and its length as `fits` says (`succeeded`: its status is one the run expects).
     #[inline]
-    pub fn expected(&self, url: u32, coding: Coding, body: u64) -> bool {
-        self.length(url).is_none_or(|l| l == body)
-            && self.codings.get(url as usize).is_none_or(|&c| c == coding)
+    pub fn expected(&self, url: u32, coding: Coding, body: u64, succeeded: bool) -> bool {
+        self.codings.get(url as usize).is_none_or(|&c| c == coding)
+            && self.fits(url, body, succeeded)
     }
 }
 
@@ -126,6 +165,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_learned_length_is_the_first_succeeded_answers() {
+        let spec = LoadSpec {
+            urls: vec!["http://h/a".into(), "http://h/b".into()],
+            learn_lengths: true,
+            ..LoadSpec::default()
+        };
+        let answers = Answers::of(&spec);
+        // A failed answer teaches nothing; the first that succeeded does, per URL.
+        assert!(answers.fits(0, 9, false) && answers.fits(0, 5, true));
+        assert!(answers.fits(0, 5, true) && !answers.fits(0, 6, true));
+        assert!(answers.fits(1, 6, true) && !answers.fits(1, 5, true));
+        // Without learning, nothing is checked.
+        assert!(Answers::of(&LoadSpec::default()).fits(0, 1, true));
+    }
+
+    #[test]
     fn answers_fall_in_the_class_their_length_is_in() {
         let bounds = [100, 1000];
         assert_eq!(
@@ -163,15 +218,15 @@ mod tests {
         };
         let answers = Answers::of(&spec);
         assert_eq!((answers.length(0), answers.length(1)), (Some(3), Some(4)));
-        assert!(answers.expected(1, Coding::Br, 4));
+        assert!(answers.expected(1, Coding::Br, 4, true));
         // A coding per URL: the length is then the coded body's, and another coding fails.
         let answers = Answers::of(&LoadSpec {
             expect_encodings: Some(vec!["identity".into(), "br".into()]),
             ..spec
         });
-        assert!(answers.expected(0, Coding::Identity, 3));
-        assert!(answers.expected(1, Coding::Br, 4));
-        assert!(!answers.expected(1, Coding::Identity, 4));
-        assert!(!answers.expected(1, Coding::Br, 5));
+        assert!(answers.expected(0, Coding::Identity, 3, true));
+        assert!(answers.expected(1, Coding::Br, 4, true));
+        assert!(!answers.expected(1, Coding::Identity, 4, true));
+        assert!(!answers.expected(1, Coding::Br, 5, true));
     }
 }

@@ -224,8 +224,8 @@ impl Worker<'_> {
             } else {
                 self.next_due(i)
             };
+            let url = self.next_url(i);
             let c = &mut self.conns[i];
-            let url = self.shared.mix.pick(&mut c.cursor);
             let h2 = c.protocol.h2_mut().expect("can open, above");
             let block = http2.requests.block(url, h2);
             let stream = h2.open(block, http2.requests.body());

@@ -36,8 +36,8 @@ impl Worker<'_> {
         let shared = self.shared;
         for _ in 0..k {
             let due = self.next_due(i);
+            let url = self.next_url(i) as u32;
             let c = &mut self.conns[i];
-            let url = shared.mix.pick(&mut c.cursor) as u32;
             c.pending.push_back(Pending {
                 due,
                 sent: self.now,

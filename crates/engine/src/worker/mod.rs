@@ -139,6 +139,8 @@ pub struct Worker<'a> {
     end: u64,
     /// When each request is due.
     schedule: Schedule,
+    /// A replay's place in the log, shared by the thread's connections (see `Mix::Replay`).
+    replay: crate::mix::Cursor,
     outstanding: usize,
     /// Past the end, reading what is still on its way (the spec's `drain`).
     draining: bool,
@@ -205,7 +207,14 @@ impl<'a> Worker<'a> {
             now: 0,
             measure_from,
             end: end_after(&spec.stop, measure_from),
-            schedule: Schedule::new(a, spec.rate.unwrap_or(1.0), spec.arrivals, spec.seed),
+            schedule: Schedule::new(
+                a,
+                spec.rate.unwrap_or(1.0),
+                spec.arrivals,
+                spec.seed,
+                (&shared.mix, spec.threads as usize),
+            ),
+            replay: shared.mix.cursor(a.index),
             outstanding: 0,
             draining: false,
             taken: None,

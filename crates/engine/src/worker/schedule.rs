@@ -11,6 +11,7 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::io::Reactor;
+use crate::mix::Mix;
 use crate::spec::{Arrivals as Spacing, Stop};
 
 use super::arrivals::Arrivals;
@@ -77,20 +78,30 @@ pub(super) enum Schedule {
         /// Each connection's first due time: its phase, spread over the interval.
         phase: Vec<u64>,
     },
-    /// Requests arrive at random, whether or not the server keeps up, each taken by whichever
-    /// connection is free.
-    Poisson(Arrivals),
+    /// Requests arrive at random, or at a timed log's times, whether or not the server keeps
+    /// up, each taken by whichever connection is free.
+    Arrivals(Arrivals),
 }
 
 impl Schedule {
     /// `total_rate` is the whole run's, over which the phases of all connections of all threads
     /// are spread evenly: no microbursts.
-    pub(super) fn new(a: &Assignment, total_rate: f64, spacing: Spacing, seed: u64) -> Schedule {
+    /// A timed `mix` sets its own pace, shared out over `threads`.
+    pub(super) fn new(
+        a: &Assignment,
+        total_rate: f64,
+        spacing: Spacing,
+        seed: u64,
+        (mix, threads): (&Mix, usize),
+    ) -> Schedule {
+        if let Mix::Timed(timed) = mix {
+            return Schedule::Arrivals(Arrivals::timed(a, timed.clone(), threads));
+        }
         let Some(rate) = a.rate else {
             return Schedule::Closed;
         };
         if spacing == Spacing::Poisson {
-            return Schedule::Poisson(Arrivals::new(a, rate, seed));
+            return Schedule::Arrivals(Arrivals::new(a, rate, seed));
         }
         let phase: Vec<u64> = (0..a.connections)
             .map(|i| ((a.first_connection + i) as f64 * 1e9 / total_rate) as u64)
@@ -118,7 +129,7 @@ impl Schedule {
                     alarms.set(i, from);
                 }
             }
-            Schedule::Poisson(arrivals) => arrivals.restart(from, alarms),
+            Schedule::Arrivals(arrivals) => arrivals.restart(from, alarms),
         }
     }
 
@@ -131,7 +142,7 @@ impl Schedule {
     /// behind each other on one.
     fn at_once(&self, room: u64) -> u64 {
         match self {
-            Schedule::Poisson(_) => room.min(1),
+            Schedule::Arrivals(_) => room.min(1),
             _ => room,
         }
     }
@@ -140,7 +151,7 @@ impl Schedule {
     /// then, or, under Poisson arrivals, the connection queued as free while it has room.
     fn claimed(&mut self, i: usize, k: u64, room: u64, next: Option<u64>, alarms: &mut Alarms) {
         match self {
-            Schedule::Poisson(arrivals) => arrivals.claimed(i, k, room, next, alarms),
+            Schedule::Arrivals(arrivals) => arrivals.claimed(i, k, room, next, alarms),
             _ => {
                 if let Some(at) = next {
                     alarms.set(i, at);
@@ -154,7 +165,7 @@ impl Schedule {
     pub(super) fn due(&self, i: usize, now: u64, room: u64) -> (u64, Option<u64>) {
         let (interval, due) = match self {
             Schedule::Closed => return (room, None),
-            Schedule::Poisson(arrivals) => return arrivals.due(now, room),
+            Schedule::Arrivals(arrivals) => return arrivals.due(now, room),
             Schedule::Open { interval, due, .. } => (interval, due),
         };
         let next = due[i];
@@ -175,7 +186,7 @@ impl Schedule {
     pub(super) fn take_next(&mut self, i: usize, now: u64) -> u64 {
         match self {
             Schedule::Closed => now,
-            Schedule::Poisson(arrivals) => arrivals.take(),
+            Schedule::Arrivals(arrivals) => arrivals.take(),
             Schedule::Open { interval, due, .. } => {
                 due[i] += *interval;
                 due[i] - *interval
@@ -187,7 +198,7 @@ impl Schedule {
     pub(super) fn behind(&self, ended: u64, measure_from: u64) -> u64 {
         let (interval, due) = match self {
             Schedule::Closed => return 0,
-            Schedule::Poisson(arrivals) => return arrivals.behind(ended, measure_from),
+            Schedule::Arrivals(arrivals) => return arrivals.behind(ended, measure_from),
             Schedule::Open { interval, due, .. } => (interval, due),
         };
         due.iter()
@@ -281,6 +292,16 @@ impl Worker<'_> {
         k
     }
 
+    /// The URL of connection `i`'s next request: a timed log's entry taken last, a replay's
+    /// next of the thread's, or the connection's pick.
+    pub(super) fn next_url(&mut self, i: usize) -> usize {
+        match (&self.schedule, &self.shared.mix) {
+            (Schedule::Arrivals(arrivals), Mix::Timed(timed)) => timed.url(arrivals.taken()),
+            (_, mix @ Mix::Replay { .. }) => mix.pick(&mut self.replay),
+            (_, mix) => mix.pick(&mut self.conns[i].cursor),
+        }
+    }
+
     /// When connection `i`'s next request was meant to go: its place in the schedule.
     pub(super) fn next_due(&mut self, i: usize) -> u64 {
         // A warm-up's first request, sent ahead of its place: the schedule keeps the place.
@@ -304,7 +325,7 @@ impl Worker<'_> {
     pub(super) fn ring_alarms<R: Reactor>(&mut self, reactor: &mut R) {
         while let Some(i) = self.alarms.pop_due(self.now) {
             match &self.schedule {
-                Schedule::Poisson(arrivals) if arrivals.is_alarm(i) => self.hand_out(reactor),
+                Schedule::Arrivals(arrivals) if arrivals.is_alarm(i) => self.hand_out(reactor),
                 _ => self.wake(reactor, i),
             }
         }
@@ -315,14 +336,14 @@ impl Worker<'_> {
     /// Each free connection is woken once a ring at most; one that takes nothing (still
     /// connecting, or the budget spent) is free again only at its next event.
     fn hand_out<R: Reactor>(&mut self, reactor: &mut R) {
-        let Schedule::Poisson(arrivals) = &self.schedule else {
+        let Schedule::Arrivals(arrivals) = &self.schedule else {
             return;
         };
         if self.shared.budget.spent() {
             return;
         }
         for _ in 0..arrivals.free_waiting() {
-            let Schedule::Poisson(arrivals) = &mut self.schedule else {
+            let Schedule::Arrivals(arrivals) = &mut self.schedule else {
                 return;
             };
             if arrivals.due(self.now, 1).0 == 0 {

@@ -66,7 +66,11 @@ impl ResponseSink for Sink<'_> {
         let decoded = self.answers.decoded(p.url);
         c.encodings.record(r.coding, r.body_bytes, decoded);
         c.interim += r.interim as u64;
-        if !self.answers.expected(p.url, r.coding, r.body_bytes) {
+        let succeeded = expects(self.expect_status, r.status);
+        if !self
+            .answers
+            .expected(p.url, r.coding, r.body_bytes, succeeded)
+        {
             c.error(ErrorClass::LengthMismatch, 1);
             self.series.errors += 1;
             return;
