@@ -488,6 +488,7 @@ EXPECTED = {
     "baseline-h2",
     "dynamic",
     "capacity",
+    "site",
 }
 
 
@@ -510,6 +511,10 @@ def test_builtin_cell_keys_are_unique():
 def test_builtin_plans_reproduce_the_write_ups():
     b = plan.builtin()
     quick = b["quick"]
+    site = b["site"]
+    assert [w.label for w in site.workloads] == ["specweb99 1dirs", "assets"] and site.requests_per_connection == 5
+    assert site.capacity.objective == "p99 <= 20ms"
+    assert {c.encoding for c in site.cells(["nginx"])} == {"br", "identity"}
     assert quick.servers is None and quick.profiles == ("tuned",) and quick.keep_alive == (True,)
     assert quick.levels == (1, 10, 50, 100, 250, 500, 1000) and quick.rounds.fixed == 1 and quick.server_cpus == (1,)
     assert quick.workloads[0].file_map() == {"index.html": b"httpbe\n"}
