@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import binary, free_port, quick_sweep, refused_run, start_nginx, stop, wait_for_port
 from httpbench import results
+from httpbench.judge import honesty
 from httpbench.load import engine
 from httpbench.plan import builtin as plans
 from httpbench.plan.model import PlanError
@@ -189,8 +190,13 @@ def test_a_cell_not_sent_its_coding_is_flagged_shown_and_not_ranked_with_others(
     flags = {asked: cell.levels[0].flags for asked, cell in cells.items()}
     assert flags["identity"].keys().isdisjoint({"encoding", "not_encoded"})
     assert flags["br"]["not_encoded"] == "asked br, sent identity for 100% of answers"
-    # Out of the box nginx gzips HTML only: the gzip cell's other answers came as they are.
-    assert re.fullmatch(r"asked gzip, sent identity for \d+% of answers", flags["gzip"]["encoding"])
+    # Out of the box nginx gzips HTML only: the gzip cell's other answers came as they are, as
+    # verification found file by file, so no flag (the level tables say what was sent).
+    assert flags["gzip"].keys().isdisjoint({"encoding", "not_encoded"})
+    gzip_round = cells["gzip"].levels[0].report
+    shares = {name: e["answers"] for name, e in gzip_round["encodings"].items() if e["answers"]}
+    assert set(shares) == {"gzip", "identity"}, shares
+
     # Cells that asked different codings are never in one group; one sent none of its coding is
     # not ranked in its own.
     by_group = {g.cells[0].encoding: g for g in groups(run.measured)}
@@ -254,3 +260,13 @@ def test_a_server_that_cannot_serve_a_coding_in_tuned_is_refused_when_named_and_
     ]
     with pytest.raises(EncodingUnsupported, match="jetty9/tuned cannot serve br"):
         servable.cells(plan, cells, named=True, php={})
+
+
+def test_a_partly_coded_cell_is_flagged_only_when_verification_did_not_learn_each_files_coding():
+    sent = {"encodings": {"br": {"answers": 60}, "identity": {"answers": 40}}}
+    unverified = honesty.encoding(sent, "br")
+    assert unverified.kind == "encoding" and unverified.reason == "asked br, sent identity for 40% of answers"
+    learned = dict(sent, spec={"expect_encodings": ["br", "identity"]})
+    assert honesty.encoding(learned, "br") is None
+    none_sent = {"encodings": {"identity": {"answers": 100}}, "spec": {"expect_encodings": ["identity"]}}
+    assert honesty.encoding(none_sent, "br").kind == "not_encoded"
