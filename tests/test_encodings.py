@@ -11,6 +11,7 @@ import subprocess
 import urllib.request
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conftest import binary, free_port, quick_sweep, refused_run, start_nginx, stop, wait_for_port
@@ -19,9 +20,10 @@ from httpbench.judge import honesty
 from httpbench.load import engine
 from httpbench.plan import builtin as plans
 from httpbench.plan.model import PlanError
-from httpbench.report import tables
+from httpbench.report import codings, tables
 from httpbench.results.compare import compare
 from httpbench.results.comparison import groups
+from httpbench.results.model import CellResult
 from httpbench.servers import EncodingUnsupported, VerificationFailed
 from httpbench.sweep import servable
 
@@ -270,3 +272,16 @@ def test_a_partly_coded_cell_is_flagged_only_when_verification_did_not_learn_eac
     assert honesty.encoding(learned, "br") is None
     none_sent = {"encodings": {"identity": {"answers": 100}}, "spec": {"expect_encodings": ["identity"]}}
     assert honesty.encoding(none_sent, "br").kind == "not_encoded"
+
+
+def test_a_sentence_comparing_coded_cells_says_what_each_sent():
+    def cell(server, sent):
+        levels = [SimpleNamespace(encodings={name: {"answers": n} for name, n in sent.items()})]
+        return CellResult(1, f"{server}/tuned/assets/ka/1cpu/br", server, "tuned", "assets", True, 1, "", None,
+                          "done", None, 1.0, "", "", levels, encoding="br")  # fmt: skip
+
+    both = codings.clause(cell("a", {"br": 69, "identity": 31}), cell("b", {"br": 690, "identity": 310}), "a", "b")
+    assert both == "; both sent br for 69% of answers"
+    assert codings.clause(cell("a", {"br": 5}), cell("b", {"br": 7}), "a", "b") == "; both sent br for every answer"
+    apart = codings.clause(cell("a", {"br": 69, "identity": 31}), cell("b", {"identity": 100}), "a", "b")
+    assert apart == "; a sent br for 69% of answers, b for 0%"

@@ -13,6 +13,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from httpbench.load import engine
 from httpbench.plan.capacity import level_of
+from httpbench.report import codings
 from httpbench.results.comparison import groups
 from httpbench.results.model import CellResult, RunResults
 from httpbench.servers.adapters.reference import Reference
@@ -158,7 +159,7 @@ def _sentence(best: CellResult, next_: CellResult, several: bool) -> str:
     times = f"{'at least ' if at_least(a) else ''}{a['rate'] / b['rate']:.1f} times as many as"
     return (
         f"At {objective(a)}, {name(best)} carries {shown_rate(best)} requests per second, "
-        f"{times} {name(next_)} ({rate(b['rate'])})"
+        f"{times} {name(next_)} ({rate(b['rate'])}){codings.clause(best, next_, name(best), name(next_))}"
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from httpbench.judge.honesty import NOISY_CV
+from httpbench.report import codings
 from httpbench.report.size_classes import label
 from httpbench.report.summary import cell_name, ratio_bound, rps_ratio
 from httpbench.report.tables import duration_text
@@ -28,9 +29,10 @@ def _serves(group: Group, best: CellResult, other: CellResult, winner: str, lose
     serving = (
         f"Serving the {best.workload} site ({group.name.removeprefix(best.workload + ', ')}), {winner} serves {bound}"
     )
+    sent = codings.clause(best, other, winner, loser)
     if ratio.tie:
-        return f"{serving}as many requests per second as {loser}{ratio.why_tie()}."
-    return f"{serving}{ratio.value:.2f} times as many requests per second as {loser}."
+        return f"{serving}as many requests per second as {loser}{ratio.why_tie()}{sent}."
+    return f"{serving}{ratio.value:.2f} times as many requests per second as {loser}{sent}."
 
 
 def _p50(size_class: dict) -> float:

@@ -206,6 +206,17 @@ class CellResult:
         return any(lv.classes for lv in self.levels)
 
     @property
+    def coded_share(self) -> Optional[float]:
+        """The share of its answers, all levels, that came in the coding it asked; None when it
+        asked none (or identity) or its rounds counted no codings."""
+        if self.encoding in (None, "identity"):
+            return None
+        sent = [lv.encodings for lv in self.levels]
+        total = sum(e["answers"] for codings in sent for e in codings.values())
+        coded = sum(codings.get(self.encoding, {}).get("answers", 0) for codings in sent)
+        return coded / total if total else None
+
+    @property
     def php(self) -> Optional[str]:
         """The PHP workload's kind ("php-page") when the cell ran PHP scripts; None otherwise."""
         return self.workload if self.workload in PHP_KINDS else None
