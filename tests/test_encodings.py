@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import binary, free_port, quick_sweep, refused_run, start_nginx, stop, wait_for_port
+from conftest import binary, free_port, httpbench, quick_sweep, refused_run, start_nginx, stop, wait_for_port
 from httpbench import results
 from httpbench.judge import honesty
 from httpbench.load import engine
@@ -26,6 +26,7 @@ from httpbench.results.comparison import groups
 from httpbench.results.model import CellResult
 from httpbench.servers import EncodingUnsupported, VerificationFailed
 from httpbench.sweep import servable
+from test_report import draw_offline
 
 # Text compresses, and nginx gzips text/html and text/css when asked; .webp it never gzips.
 FILES = {"a.html": b"<p>hello, compressible world</p>\n" * 300, "b.css": b"p { color: red }\n" * 200}
@@ -285,3 +286,13 @@ def test_a_sentence_comparing_coded_cells_says_what_each_sent():
     assert codings.clause(cell("a", {"br": 5}), cell("b", {"br": 7}), "a", "b") == "; both sent br for every answer"
     apart = codings.clause(cell("a", {"br": 69, "identity": 31}), cell("b", {"identity": 100}), "a", "b")
     assert apart == "; a sent br for 69% of answers, b for 0%"
+
+
+def test_the_report_draws_the_codings_sent_in_chromium(encoded_run, tmp_path):
+    store, run_id, _ = encoded_run
+    page = tmp_path / "report.html"
+    made = httpbench("report", str(run_id), "--db", store.shown, "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    problems, drawn, failed = draw_offline(page, tmp_path / "report.png")
+    assert problems == [] and failed == 0
+    assert dict(drawn).get("chart-encodings", 0) > 0, drawn

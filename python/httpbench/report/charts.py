@@ -15,6 +15,7 @@ from typing import Callable, List, Sequence
 
 import vl_convert
 
+from httpbench.report import codings
 from httpbench.report.bars import differences, end_memory, rating, ratings, rps_bars, total_time
 from httpbench.report.capacity_charts import capacity_bars, latency_by_rate
 from httpbench.report.h2_bars import http1_beside, streams
@@ -58,6 +59,7 @@ BUILDERS: Sequence[Callable[[Measured], Chart]] = (
     php_memory,
     php_cpu_per_page,
     latency_by_size,
+    codings.chart,
     spectrum,
     timeline,
 )
