@@ -477,12 +477,17 @@ def test_ctrl_c_stops_the_cli_with_what_it_measured(testserver, load):
 def test_runs_leave_no_descriptor_behind(testserver, io):
     # The sweep runs hundreds of rounds in one process: a leaked socket per connection per round
     # would exhaust the open-file limit halfway through a plan.
+    import gc
     import os
 
     from httpbench.load import engine
 
     url = testserver("ok")
+    # Earlier tests' objects (pipes of processes they started) may be collected during the runs
+    # and close descriptors: collected first, and a leak is more descriptors, never fewer (CI saw
+    # 22 after 25).
+    gc.collect()
     before = len(os.listdir("/proc/self/fd"))
     for keep_alive in (True, False):
         engine.run({"urls": [url], "connections": 200, "stop": {"duration": 0.3}, "keep_alive": keep_alive, "io": io})
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert len(os.listdir("/proc/self/fd")) <= before
