@@ -161,17 +161,19 @@ impl LoadSpec {
 mod tests {
     use super::*;
 
+    /// Two URLs changed by `f`, checked: what `resolve` says of them, if anything.
+    fn checked(f: &dyn Fn(&mut LoadSpec)) -> Result<(), String> {
+        let mut s = LoadSpec {
+            urls: vec!["http://127.0.0.1:1/a".into(), "http://127.0.0.1:1/b".into()],
+            ..Default::default()
+        };
+        f(&mut s);
+        s.resolve().map(|_| ()).map_err(|e| e.to_string())
+    }
+
     #[test]
     fn refuses_a_bad_mix_in_one_line() {
-        let spec = |f: &dyn Fn(&mut LoadSpec)| {
-            let mut s = LoadSpec {
-                urls: vec!["http://127.0.0.1:1/a".into(), "http://127.0.0.1:1/b".into()],
-                ..Default::default()
-            };
-            f(&mut s);
-            s.resolve().map(|_| ()).map_err(|e| e.to_string())
-        };
-        assert!(spec(&|s| {
+        assert!(checked(&|s| {
             s.weights = Some(vec![0.0, 2.5]);
             s.expect_lengths = Some(vec![1, 2]);
             s.size_classes = vec![1, 2, 3, 4, 5, 6, 7];
@@ -206,7 +208,62 @@ mod tests {
                 "must ascend (10 then 10)",
             ),
         ] {
-            let said = spec(bad).unwrap_err();
+            let said = checked(bad).unwrap_err();
+            assert!(said.contains(says) && !said.contains('\n'), "{said}");
+        }
+    }
+
+    #[test]
+    fn refuses_a_bad_order_in_one_line() {
+        let timed = |s: &mut LoadSpec| {
+            s.order = Order::Timed;
+            s.sequence = Some(vec![0, 1]);
+            s.offsets = Some(vec![0.0, 1.0]);
+        };
+        assert!(checked(&timed).is_ok());
+        for (bad, says) in [
+            (
+                &(|s: &mut LoadSpec| s.sequence = Some(vec![0])) as &dyn Fn(&mut LoadSpec),
+                "sequence is sent only with order",
+            ),
+            (&|s| s.order = Order::Replay, "needs sequence"),
+            (
+                &|s| {
+                    s.order = Order::Replay;
+                    s.sequence = Some(vec![0, 2]);
+                },
+                "names URL 2, but there are 2 URLs",
+            ),
+            (
+                &|s| {
+                    timed(s);
+                    s.rate = Some(10.0);
+                },
+                "leave rate out",
+            ),
+            (
+                &|s| {
+                    timed(s);
+                    s.offsets = Some(vec![1.0, 0.5]);
+                },
+                "must not go back",
+            ),
+            (
+                &|s| {
+                    timed(s);
+                    s.offsets = None;
+                },
+                "needs offsets",
+            ),
+            (
+                &|s| {
+                    timed(s);
+                    s.speed = 0.0;
+                },
+                "speed must be more than 0",
+            ),
+        ] {
+            let said = checked(bad).unwrap_err();
             assert!(said.contains(says) && !said.contains('\n'), "{said}");
         }
     }
