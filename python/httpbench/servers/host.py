@@ -77,8 +77,7 @@ class ServerHost:
         # A user's site is served where it is (read only, never copied); any other is written
         # into a document root of this cell's own.
         docroot = workload.root
-        # Copies cost brotli's 1.4 s per MB of text: written only for a cell that asks a coding.
-        precompressed = docroot is None and encoding not in (None, "identity")
+        precompressed = workload.precompressed(encoding)
         if docroot is None:
             docroot = self.base / "www"
             docroot.mkdir()

@@ -24,11 +24,10 @@ def refusal(plan: Plan, server: str, protocol: str) -> Optional[str]:
 
 def coding_refusal(plan: Plan, cell: Cell) -> Optional[str]:
     """Why `cell`'s server, in its profile, cannot serve the coding the cell asks; None when it
-    can. A generated workload gets its precompressed copies, a user's docroot has none
-    (servers.host writes them by the same rule)."""
+    can."""
     if cell.encoding in (None, "identity"):
         return None
-    site = Site(Path(), Path(), 0, encoding=cell.encoding, precompressed=cell.workload.root is None)
+    site = Site(Path(), Path(), 0, encoding=cell.encoding, precompressed=cell.workload.precompressed(cell.encoding))
     return plan.adapter(cell.server).encoding_refusal(site, ServerProfile(cell.profile))
 
 
