@@ -11,7 +11,7 @@ would only add header bytes; already compressed media (woff2, webp, jpg) never p
 
 Levels: gzip 9 and brotli quality 11, the largest, as a build step compresses once and the
 server serves the copy on every request (nginx's gzip_static and brotli docs assume copies made
-offline; brotli's own CLI defaults to 11). Brotli 11 costs about 1.4 s per MB of text here, so
+offline; brotli's own CLI defaults to 11). Brotli 11 costs 1.1-1.4 s per MB of text here, so
 copies are written only for cells that ask a coding (Workload.write's `precompressed`).
 Bytes are deterministic: gzip's header carries mtime 0 and no file name.
 """

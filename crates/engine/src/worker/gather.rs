@@ -55,10 +55,13 @@ const STREAMED_GATHER: GatherRule = GatherRule {
 };
 /// A wait gathers only reads that can bring this many responses: fewer are not worth a timer.
 const GATHER_MIN_RESPONSES: usize = 4;
-/// How long an open loop's wait lets responses gather. Its requests go at their alarms whatever
-/// is in, and its latencies are the kernel's arrival stamps, so a hold delays only a request
-/// waiting for the connection a gathered response frees, by at most the hold; answers the
-/// alarms' own wake-ups pick up no longer cost a wake-up each. Against nginx at 30,000 req/s
+/// How long an open loop's wait lets completions gather. Its requests go at their alarms
+/// whatever is in, and its latencies are the kernel's arrival stamps, so a hold delays only a
+/// request waiting on its connection: for the answer that frees it, or for its setup (a connect,
+/// TLS handshake replies, HTTP/2's SETTINGS), whose completions the request's send follows; by at
+/// most the hold each, or until the next alarm. Without keep-alive that is every request, with
+/// `requests_per_connection` one in so many. Answers the alarms' own wake-ups pick up no longer
+/// cost a wake-up each. Against nginx at 30,000 req/s
 /// over 1,000 connections the client's CPU a request fell from 23.1 to 17.3 us (medians of 3,
 /// bench/RESULTS.md), where a wake-up on this kind of VM is the open loop's main cost; 300 us
 /// saved no more.
