@@ -112,7 +112,8 @@ class Standing:
     """A group's capacity cells as the verdict ranks them: `places` (rank, cell), best first, a
     cell whose search's bracket reaches the capacity of the one ranked above it sharing its rank
     ("=1"); `others`, not ranked (unfinished, or no rate met); the reference server's cell, the
-    client's ceiling rather than a contender; and the sentence for the best against the next."""
+    client's ceiling rather than a contender; and the sentence for the best against the next (and,
+    where those tie, against the first cell below for sure)."""
 
     group: str
     places: List[Tuple[str, CellResult]]
@@ -148,18 +149,29 @@ def _below_for_sure(lower: dict, upper: dict) -> bool:
     return not at_least(lower) and high is not None and high <= upper["rate"]
 
 
-def _sentence(best: CellResult, next_: CellResult, several: bool) -> str:
+def _sentence(found: List[CellResult], several: bool) -> str:
+    """The best against the next, in the write-ups' words; where those tie, that, then the best
+    against the first cell below it for sure: a tie at the top still says how far ahead of the
+    rest it is."""
+    best, next_ = found[0], found[1]
     a, b = best.capacity, next_.capacity
     name = lambda c: c.series + (f" (run {c.run_id})" if several else "")  # noqa: E731
-    if not _below_for_sure(b, a):
-        return (
-            f"{name(best)} and {name(next_)} tie at {objective(a)}: {rate(a['rate'])} and {rate(b['rate'])} "
-            f"req/s, within what their searches can tell apart"
-        )
+    if _below_for_sure(b, a):
+        return _ahead(best, next_, name)
+    tie = (
+        f"{name(best)} and {name(next_)} tie at {objective(a)}: {rate(a['rate'])} and {rate(b['rate'])} "
+        f"req/s, within what their searches can tell apart{codings.clause(best, next_, name(best), name(next_))}"
+    )
+    below = next((c for c in found[2:] if _below_for_sure(c.capacity, a)), None)
+    return tie + (f". {_ahead(best, below, name)}" if below else "")
+
+
+def _ahead(best: CellResult, other: CellResult, name) -> str:
+    a, b = best.capacity, other.capacity
     times = f"{'at least ' if at_least(a) else ''}{a['rate'] / b['rate']:.1f} times as many as"
     return (
         f"At {objective(a)}, {name(best)} carries {shown_rate(best)} requests per second, "
-        f"{times} {name(next_)} ({rate(b['rate'])}){codings.clause(best, next_, name(best), name(next_))}"
+        f"{times} {name(other)} ({rate(b['rate'])}){codings.clause(best, other, name(best), name(other))}"
     )
 
 
@@ -181,7 +193,7 @@ def standings(runs: Sequence[RunResults]) -> List[Standing]:
             else:
                 places.append((str(n), cell))
         ceiling = next((c for c in group.cells if c.server == Reference.name), None)
-        sentence = _sentence(found[0], found[1], several) if len(found) > 1 else None
+        sentence = _sentence(found, several) if len(found) > 1 else None
         out.append(Standing(group.name, places, [c for c in contenders if c not in found], ceiling, sentence))
     return out
 
