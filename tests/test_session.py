@@ -2,6 +2,7 @@
 level's rounds are "auto". (Sessions run for real in test_sweep, test_cli and test_run_exit.)"""
 
 import shlex
+from types import SimpleNamespace
 
 from httpbench.cli import console
 from httpbench.load.report import stored_host
@@ -55,6 +56,22 @@ def test_auto_rounds_add_to_the_bar_beyond_each_levels_fewest():
             progress.on_round(cell, level, index, {"requests": {"per_second": 1000.0}, "flags": []})
     task = bar.tasks[0]
     assert task.completed == task.total == 8
+
+
+def test_a_capacity_bar_counts_the_probes_each_search_took_and_ends_full():
+    # A search takes however many probes it needs: the bar re-estimates what is left at each cell
+    # from the cells still to search, and ends at what was taken (not "374/572 rounds, ETA 5:07").
+    bar, progress = console.live_progress(2 * 13, 0, per_cell=13)
+    cell = SimpleNamespace(key="reference/tuned/7B/ka/1cpu")
+    for index, probes in enumerate((9, 7)):
+        progress.on_cell(index, 2, cell)
+        if index == 1:
+            assert bar.tasks[0].total == 9 + 13
+        for n in range(probes):
+            progress.on_round(cell, 1000 * (n + 1), 0, {"requests": {"per_second": 1000.0}, "flags": []})
+    progress.on_finished()
+    task = bar.tasks[0]
+    assert task.completed == task.total == 16
 
 
 def test_fixed_rounds_are_decided_by_their_count_and_auto_by_their_agreement():

@@ -100,11 +100,15 @@ def _saying(out: Console):
     return say
 
 
-def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Rounds] = None):
+def live_progress(
+    total_rounds: int, stored_rounds: int = 0, rounds: Optional[Rounds] = None, per_cell: Optional[int] = None
+):
     """A progress bar over every round of the run, the rounds stored before a resume counted as
     done, naming the current cell and level and the last round's requests/s; returns (the rich
     context, the sweep's Progress hooks). `total_rounds` counts each level's fewest `rounds`: a
-    level that takes more (rounds = "auto") adds them as they come."""
+    level that takes more (rounds = "auto") adds them as they come. `per_cell`: a capacity
+    search's probes, which are as many as it needs: what is left is re-estimated at each cell, and
+    the bar ends at what the searches took."""
     # The words are shown as written ("[client_saturated]" is no style), and cut to fit the line
     # (a level's flags make them long), never the count.
     words = TextColumn(
@@ -127,6 +131,12 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
     def on_cell(index, total, cell):
         state["cell"] = f"cell {index + 1}/{total} {cell.key}"
         bar.update(task, description=state["cell"])
+        if per_cell is not None:
+            bar.update(task, total=bar.tasks[task].completed + (total - index) * per_cell)
+
+    def on_finished():
+        if per_cell is not None:
+            bar.update(task, total=bar.tasks[task].completed)
 
     def on_round(cell, level, index, m):
         if rounds is not None and index >= rounds.fewest:
@@ -142,7 +152,7 @@ def live_progress(total_rounds: int, stored_rounds: int = 0, rounds: Optional[Ro
     def on_note(text):
         bar.console.print(text, markup=False)  # a failed cell's note holds the server's own words
 
-    return bar, Progress(on_cell=on_cell, on_round=on_round, on_note=on_note)
+    return bar, Progress(on_cell=on_cell, on_round=on_round, on_note=on_note, on_finished=on_finished)
 
 
 def _rich(title: str, headings: List[str], rows: Iterable[List[str]]) -> Table:
@@ -403,7 +413,12 @@ def run(session: Session) -> int:
         )
         return 0
     with session:
-        bar, progress = live_progress(session.rounds_total, session.rounds_stored, session.plan.rounds)
+        bar, progress = live_progress(
+            session.rounds_total,
+            session.rounds_stored,
+            session.plan.rounds,
+            session.probes_per_search,
+        )
         command = session.resume_command()
         try:
             with bar:

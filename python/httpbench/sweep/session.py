@@ -158,10 +158,14 @@ class Session:
         )
 
     @property
+    def probes_per_search(self) -> Optional[int]:
+        """A capacity plan's probes a cell as first guessed (a search takes however many it
+        needs); None for a plan of levels."""
+        return capacity.EXPECTED_PROBES if self.plan.capacity else None
+
+    @property
     def _per_cell(self) -> int:
-        if self.plan.capacity:
-            return capacity.EXPECTED_PROBES  # however many the search takes; the bar counts each
-        return len(self.plan.levels) * self.plan.rounds.fewest
+        return self.probes_per_search or len(self.plan.levels) * self.plan.rounds.fewest
 
     def resume_command(self) -> str:
         return resume_command(self.run_id, self.db, self.stored["host"], self.only)

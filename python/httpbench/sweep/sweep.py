@@ -53,6 +53,7 @@ class Progress:
     on_cell: Callable[[int, int, Cell], None] = lambda index, total, cell: None
     on_round: Callable[[Cell, int, int, dict], None] = lambda cell, level, index, measurement: None
     on_note: Callable[[str], None] = lambda text: None
+    on_finished: Callable[[], None] = lambda: None
 
 
 class Sweep:
@@ -155,6 +156,7 @@ class Sweep:
             for index, cell in enumerate(self.cells):
                 self.progress.on_cell(index, len(self.cells), cell)
                 self._cell(run_id, cell)
+            self.progress.on_finished()
             # Every cell was tried; one that did not finish (it failed now, or in a pass --servers
             # left out) is tried again by --resume.
             measured = results.load(self.store, run_id)
