@@ -92,8 +92,19 @@ Pid_File: mighty.pid
 Report_File: mighty_report
 Log_File: log
 Index_File: index.html
-Connection_Timeout: 30
+{_connection_timeout(profile)}
 Fd_Cache_Duration: 10
 Logging: {"No  # every write-up turned logging off" if profile.name == "tuned" else "Yes"}
 """
     return conf
+
+
+def _connection_timeout(profile: ServerProfile) -> str:
+    """warp's one timeout (mighty's Connection_Timeout, example.conf's 30 s in default): a
+    connection is cut once it has been silent that long, and a trickle does not count as speech,
+    since warp's slowloris guard (Network.Wai.Handler.Warp's setSlowlorisSize, 2048 bytes) resets
+    the timer only for reads of that size; so it is also the keep-alive idle time. tuned: 10 s, as
+    the other tuned servers cut a slowloris, hundreds of times what a request on loopback takes."""
+    if profile.name != "tuned":
+        return "Connection_Timeout: 30"
+    return "Connection_Timeout: 10  # a slowloris, and an idle keep-alive client, cut after 10 s (warp's timeout)"
