@@ -13,7 +13,8 @@ SERVER_PACKAGES += php8.2-fpm php8.2-opcache
 SERVER_PACKAGES += libapache2-mod-php8.2
 CLIENT_PACKAGES := apache2-utils wrk nghttp2-client
 TEST_PACKAGES := $(SERVER_PACKAGES) $(CLIENT_PACKAGES) nghttp2-server iproute2 postgresql chromium fonts-liberation
-BENCH_PACKAGES := nginx-light h2o $(CLIENT_PACKAGES)
+# bench/slow_servers: Debian's slowhttptest against apache2, nginx and lighttpd (issue 28).
+BENCH_PACKAGES := nginx-light h2o apache2 lighttpd slowhttptest $(CLIENT_PACKAGES)
 ARGS ?=
 # Where pip put `httpbench`, so on PATH with it: `httpbench-load`, the engine's standalone
 # binary the README tells users to run, is installed there too.

@@ -49,11 +49,28 @@ def test_adapter_serves_verified_pinned_load_and_stops_clean(site, name, profile
         if profile == "tuned":
             # The plans' 1,000-connection storms wait in the listen queue, not in SYN retries.
             assert _listen_backlog(site.port) >= 4096
+            # What served here had its limits on slow clients (docs/servers-defences.md).
+            assert TUNED_DEFENCES.get(name, "") in running.config.text
         assert running.config.text.strip()
         assert adapter.version()
     assert session_pids(running.pid) == [], "processes left behind"
     assert running.backend is None or session_pids(running.backend.pid) == []
     assert port_is_free(site.host, site.port)  # for the next server (TIME_WAIT aside)
+
+
+# One line of each tuned config's limits on slow clients; reference has none to set.
+TUNED_DEFENCES = {
+    **{name: "RequestReadTimeout handshake=10 header=10-20" for name in servers.names() if name.startswith("apache2")},
+    "caddy": "read_header 10s",
+    "h2o": "http1-request-timeout: 10",
+    "jetty9": '<Set name="minRequestDataRate">500</Set>',
+    "lighttpd": "server.max-read-idle = 10",
+    "mighttpd2": "Connection_Timeout: 10",
+    "nginx": "client_header_timeout 10s;",
+    "node": '"headersTimeout": 10000',
+    "trafficserver": "CONFIG proxy.config.http.transaction_no_activity_timeout_in INT 10",
+    "varnish": "-p timeout_idle=10",
+}
 
 
 def _listen_backlog(port: int) -> int:

@@ -51,12 +51,15 @@ def test_apache_default_is_debians(tmp_path, name):
 def test_apache_tuned_keeps_connections_and_logs_nothing(tmp_path, name, cpus):
     lines = _lines(_conf(name, _site(tmp_path, cpus), "tuned"))
     assert {"KeepAlive On", "KeepAliveTimeout 60", "MaxKeepAliveRequests 1024", "EnableSendfile Off"} <= lines
+    # the slow-client limits of docs/servers-defences.md
+    assert {"RequestReadTimeout handshake=10 header=10-20,MinRate=500 body=10,MinRate=500", "Timeout 30"} <= lines
     assert not [line for line in lines if line.startswith(("CustomLog", "Include"))]
     assert {line.split()[1].split("_")[0] for line in lines if line.startswith("LoadModule")} == {
         "mpm",
         "authz",
         "dir",
         "mime",
+        "reqtimeout",
     }
     value = {
         line.split()[0]: int(line.split()[1]) for line in lines if len(line.split()) == 2 and line.split()[1].isdigit()
@@ -80,6 +83,8 @@ def test_lighttpd_default_is_debians(tmp_path):
     assert not keys & {
         "server.max-keep-alive-idle",
         "server.max-keep-alive-requests",
+        "server.max-read-idle",
+        "server.max-write-idle",
         "server.max-worker",
         "accesslog.filename",
         "server.username",
@@ -94,6 +99,8 @@ def test_lighttpd_tuned(tmp_path, cpus):
         "server.max-keep-alive-requests = 1024",
         "server.max-fds = 20000",
         "server.max-connections = 10000",
+        "server.max-read-idle = 10",
+        "server.max-write-idle = 10",
     } <= lines
     # server.max-worker is discouraged by lighttpd's docs: only when there are CPUs to spread over
     assert [line for line in lines if line.startswith("server.max-worker")] == (

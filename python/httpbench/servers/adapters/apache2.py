@@ -71,6 +71,22 @@ DEBIAN_MPM = {
 }
 DEBIAN_MPM["event"] = DEBIAN_MPM["worker"]
 
+# Tuned's limits on slow clients, as the "Denial of Service" part of apache's security tips advises
+# (https://httpd.apache.org/docs/2.4/misc/security_tips.html#dos): a slowloris or a stalled body
+# holds a process (prefork) or a thread (worker, and event too until the request is read) as long
+# as apache lets it. 10 s is hundreds of times what a request on loopback takes
+# (docs/servers-defences.md has every server's).
+DEFENCES = """# mod_reqtimeout (https://httpd.apache.org/docs/2.4/mod/mod_reqtimeout.html), which Debian's default
+# enables with header=20-40,MinRate=500 body=10,MinRate=500: the whole request header within 10 s,
+# extended by 1 s per 500 bytes received up to 20 s (a slowloris is cut at 10 s, answered 408),
+# a body's first byte within 10 s and then 500 bytes a second (a trickled body is cut too), and a
+# TLS handshake within 10 s
+RequestReadTimeout handshake=10 header=10-20,MinRate=500 body=10,MinRate=500
+# Timeout (core docs; apache's own default 60 s, Debian's 300 s): the longest wait for a packet
+# from the client, or for the client to take a full send buffer (a reader that stopped reading);
+# 30 s, as mod_proxy_fcgi's wait for PHP also is, far above any workload's answer time
+Timeout 30"""
+
 # Tuned: connections apache can hold at once. Every MPM gives each open connection a process
 # (prefork) or a thread (worker; event while a request is in flight), so this must cover the
 # largest concurrency run; the 2016 write-up went to 1,000. Beyond it connections wait in the
@@ -162,13 +178,15 @@ def render_conf(site: Site, profile: ServerProfile, mpm: str) -> str:
     mpm_module = f"LoadModule mpm_{mpm}_module {MODULES}/mod_mpm_{mpm}.so\n"
     if profile.name == "tuned":
         modules = mpm_module + "".join(
-            f"LoadModule {m}_module {MODULES}/mod_{m}.so\n" for m in ("authz_core", "dir", "mime")
+            f"LoadModule {m}_module {MODULES}/mod_{m}.so\n" for m in ("authz_core", "dir", "mime", "reqtimeout")
         )
         body = f"""{_tuned_mpm(mpm, site.workers)}
-# the 2016 write-up's keep-alive settings
+# the 2016 write-up's keep-alive settings; KeepAliveTimeout is also how long an idle client holds
+# its connection, and its process or thread too but under event, which parks idle connections
 KeepAlive On
 KeepAliveTimeout 60
 MaxKeepAliveRequests 1024
+{DEFENCES}
 # the 2016 write-up: sendfile does not pay for tiny files (Off is also apache's own default)
 EnableSendfile Off
 # as nginx's tuned backlog: a connection storm waits in the queue instead of failing

@@ -27,7 +27,21 @@ class Caddy(Server):
     def render(self, site: Site, profile: ServerProfile) -> Config:
         settings = []
         if profile.name == "tuned":
-            settings += ["# the 2016 write-up's 60 s keep-alive (default 5 min)", "timeouts {", "\tidle 60s", "}"]
+            settings += [
+                "# Go's http.Server timeouts, as Caddy's global options name them",
+                "# (https://caddyserver.com/docs/caddyfile/options#timeouts); 10 s is hundreds of times",
+                "# what a request on loopback takes (docs/servers-defences.md)",
+                "timeouts {",
+                "\t# the whole request header within 10 s (slowloris; default none)",
+                "\tread_header 10s",
+                "\t# the whole request, body included, within 10 s (a trickled body; default none)",
+                "\tread_body 10s",
+                "\t# a response written within 30 s from its request's end (a slow reader; default none)",
+                "\twrite 30s",
+                "\t# the 2016 write-up's 60 s keep-alive (default 5 min): how long an idle client holds on",
+                "\tidle 60s",
+                "}",
+            ]
             if site.http2:
                 settings += [
                     "# Caddy 2.6 has no HTTP/2 settings of its own: Go's server allows 250 streams per",

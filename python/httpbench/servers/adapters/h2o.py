@@ -31,7 +31,11 @@ class H2o(Server):
         if profile.name == "tuned":
             settings = f"""num-threads: {site.workers}                    # a thread per core given (the 2016 write-up)
 max-connections: 10000            # default 1024 stops accepting short of the 2016 write-up's 1,000+ connections
-http1-request-timeout: 60         # also the keep-alive idle timeout: the 2016 write-up's 60 s (default 10)
+# http1-request-timeout (https://h2o.examp1e.net/configure/base_directives.html, h2o 2.2 has no
+# other HTTP/1 timeout): one timer from the end of a response to the whole next request header, so
+# both how long an idle keep-alive client is kept and when a slowloris is cut. h2o's own 10 s,
+# said, rather than the 2016 write-up's 60 s keep-alive, which would let a slowloris hold 60 s
+http1-request-timeout: 10
 file.etag: OFF                    # as nginx's etag off (the 2016 write-up): one header less
 {_send_compressed(site)}
 compress: OFF                     # and no gzip on the fly (the default too)"""

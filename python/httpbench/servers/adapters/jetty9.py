@@ -18,6 +18,7 @@ from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS,
 HOME = Path("/usr/share/jetty9")
 KEYSTORE = "keystore.p12"
 PINNED_VERSION_XML = "etc/tls-version.xml"
+SLOW_CLIENTS_XML = "etc/slow-clients.xml"
 # The keystore holds the suite's throwaway key; Jetty insists on a password for it.
 KEYSTORE_PASSWORD = "httpbench"
 
@@ -66,6 +67,8 @@ class Jetty9(Server):
         }
         if site.tls is not None and site.tls.version:
             files[f"base/{PINNED_VERSION_XML}"] = render_pinned_version(site.tls.version)
+        if profile.name == "tuned":
+            files[f"base/{SLOW_CLIENTS_XML}"] = SLOW_CLIENTS
         return Config(files)
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
@@ -105,8 +108,12 @@ def render_start_ini(site: Site, profile: ServerProfile) -> str:
         settings = f"""# Static files need none of Debian's jsp, jstl, websocket, ext, resources modules.
 # No requestlog module: no request log (Debian enables none either).
 --module=deploy,{modules}
-# the 2016 write-up's keep-alive of 60 s.
+# the 2016 write-up's keep-alive of 60 s. Also Jetty's limit on a client that stalls (its docs: the
+# time without progress, reset by every byte either way), so a trickle is never cut by it; Jetty's
+# selectors hold no thread for a connection still sending its header (docs/servers-defences.md).
 jetty.{connector}.idleTimeout=60000
+# A trickled body and a slow reader: minimum data rates ({SLOW_CLIENTS_XML}).
+{SLOW_CLIENTS_XML}
 # The listen backlog (0, the default, means the JDK's 50).
 jetty.{connector}.acceptQueueSize=4096
 # A fixed pool: no threads made or retired during a run; small, because serving a cached file
@@ -163,6 +170,20 @@ jetty.sslContext.trustStorePassword={KEYSTORE_PASSWORD}
 # any run, and 1.3 wins whenever the client offers it: nothing to change for throughput.
 """
     return text
+
+
+# HttpConfiguration's minimum data rates (Jetty 9.4's javadoc, setMinRequestDataRate and
+# setMinResponseDataRate; no start property sets them): a request body, or a response, that moves
+# slower than 500 bytes a second on average ends its connection, as apache's mod_reqtimeout MinRate.
+SLOW_CLIENTS = """<?xml version="1.0"?>
+<!DOCTYPE Configure PUBLIC "-//Jetty//Configure//EN" "https://jetty.org/configure_9_3.dtd">
+<!-- tuned: the connectors' HttpConfiguration (jetty.xml's httpConfig) cuts a client whose request
+     body or response moves slower than 500 bytes a second on average. -->
+<Configure id="httpConfig" class="org.eclipse.jetty.server.HttpConfiguration">
+  <Set name="minRequestDataRate">500</Set>
+  <Set name="minResponseDataRate">500</Set>
+</Configure>
+"""
 
 
 def render_pinned_version(version: str) -> str:

@@ -70,8 +70,16 @@ def render_conf(site: Site, profile: ServerProfile) -> str:
 {workers}server.max-fds = 20000              # connections are descriptors; 20,000 is the hard limit here
 server.max-connections = 10000      # lighttpd's ceiling is max-fds / 2 (default about 1365)
 server.listen-backlog = 4096        # as nginx's tuned backlog: a connection storm waits, not fails
-server.max-keep-alive-idle = 60     # the 2016 write-up's keep-alive settings
+server.max-keep-alive-idle = 60     # the 2016 write-up's keep-alive settings; also how long an idle client holds on
 server.max-keep-alive-requests = 1024
+# Slow clients, from lighttpd's docs (https://redmine.lighttpd.net/projects/lighttpd/wiki/Docs_ConfigurationOptions,
+# server.max-read-idle and server.max-write-idle): each is the longest silence between two reads
+# (a request stalled, default 60 s) or two writes (a reader that stopped reading, default 360 s).
+# lighttpd has no limit on a whole request's time: a client trickling a byte now and then is never
+# cut, but holds only a descriptor and a few KB, never a process. 10 s is hundreds of times what a
+# request on loopback takes (docs/servers-defences.md)
+server.max-read-idle = 10
+server.max-write-idle = 10
 # no access log: every write-up turned it off (Debian's default has none either)
 # server.network-backend stays sendfile: lighttpd already reads a response body under 16 KB into
 # memory and sends it with the headers in one write; sendfile serves only larger files (the 25 KB

@@ -92,8 +92,20 @@ Pid_File: mighty.pid
 Report_File: mighty_report
 Log_File: log
 Index_File: index.html
-Connection_Timeout: 30
+{_connection_timeout(profile)}
 Fd_Cache_Duration: 10
 Logging: {"No  # every write-up turned logging off" if profile.name == "tuned" else "Yes"}
 """
     return conf
+
+
+def _connection_timeout(profile: ServerProfile) -> str:
+    """warp's one timeout (mighty's Connection_Timeout, example.conf's 30 s in default): warp's
+    timeout manager sweeps every Connection_Timeout seconds and cuts a connection that stayed quiet
+    from one sweep to the next, so after one to two periods; a trickle does not count as speech,
+    since warp's slowloris guard (Network.Wai.Handler.Warp's setSlowlorisSize, 2048 bytes) resets
+    the timer only for reads of that size. It is also the keep-alive idle time. tuned: 10 s, so a
+    slowloris is cut within 20 s (measured: 20 s, default 60 s; bench/RESULTS.md, issue 28)."""
+    if profile.name != "tuned":
+        return "Connection_Timeout: 30"
+    return "Connection_Timeout: 10  # a slowloris, and an idle keep-alive client, cut after 10-20 s (warp's timeout)"

@@ -54,6 +54,7 @@ class Nghttpd(Server):
                 "--max-concurrent-streams=100",
                 "# The windows it advertises bound only request bodies (GETs have none): left at 64 KB.",
                 "# Responses go as fast as the client's windows allow, in DATA frames of up to 16 KB.",
+                "# No timeouts to set against slow or idle clients: nghttpd has none (docs/servers-defences.md).",
             ]
         if site.tls is None:
             lines += ["# h2c: HTTP/2 by prior knowledge, no TLS", "--no-tls"]

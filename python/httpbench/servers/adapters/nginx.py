@@ -63,9 +63,9 @@ events {{
     sendfile off;                         # costs 30% on tiny files (the 2016 write-up, measured here too)
     tcp_nopush off;
     tcp_nodelay on;
-    keepalive_timeout 60s;                # the 2016 write-up's keep-alive settings
+    keepalive_timeout 60s;                # the 2016 write-up's keep-alive settings (an idle client: 60 s)
     keepalive_requests 1024;
-    open_file_cache max=100;              # the 2016 write-up: no open/stat per request
+{_defences()}    open_file_cache max=100;              # the 2016 write-up: no open/stat per request
     etag off;                             # the 2016 write-up: one header less to compute and send
     server {{
         listen {listen} reuseport deferred backlog=4096;   # the 2016 write-up; deferred: accept once data arrived
@@ -104,6 +104,27 @@ http {{
 {http}
 {extra}}}
 """
+
+
+def _defences() -> str:
+    """tuned's limits on slow clients, from ngx_http_core_module's docs
+    (https://nginx.org/en/docs/http/ngx_http_core_module.html); each default is 60 s. 10 s is
+    hundreds of times what a request on loopback takes, so only a stalled or trickling client meets
+    it (docs/servers-defences.md)."""
+    lines = [
+        "# client_header_timeout: the whole request header must arrive within it, else 408 and close",
+        "# (slowloris; for HTTP/2 too since 1.19.7, which made http2_recv_timeout obsolete)",
+        "client_header_timeout 10s;",
+        "# client_body_timeout: longest wait between two reads of a request body (a body stalled, not",
+        "# one trickled: nginx has no minimum rate)",
+        "client_body_timeout 10s;",
+        "# send_timeout: longest wait between two writes of a response (a reader that stopped reading)",
+        "send_timeout 10s;",
+        "# reset_timedout_connection: a timed-out connection is reset, not closed, so its socket",
+        "# buffers are freed at once instead of lingering in FIN_WAIT with unsent data",
+        "reset_timedout_connection on;",
+    ]
+    return "".join(f"    {line}\n" for line in lines)
 
 
 def _tls(site: Site, profile: ServerProfile) -> str:

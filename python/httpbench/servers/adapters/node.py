@@ -44,6 +44,13 @@ def render_json(site: Site, profile: ServerProfile) -> str:
         settings["workers"] = site.workers  # cluster: one process per core given (the 2016 write-up)
         if not site.http2:  # Node's http2 server keeps idle sessions open (no timeout) already
             settings["server"]["keepAliveTimeout"] = 60000  # the 2016 write-up's keep-alive 60 s (Node's default: 5 s)
+            # Slow clients, from Node's http docs (https://nodejs.org/docs/latest-v20.x/api/http.html,
+            # server.headersTimeout and server.requestTimeout): the whole header within 10 s (default
+            # 60 s: slowloris) and the whole request, body included, within 10 s (default 300 s: a
+            # trickled body), answered 408; checked every second rather than every 30 s
+            # (connectionsCheckingInterval), so a cut comes at 10-11 s. The http2 server has neither.
+            settings["server"].update(headersTimeout=10000, requestTimeout=10000)
+            settings["options"] = {"connectionsCheckingInterval": 1000}
         settings["backlog"] = 4096  # as nginx's tuned backlog (Node's: 511)
         # Not maxRequestsPerSocket=1024 (the 2016 write-up's other keep-alive setting): past it Node answers 503
         # to requests already sent on the connection, an error the load would count.

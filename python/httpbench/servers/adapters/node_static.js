@@ -12,6 +12,8 @@
 // HTTP/2 with "http2": true, by the http2 module's compatibility API (the same handler): with
 // "tls", h2 by ALPN beside HTTP/1.1 (allowHTTP1); without, h2c by prior knowledge only (Node's
 // cleartext HTTP/2 server speaks no HTTP/1.1). "h2settings" are its HTTP/2 SETTINGS.
+// "options" are http(s).createServer's own (HTTP/1.1 only), those that cannot be set afterwards:
+// connectionsCheckingInterval, how often the header and request timeouts are checked.
 'use strict';
 const cluster = require('cluster');
 const crypto = require('crypto');
@@ -75,13 +77,14 @@ const TICKET_KEYS = 'NODE_STATIC_TICKET_KEYS';
 
 function createServer(opts, handler) {
   const h2 = opts.http2 ? { settings: opts.h2settings || {} } : undefined;
-  if (!opts.tls) return h2 ? http2.createServer(h2, handler) : http.createServer(handler);
+  const http1 = opts.options || {};
+  if (!opts.tls) return h2 ? http2.createServer(h2, handler) : http.createServer(http1, handler);
   const tls = opts.tls;
   const options = { cert: fs.readFileSync(tls.cert), key: fs.readFileSync(tls.key) };
   for (const name of ['minVersion', 'maxVersion', 'sessionTimeout']) if (tls[name] !== undefined) options[name] = tls[name];
   if (process.env[TICKET_KEYS]) options.ticketKeys = Buffer.from(process.env[TICKET_KEYS], 'hex');
   if (h2) return http2.createSecureServer({ ...options, ...h2, allowHTTP1: true }, handler);
-  return https.createServer(options, handler);
+  return https.createServer({ ...http1, ...options }, handler);
 }
 
 function serve(opts) {
