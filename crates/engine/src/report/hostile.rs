@@ -223,3 +223,93 @@ pub fn merge_thread(parts: &[Option<&super::ThreadUse>], how: Parts) -> Option<s
         wall_s,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Report;
+    use crate::spec::LoadSpec;
+
+    fn slow(cut_ms: &[u64], held: u64, series: &[(i64, u64)]) -> SlowClients {
+        let mut h = crate::stats::histogram();
+        for &ms in cut_ms {
+            h.record(ms).unwrap();
+        }
+        SlowClients {
+            mode: "headers".into(),
+            connections: 10,
+            opened: 10 + cut_ms.len() as u64,
+            failed: 1,
+            held,
+            cut_by_server: cut_ms.len() as u64,
+            cut_after_ms: Millis::of(&h),
+            answered: 0,
+            expired: 0,
+            series: series
+                .iter()
+                .map(|&(second, connected)| StatePoint {
+                    second,
+                    pending: 0,
+                    connected,
+                    closed: 0,
+                })
+                .collect(),
+        }
+    }
+
+    /// Reports of two parts, the first with slow clients and idle connections, the second
+    /// with slow clients only.
+    fn parts() -> Vec<Report> {
+        let part = |s: SlowClients, idle: bool| {
+            let mut r = Report::read_any(r#"{"schema": "httpbench-load/1"}"#).unwrap();
+            r.slow_clients = Some(s);
+            r.idle_connections = idle.then(|| IdleConnections {
+                asked: 5,
+                opened: 5,
+                held: 4,
+                closed_by_server: 1,
+                closed_after_ms: Millis::of(&crate::stats::histogram()),
+                pings: 2,
+                pings_failed: 0,
+                series: Vec::new(),
+            });
+            r
+        };
+        vec![
+            part(slow(&[100, 300], 8, &[(-1, 5), (0, 8)]), true),
+            part(slow(&[200], 9, &[(-1, 2), (0, 9), (1, 9)]), false),
+        ]
+    }
+
+    #[test]
+    fn hosts_add_up_second_by_second_with_exact_percentiles() {
+        let merged = Report::merge(&LoadSpec::default(), &parts(), Parts::Concurrent).unwrap();
+        let s = merged.slow_clients.unwrap();
+        assert_eq!(
+            (s.connections, s.held, s.cut_by_server, s.failed),
+            (20, 17, 3, 2)
+        );
+        assert_eq!(
+            (s.cut_after_ms.count, s.cut_after_ms.p50, s.cut_after_ms.max),
+            (3, 200, 300)
+        );
+        let connected: Vec<(i64, u64)> = s.series.iter().map(|p| (p.second, p.connected)).collect();
+        assert_eq!(connected, [(-1, 7), (0, 17), (1, 9)]);
+        let idle = merged.idle_connections.unwrap();
+        assert_eq!((idle.asked, idle.held, idle.pings), (5, 4, 2));
+    }
+
+    #[test]
+    fn rounds_follow_one_another() {
+        let merged = Report::merge(&LoadSpec::default(), &parts(), Parts::Sequential).unwrap();
+        let s = merged.slow_clients.unwrap();
+        // Each round asked for the spec's, and held what it held: the level, its worst round's.
+        assert_eq!((s.connections, s.held, s.cut_by_server), (10, 8, 3));
+        let seconds: Vec<i64> = s.series.iter().map(|p| p.second).collect();
+        assert_eq!(seconds, [-1, 0, 1, 2, 3]);
+        // A part without slow clients leaves them out of neither kind of merge.
+        let none = Report::read_any(r#"{"schema": "httpbench-load/1"}"#).unwrap();
+        let merged = Report::merge(&LoadSpec::default(), &[none], Parts::Sequential).unwrap();
+        assert!(merged.slow_clients.is_none() && merged.idle_connections.is_none());
+    }
+}
