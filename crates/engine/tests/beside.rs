@@ -274,10 +274,10 @@ fn slowloris_over_https() {
     assert!(report.requests.completed > 0);
 }
 
-#[test]
-fn h2_slow_headers_trickle_continuation_frames() {
-    let (said, heard) = mpsc::channel();
-    let url = h2c::serve(50, move |mut socket, _| {
+/// An h2c server answering every request with an empty 200, that tells `said` of each
+/// connection's second CONTINUATION frame.
+fn h2c_server(said: mpsc::Sender<()>) -> String {
+    h2c::serve(50, move |mut socket, _| {
         let mut out = Vec::new();
         frame::write_settings(&mut out, &[]);
         h2c::send(&mut socket, &out);
@@ -299,7 +299,13 @@ fn h2_slow_headers_trickle_continuation_frames() {
             }
             h2c::send(io, &out);
         });
-    });
+    })
+}
+
+#[test]
+fn h2_slow_headers_trickle_continuation_frames() {
+    let (said, heard) = mpsc::channel();
+    let url = h2c_server(said);
     let report = run(LoadSpec {
         http2: true,
         slow: slow(3, SlowMode::Headers),
@@ -308,4 +314,25 @@ fn h2_slow_headers_trickle_continuation_frames() {
     let s = report.slow_clients.unwrap();
     assert_eq!((s.opened, s.held, s.cut_by_server), (3, 3, 0), "{s:?}");
     assert_eq!(heard.try_iter().count(), 3);
+}
+
+#[test]
+fn idle_connections_over_h2_are_held_and_pinged_on_streams_of_their_own() {
+    let (said, _) = mpsc::channel();
+    let report = run(LoadSpec {
+        http2: true,
+        idle: IdleSpec {
+            connections: 5,
+            ping: Some(0.2),
+        },
+        ..load(h2c_server(said), 1.0)
+    });
+    let idle = report.idle_connections.unwrap();
+    assert_eq!(
+        (idle.opened, idle.held, idle.closed_by_server),
+        (5, 5, 0),
+        "{idle:?}"
+    );
+    assert!(idle.pings > 5 && idle.pings_failed == 0, "{idle:?}");
+    assert!(report.requests.completed > 0 && report.errors_total == 0);
 }

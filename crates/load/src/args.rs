@@ -404,9 +404,6 @@ impl Cli {
             if self.no_keepalive {
                 return Err(format!("--idle {n} holds keep-alive connections, which --no-keepalive turns off: drop one of the two"));
             }
-            if self.http2 {
-                return Err(format!("--idle {n} with --http2 is not done yet (idle connections speak HTTP/1.1): drop one of the two"));
-            }
             spec.idle = IdleSpec {
                 connections: n,
                 ping: self.idle_ping,

@@ -62,8 +62,11 @@ pub(super) struct Conn {
     pub(super) trickled: u64,
     /// Idle: a request is out, unanswered.
     pub(super) asking: bool,
-    /// HTTP/2: the server's first bytes, until its SETTINGS frame is whole.
+    /// HTTP/2: what the server sent that is not a whole frame yet (a slow connection keeps only
+    /// its first bytes, until its SETTINGS frame is whole).
     pub(super) early: Vec<u8>,
+    /// HTTP/2, idle: the stream of its last request (0: none yet).
+    pub(super) stream: u32,
     /// It has come up, or failed, once: what `BesideLoad::start` waits for.
     pub(super) settled: bool,
 }
@@ -82,6 +85,7 @@ impl Conn {
             trickled: 0,
             asking: false,
             early: Vec::new(),
+            stream: 0,
             settled: false,
         }
     }
@@ -206,6 +210,7 @@ impl Thread {
         c.out.clear();
         c.parser.reset();
         c.early = Vec::new();
+        c.stream = 0;
         c.trickled = 0;
         c.asking = false;
     }

@@ -1,41 +1,105 @@
 //! Idle connections: each opened with one request answered, then held without a word, or asked
 //! again every `idle.ping` (counted apart from the load). One the server closes stays closed:
-//! when the server closes them is what they show.
+//! when the server closes them is what they show. Over HTTP/2 each request is a stream of its
+//! own, and the connection answers what a server asks of any client (SETTINGS and PING
+//! acknowledged, the connection's window given back), so that only the server's own idle timeout
+//! closes it.
 
+use crate::h2::frame::{self, flag, kind, FrameHeader, HEADER_LEN};
 use crate::spec::expects;
 
 use super::conn::{Answers, Role, State};
+use super::wire::{h2_preface, h2_request};
 use super::{Alarm, Thread};
 
 impl Thread {
-    /// Up: its first request.
+    /// Up: its first request (over HTTP/2 once the server's SETTINGS are in).
     pub(super) fn idle_up(&mut self, i: usize) {
         self.set_state(i, State::Opening);
         self.conns[i].asking = true;
-        let wire = self.wire.clone();
-        self.send(i, &wire.idle_request);
+        let mut out = Vec::new();
+        if self.spec.http2 {
+            h2_preface(&mut out);
+        } else {
+            out.extend_from_slice(&self.wire.idle_request);
+        }
+        self.send(i, &out);
     }
 
     pub(super) fn idle_received(&mut self, i: usize, data: &[u8]) {
+        if self.spec.http2 {
+            return self.idle_h2_received(i, data);
+        }
         let mut answers = Answers::default();
         if self.conns[i].parser.feed(data, &mut answers).is_err() {
             // No HTTP: not a connection the server holds for a next request.
             return self.idle_closed(i, self.conns[i].state);
         }
         for answer in answers.0 {
-            let c = &mut self.conns[i];
-            c.asking = false;
-            c.since = self.now;
-            if c.state == State::Opening {
-                self.tally.opened(Role::Idle);
-                self.settle(i);
-                self.set_state(i, State::Open);
-            } else if !expects(&self.expect_status, answer.status) {
-                self.tally.ping_failed();
+            self.idle_answered(i, expects(&self.expect_status, answer.status));
+        }
+    }
+
+    /// Its request was answered, with an expected status if `ok`.
+    fn idle_answered(&mut self, i: usize, ok: bool) {
+        let c = &mut self.conns[i];
+        c.asking = false;
+        c.since = self.now;
+        if c.state == State::Opening {
+            self.tally.opened(Role::Idle);
+            self.settle(i);
+            self.set_state(i, State::Open);
+        } else if !ok {
+            self.tally.ping_failed();
+        }
+        if let Some(ping) = self.spec.idle.as_ref().and_then(|idle| idle.ping) {
+            self.set(self.now + ping.as_nanos() as u64, i, Alarm::Ping);
+        }
+    }
+
+    /// HTTP/2 frames from the server: its request's answer ends at END_STREAM (its status is not
+    /// decoded: any answer keeps the connection alive); a reset of its stream fails it.
+    fn idle_h2_received(&mut self, i: usize, data: &[u8]) {
+        let c = &mut self.conns[i];
+        c.early.extend_from_slice(data);
+        let (mut out, mut used) = (Vec::new(), 0);
+        let (mut answered, mut reset) = (false, false);
+        while c.early.len() - used >= HEADER_LEN {
+            let h = FrameHeader::parse(&c.early[used..]);
+            let end = used + HEADER_LEN + h.len as usize;
+            if c.early.len() < end {
+                break;
             }
-            if let Some(ping) = self.spec.idle.as_ref().and_then(|idle| idle.ping) {
-                self.set(self.now + ping.as_nanos() as u64, i, Alarm::Ping);
+            let ours = h.stream != 0 && h.stream == c.stream;
+            match h.kind {
+                kind::SETTINGS if !h.has(flag::ACK) => {
+                    frame::write_settings_ack(&mut out);
+                    if c.stream == 0 {
+                        c.stream = 1;
+                        h2_request(1, &self.wire.idle_request, &mut out);
+                    }
+                }
+                kind::PING if !h.has(flag::ACK) => {
+                    frame::write_ping_ack(&mut out, &c.early[used + HEADER_LEN..end]);
+                }
+                kind::DATA if h.len > 0 => frame::write_window_update(&mut out, 0, h.len),
+                kind::RST_STREAM if ours => reset = true,
+                _ => {}
             }
+            if ours && matches!(h.kind, kind::HEADERS | kind::DATA) && h.has(flag::END_STREAM) {
+                answered = true;
+            }
+            used = end;
+        }
+        c.early.drain(..used);
+        if !out.is_empty() && !self.send(i, &out) {
+            return;
+        }
+        if reset && self.conns[i].state == State::Opening {
+            return self.idle_closed(i, State::Opening);
+        }
+        if answered || reset {
+            self.idle_answered(i, !reset);
         }
     }
 
@@ -58,14 +122,22 @@ impl Thread {
         self.close(i);
     }
 
-    /// Time to keep it alive: the same request again, unless one is still out.
+    /// Time to keep it alive: the same request again (over HTTP/2 on the next stream), unless
+    /// one is still out.
     pub(super) fn ping(&mut self, i: usize) {
-        if self.conns[i].asking {
+        let c = &mut self.conns[i];
+        if c.asking {
             return;
         }
-        self.conns[i].asking = true;
+        c.asking = true;
+        let mut out = Vec::new();
+        if self.spec.http2 {
+            c.stream += 2;
+            h2_request(c.stream, &self.wire.idle_request, &mut out);
+        } else {
+            out.extend_from_slice(&self.wire.idle_request);
+        }
         self.tally.ping();
-        let wire = self.wire.clone();
-        self.send(i, &wire.idle_request);
+        self.send(i, &out);
     }
 }

@@ -13,7 +13,7 @@ const TRICKLE_FIELDS: usize = 64;
 
 pub(super) struct Wire {
     /// The idle connections' request, the first and each ping: the run's first URL as the load
-    /// asks it, over HTTP/1.1.
+    /// asks it (over HTTP/2 its header block, which leaves no state in the server's table).
     pub idle_request: Vec<u8>,
     /// What a slow connection sends at once: a whole request head (body, read), the head without
     /// the blank line that would end it (headers over HTTP/1.1), or the HEADERS frame's block
@@ -31,7 +31,13 @@ impl Wire {
             keep_alive: true,
             ..spec.clone()
         };
-        let idle_request = render(&kept_alive, first);
+        let idle_request = if spec.http2 {
+            RequestBlocks::build(&kept_alive, std::slice::from_ref(first))
+                .stateless(0)
+                .to_vec()
+        } else {
+            render(&kept_alive, first)
+        };
         let (slow_opening, unit) = match &resolved.slow {
             Some(slow) => slow_bytes(spec, first, slow),
             None => (Vec::new(), Vec::new()),
@@ -122,6 +128,17 @@ pub(super) fn h2_open_stream(block: &[u8], out: &mut Vec<u8>) {
         1,
     );
     out.extend_from_slice(block);
+}
+
+/// A whole request without a body on `stream`: HEADERS with END_HEADERS and END_STREAM.
+pub(super) fn h2_request(stream: u32, block: &[u8], out: &mut Vec<u8>) {
+    frame::write_headers(
+        out,
+        stream,
+        block,
+        true,
+        frame::DEFAULT_MAX_FRAME_SIZE as usize,
+    );
 }
 
 /// One more piece of stream 1's header block: a CONTINUATION frame without END_HEADERS.

@@ -147,12 +147,6 @@ impl LoadSpec {
         first_path: &str,
     ) -> Result<(Option<IdleSettings>, Option<SlowSettings>), Error> {
         let idle = if self.idle.connections > 0 {
-            if self.http2 {
-                return Err(Error::spec(
-                    "idle.connections",
-                    "idle.connections over HTTP/2 are not done yet (idle connections speak HTTP/1.1); turn http2 off or set idle.connections to 0".into(),
-                ));
-            }
             if !self.keep_alive {
                 return Err(Error::spec(
                     "idle.connections",
