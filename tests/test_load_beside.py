@@ -2,7 +2,7 @@
 held by nginx as shipped, cut by its client_header_timeout where one is set and opened again, and
 idle connections closed at its keepalive_timeout. Each run is a few seconds."""
 
-from conftest import free_port, start_nginx, stop, wait_for_port
+from conftest import free_port, nghttpd, start_nginx, stop, wait_for_port
 
 
 def nginx_with(tmp_path, settings: str) -> tuple[str, object]:
@@ -53,3 +53,24 @@ def test_nginx_closes_idle_connections_at_its_keepalive_timeout(load, tmp_path):
     assert (idle["opened"], idle["closed_by_server"], idle["held"]) == (30, 30, 0), idle
     # The load's own connections stay busy, so keep-alive's timeout never closes them.
     assert r["requests"]["succeeded"] > 0 and r["errors_total"] == 0
+
+
+def test_slow_reads_and_bodies_over_h2c_hold_nghttpd(load, tmp_path):
+    """Over h2 a slow reader's stream window holds a large answer back (opened a chunk every
+    interval), and a slow body goes in DATA frames: both held to the end."""
+    (tmp_path / "index.html").write_bytes(b"x" * 7)
+    (tmp_path / "big.bin").write_bytes(b"x" * (16 << 20))
+    with nghttpd(tmp_path) as port:
+        url = f"http://127.0.0.1:{port}/index.html"
+        runs = {
+            mode: load("-c", "1", "-d", "1500ms", "--http2", "--slow-clients", "10", "--slow", mode, *extra, url)
+            for mode, extra in [
+                ("read", ("--slow-path", "/big.bin", "--slow-interval", "100ms")),
+                ("body", ("--slow-interval", "100ms")),
+            ]
+        }
+    for mode, (code, r, err) in runs.items():
+        assert code == 0, err
+        slow = r["slow_clients"]
+        assert (slow["mode"], slow["opened"], slow["held"], slow["cut_by_server"]) == (mode, 10, 10, 0), slow
+        assert r["requests"]["succeeded"] > 0 and r["protocol"] == "h2"

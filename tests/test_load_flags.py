@@ -410,7 +410,6 @@ def test_unusable_cpus_and_source_addresses_are_one_line_and_exit_2(front, url, 
         (n(10, "--slow-clients", "3", "--slow", "bogus"), '--slow "bogus" is no slow mode'),
         (n(10, "--slow", "read"), "which --slow-clients N starts"),
         (n(10, "--idle", "3", "--no-keepalive"), "which --no-keepalive turns off"),
-        (n(10, "--http2", "--slow-clients", "3", "--slow", "read"), "--slow read over --http2 is not done"),
         (n(10, "--slow-clients", "1000000"), "fit beside the load"),
     ],
 )

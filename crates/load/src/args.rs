@@ -162,7 +162,7 @@ pub struct Cli {
     /// Run N slow clients beside the load, each on its own connection, opened before the warm-up and again whenever the server closes it (report: slow_clients); the run is then never ended early when the server stops answering the load
     #[arg(long, value_name = "N")]
     slow_clients: Option<u32>,
-    /// --slow-clients: headers (slowloris: a header fragment every interval, never the end of the head; over --http2 CONTINUATION frames), body (R.U.D.Y.: a POST's body trickled) or read (a large answer read a chunk every interval through a small receive window); default headers
+    /// --slow-clients: headers (slowloris: a header fragment every interval, never the end of the head; over --http2 CONTINUATION frames), body (R.U.D.Y.: a POST's body trickled; over --http2 DATA frames) or read (a large answer read a chunk every interval through a small receive window; over --http2 a small stream window opened a chunk at a time); default headers
     #[arg(long, value_name = "MODE")]
     slow: Option<String>,
     /// --slow-clients: time between chunks (default 10s for headers and body, 1s for read)
@@ -171,7 +171,7 @@ pub struct Cli {
     /// --slow-clients: bytes per chunk (default 24 for headers, 16 for body, 32 for read)
     #[arg(long, value_name = "BYTES")]
     slow_chunk: Option<u32>,
-    /// --slow read: the receive buffer set before connecting, in bytes (default 4096)
+    /// --slow read: the receive buffer set before connecting (over --http2 the stream window), in bytes (default 4096)
     #[arg(long, value_name = "BYTES")]
     slow_window: Option<u32>,
     /// --slow body: the Content-Length the POST announces (default 4096)
@@ -436,12 +436,6 @@ impl Cli {
                 ))
             }
         };
-        if self.http2 && mode != SlowMode::Headers {
-            return Err(format!(
-                "--slow {} over --http2 is not done (over HTTP/2 only headers is: HEADERS, then CONTINUATION frames): use --slow headers, or drop --http2",
-                mode.name()
-            ));
-        }
         let only = |flag: &str, given: bool, needs: SlowMode| {
             if given && mode != needs {
                 Err(format!(

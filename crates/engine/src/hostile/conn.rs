@@ -253,9 +253,11 @@ impl Thread {
         self.receive(i, usize::MAX);
     }
 
-    /// A slow-read connection past its handshake: it reads on its timer.
+    /// A slow-read connection past its handshake: it reads on its timer (over HTTP/2 its stream
+    /// window, which it opens a chunk at a time, holds the answer back instead).
     fn reading_slowly(&self, i: usize) -> bool {
         self.conns[i].role == Role::Slow
+            && !self.spec.http2
             && self.conns[i].state == State::Open
             && self
                 .spec

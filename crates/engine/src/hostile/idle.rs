@@ -5,12 +5,10 @@
 //! acknowledged, the connection's window given back), so that only the server's own idle timeout
 //! closes it.
 
-use crate::h2::frame::{self, flag, kind, FrameHeader, HEADER_LEN};
 use crate::spec::expects;
 
 use super::conn::{Answers, Role, State};
-use super::wire::{h2_preface, h2_request};
-use super::{Alarm, Thread};
+use super::{h2, Alarm, Thread};
 
 impl Thread {
     /// Up: its first request (over HTTP/2 once the server's SETTINGS are in).
@@ -19,7 +17,7 @@ impl Thread {
         self.conns[i].asking = true;
         let mut out = Vec::new();
         if self.spec.http2 {
-            h2_preface(&mut out);
+            h2::preface(None, &mut out);
         } else {
             out.extend_from_slice(&self.wire.idle_request);
         }
@@ -62,44 +60,20 @@ impl Thread {
     fn idle_h2_received(&mut self, i: usize, data: &[u8]) {
         let c = &mut self.conns[i];
         c.early.extend_from_slice(data);
-        let (mut out, mut used) = (Vec::new(), 0);
-        let (mut answered, mut reset) = (false, false);
-        while c.early.len() - used >= HEADER_LEN {
-            let h = FrameHeader::parse(&c.early[used..]);
-            let end = used + HEADER_LEN + h.len as usize;
-            if c.early.len() < end {
-                break;
-            }
-            let ours = h.stream != 0 && h.stream == c.stream;
-            match h.kind {
-                kind::SETTINGS if !h.has(flag::ACK) => {
-                    frame::write_settings_ack(&mut out);
-                    if c.stream == 0 {
-                        c.stream = 1;
-                        h2_request(1, &self.wire.idle_request, &mut out);
-                    }
-                }
-                kind::PING if !h.has(flag::ACK) => {
-                    frame::write_ping_ack(&mut out, &c.early[used + HEADER_LEN..end]);
-                }
-                kind::DATA if h.len > 0 => frame::write_window_update(&mut out, 0, h.len),
-                kind::RST_STREAM if ours => reset = true,
-                _ => {}
-            }
-            if ours && matches!(h.kind, kind::HEADERS | kind::DATA) && h.has(flag::END_STREAM) {
-                answered = true;
-            }
-            used = end;
+        let mut out = Vec::new();
+        let heard = h2::walk(&mut c.early, c.stream, true, &mut out);
+        if heard.settings && c.stream == 0 {
+            c.stream = 1;
+            h2::request(1, &self.wire.idle_request, &mut out);
         }
-        c.early.drain(..used);
         if !out.is_empty() && !self.send(i, &out) {
             return;
         }
-        if reset && self.conns[i].state == State::Opening {
+        if heard.reset && self.conns[i].state == State::Opening {
             return self.idle_closed(i, State::Opening);
         }
-        if answered || reset {
-            self.idle_answered(i, !reset);
+        if heard.ended || heard.reset {
+            self.idle_answered(i, !heard.reset);
         }
     }
 
@@ -133,7 +107,7 @@ impl Thread {
         let mut out = Vec::new();
         if self.spec.http2 {
             c.stream += 2;
-            h2_request(c.stream, &self.wire.idle_request, &mut out);
+            h2::request(c.stream, &self.wire.idle_request, &mut out);
         } else {
             out.extend_from_slice(&self.wire.idle_request);
         }

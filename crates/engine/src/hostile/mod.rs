@@ -16,6 +16,7 @@
 //! moment and closes them all.
 
 mod conn;
+mod h2;
 mod idle;
 mod slow;
 mod tally;

@@ -5,8 +5,7 @@
 use crate::spec::SlowMode;
 
 use super::conn::{Answers, Role, State};
-use super::wire::{h2_continuation, h2_open_stream, h2_preface, h2_settings_in};
-use super::{Alarm, Thread};
+use super::{h2, Alarm, Thread};
 
 /// Before opening a connection again after the server closed it: an attacker comes back at
 /// once, but a server that closes every connection at once must not make this thread spin.
@@ -33,12 +32,13 @@ impl Thread {
             .map_or(u64::MAX, |s| s.hold.as_nanos() as u64);
         self.set(self.now.saturating_add(hold), i, Alarm::Hold);
         let wire = self.wire.clone();
-        if self.spec.http2 {
-            // HEADERS may go only after the server's SETTINGS are acknowledged: nothing else may
-            // come between HEADERS and its CONTINUATION frames.
-            self.set_state(i, State::Opening);
+        if let (true, Some(slow)) = (self.spec.http2, &self.spec.slow) {
+            // HEADERS goes once the server's SETTINGS are acknowledged: slowloris's may be
+            // followed by nothing but its CONTINUATION frames (RFC 9113 6.10).
+            let window = (slow.mode == SlowMode::Read).then_some(slow.window_bytes);
             let mut out = Vec::new();
-            h2_preface(&mut out);
+            h2::preface(window, &mut out);
+            self.set_state(i, State::Opening);
             self.send(i, &out);
             return;
         }
@@ -49,25 +49,11 @@ impl Thread {
     }
 
     pub(super) fn slow_received(&mut self, i: usize, data: &[u8]) {
-        if self.spec.http2 {
-            // Only the server's SETTINGS matter; what it says after (its ACK, WINDOW_UPDATE, a
-            // GOAWAY before it closes) changes nothing for a header block that never ends.
-            if self.conns[i].state != State::Opening {
-                return;
-            }
-            let c = &mut self.conns[i];
-            c.early.extend_from_slice(data);
-            if !h2_settings_in(&c.early) {
-                return;
-            }
-            c.early = Vec::new();
-            self.set_state(i, State::Open);
-            let mut out = Vec::new();
-            h2_open_stream(&self.wire.slow_opening, &mut out);
-            if self.send(i, &out) {
-                self.set(self.now + self.interval(), i, Alarm::Trickle);
-            }
+        let Some(mode) = self.spec.slow.as_ref().map(|s| s.mode) else {
             return;
+        };
+        if self.spec.http2 {
+            return self.slow_h2_received(i, data, mode);
         }
         let mut answers = Answers::default();
         // A parse error leaves the parser failed; the connection is held all the same.
@@ -75,16 +61,55 @@ impl Thread {
         for _ in &answers.0 {
             self.tally.answered();
         }
-        let done = self.spec.slow.as_ref().is_some_and(|s| match s.mode {
-            SlowMode::Body => self.conns[i].trickled >= s.content_length,
-            SlowMode::Read => true,
-            SlowMode::Headers => false,
-        });
-        if !answers.0.is_empty() && done {
-            // Its request is over (a whole body sent and answered, an answer read to its end):
-            // a new connection takes its place.
-            self.close(i);
-            self.set(self.now, i, Alarm::Open);
+        if !answers.0.is_empty() && self.request_over(i, mode) {
+            self.replace(i);
+        }
+    }
+
+    /// Whether connection `i`'s request is over once answered: a body sent whole, or an answer
+    /// read (slowloris never ends its request).
+    fn request_over(&self, i: usize, mode: SlowMode) -> bool {
+        match (mode, &self.spec.slow) {
+            (SlowMode::Body, Some(s)) => self.conns[i].trickled >= s.content_length,
+            (SlowMode::Read, _) => true,
+            _ => false,
+        }
+    }
+
+    /// Its request is over: a new connection takes its place.
+    fn replace(&mut self, i: usize) {
+        self.close(i);
+        self.set(self.now, i, Alarm::Open);
+    }
+
+    /// HTTP/2 frames from the server: its SETTINGS open stream 1; then, unless the header block
+    /// is still open (slowloris: nothing may be sent), what a client owes is answered and the
+    /// stream's end or reset counted as an answer.
+    fn slow_h2_received(&mut self, i: usize, data: &[u8], mode: SlowMode) {
+        let c = &mut self.conns[i];
+        let opening = c.state == State::Opening;
+        if !opening && mode == SlowMode::Headers {
+            return;
+        }
+        c.early.extend_from_slice(data);
+        let mut out = Vec::new();
+        let heard = h2::walk(&mut c.early, 1, mode == SlowMode::Body, &mut out);
+        if opening && heard.settings {
+            h2::open_slow_stream(mode, &self.wire.slow_opening, &mut out);
+            self.set_state(i, State::Open);
+            if self.send(i, &out) {
+                self.set(self.now + self.interval(), i, Alarm::Trickle);
+            }
+            return;
+        }
+        if !out.is_empty() && !self.send(i, &out) {
+            return;
+        }
+        if heard.ended || heard.reset {
+            self.tally.answered();
+            if heard.reset || self.request_over(i, mode) {
+                self.replace(i);
+            }
         }
     }
 
@@ -115,24 +140,25 @@ impl Thread {
         let generation = self.conns[i].generation;
         let trickled = self.conns[i].trickled;
         let n = match slow.mode {
-            SlowMode::Read => {
+            SlowMode::Read if !self.spec.http2 => {
                 self.receive(i, slow.chunk_bytes);
                 slow.chunk_bytes
             }
+            SlowMode::Read => slow.chunk_bytes,
             SlowMode::Body => slow
                 .chunk_bytes
                 .min(slow.content_length.saturating_sub(trickled) as usize),
             SlowMode::Headers => slow.chunk_bytes,
         };
-        if slow.mode != SlowMode::Read && n > 0 {
-            let mut piece = Vec::with_capacity(n + 9);
-            let mut fragment = Vec::with_capacity(n);
-            self.wire.trickle(trickled, n, &mut fragment);
+        if n > 0 && (self.spec.http2 || slow.mode != SlowMode::Read) {
+            let mut piece = Vec::with_capacity(n);
+            self.wire.trickle(trickled, n, &mut piece);
             self.conns[i].trickled += n as u64;
             if self.spec.http2 {
-                h2_continuation(&fragment, &mut piece);
-            } else {
-                piece = fragment;
+                let last = self.conns[i].trickled >= slow.content_length;
+                let mut frame = Vec::with_capacity(n + 2 * 13);
+                h2::trickle(slow.mode, &piece, n as u32, last, &mut frame);
+                piece = frame;
             }
             self.send(i, &piece);
         }

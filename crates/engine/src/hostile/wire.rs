@@ -1,7 +1,6 @@
 //! What the connections beside the load send, built once for the run from the spec: the idle
 //! connections' request, and each slow mode's opening bytes and the endless trickle after them.
 
-use crate::h2::frame;
 use crate::h2::hpack::encode_request;
 use crate::h2::request::RequestBlocks;
 use crate::http::request::render;
@@ -73,11 +72,19 @@ fn slow_bytes(spec: &LoadSpec, first: &Target, slow: &SlowSettings) -> (Vec<u8>,
         http10: false,
         ..spec.clone()
     };
+    // Over HTTP/2 the request's header block, which leaves no state in the server's table.
+    let opening = |asked: &LoadSpec| {
+        if spec.http2 {
+            RequestBlocks::build(asked, std::slice::from_ref(&target))
+                .stateless(0)
+                .to_vec()
+        } else {
+            render(asked, &target)
+        }
+    };
     match slow.mode {
         SlowMode::Headers if spec.http2 => {
-            let opening = RequestBlocks::build(&asked, std::slice::from_ref(&target))
-                .stateless(0)
-                .to_vec();
+            let opening = opening(&asked);
             let names: Vec<(String, String)> = (0..TRICKLE_FIELDS)
                 .map(|k| (format!("x-slow-{k:02}"), k.to_string()))
                 .collect();
@@ -104,58 +111,10 @@ fn slow_bytes(spec: &LoadSpec, first: &Target, slow: &SlowSettings) -> (Vec<u8>,
                 format!("Content-Length: {}", slow.content_length),
                 "Content-Type: application/x-www-form-urlencoded".into(),
             ]);
-            (render(&asked, &target), b"a".repeat(TRICKLE_FIELDS))
+            (opening(&asked), b"a".repeat(TRICKLE_FIELDS))
         }
-        SlowMode::Read => (render(&asked, &target), Vec::new()),
+        SlowMode::Read => (opening(&asked), Vec::new()),
     }
-}
-
-/// HTTP/2's opening: the preface and an empty SETTINGS frame.
-pub(super) fn h2_preface(out: &mut Vec<u8>) {
-    out.extend_from_slice(frame::PREFACE);
-    frame::write_settings(out, &[]);
-}
-
-/// After the server's SETTINGS: their ACK, then the HEADERS frame that opens stream 1 and never
-/// ends its header block (no END_HEADERS; END_STREAM, as a GET's).
-pub(super) fn h2_open_stream(block: &[u8], out: &mut Vec<u8>) {
-    frame::write_settings_ack(out);
-    frame::write_header(
-        out,
-        block.len(),
-        frame::kind::HEADERS,
-        frame::flag::END_STREAM,
-        1,
-    );
-    out.extend_from_slice(block);
-}
-
-/// A whole request without a body on `stream`: HEADERS with END_HEADERS and END_STREAM.
-pub(super) fn h2_request(stream: u32, block: &[u8], out: &mut Vec<u8>) {
-    frame::write_headers(
-        out,
-        stream,
-        block,
-        true,
-        frame::DEFAULT_MAX_FRAME_SIZE as usize,
-    );
-}
-
-/// One more piece of stream 1's header block: a CONTINUATION frame without END_HEADERS.
-pub(super) fn h2_continuation(fragment: &[u8], out: &mut Vec<u8>) {
-    frame::write_header(out, fragment.len(), frame::kind::CONTINUATION, 0, 1);
-    out.extend_from_slice(fragment);
-}
-
-/// Whether `received` (the server's first bytes) hold its SETTINGS frame whole: the first frame
-/// a server sends (RFC 9113 3.4).
-pub(super) fn h2_settings_in(received: &[u8]) -> bool {
-    if received.len() < frame::HEADER_LEN {
-        return false;
-    }
-    let header = frame::FrameHeader::parse(received);
-    header.kind == frame::kind::SETTINGS
-        && received.len() >= frame::HEADER_LEN + header.len as usize
 }
 
 #[cfg(test)]
@@ -201,29 +160,5 @@ mod tests {
         let mut out = Vec::new();
         w.trickle(60, 16, &mut out);
         assert_eq!(out, b"a".repeat(16));
-    }
-
-    #[test]
-    fn h2_headers_open_a_stream_that_continues_forever() {
-        let w = wire(SlowMode::Headers, true);
-        let mut out = Vec::new();
-        h2_open_stream(&w.slow_opening, &mut out);
-        // SETTINGS ACK, then HEADERS on stream 1 without END_HEADERS.
-        let headers = frame::FrameHeader::parse(&out[frame::HEADER_LEN..]);
-        assert_eq!((headers.kind, headers.stream), (frame::kind::HEADERS, 1));
-        assert!(!headers.has(frame::flag::END_HEADERS));
-        let mut piece = Vec::new();
-        w.trickle(0, 24, &mut piece);
-        let mut cont = Vec::new();
-        h2_continuation(&piece, &mut cont);
-        let c = frame::FrameHeader::parse(&cont);
-        assert_eq!((c.kind, c.len as usize), (frame::kind::CONTINUATION, 24));
-        assert!(!c.has(frame::flag::END_HEADERS));
-        let mut settings = Vec::new();
-        frame::write_settings(
-            &mut settings,
-            &[(frame::setting::MAX_CONCURRENT_STREAMS, 9)],
-        );
-        assert!(h2_settings_in(&settings) && !h2_settings_in(&settings[..10]));
     }
 }

@@ -32,10 +32,11 @@ pub enum SlowMode {
     #[default]
     Headers,
     /// R.U.D.Y.: a POST whose head announces `content_length` bytes, its body trickled a chunk
-    /// every interval (HTTP/1.1 only).
+    /// every interval (over HTTP/2 a DATA frame each).
     Body,
     /// Slow read: a GET of a large answer (`path`: at least some MB) on a socket whose receive
-    /// buffer is `window_bytes`, read a chunk every interval (HTTP/1.1 only).
+    /// buffer is `window_bytes`, read a chunk every interval. Over HTTP/2 the stream's window is
+    /// `window_bytes` (SETTINGS_INITIAL_WINDOW_SIZE), opened by a chunk every interval.
     Read,
 }
 
@@ -166,15 +167,6 @@ impl LoadSpec {
         };
         let slow = if self.slow.clients > 0 {
             let slow = SlowSettings::of(&self.slow, first_path)?;
-            if self.http2 && slow.mode != SlowMode::Headers {
-                return Err(Error::spec(
-                    "slow.mode",
-                    format!(
-                        "slow.mode {} is not done over HTTP/2 (only headers is: HEADERS without END_HEADERS, then CONTINUATION frames); use slow.mode headers, or turn http2 off",
-                        slow.mode.name()
-                    ),
-                ));
-            }
             Some(slow)
         } else {
             None
@@ -233,14 +225,6 @@ mod tests {
                 s.idle.ping = Some(0.0);
             },
             "idle.ping must be more than 0",
-        );
-        refused(
-            &|s| {
-                s.slow.clients = 3;
-                s.slow.mode = SlowMode::Body;
-                s.http2 = true;
-            },
-            "slow.mode body is not done over HTTP/2",
         );
         refused(
             &|s| {
