@@ -27,7 +27,7 @@ pub(super) enum Role {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum State {
     Closed,
-    /// TCP: SYN sent, not yet accepted.
+    /// TCP: SYN sent, no SYN-ACK yet.
     Connecting,
     Handshaking,
     /// Up, not yet holding what it came for: an idle connection's first answer, an HTTP/2 slow
