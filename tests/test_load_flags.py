@@ -160,6 +160,63 @@ FLAGS = {
         n(20, "--no-validate", "--expect-length", "8", "--max-errors", "100%"),
         lambda r: r["requests"]["succeeded"] == 0 and r["errors"]["length_mismatch"] == 20,
     ),
+    # The clients beside the load, during a 300 ms run of two connections.
+    "--idle": (
+        ("-c", "2", "-d", "300ms", "--idle", "5"),
+        lambda r: (r["idle_connections"]["opened"], r["idle_connections"]["held"]) == (5, 5),
+    ),
+    "--idle-ping": (
+        ("-c", "2", "-d", "500ms", "--idle", "3", "--idle-ping", "100ms"),
+        lambda r: r["spec"]["idle"]["ping"] == 0.1 and r["idle_connections"]["pings"] > 0,
+    ),
+    "--slow-clients": (
+        ("-c", "2", "-d", "300ms", "--slow-clients", "5"),
+        lambda r: (r["slow_clients"]["mode"], r["slow_clients"]["held"]) == ("headers", 5),
+    ),
+    "--slow": (
+        ("-c", "2", "-d", "300ms", "--slow-clients", "3", "--slow", "body"),
+        lambda r: (r["slow_clients"]["mode"], r["slow_clients"]["held"]) == ("body", 3),
+    ),
+    "--slow-interval": (
+        ("-c", "2", "-d", "300ms", "--slow-clients", "3", "--slow-interval", "100ms"),
+        lambda r: r["spec"]["slow"]["interval"] == 0.1 and r["slow_clients"]["held"] == 3,
+    ),
+    "--slow-chunk": (
+        ("-c", "2", "-d", "300ms", "--slow-clients", "3", "--slow-chunk", "8"),
+        lambda r: r["spec"]["slow"]["chunk_bytes"] == 8,
+    ),
+    # The test server's 7-byte answer is read whole at the first chunk: answered, then replaced.
+    "--slow-window": (
+        (
+            "-c",
+            "2",
+            "-d",
+            "300ms",
+            "--slow-clients",
+            "3",
+            "--slow",
+            "read",
+            "--slow-window",
+            "2048",
+            "--slow-interval",
+            "50ms",
+        ),
+        lambda r: r["spec"]["slow"]["window_bytes"] == 2048 and r["slow_clients"]["answered"] > 0,
+    ),
+    # A body of one chunk: sent whole at the first, answered, then replaced.
+    "--slow-content-length": (
+        ("-c", "2", "-d", "300ms", "--slow-clients", "3", "--slow", "body", "--slow-content-length", "10")
+        + ("--slow-chunk", "10", "--slow-interval", "50ms"),
+        lambda r: r["spec"]["slow"]["content_length"] == 10 and r["slow_clients"]["answered"] > 0,
+    ),
+    "--slow-hold": (
+        ("-c", "2", "-d", "500ms", "--slow-clients", "3", "--slow-hold", "100ms"),
+        lambda r: r["slow_clients"]["expired"] > 0 and r["slow_clients"]["opened"] > 3,
+    ),
+    "--slow-path": (
+        ("-c", "2", "-d", "300ms", "--slow-clients", "3", "--slow-path", "/other"),
+        lambda r: r["spec"]["slow"]["path"] == "/other",
+    ),
     "--no-validate": (
         n(20, "--no-validate", "--expect-length", "7"),
         lambda r: (
@@ -350,6 +407,10 @@ def test_unusable_cpus_and_source_addresses_are_one_line_and_exit_2(front, url, 
         (n(10, "--max-errors", "abc"), "not a percentage from 0% to 100%"),
         (n(10, "--expect-status", "99"), "'99' for '--expect-status <LIST>'"),
         (n(10, "--expect-status", "200,abc"), '"abc" is no HTTP status'),
+        (n(10, "--slow-clients", "3", "--slow", "bogus"), '--slow "bogus" is no slow mode'),
+        (n(10, "--slow", "read"), "which --slow-clients N starts"),
+        (n(10, "--idle", "3", "--no-keepalive"), "which --no-keepalive turns off"),
+        (n(10, "--slow-clients", "1000000"), "fit beside the load"),
     ],
 )
 def test_engine_refusals_are_worded_in_the_front_ends_flags_and_name(front, url, args, says):

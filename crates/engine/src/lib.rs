@@ -7,6 +7,7 @@ pub mod capacity;
 mod error;
 pub mod h2;
 pub mod host;
+mod hostile;
 pub mod http;
 mod io;
 pub mod mix;

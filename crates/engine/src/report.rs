@@ -9,6 +9,7 @@
 //! Reports are merged (a run's hosts, a level's rounds) in `merge`, and read whatever measured
 //! them in `read`.
 
+mod hostile;
 mod merge;
 mod read;
 
@@ -26,6 +27,7 @@ use crate::spec::LoadSpec;
 use crate::stats::series::SecondPoint;
 use crate::stats::{Counters, ErrorClass, H2Counters, Latencies};
 
+pub use hostile::{IdleConnections, Millis, SlowClients, StatePoint};
 pub use merge::Parts;
 
 pub const SCHEMA: &str = "httpbench-load/1";
@@ -83,6 +85,14 @@ pub struct Report {
     pub classes: Vec<SizeClass>,
     pub timeseries: Vec<SecondPoint>,
     pub client: Client,
+    /// The slow clients beside the load (the spec's `slow`); null without them (and in reports
+    /// from before the field).
+    #[serde(default)]
+    pub slow_clients: Option<SlowClients>,
+    /// The idle connections beside the load (the spec's `idle`); null without them (and in
+    /// reports from before the field).
+    #[serde(default)]
+    pub idle_connections: Option<IdleConnections>,
     /// Why the run ended before its stop condition, if it did.
     pub aborted: Option<String>,
     pub host: HostFacts,
@@ -501,6 +511,11 @@ pub struct Client {
     /// Mean time from a response's arrival in the kernel to the engine handling it, in
     /// microseconds: part of each request's cycle that is not the server's latency.
     pub handling_delay_us: f64,
+    /// The one thread of the slow clients and idle connections, apart from `threads` (whose
+    /// figures it is in none of), from their opening to the load's end; null without them (and
+    /// in reports from before the field).
+    #[serde(default)]
+    pub hostile_thread: Option<ThreadUse>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -640,6 +655,7 @@ impl Client {
             sys_s,
             cpu_us_per_request: per((user_s + sys_s) * 1e6, completed as f64),
             handling_delay_us: per(handling_delay_total_us, completed as f64),
+            hostile_thread: None,
         }
     }
 }

@@ -8,13 +8,14 @@ use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::h2::request::RequestBlocks;
+use crate::hostile::{BesideLoad, Finished};
 use crate::http::request::RequestSet;
 use crate::io::epoll::EpollReactor;
 use crate::io::uring::UringReactor;
 use crate::io::{new_socket, Reactor, SockAddr};
 use crate::mix::Mix;
 use crate::report::{self, Report};
-use crate::spec::{IoChoice, LoadSpec, PanicAt, Resolved, Stop};
+use crate::spec::{IdleSpec, IoChoice, LoadSpec, PanicAt, Resolved, SlowSpec, Stop};
 use crate::stats::cpu::pin_this_thread;
 use crate::stats::series::SeriesMerger;
 use crate::stats::sizes::Answers;
@@ -62,6 +63,8 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         report::Validation::skipped()
     };
     let io = choose_io(spec.io, resolved.connections as usize)?;
+    // Before the load's warm-up: they hold what they can before its clients arrive.
+    let beside = BesideLoad::start(spec, &resolved, tls.as_ref())?;
 
     let http2 = h2_requests.map(|requests| Http2 {
         requests,
@@ -136,6 +139,8 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
             stop.load(Ordering::Relaxed)
                 .then(|| "stopped on request before the end".to_string())
         });
+    let window_start = shared.start + Duration::from_nanos(shared.warmup.started());
+    let beside = beside.map(|b| b.finish(window_start)).transpose()?;
     // The wall clock of time zero, for lining up engines on several hosts.
     let started_at = wall_clock_of(shared.start).as_secs_f64();
     let verified = shared.tls.as_ref().map(|t| t.verified);
@@ -149,6 +154,7 @@ pub fn run_until(spec: &LoadSpec, stop: &AtomicBool) -> Result<Report, Error> {
         outcomes,
         merger,
         aborted,
+        beside,
     ))
 }
 
@@ -283,6 +289,14 @@ impl LoadSpec {
                         Stop::Requests(n) => Stop::Requests(share(n, parts, index)),
                         duration => duration,
                     },
+                    idle: IdleSpec {
+                        connections: share(self.idle.connections.into(), parts, index) as u32,
+                        ..self.idle.clone()
+                    },
+                    slow: SlowSpec {
+                        clients: share(self.slow.clients.into(), parts, index) as u32,
+                        ..self.slow.clone()
+                    },
                     ..self.clone()
                 }
             })
@@ -304,7 +318,23 @@ pub fn most_connections(threads: u32) -> u64 {
 fn raise_open_files(spec: &Resolved) -> Result<(), Error> {
     let lim = host::raise_open_files_limit();
     let spare = SPARE_FILES + 8 * spec.threads as u64;
-    let need = spec.connections as u64 + spare;
+    let beside = spec.idle.as_ref().map_or(0, |i| u64::from(i.connections))
+        + spec.slow.as_ref().map_or(0, |s| u64::from(s.clients));
+    let need = spec.connections as u64 + spare + beside;
+    if beside > 0 && need > lim.rlim_cur && need - beside <= lim.rlim_cur {
+        let most = lim.rlim_cur - (need - beside);
+        return Err(Error::spec(
+            if spec.slow.is_some() {
+                "slow.clients"
+            } else {
+                "idle.connections"
+            },
+            format!(
+                "{beside} idle and slow connections beside the load's {} need about {need} open files but this process may have {} (hard limit {}, which ulimit -Hn or LimitNOFILE= raise); at most {most} fit beside the load",
+                spec.connections, lim.rlim_cur, lim.rlim_max
+            ),
+        ));
+    }
     if need > lim.rlim_cur {
         return Err(Error::from(OpenFiles {
             connections: spec.connections,
@@ -363,7 +393,12 @@ fn summarise(
     outcomes: Vec<Outcome>,
     merger: SeriesMerger,
     aborted: Option<String>,
+    beside: Option<Finished>,
 ) -> Report {
+    let (slow_clients, idle_connections, hostile_thread) = match beside {
+        Some(b) => (b.slow, b.idle, Some(b.thread)),
+        None => (None, None, None),
+    };
     let (mut c, mut latencies) = (Counters::default(), Latencies::default());
     for o in &outcomes {
         c.add(&o.counters);
@@ -447,23 +482,28 @@ fn summarise(
         latency: report::LatencyReport::of(&latencies),
         classes: report::SizeClass::of(&spec.size_classes, &latencies.sizes),
         timeseries,
-        client: report::Client::new(
-            outcomes
-                .iter()
-                .zip(assignments)
-                .map(|(o, a)| {
-                    report::ThreadUse::new(
-                        a.cpu,
-                        o.cpu.user.as_secs_f64(),
-                        o.cpu.sys.as_secs_f64(),
-                        o.cpu.waiting.as_secs_f64(),
-                        o.wall.as_secs_f64(),
-                    )
-                })
-                .collect(),
-            c.completed,
-            c.handling_delay_ns as f64 / 1e3,
-        ),
+        client: report::Client {
+            hostile_thread,
+            ..report::Client::new(
+                outcomes
+                    .iter()
+                    .zip(assignments)
+                    .map(|(o, a)| {
+                        report::ThreadUse::new(
+                            a.cpu,
+                            o.cpu.user.as_secs_f64(),
+                            o.cpu.sys.as_secs_f64(),
+                            o.cpu.waiting.as_secs_f64(),
+                            o.wall.as_secs_f64(),
+                        )
+                    })
+                    .collect(),
+                c.completed,
+                c.handling_delay_ns as f64 / 1e3,
+            )
+        },
+        slow_clients,
+        idle_connections,
         aborted,
         host: host::facts(),
         capacity: None,

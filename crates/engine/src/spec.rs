@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Error, ErrorKind};
 
+mod hostile;
 mod mix;
+
+pub use hostile::{IdleSettings, IdleSpec, SlowMode, SlowSettings, SlowSpec};
 
 /// When the run ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -231,6 +234,10 @@ pub struct LoadSpec {
     pub allow_errors: bool,
     /// TLS settings of an https:// run.
     pub tls: TlsSpec,
+    /// Keep-alive connections held idle beside the load (none by default).
+    pub idle: IdleSpec,
+    /// Slow clients beside the load (none by default).
+    pub slow: SlowSpec,
     /// Panic there: a bug on demand, for tests that a front end survives one. No front end sets
     /// it, and a report leaves it out.
     #[doc(hidden)]
@@ -319,6 +326,8 @@ impl Default for LoadSpec {
             expect_status: Vec::new(),
             allow_errors: false,
             tls: TlsSpec::default(),
+            idle: IdleSpec::default(),
+            slow: SlowSpec::default(),
             panic: None,
         }
     }
@@ -432,6 +441,11 @@ pub struct Resolved {
     pub warmup_connections: bool,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
+    /// Idle connections beside the load, if any.
+    pub idle: Option<IdleSettings>,
+    /// Slow clients beside the load, if any: then the run is never ended early for a server
+    /// that stopped answering the load.
+    pub slow: Option<SlowSettings>,
 }
 
 fn seconds(field: &'static str, v: f64, allow_zero: bool) -> Result<Duration, Error> {
@@ -584,6 +598,7 @@ impl LoadSpec {
             }
         }
         self.check_mix()?;
+        let (idle, slow) = self.check_hostile(&first.path)?;
         let addr = resolve_addr(first)?;
         if let Some(b) = self.bind.iter().find(|b| b.is_ipv4() != addr.is_ipv4()) {
             return Err(Error::spec(
@@ -614,6 +629,8 @@ impl LoadSpec {
             warmup_connections: self.warmup_connections,
             connect_timeout: seconds("connect_timeout", self.connect_timeout, false)?,
             request_timeout: seconds("request_timeout", self.request_timeout, false)?,
+            idle,
+            slow,
         })
     }
 }

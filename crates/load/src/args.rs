@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use httpbench_engine::capacity::{Objective, Pool, Search, Settings};
-use httpbench_engine::spec::{Arrivals, IoChoice, LoadSpec, Resumption, Stop, TlsSpec, TlsVersion};
+use httpbench_engine::spec::{
+    Arrivals, IdleSpec, IoChoice, LoadSpec, Resumption, SlowMode, SlowSpec, Stop, TlsSpec,
+    TlsVersion,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -150,6 +153,36 @@ pub struct Cli {
     /// https: handshakes after a connection's first resume with tickets (TLS 1.3 PSK, TLS 1.2 tickets or IDs), session IDs only (TLS 1.2), or none (every handshake full)
     #[arg(long, value_name = "HOW", default_value = "tickets", value_parser = ["none", "tickets", "ids"])]
     tls_resumption: String,
+    /// Hold N keep-alive connections idle beside the load, each opened with one request answered before the load starts (report: idle_connections)
+    #[arg(long, value_name = "N")]
+    idle: Option<u32>,
+    /// --idle: ask each idle connection again this often (e.g. 5s), counted apart from the load; default never, so that a server closing idle connections is seen doing it
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    idle_ping: Option<f64>,
+    /// Run N slow clients beside the load, each on its own connection, opened before the warm-up and again whenever the server closes it (report: slow_clients); the run is then never ended early when the server stops answering the load
+    #[arg(long, value_name = "N")]
+    slow_clients: Option<u32>,
+    /// --slow-clients: headers (slowloris: a header fragment every interval, never the end of the head; over --http2 CONTINUATION frames), body (R.U.D.Y.: a POST's body trickled; over --http2 DATA frames) or read (a large answer read a chunk every interval through a small receive window; over --http2 a small stream window opened a chunk at a time); default headers
+    #[arg(long, value_name = "MODE")]
+    slow: Option<String>,
+    /// --slow-clients: time between chunks (default 10s for headers and body, 1s for read)
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    slow_interval: Option<f64>,
+    /// --slow-clients: bytes per chunk (default 24 for headers, 16 for body, 32 for read)
+    #[arg(long, value_name = "BYTES")]
+    slow_chunk: Option<u32>,
+    /// --slow read: the receive buffer set before connecting (over --http2 the stream window), in bytes (default 4096)
+    #[arg(long, value_name = "BYTES")]
+    slow_window: Option<u32>,
+    /// --slow body: the Content-Length the POST announces (default 4096)
+    #[arg(long, value_name = "BYTES")]
+    slow_content_length: Option<u64>,
+    /// --slow-clients: how long a slow connection is held at most before another takes its place (default 10m)
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    slow_hold: Option<f64>,
+    /// --slow-clients: the path they ask for (default the first URL's); --slow read needs a large answer (some MB)
+    #[arg(long, value_name = "PATH")]
+    slow_path: Option<String>,
     /// Search the most requests per second the server carries within this latency objective, by
     /// open-loop probes at one rate each: p99=10ms, or p50=2ms,p99=10ms,errors=0.1% (p50, p90,
     /// p99, p99.9; errors default 0.1%)
@@ -355,7 +388,83 @@ impl Cli {
         if let Some(log) = log {
             log.onto(&mut spec);
         }
+        self.beside_load(&mut spec)?;
         Ok(spec)
+    }
+}
+
+impl Cli {
+    /// The idle connections and slow clients the flags ask for, onto `spec`; one line for what
+    /// cannot be.
+    fn beside_load(&self, spec: &mut LoadSpec) -> Result<(), String> {
+        if self.idle_ping.is_some() && self.idle.is_none() {
+            return Err("--idle-ping keeps idle connections alive, which --idle N opens: add --idle N, or drop --idle-ping".into());
+        }
+        if let Some(n) = self.idle {
+            if self.no_keepalive {
+                return Err(format!("--idle {n} holds keep-alive connections, which --no-keepalive turns off: drop one of the two"));
+            }
+            spec.idle = IdleSpec {
+                connections: n,
+                ping: self.idle_ping,
+            };
+        }
+        let slow_flags = [
+            ("--slow", self.slow.is_some()),
+            ("--slow-interval", self.slow_interval.is_some()),
+            ("--slow-chunk", self.slow_chunk.is_some()),
+            ("--slow-window", self.slow_window.is_some()),
+            ("--slow-content-length", self.slow_content_length.is_some()),
+            ("--slow-hold", self.slow_hold.is_some()),
+            ("--slow-path", self.slow_path.is_some()),
+        ];
+        let Some(clients) = self.slow_clients else {
+            return match slow_flags.iter().find(|(_, given)| *given) {
+                Some((flag, _)) => Err(format!(
+                    "{flag} sets the slow clients, which --slow-clients N starts: add --slow-clients N, or drop {flag}"
+                )),
+                None => Ok(()),
+            };
+        };
+        let mode = match self.slow.as_deref() {
+            None | Some("headers") => SlowMode::Headers,
+            Some("body") => SlowMode::Body,
+            Some("read") => SlowMode::Read,
+            Some(other) => {
+                return Err(format!(
+                    "--slow {other:?} is no slow mode: give headers (slowloris), body (R.U.D.Y.) or read (slow read)"
+                ))
+            }
+        };
+        let only = |flag: &str, given: bool, needs: SlowMode| {
+            if given && mode != needs {
+                Err(format!(
+                    "{flag} is for --slow {}, and the mode is {}: drop {flag}, or use --slow {}",
+                    needs.name(),
+                    mode.name(),
+                    needs.name()
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        only("--slow-window", self.slow_window.is_some(), SlowMode::Read)?;
+        only(
+            "--slow-content-length",
+            self.slow_content_length.is_some(),
+            SlowMode::Body,
+        )?;
+        spec.slow = SlowSpec {
+            clients,
+            mode,
+            interval: self.slow_interval,
+            chunk_bytes: self.slow_chunk,
+            window_bytes: self.slow_window,
+            content_length: self.slow_content_length,
+            hold: self.slow_hold,
+            path: self.slow_path.clone(),
+        };
+        Ok(())
     }
 }
 

@@ -219,6 +219,16 @@ fn flag(field: &str) -> Option<&'static str> {
         "tls.insecure" => "--insecure",
         "tls.resumption" => "--tls-resumption",
         "expect_status" => "--expect-status",
+        "idle.connections" => "--idle",
+        "idle.ping" => "--idle-ping",
+        "slow.clients" => "--slow-clients",
+        "slow.mode" => "--slow",
+        "slow.interval" => "--slow-interval",
+        "slow.chunk_bytes" => "--slow-chunk",
+        "slow.window_bytes" => "--slow-window",
+        "slow.content_length" => "--slow-content-length",
+        "slow.hold" => "--slow-hold",
+        "slow.path" => "--slow-path",
         _ => return None,
     })
 }

@@ -228,6 +228,7 @@ pub fn render(r: &Report) -> String {
             bytes(h2.frame_bytes as f64)
         );
     }
+    beside_load(&mut out, r);
     let _ = writeln!(out, "Requests/sec: {:.2}", q.per_second);
     if let Some(succeeded) = q.succeeded_per_second {
         let _ = writeln!(out, "Succeeded/sec: {succeeded:.2}");
@@ -333,6 +334,48 @@ pub fn over_max_errors(r: &Report, max: f64) -> Option<String> {
 fn percent(share: f64) -> String {
     let p = format!("{:.2}", share * 100.0);
     format!("{}%", p.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// The idle connections and slow clients beside the load, if any.
+fn beside_load(out: &mut String, r: &Report) {
+    let ms = |v: u64| us(v as f64 * 1e3);
+    if let Some(s) = &r.slow_clients {
+        let cut = if s.cut_by_server > 0 {
+            format!(
+                " after {} (median), {} at most",
+                ms(s.cut_after_ms.p50),
+                ms(s.cut_after_ms.max)
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  Slow clients ({}): {} asked, {} held at the end, {} opened, {} cut by the server{cut}, {} answered, {} failed to open",
+            s.mode, s.connections, s.held, s.opened, s.cut_by_server, s.answered, s.failed
+        );
+    }
+    if let Some(i) = &r.idle_connections {
+        let closed = if i.closed_by_server > 0 {
+            format!(
+                " after {} idle (median), {} at most",
+                ms(i.closed_after_ms.p50),
+                ms(i.closed_after_ms.max)
+            )
+        } else {
+            String::new()
+        };
+        let pings = if i.pings > 0 {
+            format!(", {} pings ({} failed)", i.pings, i.pings_failed)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  Idle connections: {} asked, {} opened, {} held at the end, {} closed by the server{closed}{pings}",
+            i.asked, i.opened, i.held, i.closed_by_server
+        );
+    }
 }
 
 #[cfg(test)]

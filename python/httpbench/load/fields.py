@@ -159,6 +159,10 @@ Client = TypedDict(
         # Mean time from a response's arrival in the kernel to the engine handling it, in
         # microseconds: part of each request's cycle that is not the server's latency.
         "handling_delay_us": Optional[float],
+        # The one thread of the slow clients and idle connections, apart from `threads` (whose
+        # figures it is in none of), from their opening to the load's end; null without them (and
+        # in reports from before the field).
+        "hostile_thread": Optional[ThreadUse],
         "sys_s": Optional[float],
         "threads": Optional[List[ThreadUse]],
         "user_s": Optional[float],
@@ -253,6 +257,61 @@ HostFacts = TypedDict(
     },
 )
 
+# Durations in milliseconds, with their histogram for exact merging.
+Millis = TypedDict(
+    "Millis",
+    {
+        "count": Optional[int],
+        # The HdrHistogram of the milliseconds, V2 compressed encoding in base64, as `Summary::hdr`.
+        "hdr": Optional[str],
+        "max": Optional[int],
+        # 0 when there are none (so too `max`).
+        "p50": Optional[int],
+    },
+)
+
+# The connections of one kind in one second: as slowhttptest draws them.
+StatePoint = TypedDict(
+    "StatePoint",
+    {
+        # Closed by the server so far (a running total).
+        "closed": Optional[int],
+        # Open and held.
+        "connected": Optional[int],
+        # Connecting: TCP (SYN sent, no SYN-ACK yet: a connection waiting in the server's listen
+        # queue is connected from the client's side) or the TLS handshake; idle connections also
+        # while their first request is unanswered, slow ones over h2 until the server's SETTINGS.
+        "pending": Optional[int],
+        # Seconds from the start of the measured window (negative before it: these connections
+        # open before the load's warm-up).
+        "second": Optional[int],
+    },
+)
+
+# The idle connections beside the load (the spec's `idle`).
+IdleConnections = TypedDict(
+    "IdleConnections",
+    {
+        # Connections asked for (the spec's `idle.connections`).
+        "asked": Optional[int],
+        # How long each of those had been idle (since its last answer) when the server closed it.
+        "closed_after_ms": Millis,
+        # Closed by the server (FIN or reset).
+        "closed_by_server": Optional[int],
+        # Still open when the load ended.
+        "held": Optional[int],
+        # Those that were opened and had their first request answered (before the load).
+        "opened": Optional[int],
+        # Requests sent to keep them alive (the spec's `idle.ping`), counted apart from the load's.
+        "pings": Optional[int],
+        # Of those, the ones not answered with a status of the spec's `expect_status` (any 2xx
+        # without it), the connection closed while one was unanswered included.
+        "pings_failed": Optional[int],
+        # Their states each second, from their opening to the load's end.
+        "series": Optional[List[StatePoint]],
+    },
+)
+
 LatencyReport = TypedDict(
     "LatencyReport",
     {
@@ -324,6 +383,77 @@ Requests = TypedDict(
     },
 )
 
+# The slow clients beside the load (the spec's `slow`).
+SlowClients = TypedDict(
+    "SlowClients",
+    {
+        # Answers the server sent on them (an error such as 408 or 400, or, slow read, the whole
+        # answer): it gave up on the request, or had it whole.
+        "answered": Optional[int],
+        # Connections asked for (the spec's `slow.clients`).
+        "connections": Optional[int],
+        # How long each of those had been open when the server closed it.
+        "cut_after_ms": Millis,
+        # Connections the server closed (FIN or reset) while the client still trickled.
+        "cut_by_server": Optional[int],
+        # Connections the client closed at the spec's `slow.hold`, and opened again.
+        "expired": Optional[int],
+        # Connects (or TLS handshakes) that failed.
+        "failed": Optional[int],
+        # Open when the load ended.
+        "held": Optional[int],
+        # "headers", "body" or "read".
+        "mode": Optional[str],
+        # Connections opened over the run (TCP, and the TLS handshake over https), reopenings
+        # included.
+        "opened": Optional[int],
+        # The connections' states each second, from their opening to the load's end.
+        "series": Optional[List[StatePoint]],
+    },
+)
+
+# Keep-alive connections opened before the load, each after one request answered (so that the
+# server has taken it in), then held idle while the load runs.
+IdleSpec = TypedDict(
+    "IdleSpec",
+    {
+        # How many (0: none). They need keep-alive.
+        "connections": Optional[int],
+        # Seconds between the requests that keep each one alive, counted apart from the load's;
+        # null: never asked again, so that a server that closes idle connections is seen doing it.
+        "ping": Optional[float],
+    },
+)
+
+# Slow clients, each on a connection of its own, opened with their trickle started before the
+# load's warm-up; one the server closes is opened again until the run ends. A run with them is
+# never ended early by the engine for a server that stopped answering: starving the load is
+# what they measure. Fields left null take the mode's defaults (`SlowSettings::of`).
+SlowSpec = TypedDict(
+    "SlowSpec",
+    {
+        # Bytes per chunk; default 24 for headers, 16 for body, 32 for read.
+        "chunk_bytes": Optional[int],
+        # How many connections (0: none).
+        "clients": Optional[int],
+        # body: the Content-Length the POST announces; default 4096 (slowhttptest's).
+        "content_length": Optional[int],
+        # Seconds a connection is held at most before the client closes it and opens another;
+        # default 600.
+        "hold": Optional[float],
+        # Seconds between chunks sent (headers, body) or read (read); default 10 for headers and
+        # body (slowhttptest's), 1 for read.
+        "interval": Optional[float],
+        "mode": Optional[str],
+        # The path asked for; default the first URL's. Slow read needs a large answer.
+        "path": Optional[str],
+        # read: the socket's receive buffer (SO_RCVBUF, set before connecting, so the window the
+        # server sees is small from the start); default 4096 (Linux doubles it, and takes no less
+        # than 2304).
+        "window_bytes": Optional[int],
+    },
+)
+
 # How an https:// run speaks TLS; every field at its default leaves the choice to rustls and
 # the server. Set on an http:// run, any of them is refused.
 TlsSpec = TypedDict(
@@ -389,6 +519,8 @@ LoadSpec = TypedDict(
         # Speak HTTP/2: by ALPN over https:// (only `h2` is offered), by prior knowledge (h2c) over
         # http://.
         "http2": Optional[bool],
+        # Keep-alive connections held idle beside the load (none by default).
+        "idle": Optional[IdleSpec],
         "io": Optional[str],
         # Off: a new TCP connection per request, closed by the client as ab without `-k` does.
         "keep_alive": Optional[bool],
@@ -420,6 +552,8 @@ LoadSpec = TypedDict(
         # completed answers in, by body length: `[1024, 10240]` gives 0-1024, 1025-10240 and
         # above. Empty: no classes.
         "size_classes": Optional[List[int]],
+        # Slow clients beside the load (none by default).
+        "slow": Optional[SlowSpec],
         # How many times faster than the log "timed" sends (2: in half its time).
         "speed": Optional[float],
         "stop": Optional[dict],
@@ -535,6 +669,9 @@ Report = TypedDict(
         # connections; null otherwise (and in reports from before the field).
         "h2": Optional[H2],
         "host": HostFacts,
+        # The idle connections beside the load (the spec's `idle`); null without them (and in
+        # reports from before the field).
+        "idle_connections": Optional[IdleConnections],
         "latency": LatencyReport,
         "open_loop": Optional[OpenLoop],
         # "http/1.1", or "h2" (the spec's `http2`: over TLS by ALPN, or cleartext h2c); reports
@@ -542,6 +679,9 @@ Report = TypedDict(
         "protocol": Optional[str],
         "requests": Requests,
         "schema": Optional[str],
+        # The slow clients beside the load (the spec's `slow`); null without them (and in reports
+        # from before the field).
+        "slow_clients": Optional[SlowClients],
         # The run's input, as given.
         "spec": LoadSpec,
         # When the load started (the threads' time zero, after validation; warm-up counts from
@@ -559,6 +699,9 @@ Report = TypedDict(
 # What the engine reads for a field a report lacks, where it reads anything but None (serde's
 # defaults): how a report stored before the field was made is read.
 DEFAULTS = {
+    "Client": {
+        "hostile_thread": None,
+    },
     "Encoding": {
         "decoded_bytes": None,
     },
@@ -599,6 +742,20 @@ DEFAULTS = {
         "answered": 0,
         "unexpected_statuses": {},
     },
+    "IdleSpec": {
+        "connections": 0,
+        "ping": None,
+    },
+    "SlowSpec": {
+        "chunk_bytes": None,
+        "clients": 0,
+        "content_length": None,
+        "hold": None,
+        "interval": None,
+        "mode": "headers",
+        "path": None,
+        "window_bytes": None,
+    },
     "TlsSpec": {
         "cacert": None,
         "ciphers": [],
@@ -625,6 +782,7 @@ DEFAULTS = {
         "headers": [],
         "http10": False,
         "http2": False,
+        "idle": {"connections": 0, "ping": None},
         "io": "auto",
         "keep_alive": True,
         "learn_lengths": False,
@@ -638,6 +796,16 @@ DEFAULTS = {
         "seed": 7526768903278915171,
         "sequence": None,
         "size_classes": [],
+        "slow": {
+            "chunk_bytes": None,
+            "clients": 0,
+            "content_length": None,
+            "hold": None,
+            "interval": None,
+            "mode": "headers",
+            "path": None,
+            "window_bytes": None,
+        },
         "speed": 1.0,
         "stop": {"duration": 10.0},
         "streams": 1,
@@ -664,7 +832,9 @@ DEFAULTS = {
         "classes": [],
         "encodings": {},
         "h2": None,
+        "idle_connections": None,
         "protocol": "http/1.1",
+        "slow_clients": None,
         "tls": None,
     },
 }

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    merge_histograms, Bytes, Client, Connections, Encoding, LatencyReport, OpenLoop, Report,
-    Requests, SizeClass, Status, Summary, Tally, Tls, H2,
+    merge_histograms, Bytes, Client, Connections, Encoding, IdleConnections, LatencyReport,
+    OpenLoop, Report, Requests, SizeClass, SlowClients, Status, Summary, Tally, Tls, H2,
 };
 use crate::spec::LoadSpec;
 use crate::stats::series::SecondPoint;
@@ -90,7 +90,7 @@ impl Report {
             }
             merge_histograms(hdrs).map(|h| Summary::of(&h))
         };
-        let client = Client::new(
+        let mut client = Client::new(
             parts
                 .iter()
                 .flat_map(|r| r.client.threads.iter().cloned())
@@ -100,6 +100,13 @@ impl Report {
                 .iter()
                 .map(|r| r.client.handling_delay_us * r.requests.completed as f64)
                 .sum(),
+        );
+        client.hostile_thread = super::hostile::merge_thread(
+            &parts
+                .iter()
+                .map(|r| r.client.hostile_thread.as_ref())
+                .collect::<Vec<_>>(),
+            how,
         );
         let mut reasons: Vec<&str> = Vec::new();
         for reason in parts.iter().filter_map(|r| r.aborted.as_deref()) {
@@ -163,6 +170,20 @@ impl Report {
                 Parts::Sequential => follow_series(parts),
             },
             client,
+            slow_clients: SlowClients::merge(
+                &parts
+                    .iter()
+                    .map(|r| r.slow_clients.as_ref())
+                    .collect::<Vec<_>>(),
+                how,
+            )?,
+            idle_connections: IdleConnections::merge(
+                &parts
+                    .iter()
+                    .map(|r| r.idle_connections.as_ref())
+                    .collect::<Vec<_>>(),
+                how,
+            )?,
             aborted: (!reasons.is_empty()).then(|| reasons.join("; ")),
             host: first.host.clone(),
             // Parts are probes or hosts of one; the search that ran them adds its finding.

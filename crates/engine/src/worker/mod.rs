@@ -257,6 +257,9 @@ impl<'a> Worker<'a> {
         }
         let give_up_after =
             ns(self.shared.spec.connect_timeout + self.shared.spec.request_timeout) + 1_000_000_000;
+        // Beside slow clients a server that stops answering the load is what is measured: the
+        // run goes on to its end, its refused connects and timeouts counted, never cut short.
+        let patient = self.shared.spec.slow.is_some();
         let mut next_tick = self.now;
         loop {
             self.now = self.clock();
@@ -271,7 +274,10 @@ impl<'a> Worker<'a> {
                 break;
             }
             // Connections held after their warm-up are silent by choice, not the server's.
-            if !self.warming() && self.now.saturating_sub(self.last_progress) > give_up_after {
+            if !patient
+                && !self.warming()
+                && self.now.saturating_sub(self.last_progress) > give_up_after
+            {
                 let (silence, or) = if self.shared.http2.is_some() {
                     ("no stream answered", " or refused every stream")
                 } else {
@@ -290,9 +296,10 @@ impl<'a> Worker<'a> {
             // A refusal is no slow server: it says at once that the server has gone, so a run
             // shorter than the silence above ends early too, not on time with an average over a
             // dead server.
-            if self
-                .refused_since
-                .is_some_and(|t| self.now - t > REFUSED_GIVE_UP)
+            if !patient
+                && self
+                    .refused_since
+                    .is_some_and(|t| self.now - t > REFUSED_GIVE_UP)
             {
                 self.shared.abort(format!(
                     "the server stopped answering: a connect to {} was refused, and nothing connected or answered in the {:.0} s after (nothing listens there any more)",

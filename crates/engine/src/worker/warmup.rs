@@ -82,6 +82,11 @@ impl Warmup {
             decided => Some(decided),
         }
     }
+
+    /// When measurement started, once the run is over (at the bound, if nothing decided it).
+    pub fn started(&self) -> u64 {
+        self.at(self.bound).unwrap_or(self.bound)
+    }
 }
 
 impl Worker<'_> {
