@@ -149,6 +149,18 @@ fn idle_connections_are_held_beside_the_load() {
 }
 
 #[test]
+fn the_thread_beside_the_load_keeps_to_the_clients_cpus() {
+    // Left unpinned it could run on the server's CPU, which the server's figures would pay for.
+    let base = serve(Knobs::default());
+    let report = run(LoadSpec {
+        cpus: vec![0],
+        slow: slow(5, SlowMode::Headers),
+        ..load(format!("{base}/"), 0.5)
+    });
+    assert_eq!(report.client.hostile_thread.unwrap().cpu, Some(0));
+}
+
+#[test]
 fn a_server_closing_idle_connections_is_seen_doing_it() {
     let base = serve(Knobs {
         idle_close: Some(Duration::from_millis(200)),

@@ -33,7 +33,7 @@ use mio::{Events, Poll};
 
 use crate::report::{IdleConnections, SlowClients, ThreadUse};
 use crate::spec::{LoadSpec, Resolved};
-use crate::stats::cpu::CpuTime;
+use crate::stats::cpu::{pin_this_thread_to, CpuTime};
 use crate::tls::TlsClient;
 use crate::Error;
 
@@ -108,6 +108,7 @@ impl BesideLoad {
             expect_status: spec.expect_status.clone(),
             wire: Arc::new(Wire::build(spec, resolved)),
             bind: spec.bind.clone(),
+            cpus: spec.cpus.clone(),
             tls: tls.map(|t| (t.clone(), t.for_thread(idle + slow))),
             addr: crate::io::SockAddr::new(&resolved.addr),
             poll,
@@ -181,6 +182,8 @@ struct Thread {
     wire: Arc<Wire>,
     /// Source addresses to spread the connections over, as the load's.
     bind: Vec<std::net::IpAddr>,
+    /// The load's CPUs (the spec's `cpus`; empty: not pinned).
+    cpus: Vec<usize>,
     /// https://: the run's client and this thread's configuration.
     tls: Option<(TlsClient, Arc<rustls::ClientConfig>)>,
     addr: crate::io::SockAddr,
@@ -218,6 +221,9 @@ impl Thread {
     }
 
     fn run(mut self) -> Finished {
+        // On the client's CPUs, as the load's threads are: elsewhere it could take the server's.
+        // A CPU that cannot be pinned ends the run from the load's threads, which pin the same.
+        let pinned = !self.cpus.is_empty() && pin_this_thread_to(&self.cpus).is_ok();
         let cpu_at_start = CpuTime::of_this_thread();
         let mut events = Events::with_capacity(1024);
         for i in 0..self.conns.len() {
@@ -263,7 +269,10 @@ impl Thread {
             slow: self.tally.slow_report(held.0),
             idle: self.tally.idle_report(held.1),
             thread: ThreadUse::new(
-                None,
+                match self.cpus[..] {
+                    [cpu] if pinned => Some(cpu),
+                    _ => None,
+                },
                 cpu.user.as_secs_f64(),
                 cpu.sys.as_secs_f64(),
                 cpu.waiting.as_secs_f64(),

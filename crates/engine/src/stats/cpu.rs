@@ -52,13 +52,20 @@ fn runqueue_wait() -> Option<Duration> {
 
 /// Pin the calling thread to one CPU.
 pub fn pin_this_thread(cpu: usize) -> std::io::Result<()> {
+    pin_this_thread_to(&[cpu])
+}
+
+/// Let the calling thread run on `cpus` only.
+pub fn pin_this_thread_to(cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: cpu_set_t is plain data; CPU_SET bounds-checks against its size.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
-            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        for &cpu in cpus {
+            if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+                return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            libc::CPU_SET(cpu, &mut set);
         }
-        libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             return Err(std::io::Error::last_os_error());
         }
