@@ -141,6 +141,13 @@ def test_timed_keeps_each_request_s_second_from_the_first_across_time_zones(tmp_
     assert list(mix.times) == [1.0, 0.0, 7.0, 9.0] and list(mix.sequence) == [0, 0, 0, 0] and mix.speed == 4.0
 
 
+def test_timed_counts_a_line_with_an_unreadable_time_as_unparsable_rather_than_refusing_the_log(tmp_path, site):
+    log = log_of(tmp_path, line(), line("GET /css/main.css HTTP/1.1", time="28/Nox/2026:10:00:00"), line())
+    mixed = read(log, site, "timed")
+    assert mixed.mix.paths == ("/",) and list(mixed.mix.times) == [0.0, 0.0]
+    assert mixed.left_out["unparsable"].count == 1 and "Nox" in mixed.left_out["unparsable"].example
+
+
 def test_a_log_in_no_known_format_says_which_were_tried_and_its_first_line(tmp_path, site):
     log = log_of(tmp_path, '{"time": "2026-11-28", "path": "/"}\n', "second\n")
     masked = log_of(tmp_path, "192.0.2.1 GET /\n")

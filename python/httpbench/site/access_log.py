@@ -99,7 +99,7 @@ def _read(lines, log: Path, root: Optional[Path], order: str, speed: float) -> L
     left: Dict[str, List] = {}  # reason -> [count, example]
     sequence = array("I") if order != "weighted" else None
     times = array("d") if order == "timed" else None
-    seconds: Dict[bytes, float] = {}
+    seconds: Dict[bytes, Optional[float]] = {}
     first_line: Optional[bytes] = None
     formats: List[str] = []
     n = 0
@@ -120,21 +120,26 @@ def _read(lines, log: Path, root: Optional[Path], order: str, speed: float) -> L
                 reason = "status"
             else:
                 target = request[4:].rsplit(b" ", 1)[0] if request.count(b" ") >= 2 else request[4:]
-                i = index.get(target)
-                if i is None:
-                    i = index[target] = _place(target, root, refused, slots, paths, counts)
-                if i < 0:
-                    reason = refused[target]
-                else:
-                    counts[i] += 1
-                    if sequence is not None:
-                        sequence.append(i)
-                    if times is not None:
-                        stamp = m.group(1)
-                        t = seconds.get(stamp)
-                        if t is None:
-                            t = seconds[stamp] = _epoch(stamp)
-                        times.append(t)
+                t = None
+                if times is not None:
+                    stamp = m.group(1)
+                    if stamp not in seconds:
+                        seconds[stamp] = _epoch(stamp)
+                    t = seconds[stamp]
+                    if t is None:
+                        reason = "unparsable"  # its time is what a timed replay needs of it
+                if reason is None:
+                    i = index.get(target)
+                    if i is None:
+                        i = index[target] = _place(target, root, refused, slots, paths, counts)
+                    if i < 0:
+                        reason = refused[target]
+                    else:
+                        counts[i] += 1
+                        if sequence is not None:
+                            sequence.append(i)
+                        if times is not None:
+                            times.append(t)
         if reason is not None:
             seen = left.get(reason)
             if seen is None:
@@ -195,9 +200,9 @@ def _place(
     return slot
 
 
-def _epoch(stamp: bytes) -> float:
+def _epoch(stamp: bytes) -> Optional[float]:
     """[10/Oct/2000:13:55:36 -0700] -> seconds since the epoch (the log's resolution: whole
-    seconds)."""
+    seconds); None for a time it cannot read, so that one line is left out, not the log refused."""
     try:
         day, month, rest = stamp.split(b"/", 2)
         year, hh, mm, rest = rest.split(b":", 3)
@@ -206,7 +211,7 @@ def _epoch(stamp: bytes) -> float:
         when = calendar.timegm((int(year), _MONTHS[month], int(day), int(hh), int(mm), int(ss)))
         return float(when - offset)
     except (ValueError, KeyError):
-        raise SiteError(f"an access log line has a time httpbench cannot read: [{stamp.decode(errors='replace')}]")
+        return None
 
 
 def _masked(line: bytes, parsed: bool) -> str:
