@@ -105,6 +105,13 @@ def test_what_is_left_out_is_counted_by_reason_with_an_example_and_no_client(tmp
     assert "192.0.2" not in summary and "carol" not in summary
 
 
+def test_an_example_line_shows_no_user_quoted_with_a_space_nor_an_ident_name(tmp_path, site):
+    post = line("POST / HTTP/1.1", user='"carol smith"').replace("10.1.2.3 - ", "10.1.2.3 alice ")
+    example = read(log_of(tmp_path, line(), post), site).left_out["method"].example
+    assert example.startswith('<client> <ident> <user> [28/Nov/2026:10:00:00 +0000] "POST / HTTP/1.1"')
+    assert "smith" not in example and "alice" not in example
+
+
 @pytest.mark.parametrize(
     "target",
     [

@@ -143,12 +143,12 @@ def _read(lines, log: Path, root: Optional[Path], order: str, speed: float) -> L
         if reason is not None:
             seen = left.get(reason)
             if seen is None:
-                left[reason] = [1, _masked(line, parsed=m is not None)]
+                left[reason] = [1, _masked(line, m)]
             else:
                 seen[0] += 1
     left_out = {r: LeftOut(*left[r]) for r in REASONS if r in left}
     if not formats:
-        shown = _masked(first_line or b"", parsed=False)
+        shown = _masked(first_line or b"", None)
         raise SiteError(
             f"the access log {log} matches no known format (tried {' and '.join(FORMATS)} Log Format, "
             f"nginx's and Apache's defaults); its first line: {shown!r}"
@@ -214,16 +214,19 @@ def _epoch(stamp: bytes) -> Optional[float]:
         return None
 
 
-def _masked(line: bytes, parsed: bool) -> str:
-    """An example line without its client address and user: in a line read, its first and
-    third fields; in an unparsable one, its first field when that looks like an address."""
+def _masked(line: bytes, m: Optional[re.Match]) -> str:
+    """An example line without its client address, identd name and user: in a line read, the
+    fields before its time (a quoted user may hold spaces); in an unparsable one, its first field
+    when that looks like an address."""
+    if m is not None:
+        client_ident_user = line[: m.start(1) - 2].split(b" ", 2)
+        masks = (b"<client>", b"<ident>", b"<user>")
+        line = b" ".join(f if f == b"-" else mask for f, mask in zip(client_ident_user, masks)) + line[m.start(1) - 2 :]
     text = line.decode(errors="replace").rstrip("\r\n")
-    fields = text.split(" ", 3)
-    if parsed and len(fields) == 4:
-        fields[0], fields[2] = "<client>", "-" if fields[2] == "-" else "<user>"
-    elif _ADDRESS.fullmatch(fields[0]):
-        fields[0] = "<client>"
-    text = " ".join(fields)
+    if m is None:
+        fields = text.split(" ", 1)
+        if _ADDRESS.fullmatch(fields[0]):
+            text = " ".join(["<client>", *fields[1:]])
     return text if len(text) <= 160 else text[:157] + "..."
 
 
