@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from httpbench.errors import Error
 from httpbench.site import ORDERS, SiteError, access_log
-from httpbench.site.docroot import file_of
+from httpbench.site.access_log import file_of
 
 FLAGS = ("--access-log", "--docroot", "--order", "--speed")
 

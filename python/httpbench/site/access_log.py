@@ -67,8 +67,13 @@ class LogMix:
     def summary(self) -> str:
         """One line: what the mix kept and what it left out, by reason."""
         kept = self.lines - sum(o.count for o in self.left_out.values())
-        parts = [f"{o.count:,} {REASONS[r]} (e.g. {o.example})" for r, o in self.left_out.items()]
-        return f"{kept:,} of {self.lines:,} lines kept" + ("; left out: " + "; ".join(parts) if parts else "")
+        said = f"{kept:,} of {self.lines:,} lines kept"
+        return said + (f"; left out: {_told(self.left_out)}" if self.left_out else "")
+
+
+def _told(left_out: Dict[str, LeftOut]) -> str:
+    """What was left out, by reason: "2 unparsable lines (e.g. ...); 1 ..."."""
+    return "; ".join(f"{o.count:,} {REASONS[r]} (e.g. {o.example})" for r, o in left_out.items())
 
 
 def read(log: Path, docroot: Optional[Path], order: str = "weighted", speed: float = 1.0) -> LogMix:
@@ -156,9 +161,8 @@ def _read(lines, log: Path, root: Optional[Path], order: str, speed: float) -> L
             else f"the access log {log} is empty: give a log in the Common or Combined Log Format"
         )
     if not paths:
-        dropped = "; ".join(f"{o.count:,} {REASONS[r]} (e.g. {o.example})" for r, o in left_out.items())
         raise SiteError(
-            f"the access log {log} leaves no request to make: all {n:,} lines were left out ({dropped}); "
+            f"the access log {log} leaves no request to make: all {n:,} lines were left out ({_told(left_out)}); "
             "it needs GET requests answered 200 or 304" + (f" for files under {root}" if root else "")
         )
     if times is not None:
@@ -183,12 +187,8 @@ def _place(
         name = unquote(url, errors="surrogateescape")
         if ".." in name.split("/") or "\\" in name or "\0" in name:
             reason = "climbing"
-        else:
-            relative = name.lstrip("/")
-            if relative == "" or relative.endswith("/"):
-                relative += "index.html"
-            if root is not None and not os.path.isfile(os.path.join(root, relative)):
-                reason = "missing"
+        elif root is not None and not os.path.isfile(os.path.join(root, file_of(url))):
+            reason = "missing"
     if reason is not None:
         refused[target] = reason
         return -1
@@ -198,6 +198,12 @@ def _place(
         paths.append(url)
         counts.append(0)
     return slot
+
+
+def file_of(url: str) -> str:
+    """The file, relative to the document root, that URL path `url` answers."""
+    name = unquote(url, errors="surrogateescape").lstrip("/")
+    return name + "index.html" if name == "" or name.endswith("/") else name
 
 
 def _epoch(stamp: bytes) -> Optional[float]:
