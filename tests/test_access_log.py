@@ -235,7 +235,8 @@ def test_a_docroot_plan_takes_its_mix_from_the_log(tmp_path, site):
     [
         ('order = "random"', "workload.order must be one of 'weighted', 'replay', 'timed'"),
         ("speed = 2", 'workload.speed applies to order = "timed" only'),
-        ('order = "timed"\nspeed = 0', "workload.speed must be a number more than 0"),
+        ('order = "timed"\nspeed = 0', "workload.speed must be a finite number more than 0"),
+        ('order = "timed"\nspeed = inf', "workload.speed must be a finite number more than 0"),
         ('urls = ["/"]', "workload.access_log: give either urls or access_log, not both"),
     ],
 )

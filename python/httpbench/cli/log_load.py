@@ -64,7 +64,7 @@ def with_log_mix(argv: List[str]) -> Tuple[List[str], Optional[Path]]:
         try:
             speed = float(values["--speed"])
         except ValueError:
-            raise LoadFlagError(f"--speed must be a number more than 0, got {values['--speed']!r}") from None
+            raise LoadFlagError(f"--speed must be a finite number more than 0, got {values['--speed']!r}") from None
     if order == "timed" and any(a.split("=")[0] in ("-R", "--rate", "--capacity") for a in rest):
         raise LoadFlagError("--order timed sends at the log's own times (sped up by --speed): drop -R and --capacity")
     root = Path(values["--docroot"]).resolve() if "--docroot" in values else None

@@ -20,6 +20,7 @@ half here (bench/access_log).
 from __future__ import annotations
 
 import calendar
+import math
 import os
 import re
 from array import array
@@ -82,8 +83,8 @@ def read(log: Path, docroot: Optional[Path], order: str = "weighted", speed: flo
     format, or leaves nothing to request."""
     if order not in ORDERS:
         raise SiteError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
-    if not (speed > 0):
-        raise SiteError(f"speed must be more than 0, got {speed!r}")
+    if not 0 < speed < math.inf:  # an infinite speed has no JSON for the engine, nor a meaning
+        raise SiteError(f"speed must be a finite number more than 0, got {speed!r}")
     root = None if docroot is None else Path(docroot)
     if root is not None and (not root.is_dir() or not os.access(root, os.R_OK | os.X_OK)):
         raise SiteError(f"cannot read the document root {root}: name a readable directory")
