@@ -53,7 +53,7 @@ def with_log_mix(argv: List[str]) -> Tuple[List[str], Optional[Path]]:
     if not values:
         return argv, None
     if "--access-log" not in values:
-        raise LoadFlagError(f"{', '.join(v for v in values)} go with --access-log FILE: give the log, or drop them")
+        raise LoadFlagError(f"without --access-log FILE there is no log for {', '.join(values)}: give one or drop them")
     order = values.get("--order", "weighted")
     if order not in ORDERS:
         raise LoadFlagError(f"--order must be one of {', '.join(ORDERS)}, got {order!r}")

@@ -61,7 +61,7 @@ class LeftOut:
 @dataclass(frozen=True)
 class LogMix:
     mix: Mix
-    format: str  # "Combined" or "Common": the format of the first line read
+    format: str  # "Combined" or "Common": the format of the first line that parsed
     lines: int
     left_out: Dict[str, LeftOut] = field(compare=False)
 
