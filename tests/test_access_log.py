@@ -105,6 +105,13 @@ def test_what_is_left_out_is_counted_by_reason_with_an_example_and_no_client(tmp
     assert "192.0.2" not in summary and "carol" not in summary
 
 
+def test_an_example_line_shows_no_user_quoted_with_a_space_nor_an_ident_name(tmp_path, site):
+    post = line("POST / HTTP/1.1", user='"carol smith"').replace("10.1.2.3 - ", "10.1.2.3 alice ")
+    example = read(log_of(tmp_path, line(), post), site).left_out["method"].example
+    assert example.startswith('<client> <ident> <user> [28/Nov/2026:10:00:00 +0000] "POST / HTTP/1.1"')
+    assert "smith" not in example and "alice" not in example
+
+
 @pytest.mark.parametrize(
     "target",
     [
@@ -139,6 +146,13 @@ def test_timed_keeps_each_request_s_second_from_the_first_across_time_zones(tmp_
     )
     mix = read(log, site, "timed", speed=4.0).mix
     assert list(mix.times) == [1.0, 0.0, 7.0, 9.0] and list(mix.sequence) == [0, 0, 0, 0] and mix.speed == 4.0
+
+
+def test_timed_counts_a_line_with_an_unreadable_time_as_unparsable_rather_than_refusing_the_log(tmp_path, site):
+    log = log_of(tmp_path, line(), line("GET /css/main.css HTTP/1.1", time="28/Nox/2026:10:00:00"), line())
+    mixed = read(log, site, "timed")
+    assert mixed.mix.paths == ("/",) and list(mixed.mix.times) == [0.0, 0.0]
+    assert mixed.left_out["unparsable"].count == 1 and "Nox" in mixed.left_out["unparsable"].example
 
 
 def test_a_log_in_no_known_format_says_which_were_tried_and_its_first_line(tmp_path, site):
@@ -221,7 +235,8 @@ def test_a_docroot_plan_takes_its_mix_from_the_log(tmp_path, site):
     [
         ('order = "random"', "workload.order must be one of 'weighted', 'replay', 'timed'"),
         ("speed = 2", 'workload.speed applies to order = "timed" only'),
-        ('order = "timed"\nspeed = 0', "workload.speed must be a number more than 0"),
+        ('order = "timed"\nspeed = 0', "workload.speed must be a finite number more than 0"),
+        ('order = "timed"\nspeed = inf', "workload.speed must be a finite number more than 0"),
         ('urls = ["/"]', "workload.access_log: give either urls or access_log, not both"),
     ],
 )

@@ -296,3 +296,15 @@ def test_the_report_draws_the_codings_sent_in_chromium(encoded_run, tmp_path):
     problems, drawn, failed = draw_offline(page, tmp_path / "report.png")
     assert problems == [] and failed == 0
     assert dict(drawn).get("chart-encodings", 0) > 0, drawn
+
+
+def test_both_sent_every_answer_only_when_both_did():
+    # 999 of 1,000 rounds to 100% as 1,000 of 1,000 does: "every answer" would claim an answer
+    # the second cell did not send in br.
+    def cell(server, sent):
+        levels = [SimpleNamespace(encodings={name: {"answers": n} for name, n in sent.items()})]
+        return CellResult(1, f"{server}/tuned/assets/ka/1cpu/br", server, "tuned", "assets", True, 1, "", None,
+                          "done", None, 1.0, "", "", levels, encoding="br")  # fmt: skip
+
+    nearly = codings.clause(cell("a", {"br": 1000}), cell("b", {"br": 999, "identity": 1}), "a", "b")
+    assert nearly == "; both sent br for over 99% of answers"

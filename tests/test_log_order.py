@@ -93,10 +93,12 @@ def test_lengths_come_from_the_docroot_not_the_log(nginx, tmp_path):
             ["--access-log", "{log}", "--docroot", "{empty}"],
             "leaves no request to make: all 2 lines were left out (2 paths naming no file",
         ),
-        (["--order", "replay"], "--order go with --access-log FILE"),
+        (["--order", "replay"], "without --access-log FILE there is no log for --order"),
         (["--access-log", "{log}", "--speed", "2"], "--speed paces --order timed only"),
         (["--access-log", "{log}", "--order", "timed", "-R", "100"], "--order timed sends at the log's own times"),
         (["--access-log", "{log}", "--order", "sideways"], "--order must be one of weighted, replay, timed"),
+        # inf passed `> 0` and reached the engine as JSON's non-standard Infinity, refused naming a temporary file
+        (["--access-log", "{log}", "--order", "timed", "--speed", "inf"], "speed must be a finite number more than 0"),
         (["--access-log", "{log}"], "--access-log gives paths: give a URL"),
     ],
 )

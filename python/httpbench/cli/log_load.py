@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from httpbench.errors import Error
 from httpbench.site import ORDERS, SiteError, access_log
-from httpbench.site.docroot import file_of
+from httpbench.site.access_log import file_of
 
 FLAGS = ("--access-log", "--docroot", "--order", "--speed")
 
@@ -53,7 +53,7 @@ def with_log_mix(argv: List[str]) -> Tuple[List[str], Optional[Path]]:
     if not values:
         return argv, None
     if "--access-log" not in values:
-        raise LoadFlagError(f"{', '.join(v for v in values)} go with --access-log FILE: give the log, or drop them")
+        raise LoadFlagError(f"without --access-log FILE there is no log for {', '.join(values)}: give one or drop them")
     order = values.get("--order", "weighted")
     if order not in ORDERS:
         raise LoadFlagError(f"--order must be one of {', '.join(ORDERS)}, got {order!r}")
@@ -64,7 +64,7 @@ def with_log_mix(argv: List[str]) -> Tuple[List[str], Optional[Path]]:
         try:
             speed = float(values["--speed"])
         except ValueError:
-            raise LoadFlagError(f"--speed must be a number more than 0, got {values['--speed']!r}") from None
+            raise LoadFlagError(f"--speed must be a finite number more than 0, got {values['--speed']!r}") from None
     if order == "timed" and any(a.split("=")[0] in ("-R", "--rate", "--capacity") for a in rest):
         raise LoadFlagError("--order timed sends at the log's own times (sped up by --speed): drop -R and --capacity")
     root = Path(values["--docroot"]).resolve() if "--docroot" in values else None

@@ -30,9 +30,9 @@ def render(runs: Sequence[RunResults]) -> str:
         ],
         "cells": tables.cells(runs).records(),
         "levels": tables.all_levels(runs).records(),
-        # A capacity plan's cells: each one's capacity object, every probe in it, and its verdict.
         # A site cell's levels by size class: requests, bytes and latency p50/p99 of each.
         "classes": size_classes.records(runs),
+        # A capacity plan's cells: each one's capacity object, every probe in it, and its verdict.
         "capacities": [capacity.record(cell) for cell in capacity.cells(runs)],
     }
     return json.dumps(document, indent=2, allow_nan=False) + "\n"

@@ -10,6 +10,7 @@ the protocols, [tls] and streams by httpbench.plan.protocols.
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import sys
@@ -349,8 +350,8 @@ class _Parser(ProtocolChecks):
             if order != "timed":
                 self.fail(path + ("speed",), f'workload.speed applies to order = "timed" only, not {order!r}')
             speed = table["speed"]
-            if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not speed > 0:
-                self.fail(path + ("speed",), f"workload.speed must be a number more than 0, got {show(speed)}")
+            if isinstance(speed, bool) or not isinstance(speed, (int, float)) or not 0 < speed < math.inf:
+                self.fail(path + ("speed",), f"workload.speed must be a finite number more than 0, got {show(speed)}")
         try:
             return workloads.site(served_in_place(root, log, order, float(speed)))
         except SiteError as e:

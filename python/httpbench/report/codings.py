@@ -20,7 +20,9 @@ def clause(a: CellResult, b: CellResult, a_name: str, b_name: str) -> str:
     # A share is of answers, and a site's media come uncompressed by design: shown to the
     # percent, two shares that round alike are alike.
     if f"{shares[0]:.0%}" == f"{shares[1]:.0%}":
-        every = "every answer" if shares[0] == 1 else f"{shares[0]:.0%} of answers"
+        # 999 of 1,000 also rounds to 100%: "every answer" only when neither cell sent one otherwise.
+        every = "every answer" if min(shares) == 1 else f"{shares[0]:.0%} of answers"
+        every = "over 99% of answers" if every == "100% of answers" else every
         return f"; both sent {a.encoding} for {every}"
     return f"; {a_name} sent {a.encoding} for {shares[0]:.0%} of answers, {b_name} for {shares[1]:.0%}"
 

@@ -20,6 +20,7 @@ half here (bench/access_log).
 from __future__ import annotations
 
 import calendar
+import math
 import os
 import re
 from array import array
@@ -60,15 +61,20 @@ class LeftOut:
 @dataclass(frozen=True)
 class LogMix:
     mix: Mix
-    format: str  # "Combined" or "Common": the format of the first line read
+    format: str  # "Combined" or "Common": the format of the first line that parsed
     lines: int
     left_out: Dict[str, LeftOut] = field(compare=False)
 
     def summary(self) -> str:
         """One line: what the mix kept and what it left out, by reason."""
         kept = self.lines - sum(o.count for o in self.left_out.values())
-        parts = [f"{o.count:,} {REASONS[r]} (e.g. {o.example})" for r, o in self.left_out.items()]
-        return f"{kept:,} of {self.lines:,} lines kept" + ("; left out: " + "; ".join(parts) if parts else "")
+        said = f"{kept:,} of {self.lines:,} lines kept"
+        return said + (f"; left out: {_told(self.left_out)}" if self.left_out else "")
+
+
+def _told(left_out: Dict[str, LeftOut]) -> str:
+    """What was left out, by reason: "2 unparsable lines (e.g. ...); 1 ..."."""
+    return "; ".join(f"{o.count:,} {REASONS[r]} (e.g. {o.example})" for r, o in left_out.items())
 
 
 def read(log: Path, docroot: Optional[Path], order: str = "weighted", speed: float = 1.0) -> LogMix:
@@ -77,8 +83,8 @@ def read(log: Path, docroot: Optional[Path], order: str = "weighted", speed: flo
     format, or leaves nothing to request."""
     if order not in ORDERS:
         raise SiteError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
-    if not (speed > 0):
-        raise SiteError(f"speed must be more than 0, got {speed!r}")
+    if not 0 < speed < math.inf:  # an infinite speed has no JSON for the engine, nor a meaning
+        raise SiteError(f"speed must be a finite number more than 0, got {speed!r}")
     root = None if docroot is None else Path(docroot)
     if root is not None and (not root.is_dir() or not os.access(root, os.R_OK | os.X_OK)):
         raise SiteError(f"cannot read the document root {root}: name a readable directory")
@@ -99,7 +105,7 @@ def _read(lines, log: Path, root: Optional[Path], order: str, speed: float) -> L
     left: Dict[str, List] = {}  # reason -> [count, example]
     sequence = array("I") if order != "weighted" else None
     times = array("d") if order == "timed" else None
-    seconds: Dict[bytes, float] = {}
+    seconds: Dict[bytes, Optional[float]] = {}
     first_line: Optional[bytes] = None
     formats: List[str] = []
     n = 0
@@ -120,30 +126,35 @@ def _read(lines, log: Path, root: Optional[Path], order: str, speed: float) -> L
                 reason = "status"
             else:
                 target = request[4:].rsplit(b" ", 1)[0] if request.count(b" ") >= 2 else request[4:]
-                i = index.get(target)
-                if i is None:
-                    i = index[target] = _place(target, root, refused, slots, paths, counts)
-                if i < 0:
-                    reason = refused[target]
-                else:
-                    counts[i] += 1
-                    if sequence is not None:
-                        sequence.append(i)
-                    if times is not None:
-                        stamp = m.group(1)
-                        t = seconds.get(stamp)
-                        if t is None:
-                            t = seconds[stamp] = _epoch(stamp)
-                        times.append(t)
+                t = None
+                if times is not None:
+                    stamp = m.group(1)
+                    if stamp not in seconds:
+                        seconds[stamp] = _epoch(stamp)
+                    t = seconds[stamp]
+                    if t is None:
+                        reason = "unparsable"  # its time is what a timed replay needs of it
+                if reason is None:
+                    i = index.get(target)
+                    if i is None:
+                        i = index[target] = _place(target, root, refused, slots, paths, counts)
+                    if i < 0:
+                        reason = refused[target]
+                    else:
+                        counts[i] += 1
+                        if sequence is not None:
+                            sequence.append(i)
+                        if times is not None:
+                            times.append(t)
         if reason is not None:
             seen = left.get(reason)
             if seen is None:
-                left[reason] = [1, _masked(line, parsed=m is not None)]
+                left[reason] = [1, _masked(line, m)]
             else:
                 seen[0] += 1
     left_out = {r: LeftOut(*left[r]) for r in REASONS if r in left}
     if not formats:
-        shown = _masked(first_line or b"", parsed=False)
+        shown = _masked(first_line or b"", None)
         raise SiteError(
             f"the access log {log} matches no known format (tried {' and '.join(FORMATS)} Log Format, "
             f"nginx's and Apache's defaults); its first line: {shown!r}"
@@ -151,9 +162,8 @@ def _read(lines, log: Path, root: Optional[Path], order: str, speed: float) -> L
             else f"the access log {log} is empty: give a log in the Common or Combined Log Format"
         )
     if not paths:
-        dropped = "; ".join(f"{o.count:,} {REASONS[r]} (e.g. {o.example})" for r, o in left_out.items())
         raise SiteError(
-            f"the access log {log} leaves no request to make: all {n:,} lines were left out ({dropped}); "
+            f"the access log {log} leaves no request to make: all {n:,} lines were left out ({_told(left_out)}); "
             "it needs GET requests answered 200 or 304" + (f" for files under {root}" if root else "")
         )
     if times is not None:
@@ -178,12 +188,8 @@ def _place(
         name = unquote(url, errors="surrogateescape")
         if ".." in name.split("/") or "\\" in name or "\0" in name:
             reason = "climbing"
-        else:
-            relative = name.lstrip("/")
-            if relative == "" or relative.endswith("/"):
-                relative += "index.html"
-            if root is not None and not os.path.isfile(os.path.join(root, relative)):
-                reason = "missing"
+        elif root is not None and not os.path.isfile(os.path.join(root, file_of(url))):
+            reason = "missing"
     if reason is not None:
         refused[target] = reason
         return -1
@@ -195,9 +201,15 @@ def _place(
     return slot
 
 
-def _epoch(stamp: bytes) -> float:
+def file_of(url: str) -> str:
+    """The file, relative to the document root, that URL path `url` answers."""
+    name = unquote(url, errors="surrogateescape").lstrip("/")
+    return name + "index.html" if name == "" or name.endswith("/") else name
+
+
+def _epoch(stamp: bytes) -> Optional[float]:
     """[10/Oct/2000:13:55:36 -0700] -> seconds since the epoch (the log's resolution: whole
-    seconds)."""
+    seconds); None for a time it cannot read, so that one line is left out, not the log refused."""
     try:
         day, month, rest = stamp.split(b"/", 2)
         year, hh, mm, rest = rest.split(b":", 3)
@@ -206,19 +218,22 @@ def _epoch(stamp: bytes) -> float:
         when = calendar.timegm((int(year), _MONTHS[month], int(day), int(hh), int(mm), int(ss)))
         return float(when - offset)
     except (ValueError, KeyError):
-        raise SiteError(f"an access log line has a time httpbench cannot read: [{stamp.decode(errors='replace')}]")
+        return None
 
 
-def _masked(line: bytes, parsed: bool) -> str:
-    """An example line without its client address and user: in a line read, its first and
-    third fields; in an unparsable one, its first field when that looks like an address."""
+def _masked(line: bytes, m: Optional[re.Match]) -> str:
+    """An example line without its client address, identd name and user: in a line read, the
+    fields before its time (a quoted user may hold spaces); in an unparsable one, its first field
+    when that looks like an address."""
+    if m is not None:
+        client_ident_user = line[: m.start(1) - 2].split(b" ", 2)
+        masks = (b"<client>", b"<ident>", b"<user>")
+        line = b" ".join(f if f == b"-" else mask for f, mask in zip(client_ident_user, masks)) + line[m.start(1) - 2 :]
     text = line.decode(errors="replace").rstrip("\r\n")
-    fields = text.split(" ", 3)
-    if parsed and len(fields) == 4:
-        fields[0], fields[2] = "<client>", "-" if fields[2] == "-" else "<user>"
-    elif _ADDRESS.fullmatch(fields[0]):
-        fields[0] = "<client>"
-    text = " ".join(fields)
+    if m is None:
+        fields = text.split(" ", 1)
+        if _ADDRESS.fullmatch(fields[0]):
+            text = " ".join(["<client>", *fields[1:]])
     return text if len(text) <= 160 else text[:157] + "..."
 
 

@@ -10,16 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Union
-from urllib.parse import unquote
 
 from httpbench.site import access_log
+from httpbench.site.access_log import file_of
 from httpbench.site.mix import Site
-
-
-def file_of(url: str) -> str:
-    """The file, relative to the document root, that URL path `url` answers."""
-    name = unquote(url, errors="surrogateescape").lstrip("/")
-    return name + "index.html" if name == "" or name.endswith("/") else name
 
 
 def served_in_place(path: Union[str, Path], log: Union[str, Path], order: str = "weighted", speed: float = 1.0) -> Site:
