@@ -67,7 +67,7 @@ def test_a_site_run_is_exported_with_its_classes(site_run):
         assert sum(c["requests"] for c in classes) == 2000, (cell, level, classes)
         assert all(c["p99_us"] >= c["p50_us"] > 0 for c in classes if c["requests"])
     markdown = httpbench("export", str(run_id), "--db", str(db), "--format", "markdown").stdout
-    assert "### Size classes" in markdown and "| up to 1 KB |" in markdown
+    assert "### Size classes" in markdown and "| under 1 KB |" in markdown
 
 
 def test_a_site_run_s_report_draws_latency_by_size_in_chromium(site_run):
@@ -86,7 +86,7 @@ def test_a_site_run_s_report_draws_latency_by_size_in_chromium(site_run):
 def _classes(p50s) -> list:
     """Three size classes of 500 answers each, their p50s `p50s` and p99s three times those: what
     the engine's merge of a level's rounds gives (from histograms a hand-made round cannot hold)."""
-    bounds = [(0, 1024), (1025, 10240), (10241, None)]
+    bounds = [(0, 1023), (1024, 10239), (10240, None)]
     return [
         {"bytes_from": low, "bytes_to": high, "requests": 500, "bytes": 500 * 800,
          "latency": {"p50_us": p50, "p99_us": p50 * 3}}
@@ -119,20 +119,20 @@ def test_sentences_name_the_site_and_the_class_where_a_pair_differs_most(made):
     assert site_summary.sites([made]) == [
         "Serving the assets site (keep-alive, 1 CPU), nginx/tuned serves 1.80 times as many requests per "
         "second as apache2-event/tuned.",
-        "They differ most on answers of over 10 KB at 10 connections: apache2-event/tuned takes 4.00 times "
+        "They differ most on answers of 10 KB and over at 10 connections: apache2-event/tuned takes 4.00 times "
         "nginx/tuned's median time (p50 1.60 ms against 400 us, p99 4.80 ms against 1.20 ms).",
     ]
     (cell,) = [c for c in made.cells if c.server == "nginx"]
     assert cell.site and cell.levels[0].body_bytes_per_second == pytest.approx(18_000 * 5000, rel=0.01)
     rows = size_classes.records([made])
-    assert [r["class"] for r in rows[:3]] == ["up to 1 KB", "1-10 KB", "over 10 KB"]
+    assert [r["class"] for r in rows[:3]] == ["under 1 KB", "1-10 KB", "10 KB and over"]
     chart = size_classes.latency_by_size(charts.Measured([made], charts.Choices()))
     assert chart.drawn and len(chart.vega_lite["data"]["values"]) == 2 * 3 * 2  # cells x classes x p50/p99
     # A flagged level is outlined and says why on hover, as on every chart.
     assert {r["flagged"] for r in chart.vega_lite["data"]["values"]} == {False}
     text = json.dumps(chart.vega_lite)
     assert f'"test": "datum.flagged", "value": "{charts.FLAG_OUTLINE}"' in text and '"field": "flags"' in text
-    assert "| `nginx/tuned/assets/ka/1cpu` | 10 | over 10 KB | 500 | 400 us | 1.20 ms |" in size_classes.markdown(
+    assert "| `nginx/tuned/assets/ka/1cpu` | 10 | 10 KB and over | 500 | 400 us | 1.20 ms |" in size_classes.markdown(
         [made]
     )
 

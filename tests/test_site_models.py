@@ -2,6 +2,7 @@
 directories, text that compresses as real text does and media that does not; a site as a plan's
 workload, and a user's document root served where it is by a real nginx."""
 
+import bisect
 import gzip
 import hashlib
 import os
@@ -16,7 +17,8 @@ from conftest import refused_run
 from httpbench.plan import builtin as plan
 from httpbench.plan import workload
 from httpbench.plan.model import PlanError
-from httpbench.site import Mix, SiteError
+from httpbench.report import size_classes
+from httpbench.site import SIZE_CLASSES, Mix, SiteError
 from httpbench.site.docroot import served_in_place
 from httpbench.site.models import SPECWEB99_CLASS_SHARES, assets, model, specweb99
 from httpbench.site.text import file_bytes
@@ -58,6 +60,19 @@ def test_specweb99_has_its_four_classes_of_nine_files_in_each_directory():
     assert all(len(site.content(n, s)) == s for n, s in site.files[:40])
     # Every file different: a server answering one path with another's bytes fails verification.
     assert len({site.content(n, s) for n, s in site.files if s == 102}) == 3
+
+
+def test_each_specweb99_file_is_counted_in_its_own_size_class():
+    # The engine counts a body in the first class whose bound it does not exceed: SPECweb99's
+    # class 1 starts at exactly 1 KB, which "up to 1,024 bytes" put in class 0.
+    sizes = dict(specweb99(1).files)
+    for c in range(4):
+        for n in range(9):
+            length = sizes[f"dir00000/class{c}_{n}.html"]
+            assert bisect.bisect_left(SIZE_CLASSES, length) == c, (c, n, length)
+    shown = [size_classes.label({"bytes_from": low, "bytes_to": high}) for low, high in
+             zip((0, *(b + 1 for b in SIZE_CLASSES)), (*SIZE_CLASSES, None))]  # fmt: skip
+    assert shown == ["under 1 KB", "1-10 KB", "10-100 KB", "100 KB-1 MB", "1 MB and over"]
 
 
 def test_specweb99_draws_its_class_mix_and_directories_by_zipf():

@@ -35,13 +35,14 @@ def _size(n: int) -> str:
 
 
 def label(size_class: dict) -> str:
-    """A class's body lengths in words: "up to 1 KB", "1-10 KB", "over 1 MB"."""
+    """A class's body lengths in words: "under 1 KB", "1-10 KB", "1 MB and over" (a class holds
+    `bytes_from` to `bytes_to` bytes, both included)."""
     low, high = size_class["bytes_from"], size_class["bytes_to"]
     if high is None:
-        return f"over {_size(max(low - 1, 0))}"
+        return f"{_size(low)} and over"
     if low == 0:
-        return f"up to {_size(high)}"
-    below, top = _size(low - 1), _size(high)
+        return f"under {_size(high + 1)}"
+    below, top = _size(low), _size(high + 1)
     unit = below.split()[1]
     return f"{below.split()[0]}-{top}" if top.endswith(unit) else f"{below}-{top}"
 
@@ -75,7 +76,7 @@ def records(runs: Sequence[RunResults]) -> List[dict]:
 
 
 def text(lv: LevelResult) -> str:
-    """A level's classes on one line, for a CSV field: "up to 1 KB: 350 requests, p50 120 us, p99
+    """A level's classes on one line, for a CSV field: "under 1 KB: 350 requests, p50 120 us, p99
     900 us; ..." ("" without classes)."""
     return "; ".join(
         f"{label(c)}: {c['requests']} requests"

@@ -18,9 +18,10 @@ from httpbench.site.precompressed import write_copies
 from httpbench.site.text import file_bytes
 
 ORDERS = ("weighted", "replay", "timed")
-# The size classes a site's answers are reported in (upper bounds in bytes, the engine's
-# `size_classes`): SPECweb99's four classes of files under 1, 10, 100 and 1,000 KB, and above.
-SIZE_CLASSES = (1024, 10240, 102400, 1048576)
+# The size classes a site's answers are reported in (the engine's `size_classes`: the largest
+# body of each, in bytes): SPECweb99's four classes of files under 1, 10, 100 and 1,000 KB, and
+# above. Its class 1 starts at exactly 1 KB, so each bound is a byte under the next power.
+SIZE_CLASSES = (1023, 10239, 102399, 1048575)
 
 
 class SiteError(Error):
