@@ -515,6 +515,12 @@ def test_builtin_plans_reproduce_the_write_ups():
     assert [w.label for w in site.workloads] == ["specweb99 1dirs", "assets"] and site.requests_per_connection == 5
     assert site.capacity.objective == "p99 <= 20ms"
     assert {c.encoding for c in site.cells(["nginx"])} == {"br", "identity"}
+    # Five requests a connection is not keep-alive throughout: its keys say so, so that compare
+    # and resume never take one for the other.
+    assert {c.key for c in site.cells(["nginx"]) if c.encoding == "br" and c.server == "nginx"} == {
+        "nginx/tuned/specweb99 1dirs/ka5/1cpu/br",
+        "nginx/tuned/assets/ka5/1cpu/br",
+    }
     assert quick.servers is None and quick.profiles == ("tuned",) and quick.keep_alive == (True,)
     assert quick.levels == (1, 10, 50, 100, 250, 500, 1000) and quick.rounds.fixed == 1 and quick.server_cpus == (1,)
     assert quick.workloads[0].file_map() == {"index.html": b"httpbe\n"}

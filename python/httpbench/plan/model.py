@@ -109,16 +109,19 @@ class Cell:
     # The content coding every request asks (the plan's accept_encoding); None: no
     # Accept-Encoding header, as before the axis.
     encoding: Optional[str] = None
+    # A keep-alive cell's requests before its connection closes (the plan's
+    # requests_per_connection); None: kept throughout.
+    requests_per_connection: Optional[int] = None
 
     @property
     def key(self) -> str:
         """Stable and readable, used to resume: "nginx/tuned/7B/ka/1cpu", then the protocol
         unless it is plain HTTP ("/https", "/https/tickets", "/h2/10streams") and the budget when
         the plan sweeps several ("/n100"), the content coding asked between them ("/br"); a plain
-        HTTP cell keeps the key it had before protocols existed."""
-        key = (
-            f"{self.server}/{self.profile}/{self.workload.label}/{'ka' if self.keep_alive else 'close'}/{self.cpus}cpu"
-        )
+        HTTP cell keeps the key it had before protocols existed. Keep-alive for N requests a
+        connection is "ka5", not "ka": not the same measurement."""
+        connection = f"ka{self.requests_per_connection or ''}" if self.keep_alive else "close"
+        key = f"{self.server}/{self.profile}/{self.workload.label}/{connection}/{self.cpus}cpu"
         if self.protocol != "http":
             key += f"/{self.protocol}" + (f"/{self.resumption}" if self.resumption else "")
         if is_http2(self.protocol):
@@ -191,7 +194,19 @@ class Plan:
             chosen = [s for s in self.servers if s in installed or s in self.commands]
         several = len(self.budgets) > 1
         return [
-            Cell(server, profile, work, ka, cpus, budget if several else None, protocol, resumption, streams, encoding)
+            Cell(
+                server,
+                profile,
+                work,
+                ka,
+                cpus,
+                budget if several else None,
+                protocol,
+                resumption,
+                streams,
+                encoding,
+                self.requests_per_connection if ka else None,
+            )
             for server in chosen
             for profile in self.profiles
             for work in self.workloads
