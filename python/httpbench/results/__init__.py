@@ -230,6 +230,9 @@ def of_run(run: dict) -> RunResults:
                 streams=cell["streams"] or 1,
                 capacity=cell["capacity"],
                 encoding=cell.get("encoding"),
+                idle=cell.get("idle_connections") or 0,
+                slow=cell.get("slow_mode"),
+                slow_clients=cell.get("slow_clients") or 0,
             )
         )
     return results

@@ -12,6 +12,7 @@ from httpbench.judge.stats import LevelStats
 from httpbench.load.report import Report
 from httpbench.plan import protocol
 from httpbench.plan.dynamic import PHP_KINDS
+from httpbench.plan.model import ATTACKS
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,27 @@ class LevelResult:
         return self.report["h2"]["resets"] if self.report["h2"] else {}
 
     @property
+    def slow_clients(self) -> Optional[dict]:
+        """The slow clients beside the load, its rounds merged (the report's `slow_clients`); None
+        without them."""
+        return self.report.get("slow_clients")
+
+    @property
+    def idle_connections(self) -> Optional[dict]:
+        """The idle connections beside the load, its rounds merged (`idle_connections`); None
+        without them."""
+        return self.report.get("idle_connections")
+
+    @property
+    def succeeded_share(self) -> Optional[float]:
+        """The share of the load's requests sent that succeeded, all rounds: those still
+        unanswered at the end (a server whose workers slow clients hold) count as not; None when
+        none was sent, or its client counts no sends (a tool's)."""
+        sent = self.report["requests"].get("sent")
+        succeeded = self.report["requests"].get("succeeded")
+        return succeeded / sent if sent and succeeded is not None else None
+
+    @property
     def server_cpu_per_request_us(self) -> Optional[float]:
         """The server's CPU time (user and system) per request served, in microseconds: what a
         request costs the server, which TLS raises even where the client sets the pace."""
@@ -166,6 +188,11 @@ class CellResult:
     capacity: Optional[dict] = None
     # The content coding every request asked (Accept-Encoding); None: no such header.
     encoding: Optional[str] = None
+    # Clients beside the load (plan.Cell): idle keep-alive connections, the slow clients' mode
+    # (None: no attack) and how many.
+    idle: int = 0
+    slow: Optional[str] = None
+    slow_clients: int = 0
 
     @property
     def series(self) -> str:
@@ -176,7 +203,16 @@ class CellResult:
     def group(self) -> str:
         """Cells in one group differ only by server and profile, so they can be compared."""
         parts = [self.workload, *self.connection, f"{self.cpus} CPU"]
-        return ", ".join(parts + ([self.budget] if self.budget else []))
+        return ", ".join(parts + ([self.budget] if self.budget else []) + self.attack)
+
+    @property
+    def attack(self) -> List[str]:
+        """The clients beside its load, in words ("300 slowloris clients", "5,000 idle
+        connections"): a cell under attack is never in one group with one without."""
+        words = [f"{self.idle:,} idle connections"] if self.idle else []
+        if self.slow:
+            words.append(f"{self.slow_clients:,} {ATTACKS[self.slow]} clients")
+        return words
 
     @property
     def connection(self) -> List[str]:
