@@ -24,17 +24,16 @@ from httpbench.results.model import CellResult, RunResults
 def _normal(cell: CellResult, figures: hostile.SlowFigures, several: bool) -> str:
     """How one server's normal clients fared at a level under attack."""
     lv, name = figures.level, cell_name(cell, several)
-    requests = lv.report["requests"]
     share = lv.succeeded_share
     if share is None:
         said = f"{name} was sent no normal request"
-    elif requests.get("succeeded") == requests.get("sent"):
+    elif share == 1.0:
         said = f"{name} answered all of them"
     else:
         said = f"{name} answered {share:.0%} of normal requests"
     if lv.latency.p99_us is not None:
         said += f", at p99 {duration_text(lv.latency.p99_us)}"
-    if figures.rps_share is not None and share is not None:
+    if figures.rps_share is not None and share:
         said += f" ({figures.rps_share:.0%} of its requests/s without them)"
     if figures.cut:
         p50, most = figures.cut_after_ms

@@ -137,12 +137,22 @@ class LevelResult:
 
     @property
     def succeeded_share(self) -> Optional[float]:
-        """The share of the load's requests sent that succeeded, all rounds: those still
-        unanswered at the end (a server whose workers slow clients hold) count as not; None when
-        none was sent, or its client counts no sends (a tool's)."""
-        sent = self.report["requests"].get("sent")
-        succeeded = self.report["requests"].get("succeeded")
-        return succeeded / sent if sent and succeeded is not None else None
+        """The share of the load's requests that succeeded, all rounds, of those answered or
+        failed and of those still waiting at the end when they had waited longer than any answer
+        took (a server whose workers slow clients hold); a run's last requests, on their way as it
+        ends, count for nothing. 0 under slow clients that left the load nothing to send; None
+        when there are none, or its client counts no sends (a tool's)."""
+        requests = self.report["requests"]
+        succeeded, waiting = requests.get("succeeded"), requests.get("in_flight") or 0
+        done = (requests.get("completed") or 0) + (requests.get("failed") or 0)
+        longest = self.latency.max_us
+        if waiting and (longest is None or (requests.get("in_flight_age_mean_us") or 0) > longest):
+            done += waiting
+        if not done and self.slow_clients:
+            # Under slow clients the load's connections waited the whole level for the first
+            # answer each waits for before the measured window (the engine's warm-up): none came.
+            return 0.0
+        return succeeded / done if done and succeeded is not None else None
 
     @property
     def server_cpu_per_request_us(self) -> Optional[float]:
