@@ -38,11 +38,11 @@ def test_slowloris_starves_apache2_prefork_and_not_nginx(tmp_path, measured):
         '["apache2-prefork", "nginx"]',
         "10",
         'duration = "2s"',
-        extra=f'slow = ["none", "headers"]\nslow_clients = {SLOWLORIS}',
+        extra=f'slow = ["none", "headers", "read"]\nslow_clients = {SLOWLORIS}',
     )
     run, db, run_id = _run(tmp_path, plan)
     cells = {c.key: c for c in run.cells}
-    attacked = {c.server: c for c in cells.values() if c.slow}
+    attacked = {c.server: c for c in cells.values() if c.slow == "headers"}
     assert {c.key for c in attacked.values()} == {
         f"{s}/default/7B/ka/1cpu/slowloris-{SLOWLORIS}" for s in ("apache2-prefork", "nginx")
     }
@@ -65,6 +65,9 @@ def test_slowloris_starves_apache2_prefork_and_not_nginx(tmp_path, measured):
     said = " ".join(shown.stdout.split())
     assert f"With {SLOWLORIS} slowloris connections open" in said, shown.stdout
     assert "nginx/default answered all of them" in said, shown.stdout
+    # Slow readers read the 16 MB file served beside the workload: held, never read whole.
+    reader = cells[f"nginx/default/7B/ka/1cpu/slow-read-{SLOWLORIS}"].levels[0].slow_clients
+    assert reader["mode"] == "read" and reader["held"] == SLOWLORIS and reader["answered"] == 0, reader
     exported = httpbench("export", str(run_id), "--db", str(db), "--format", "csv")
     assert exported.returncode == 0 and "slow_cut" in exported.stdout.splitlines()[0], exported.stderr
 
