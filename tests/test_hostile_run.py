@@ -6,6 +6,7 @@ connection. Each level is stored as measured, its cell goes on, and show says so
 import pytest
 from conftest import httpbench, quick_sweep, short_plan
 from httpbench import results, servers
+from httpbench.report import attacks
 from httpbench.results import hostile
 from httpbench.store.database import Store
 
@@ -90,5 +91,7 @@ def test_idle_connections_cost_nginx_memory_per_connection(tmp_path, measured):
         f"{f.bytes_per_connection:,.0f} bytes each (nginx documents ~250), closed by the server {f.closed_by_server}"
     )
     assert f.memory_bytes is not None and f.memory_bytes > 0
+    (said,) = attacks.idle_connections([run])
+    assert said.startswith(f"{IDLE:,} idle connections cost nginx/tuned ") and "closed none of them" in said, said
     stored = results.load(Store(str(tmp_path / "db.sqlite")), run.id)
     assert [c.idle for c in stored.cells] == [0, IDLE]
