@@ -35,6 +35,8 @@ def _normal(cell: CellResult, figures: hostile.SlowFigures, several: bool) -> st
         said += f", at p99 {duration_text(lv.latency.p99_us)}"
     if figures.rps_share is not None and share:
         said += f" ({figures.rps_share:.0%} of its requests/s without them)"
+    if lv.server_processes and lv.server_processes > 1:
+        said += f" with {lv.server_processes:,} processes"
     if figures.cut:
         p50, most = figures.cut_after_ms
         said += f", and cut {figures.cut:,} slow connections after {p50:,.0f} ms (median; {most:,.0f} ms at most)"

@@ -179,6 +179,8 @@ HOSTILE_LEVEL_COLUMNS = [
     Column("idle_closed_by_server", "idle closed by server", _count),
     Column("idle_memory_bytes", "idle memory", mib_text),
     Column("idle_bytes_per_connection", "bytes per idle connection", _count),
+    Column("server_processes", "server processes", _count),
+    Column("server_threads", "server threads", _count),
 ]
 
 
@@ -218,6 +220,8 @@ def _hostile_values(cell: CellResult, lv, cells: Sequence[CellResult]) -> list:
         idle and idle.closed_by_server,
         idle and idle.memory_bytes,
         idle and idle.bytes_per_connection,
+        lv.server_processes,
+        lv.server_threads,
     ]
 
 

@@ -64,6 +64,10 @@ class LevelResult:
     php_memory_bytes: Optional[int] = None
     php_cpu_cores: Optional[float] = None
     php_processes: Optional[int] = None
+    # The server's most processes and threads in any round's window: what slow clients make a
+    # process- or thread-per-connection server grow to. None in rounds of a monitor without them.
+    server_processes: Optional[int] = None
+    server_threads: Optional[int] = None
 
     handshakes_full = _counter("tls", "handshakes_full", "TLS handshakes made in full, all rounds.")
     handshakes_resumed = _counter("tls", "handshakes_resumed", "TLS handshakes resumed, all rounds.")
