@@ -5,24 +5,25 @@ idle connections closed at its keepalive_timeout. Each run is a few seconds."""
 from conftest import free_port, nghttpd, start_nginx, stop, wait_for_port
 
 
-def nginx_with(tmp_path, settings: str) -> tuple[str, object]:
-    """nginx serving a small file with `settings` in its server block: its URL and process."""
+def beside_nginx(load, tmp_path, settings: str, *args: str) -> dict:
+    """`httpbench-load ARGS` against nginx serving a small file with `settings` in its server
+    block, stopped after: the report of a run that exited 0."""
     root = tmp_path / "www"
     root.mkdir()
     (root / "index.html").write_bytes(b"x" * 7)
     port = free_port()
     proc = start_nginx(tmp_path, f"access_log off;\n    server {{ listen 127.0.0.1:{port}; root {root}; {settings} }}")
-    wait_for_port(port, proc)
-    return f"http://127.0.0.1:{port}/index.html", proc
-
-
-def test_slowloris_is_held_by_nginx_as_shipped_and_the_load_is_answered(load, tmp_path):
-    url, proc = nginx_with(tmp_path, "")
     try:
-        code, r, err = load("-c", "2", "-d", "2s", "--slow-clients", "50", "--slow", "headers", url)
+        wait_for_port(port, proc)
+        code, r, err = load(*args, f"http://127.0.0.1:{port}/index.html")
     finally:
         stop(proc)
     assert code == 0, err
+    return r
+
+
+def test_slowloris_is_held_by_nginx_as_shipped_and_the_load_is_answered(load, tmp_path):
+    r = beside_nginx(load, tmp_path, "", "-c", "2", "-d", "2s", "--slow-clients", "50", "--slow", "headers")
     slow = r["slow_clients"]
     assert (slow["mode"], slow["opened"], slow["held"], slow["cut_by_server"]) == ("headers", 50, 50, 0), slow
     assert r["requests"]["succeeded"] > 0 and r["errors_total"] == 0 and r["aborted"] is None
@@ -30,12 +31,8 @@ def test_slowloris_is_held_by_nginx_as_shipped_and_the_load_is_answered(load, tm
 
 
 def test_nginx_cuts_slow_heads_at_its_client_header_timeout_and_they_come_back(load, tmp_path):
-    url, proc = nginx_with(tmp_path, "client_header_timeout 1s;")
-    try:
-        code, r, err = load("-c", "2", "-d", "3s", "--slow-clients", "20", "--slow-interval", "200ms", url)
-    finally:
-        stop(proc)
-    assert code == 0, err
+    args = ("-c", "2", "-d", "3s", "--slow-clients", "20", "--slow-interval", "200ms")
+    r = beside_nginx(load, tmp_path, "client_header_timeout 1s;", *args)
     slow = r["slow_clients"]
     assert slow["cut_by_server"] >= 20 and slow["opened"] > 20, slow
     assert slow["cut_after_ms"]["count"] == slow["cut_by_server"]
@@ -43,12 +40,7 @@ def test_nginx_cuts_slow_heads_at_its_client_header_timeout_and_they_come_back(l
 
 
 def test_nginx_closes_idle_connections_at_its_keepalive_timeout(load, tmp_path):
-    url, proc = nginx_with(tmp_path, "keepalive_timeout 1s;")
-    try:
-        code, r, err = load("-c", "2", "-d", "2500ms", "--idle", "30", url)
-    finally:
-        stop(proc)
-    assert code == 0, err
+    r = beside_nginx(load, tmp_path, "keepalive_timeout 1s;", "-c", "2", "-d", "2500ms", "--idle", "30")
     idle = r["idle_connections"]
     assert (idle["opened"], idle["closed_by_server"], idle["held"]) == (30, 30, 0), idle
     # The load's own connections stay busy, so keep-alive's timeout never closes them.

@@ -258,20 +258,57 @@ fn tls_cut_slow_heads(tls: &mut common::Tls) {
     );
 }
 
-#[test]
-fn slowloris_over_https() {
-    let addr = common::serve_tls(&[b"http/1.1"], tls_cut_slow_heads);
-    let report = run(LoadSpec {
+/// A bounded run over https against `answer`, with the test CA.
+fn over_https(answer: fn(&mut common::Tls), spec: LoadSpec) -> Report {
+    let addr = common::serve_tls(&[b"http/1.1"], answer);
+    run(LoadSpec {
+        urls: vec![format!("https://localhost:{}/", addr.port())],
         tls: TlsSpec {
             cacert: Some(format!("{}ca.pem", common::TESTDATA).into()),
             ..TlsSpec::default()
         },
-        slow: slow(3, SlowMode::Headers),
-        ..load(format!("https://localhost:{}/", addr.port()), 1.5)
-    });
+        ..spec
+    })
+}
+
+#[test]
+fn slowloris_over_https() {
+    let report = over_https(
+        tls_cut_slow_heads,
+        LoadSpec {
+            slow: slow(3, SlowMode::Headers),
+            ..load(String::new(), 1.5)
+        },
+    );
     let s = report.slow_clients.unwrap();
     assert!(s.cut_by_server >= 3 && s.opened > 3, "{s:?}");
     assert!(report.requests.completed > 0);
+}
+
+fn tls_keep_alive(tls: &mut common::Tls) {
+    let socket = tls.sock.try_clone().unwrap();
+    answer(tls, &socket, Knobs::default());
+}
+
+#[test]
+fn idle_connections_over_https_are_held_and_pinged() {
+    let report = over_https(
+        tls_keep_alive,
+        LoadSpec {
+            idle: IdleSpec {
+                connections: 5,
+                ping: Some(0.2),
+            },
+            ..load(String::new(), 1.0)
+        },
+    );
+    let idle = report.idle_connections.unwrap();
+    assert_eq!(
+        (idle.opened, idle.held, idle.closed_by_server),
+        (5, 5, 0),
+        "{idle:?}"
+    );
+    assert!(idle.pings > 0 && idle.pings_failed == 0, "{idle:?}");
 }
 
 /// An h2c server answering every request with an empty 200, that tells `said` of each

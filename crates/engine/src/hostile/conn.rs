@@ -27,7 +27,7 @@ pub(super) enum Role {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum State {
     Closed,
-    /// TCP: SYN sent, not yet accepted.
+    /// TCP: SYN sent, no SYN-ACK yet.
     Connecting,
     Handshaking,
     /// Up, not yet holding what it came for: an idle connection's first answer, an HTTP/2 slow
@@ -69,7 +69,14 @@ pub(super) struct Conn {
     pub(super) stream: u32,
     /// It has come up, or failed, once: what `BesideLoad::start` waits for.
     pub(super) settled: bool,
+    /// When each kind of alarm (`Alarm as usize`) is due (u64::MAX: not set), and the earliest
+    /// entry of that kind in the thread's heap (u64::MAX: none).
+    pub(super) wants: [u64; ALARMS],
+    pub(super) queued: [u64; ALARMS],
 }
+
+/// Kinds of `Alarm`.
+const ALARMS: usize = 4;
 
 impl Conn {
     pub(super) fn new(role: Role) -> Conn {
@@ -87,6 +94,8 @@ impl Conn {
             early: Vec::new(),
             stream: 0,
             settled: false,
+            wants: [u64::MAX; ALARMS],
+            queued: [u64::MAX; ALARMS],
         }
     }
 }
@@ -213,6 +222,8 @@ impl Thread {
         c.stream = 0;
         c.trickled = 0;
         c.asking = false;
+        // Its alarms end with it; entries still in the heap find them cancelled.
+        c.wants = [u64::MAX; ALARMS];
     }
 
     /// Whether connection `i` is still the socket of `generation`, not closed since.

@@ -44,9 +44,10 @@ use wire::Wire;
 /// How long the thread sleeps at most, so that it sees `finish` soon.
 const TICK: Duration = Duration::from_millis(20);
 
-/// What a timer is for. Each names its connection's generation, so that one set for a
-/// connection since closed does nothing.
+/// What a timer is for: a connection has at most one of each kind due (`Conn::wants`), and
+/// closing it cancels them all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(usize)]
 enum Alarm {
     /// Slow: the next chunk to send (headers, body) or read (read).
     Trickle,
@@ -185,8 +186,9 @@ struct Thread {
     addr: crate::io::SockAddr,
     poll: Poll,
     conns: Vec<Conn>,
-    /// (when, connection, its generation, what for), soonest first.
-    timers: BinaryHeap<Reverse<(u64, u32, u32, Alarm)>>,
+    /// (when, connection, what for), soonest first: at most two of each kind per connection
+    /// (`Thread::set`), however often the server cuts them, so that it stays small.
+    timers: BinaryHeap<Reverse<(u64, u32, Alarm)>>,
     /// Time zero: `now` and every timer count from here, in ns.
     origin: Instant,
     now: u64,
@@ -202,9 +204,17 @@ impl Thread {
         self.origin.elapsed().as_nanos() as u64
     }
 
+    /// Connection `i`'s `alarm` is due at `at` (in place of any earlier setting). An entry is
+    /// pushed only when none as early is in the heap: one due later is pushed again when it
+    /// comes (`ring`), so a connection the server cuts every few milliseconds leaves no trail of
+    /// entries due minutes later.
     fn set(&mut self, at: u64, i: usize, alarm: Alarm) {
-        let generation = self.conns[i].generation;
-        self.timers.push(Reverse((at, i as u32, generation, alarm)));
+        let (c, k) = (&mut self.conns[i], alarm as usize);
+        c.wants[k] = at;
+        if at < c.queued[k] {
+            c.queued[k] = at;
+            self.timers.push(Reverse((at, i as u32, alarm)));
+        }
     }
 
     fn run(mut self) -> Finished {
@@ -265,16 +275,28 @@ impl Thread {
 
     /// The timers that are due.
     fn ring(&mut self) {
-        while let Some(&Reverse((at, i, generation, alarm))) = self.timers.peek() {
+        while let Some(&Reverse((at, i, alarm))) = self.timers.peek() {
             if at > self.now {
                 break;
             }
             self.timers.pop();
-            let i = i as usize;
-            if self.conns[i].generation != generation {
+            let (i, k) = (i as usize, alarm as usize);
+            let c = &mut self.conns[i];
+            if c.queued[k] != at {
+                continue; // an earlier entry took its place
+            }
+            c.queued[k] = u64::MAX;
+            let want = c.wants[k];
+            if want == u64::MAX {
+                continue; // cancelled
+            }
+            if want > self.now {
+                c.queued[k] = want;
+                self.timers.push(Reverse((want, i as u32, alarm)));
                 continue;
             }
-            match (alarm, self.conns[i].state) {
+            c.wants[k] = u64::MAX;
+            match (alarm, c.state) {
                 (Alarm::Open, State::Closed) => self.open(i),
                 (Alarm::Trickle, State::Open) => self.trickle(i),
                 (Alarm::Hold, State::Open | State::Opening) => self.expire(i),

@@ -42,8 +42,9 @@ pub struct StatePoint {
     /// Seconds from the start of the measured window (negative before it: these connections
     /// open before the load's warm-up).
     pub second: i64,
-    /// Connecting: TCP (SYN sent, not yet accepted) or the TLS handshake; idle connections also
-    /// while their first request is unanswered.
+    /// Connecting: TCP (SYN sent, no SYN-ACK yet: a connection waiting in the server's listen
+    /// queue is connected from the client's side) or the TLS handshake; idle connections also
+    /// while their first request is unanswered, slow ones over h2 until the server's SETTINGS.
     pub pending: u64,
     /// Open and held.
     pub connected: u64,
