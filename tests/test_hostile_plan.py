@@ -88,3 +88,40 @@ def test_more_connections_than_the_open_file_limits_allow_are_refused():
 def test_a_refused_plan_starts_nothing(tmp_path):
     plan = short_plan(tmp_path, '["nginx"]', "10", 'duration = "1s"', extra='slow = "sideways"\nslow_clients = 5')
     assert "slow must be one of" in refused_run(plan, tmp_path / "db.sqlite")
+
+
+def test_an_attacked_cell_is_read_against_its_twin_without_the_attack():
+    from httpbench.results.hostile import without
+    from httpbench.results.model import CellResult
+
+    plan = parse('idle_connections = [0, 50]\nslow = ["none", "headers"]\nslow_clients = 5')
+    stored = [
+        CellResult(
+            1,
+            c.key,
+            c.server,
+            c.profile,
+            c.workload.label,
+            True,
+            1,
+            "",
+            None,
+            "done",
+            None,
+            1.0,
+            "",
+            "",
+            [],
+            idle=c.idle,
+            slow=c.slow,
+            slow_clients=c.slow_clients,
+        )  # fmt: skip
+        for c in plan.cells(["nginx"])
+    ]
+    by_key = {c.key: c for c in stored}
+    both = by_key["nginx/default/7B/ka/1cpu/idle-50/slowloris-5"]
+    assert without(both, stored, slow=True).key == "nginx/default/7B/ka/1cpu/idle-50"
+    assert without(both, stored, idle=True).key == "nginx/default/7B/ka/1cpu/slowloris-5"
+    assert without(by_key["nginx/default/7B/ka/1cpu/slowloris-5"], stored, slow=True).key == "nginx/default/7B/ka/1cpu"
+    # Groups name the attack: no two of these four are ranked together.
+    assert len({c.group for c in stored}) == 4
