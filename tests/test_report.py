@@ -139,6 +139,9 @@ def copy_run(
                 "resumption": cell["resumption"],
                 "streams": cell["streams"],
                 "encoding": cell["encoding"],
+                "idle": cell["idle_connections"] or 0,
+                "slow": cell["slow_mode"],
+                "slow_clients": cell["slow_clients"] or 0,
             },
         )
         tls = cell["tls_key"] and type("Tls", (), {"key": cell["tls_key"], "version": cell["tls_version"]})

@@ -41,6 +41,28 @@ WARM_CONNECTION_S = {False: 0.0003, True: 0.0014}
 CEILING_S = 3.5
 
 
+# How a cell's key and its sentences name each slow mode: the attacks' own names.
+ATTACKS = {"headers": "slowloris", "body": "slow-body", "read": "slow-read"}
+
+
+def attack_label(idle: int, slow: Optional[str], clients: int) -> str:
+    """The end of an attacked cell's key: "/idle-5000", "/slowloris-300" (both when both); ""
+    for a cell without, whose key stays what it was before the axes."""
+    return (f"/idle-{idle}" if idle else "") + (f"/{ATTACKS[slow]}-{clients}" if slow else "")
+
+
+@dataclass(frozen=True)
+class SlowSettings:
+    """The slow clients' settings beside the mode (the engine's spec `slow`; None: its default
+    for the mode, docs/json-schema.md)."""
+
+    interval: Optional[float] = None  # seconds between chunks
+    chunk_bytes: Optional[int] = None
+    window_bytes: Optional[int] = None  # read: the receive buffer, or the h2 stream window
+    content_length: Optional[int] = None  # body: what the POST announces
+    hold: Optional[float] = None  # seconds a connection is held at most before it is replaced
+
+
 class PlanError(Error):
     """One line: "<source> line N: <key> <what is wrong>"."""
 
@@ -112,6 +134,11 @@ class Cell:
     # A keep-alive cell's requests before its connection closes (the plan's
     # requests_per_connection); None: kept throughout.
     requests_per_connection: Optional[int] = None
+    # Keep-alive connections held idle beside the load (the plan's idle_connections); 0: none.
+    idle: int = 0
+    # The slow clients' mode ("headers", "body", "read"; the plan's slow); None: no attack.
+    slow: Optional[str] = None
+    slow_clients: int = 0
 
     @property
     def key(self) -> str:
@@ -128,7 +155,8 @@ class Cell:
             key += f"/{self.streams}streams"
         if self.encoding is not None:
             key += f"/{self.encoding}"
-        return key + (f"/{self.budget.label}" if self.budget is not None else "")
+        key += f"/{self.budget.label}" if self.budget is not None else ""
+        return key + attack_label(self.idle, self.slow, self.slow_clients)
 
 
 @dataclass(frozen=True)
@@ -171,6 +199,19 @@ class Plan:
     # accept_encoding: a cell per content coding, each asked on every request; (None,): no
     # Accept-Encoding header.
     encodings: Tuple[Optional[str], ...] = (None,)
+    # Clients that are not a benchmark (issue 28), axes as the others: idle keep-alive connections
+    # held beside the load (0: none) and pinged each idle_ping seconds (None: never); the slow
+    # clients' modes (None: no attack), slow_clients of them in each attacked cell.
+    idle_connections: Tuple[int, ...] = (0,)
+    idle_ping: Optional[float] = None
+    slow: Tuple[Optional[str], ...] = (None,)
+    slow_clients: int = 0
+    slow_settings: SlowSettings = SlowSettings()
+
+    @property
+    def attacks(self) -> List[Tuple[int, Optional[str]]]:
+        """(idle connections, slow mode) of each cell a connection kind gets."""
+        return [(idle, slow) for idle in self.idle_connections for slow in self.slow]
 
     def connections(self) -> List[Tuple[str, bool, Optional[str], int]]:
         """(protocol, keep-alive, resumption, streams) of each kind of cell a server gets: a TLS
@@ -206,6 +247,9 @@ class Plan:
                 streams,
                 encoding,
                 self.requests_per_connection if ka else None,
+                idle,
+                slow,
+                self.slow_clients if slow else 0,
             )
             for server in chosen
             for profile in self.profiles
@@ -214,6 +258,7 @@ class Plan:
             for protocol, ka, resumption, streams in self.connections()
             for cpus in self.server_cpus
             for budget in (self.budgets or (self.budget,))
+            for idle, slow in self.attacks
         ]
 
     def check_installed(self, installed: Sequence[str], where: str = "here") -> None:
@@ -247,7 +292,7 @@ class Plan:
         rounds = "auto" counts max_rounds, the longest it may take."""
         rounds = self.rounds.longest
         per_cell = len(self.workloads) * len(self.connections()) * len(self.server_cpus) * len(self.profiles)
-        per_cell *= len(self.encodings)
+        per_cell *= len(self.encodings) * len(self.attacks)
         total = 0.0
         for budget in self.budgets or (self.budget,):
             if self.capacity:
@@ -263,7 +308,7 @@ class Plan:
         if self.client != "engine":
             return 0.0
         cells = len(self.workloads) * len(self.server_cpus) * len(self.profiles) * len(self.budgets or (self.budget,))
-        cells *= len(self.encodings)
+        cells *= len(self.encodings) * len(self.attacks)
         return sum(
             cells
             * self.rounds.longest

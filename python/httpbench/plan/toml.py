@@ -23,6 +23,7 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
 from httpbench.plan import capacity as capacities
+from httpbench.plan import hostile
 from httpbench.plan import workload as workloads
 from httpbench.plan.dynamic import PHP_KINDS, php_workload
 from httpbench.plan.model import Budget, Plan, PlanError, Rounds
@@ -67,6 +68,7 @@ TOP_KEYS = (
     "capacity",
     "requests_per_connection",
     "accept_encoding",
+    *hostile.KEYS,
 )
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
@@ -94,7 +96,7 @@ def read(text: str, source: str, base_dir: Optional[Path] = None) -> Plan:
     return _Parser(source, text, Path(base_dir) if base_dir else Path(".")).plan(data)
 
 
-class _Parser(ProtocolChecks):
+class _Parser(ProtocolChecks, hostile.HostileChecks):
     """The plan itself: its keys, the servers and workloads it names, its levels and budgets, and
     what they allow together."""
 
@@ -205,6 +207,12 @@ class _Parser(ProtocolChecks):
         tls = self.tls(data.get("tls", {}), protocols, client)
         streams = self.streams(data, protocols, keep_alive, pipeline)
         encodings = self.encodings(data, client)
+        idle = self.idle(data, client, keep_alive)
+        slow, slow_clients, slow_settings = self.slow(data, client, loads)
+        if max(idle) or slow_clients:
+            if capacity:
+                self.fail(("capacity",), "a capacity search has no idle or slow clients yet: drop [capacity] or them")
+            self.descriptors(idle, slow_clients, levels, model == "closed")
         return Plan(
             name=name,
             description=description,
@@ -237,6 +245,11 @@ class _Parser(ProtocolChecks):
             capacity=capacity,
             requests_per_connection=per_connection,
             encodings=encodings,
+            idle_connections=idle,
+            idle_ping=self.idle_ping(data),
+            slow=slow,
+            slow_clients=slow_clients,
+            slow_settings=slow_settings,
         )
 
     def requests_per_connection(self, data: Dict[str, Any], client: str, keep_alive: Tuple[bool, ...]) -> Optional[int]:

@@ -12,7 +12,7 @@ root is written or verified.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 from urllib.parse import unquote
@@ -44,6 +44,13 @@ class Workload:
     answers: Tuple[Tuple[str, bytes], ...] = field(default=(), repr=False)
     # A site's files and URL mix (then `files` is empty and `paths` are the mix's paths).
     site: Optional[Site] = field(default=None, repr=False)
+    # Files served beside the workload's own that its load never requests nor verification reads:
+    # the slow readers' large answer (plan.hostile), written without compressed copies.
+    beside: Tuple[Tuple[str, bytes], ...] = field(default=(), repr=False)
+
+    def serving(self, name: str, data: bytes) -> "Workload":
+        """This workload with `name` served beside it."""
+        return replace(self, beside=self.beside + ((name, data),))
 
     @property
     def root(self) -> Optional[Path]:
@@ -73,6 +80,8 @@ class Workload:
         """Write the files into `docroot`; with `precompressed`, each one's `.gz` and `.br`
         copies beside it where they are worth serving (httpbench.site.precompressed), as a cell
         asking a coding of a tuned server needs. A site served in place is left alone."""
+        for name, data in self.beside:
+            (Path(docroot) / name).write_bytes(data)
         if self.site is not None:
             self.site.write(Path(docroot), precompressed)
             return

@@ -12,7 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from httpbench import __version__
-from httpbench.report import capacity, php_summary, site_summary, summary, tables, verdict
+from httpbench.report import attacks, capacity, php_summary, site_summary, summary, tables, verdict
 from httpbench.report.charts import Chart, Measured, ratings, vega
 from httpbench.results.model import RunResults
 
@@ -225,6 +225,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         h2_gains=summary.h2_gains(runs),
         dynamic_pages=php_summary.dynamic_pages(runs),
         sites=site_summary.sites(runs),
+        attacks=attacks.sentences(runs),
         cautions=summary.cautions(runs),
         cells=cells,
         tls_column=any(c["tls"] for c in cells),

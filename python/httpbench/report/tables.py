@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from httpbench.plan.protocol import HANDSHAKES, is_http2, uses_tls
+from httpbench.results import hostile
 from httpbench.results.comparison import Group, groups
 from httpbench.results.model import CellResult, RunResults, levels_text
 from httpbench.servers.adapters.reference import Reference
@@ -160,6 +161,26 @@ CELL_COLUMNS = [
     Column("resumption", "resumption"),
     Column("streams", "streams"),
     Column("encoding", "coding asked"),
+    Column("idle_connections", "idle connections", _count),
+    Column("slow_mode", "slow clients' mode"),
+    Column("slow_clients", "slow clients", _count),
+]
+# Clients beside the load that are not a benchmark (results.hostile): the normal clients' share
+# served and requests/s against the same level without slow clients, the slow connections the
+# server cut and when, and what the idle ones cost its memory; the exports have them for every
+# cell, empty without them.
+HOSTILE_LEVEL_COLUMNS = [
+    Column("succeeded_share", "succeeded", _percent),
+    Column("rps_share_unattacked", "req/s of unattacked", _percent),
+    Column("slow_cut", "slow cut", _count),
+    Column("slow_cut_after_p50_ms", "cut after p50 (ms)", _count),
+    Column("slow_cut_after_max_ms", "max (ms)", _count),
+    Column("idle_held", "idle held", _count),
+    Column("idle_closed_by_server", "idle closed by server", _count),
+    Column("idle_memory_bytes", "idle memory", mib_text),
+    Column("idle_bytes_per_connection", "bytes per idle connection", _count),
+    Column("server_processes", "server processes", _count),
+    Column("server_threads", "server threads", _count),
 ]
 
 
@@ -179,6 +200,28 @@ def _cell_values(cell: CellResult) -> list:
         cell.resumption,
         cell.streams,
         cell.encoding,
+        cell.idle or None,
+        cell.slow,
+        cell.slow_clients or None,
+    ]
+
+
+def _hostile_values(cell: CellResult, lv, cells: Sequence[CellResult]) -> list:
+    slow = next((f for f in hostile.slow_figures(cell, cells) if f.level is lv), None)
+    idle = next((f for f in hostile.idle_figures(cell, cells) if f.level is lv), None)
+    p50, most = slow.cut_after_ms if slow else (None, None)
+    return [
+        lv.succeeded_share,
+        slow and slow.rps_share,
+        slow and slow.cut,
+        p50,
+        most,
+        idle and idle.held,
+        idle and idle.closed_by_server,
+        idle and idle.memory_bytes,
+        idle and idle.bytes_per_connection,
+        lv.server_processes,
+        lv.server_threads,
     ]
 
 
@@ -277,6 +320,7 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
         + PHP_LEVEL_COLUMNS
         + ENCODING_LEVEL_COLUMNS
         + BYTES_COLUMNS
+        + HOSTILE_LEVEL_COLUMNS
     )
     for run in runs:
         for cell in run.measured:
@@ -292,7 +336,8 @@ def all_levels(runs: Sequence[RunResults]) -> Table:
                     + _h2_values(lv)
                     + _php_values(lv)
                     + _encoding_values(lv)
-                    + [lv.body_bytes_per_second],
+                    + [lv.body_bytes_per_second]
+                    + _hostile_values(cell, lv, run.measured),
                     lv.flags,
                 )
     return table

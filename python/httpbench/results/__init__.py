@@ -46,6 +46,8 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         client_busy=max((b for b in busy if b is not None), default=None),
         flags=flags,
         timeseries=_series(measurements),
+        server_processes=max((s["processes_max"] for s in servers if s.get("processes_max")), default=None),
+        server_threads=max((s["threads_peak"] for s in servers if s.get("threads_peak")), default=None),
         **_tls(merged, measurements),
         **_php(servers),
     )
@@ -230,6 +232,9 @@ def of_run(run: dict) -> RunResults:
                 streams=cell["streams"] or 1,
                 capacity=cell["capacity"],
                 encoding=cell.get("encoding"),
+                idle=cell.get("idle_connections") or 0,
+                slow=cell.get("slow_mode"),
+                slow_clients=cell.get("slow_clients") or 0,
             )
         )
     return results

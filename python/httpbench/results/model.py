@@ -12,6 +12,7 @@ from httpbench.judge.stats import LevelStats
 from httpbench.load.report import Report
 from httpbench.plan import protocol
 from httpbench.plan.dynamic import PHP_KINDS
+from httpbench.plan.model import ATTACKS
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,10 @@ class LevelResult:
     php_memory_bytes: Optional[int] = None
     php_cpu_cores: Optional[float] = None
     php_processes: Optional[int] = None
+    # The server's most processes and threads in any round's window: what slow clients make a
+    # process- or thread-per-connection server grow to. None in rounds of a monitor without them.
+    server_processes: Optional[int] = None
+    server_threads: Optional[int] = None
 
     handshakes_full = _counter("tls", "handshakes_full", "TLS handshakes made in full, all rounds.")
     handshakes_resumed = _counter("tls", "handshakes_resumed", "TLS handshakes resumed, all rounds.")
@@ -123,6 +128,37 @@ class LevelResult:
         return self.report["h2"]["resets"] if self.report["h2"] else {}
 
     @property
+    def slow_clients(self) -> Optional[dict]:
+        """The slow clients beside the load, its rounds merged (the report's `slow_clients`); None
+        without them."""
+        return self.report.get("slow_clients")
+
+    @property
+    def idle_connections(self) -> Optional[dict]:
+        """The idle connections beside the load, its rounds merged (`idle_connections`); None
+        without them."""
+        return self.report.get("idle_connections")
+
+    @property
+    def succeeded_share(self) -> Optional[float]:
+        """The share of the load's requests that succeeded, all rounds, of those answered or
+        failed and of those still waiting at the end when they had waited longer than any answer
+        took (a server whose workers slow clients hold); a run's last requests, on their way as it
+        ends, count for nothing. 0 under slow clients that left the load nothing to send; None
+        when there are none, or its client counts no sends (a tool's)."""
+        requests = self.report["requests"]
+        succeeded, waiting = requests.get("succeeded"), requests.get("in_flight") or 0
+        done = (requests.get("completed") or 0) + (requests.get("failed") or 0)
+        longest = self.latency.max_us
+        if waiting and (longest is None or (requests.get("in_flight_age_mean_us") or 0) > longest):
+            done += waiting
+        if not done and self.slow_clients:
+            # Under slow clients the load's connections waited the whole level for the first
+            # answer each waits for before the measured window (the engine's warm-up): none came.
+            return 0.0
+        return succeeded / done if done and succeeded is not None else None
+
+    @property
     def server_cpu_per_request_us(self) -> Optional[float]:
         """The server's CPU time (user and system) per request served, in microseconds: what a
         request costs the server, which TLS raises even where the client sets the pace."""
@@ -166,6 +202,11 @@ class CellResult:
     capacity: Optional[dict] = None
     # The content coding every request asked (Accept-Encoding); None: no such header.
     encoding: Optional[str] = None
+    # Clients beside the load (plan.Cell): idle keep-alive connections, the slow clients' mode
+    # (None: no attack) and how many.
+    idle: int = 0
+    slow: Optional[str] = None
+    slow_clients: int = 0
 
     @property
     def series(self) -> str:
@@ -176,7 +217,16 @@ class CellResult:
     def group(self) -> str:
         """Cells in one group differ only by server and profile, so they can be compared."""
         parts = [self.workload, *self.connection, f"{self.cpus} CPU"]
-        return ", ".join(parts + ([self.budget] if self.budget else []))
+        return ", ".join(parts + ([self.budget] if self.budget else []) + self.attack)
+
+    @property
+    def attack(self) -> List[str]:
+        """The clients beside its load, in words ("300 slowloris clients", "5,000 idle
+        connections"): a cell under attack is never in one group with one without."""
+        words = [f"{self.idle:,} idle connections"] if self.idle else []
+        if self.slow:
+            words.append(f"{self.slow_clients:,} {ATTACKS[self.slow]} clients")
+        return words
 
     @property
     def connection(self) -> List[str]:

@@ -274,6 +274,9 @@ class Store:
                     resumption=cell.resumption,
                     streams=cell.streams,
                     encoding=cell.encoding,
+                    idle_connections=cell.idle or None,
+                    slow_mode=cell.slow,
+                    slow_clients=cell.slow_clients or None,
                 )
             ).inserted_primary_key[0]
 

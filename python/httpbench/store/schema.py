@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateColumn
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
@@ -81,6 +81,12 @@ cells = Table(
     # The content coding every request asked (Accept-Encoding: "identity", "gzip", "br"); null:
     # no such header, as every cell before the plan's accept_encoding axis.
     Column("encoding", String(20)),
+    # Clients beside the load that are not a benchmark (plan.Cell): keep-alive connections held
+    # idle, and the slow clients' mode ("headers", "body", "read") and count; null: none, as every
+    # cell before the plan's idle_connections and slow axes.
+    Column("idle_connections", Integer),
+    Column("slow_mode", String(20)),
+    Column("slow_clients", Integer),
     UniqueConstraint("run_id", "key"),
 )
 rounds = Table(
@@ -108,6 +114,7 @@ ADDED = {
     6: [cells.c.streams],
     7: [cells.c.capacity],
     8: [cells.c.encoding],
+    9: [cells.c.idle_connections, cells.c.slow_mode, cells.c.slow_clients],
 }
 
 

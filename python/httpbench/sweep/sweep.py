@@ -27,8 +27,10 @@ from httpbench.judge import honesty
 from httpbench.load import engine, tools
 from httpbench.load.tools.process import ClientError
 from httpbench.placement import Placement, PlacementError
+from httpbench.plan.hostile import SLOW_READ_BYTES, SLOW_READ_FILE
 from httpbench.plan.model import Cell, Plan
 from httpbench.plan.protocol import is_http2, uses_tls, warms_connections
+from httpbench.plan.workload import content
 from httpbench.servers import ServerProfile
 from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
@@ -302,6 +304,24 @@ class Sweep:
             spec["connections"] = max(1, level)
         return spec if self.cluster else engine.with_threads(spec)
 
+    def hostile(self, cell: Cell) -> dict:
+        """An attacked cell's idle connections and slow clients, in the engine's spec (`idle`,
+        `slow`): each round opens its own before its load; the warm-up and the client ceiling
+        have none. A level they starve is stored as measured: the engine never ends such a run
+        early, so no round of it is flagged ended_early and the cell goes on."""
+        spec: dict = {}
+        if cell.idle:
+            spec["idle"] = {"connections": cell.idle, "ping": self.plan.idle_ping}
+        if cell.slow:
+            path = "/" + SLOW_READ_FILE if cell.slow == "read" else None
+            spec["slow"] = {
+                "clients": cell.slow_clients,
+                "mode": cell.slow,
+                "path": path,
+                **asdict(self.plan.slow_settings),
+            }
+        return spec
+
     def _stop(self, cell: Cell) -> dict:
         budget = self.plan.budget_for(cell)
         return {"requests": budget.requests} if budget.requests else {"duration": budget.duration}
@@ -321,8 +341,11 @@ class Sweep:
         tls = self.plan.tls if uses_tls(cell.protocol) else None
         try:
             host = self.server_host()
+            served = cell.workload
+            if cell.slow == "read":
+                served = served.serving(SLOW_READ_FILE, content(SLOW_READ_BYTES, SLOW_READ_FILE))
             started = host.start(
-                adapter, profile, cell.workload, cell.cpus, tls, http2=is_http2(cell.protocol), encoding=cell.encoding
+                adapter, profile, served, cell.cpus, tls, http2=is_http2(cell.protocol), encoding=cell.encoding
             )
             to = self.target_of(started, cell.protocol, cell.resumption, "cell")
             cell_id = self.store.cell(run_id, cell, started.config_text, started.version, tls)
@@ -413,6 +436,7 @@ class Sweep:
     def _round(self, cell: Cell, to: Target, host: ServerHost, level: int) -> dict:
         if self.plan.client == "engine":
             spec = self.spec(to, cell.workload, level, self._stop(cell), cell.keep_alive, cell.streams)
+            spec.update(self.hostile(cell))
             return self.measure(cell, host, level, lambda: self.load(spec))
         budget = self.plan.budget_for(cell)
         return self.measure(
