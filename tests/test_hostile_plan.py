@@ -125,3 +125,24 @@ def test_an_attacked_cell_is_read_against_its_twin_without_the_attack():
     assert without(by_key["nginx/default/7B/ka/1cpu/slowloris-5"], stored, slow=True).key == "nginx/default/7B/ka/1cpu"
     # Groups name the attack: no two of these four are ranked together.
     assert len({c.group for c in stored}) == 4
+
+
+def test_requests_per_second_against_the_unattacked_level_are_judged_as_any_ratio():
+    # One round each: a share within the noise is said as "as many", never as a bare 97%.
+    from types import SimpleNamespace
+
+    from httpbench.judge.stats import LevelStats
+    from httpbench.report.attacks import against_unattacked
+    from httpbench.results.hostile import SlowFigures
+
+    def figures(attacked, unattacked):
+        level = lambda rates: SimpleNamespace(rps=LevelStats.of(rates))  # noqa: E731
+        return SlowFigures(level(attacked), level(unattacked))
+
+    assert against_unattacked(figures([970.0], [1000.0])) == (
+        " (as many requests/s as without them; 0.97 times: within 5%, which single rounds cannot tell from noise)"
+    )
+    assert against_unattacked(figures([500.0], [1000.0])) == " (50% of its requests/s without them)"
+    assert against_unattacked(figures([800.0, 900.0, 1000.0], [700.0, 1000.0, 1300.0])) == (
+        " (as many requests/s as without them; 0.90 times: within the noise, its 95% interval 0.18 to 1.62)"
+    )

@@ -14,11 +14,25 @@ from __future__ import annotations
 from typing import List, Sequence
 
 from httpbench.plan.model import ATTACKS
-from httpbench.report.summary import cell_name
+from httpbench.report.summary import Ratio, cell_name
 from httpbench.report.tables import duration_text
 from httpbench.results import hostile
+from httpbench.results.compare import spread
 from httpbench.results.comparison import groups
 from httpbench.results.model import CellResult, RunResults
+
+
+def against_unattacked(figures: hostile.SlowFigures) -> str:
+    """Its requests/s against the same level's without the attack, judged as every ratio the
+    summary prints is: within the noise it is "as many", never a bare 97%."""
+    share = figures.rps_share
+    if share is None:
+        return ""
+    ratio = Ratio.of(share, spread([figures.level.rps]), spread([figures.unattacked.rps]))
+    if ratio.tie:
+        why = ratio.why_tie()  # " (0.97 times: within ...)", or nothing at 1.00
+        return f" (as many requests/s as without them{'; ' + why[2:-1] if why else ''})"
+    return f" ({share:.0%} of its requests/s without them)"
 
 
 def _normal(cell: CellResult, figures: hostile.SlowFigures, several: bool) -> str:
@@ -33,8 +47,8 @@ def _normal(cell: CellResult, figures: hostile.SlowFigures, several: bool) -> st
         said = f"{name} answered {share:.0%} of normal requests"
     if lv.latency.p99_us is not None:
         said += f", at p99 {duration_text(lv.latency.p99_us)}"
-    if figures.rps_share is not None and share:
-        said += f" ({figures.rps_share:.0%} of its requests/s without them)"
+    if share:
+        said += against_unattacked(figures)
     if lv.server_processes and lv.server_processes > 1:
         said += f" with {lv.server_processes:,} processes"
     if figures.cut:
