@@ -358,6 +358,11 @@ impl Worker<'_> {
             if !self.measuring(p.sent) {
                 continue;
             }
+            if self.draining {
+                // Unanswered when the window ended: counted in flight, at the age it reached.
+                self.latencies.record_in_flight(self.now - p.due);
+                continue;
+            }
             failed += 1;
             if class == ErrorClass::Timeout {
                 // Counted as a timeout and kept in the latencies at no less than the timeout:
