@@ -440,8 +440,8 @@ fn summarise(
                 completed: c.completed,
                 failed: c.failed_requests(),
                 in_flight: sum(|o| o.in_flight),
-                age_total_us: latencies.in_flight.mean() * latencies.in_flight.len() as f64,
-                age_max_us: latencies.in_flight.max() as f64,
+                age_total_us: latencies.in_flight_ages_us().0,
+                age_max_us: latencies.in_flight_ages_us().1,
                 answered: c.answered,
                 succeeded: Some(c.succeeded),
                 unexpected_statuses: c

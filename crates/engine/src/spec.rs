@@ -185,8 +185,9 @@ pub struct LoadSpec {
     /// Seconds of load before measurement starts, excluded from every figure.
     pub warmup: f64,
     /// After a timed run's end, wait for the answers still on their way (at most the request
-    /// timeout) before closing, without counting them: the server is idle when the run returns,
-    /// so a queue it built does not spill into the next run (the capacity search's probes).
+    /// timeout) before closing, counting of them only how long they took (`latency.in_flight`):
+    /// the server is idle when the run returns, so a queue it built does not spill into the next
+    /// run (the capacity search's probes).
     pub drain: bool,
     /// Measurement starts once every connection has answered a request (its connect and TLS
     /// handshake done, and an open loop's connections sending their first request at once), and

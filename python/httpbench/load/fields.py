@@ -495,8 +495,9 @@ LoadSpec = TypedDict(
         # a coded answer's unknown.
         "decoded_lengths": Optional[List[int]],
         # After a timed run's end, wait for the answers still on their way (at most the request
-        # timeout) before closing, without counting them: the server is idle when the run returns,
-        # so a queue it built does not spill into the next run (the capacity search's probes).
+        # timeout) before closing, counting of them only how long they took (`latency.in_flight`):
+        # the server is idle when the run returns, so a queue it built does not spill into the next
+        # run (the capacity search's probes).
         "drain": Optional[bool],
         # A file holding the body the validation request must return, byte for byte.
         "expect_body_file": Optional[str],

@@ -129,7 +129,8 @@ impl Search {
 }
 
 /// The latencies a probe is judged by: its answers' and, at the age they had reached, its
-/// requests still unanswered at its end. Left out, those would flatter the tail of an overloaded
+/// requests still unanswered at its end (by their answer in the drain after it, their failure,
+/// or the drain's end). Left out, those would flatter the tail of an overloaded
 /// probe (the slowest are the likeliest to be still on their way); at their age they count no
 /// more than the probe saw.
 fn judged_latency(report: &Report) -> Summary {

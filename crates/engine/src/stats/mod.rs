@@ -285,8 +285,13 @@ pub struct Latencies {
     /// `total` again, by the size class of the answer's body.
     pub sizes: sizes::SizeClasses,
     /// How long each request still unanswered when the run ended had waited, from when it was
-    /// due: a floor under its `total`, which the run did not see.
+    /// due (a run that drains, until its answer or failure in the drain, or the drain's end): a
+    /// floor under its `total`, which the window did not see.
     pub in_flight: Histogram<u64>,
+    /// The same ages' exact sum and largest, in ns: the histogram keeps 3 digits and stops at
+    /// 60 s, the report's mean and oldest age do not.
+    pub in_flight_age_sum_ns: u64,
+    pub in_flight_age_max_ns: u64,
 }
 
 impl Default for Latencies {
@@ -299,6 +304,8 @@ impl Default for Latencies {
             service: histogram(),
             sizes: sizes::SizeClasses::default(),
             in_flight: histogram(),
+            in_flight_age_sum_ns: 0,
+            in_flight_age_max_ns: 0,
         }
     }
 }
@@ -316,5 +323,37 @@ impl Latencies {
             a.add(b).expect("histograms share bounds");
         }
         self.sizes.add(&o.sizes);
+        self.in_flight_age_sum_ns += o.in_flight_age_sum_ns;
+        self.in_flight_age_max_ns = self.in_flight_age_max_ns.max(o.in_flight_age_max_ns);
+    }
+
+    /// A request still unanswered when the run ended, `age_ns` after it was due.
+    pub fn record_in_flight(&mut self, age_ns: u64) {
+        record_ns(&mut self.in_flight, age_ns);
+        self.in_flight_age_sum_ns += age_ns;
+        self.in_flight_age_max_ns = self.in_flight_age_max_ns.max(age_ns);
+    }
+
+    /// The in-flight requests' ages, summed and the largest, in us: the report's `Tally`.
+    pub fn in_flight_ages_us(&self) -> (f64, f64) {
+        (
+            self.in_flight_age_sum_ns as f64 / 1e3,
+            self.in_flight_age_max_ns as f64 / 1e3,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Latencies;
+
+    #[test]
+    fn in_flight_ages_are_exact_past_the_histograms_range_and_digits() {
+        let (mut a, mut b) = (Latencies::default(), Latencies::default());
+        a.record_in_flight(90_000_000_000);
+        b.record_in_flight(1_234_567);
+        a.add(&b);
+        assert_eq!(a.in_flight.len(), 2);
+        assert_eq!(a.in_flight_ages_us(), (90_001_234.567, 90_000_000.0));
     }
 }

@@ -146,6 +146,16 @@ pub(super) struct Conn {
 }
 
 impl Conn {
+    /// Connecting, in its TLS handshake, or waiting for the server's HTTP/2 SETTINGS: its next
+    /// request waits on completions that carry no arrival stamp.
+    pub(super) fn setting_up(&self) -> bool {
+        match self.state {
+            State::Connecting | State::Handshaking => true,
+            State::Open => self.protocol.h2().is_some_and(|h2| !h2.ready()),
+            State::Closed => false,
+        }
+    }
+
     /// Connection `global` of the run (its index over all threads), closed, with room for
     /// `in_flight` requests on the wire.
     pub(super) fn new(shared: &Shared, global: usize, in_flight: usize) -> Conn {
@@ -236,6 +246,10 @@ impl Worker<'_> {
         let deadline = self.now + ns(self.shared.spec.connect_timeout);
         let c = &mut self.conns[i];
         c.state = phase;
+        // An open loop's hold would delay each step of the setup (see OPEN_HOLD).
+        if self.schedule.is_open() {
+            self.gather = crate::io::Gather::NONE;
+        }
         self.connect_deadlines
             .push_back((deadline, i as u32, c.generation, phase));
     }
@@ -342,6 +356,11 @@ impl Worker<'_> {
         let mut failed = 0;
         for p in self.conns[i].pending.iter().take(n) {
             if !self.measuring(p.sent) {
+                continue;
+            }
+            if self.draining {
+                // Unanswered when the window ended: counted in flight, at the age it reached.
+                self.latencies.record_in_flight(self.now - p.due);
                 continue;
             }
             failed += 1;

@@ -57,15 +57,30 @@ const STREAMED_GATHER: GatherRule = GatherRule {
 const GATHER_MIN_RESPONSES: usize = 4;
 /// How long an open loop's wait lets completions gather. Its requests go at their alarms
 /// whatever is in, and its latencies are the kernel's arrival stamps, so a hold delays only a
-/// request waiting on its connection: for the answer that frees it, or for its setup (a connect,
-/// TLS handshake replies, HTTP/2's SETTINGS), whose completions the request's send follows; by at
-/// most the hold each, or until the next alarm. Without keep-alive that is every request, with
-/// `requests_per_connection` one in so many. Answers the alarms' own wake-ups pick up no longer
+/// request waiting on its connection for the answer that frees it, by at most the hold or until
+/// the next alarm. A request waiting on its connection's setup (a connect, TLS handshake
+/// replies, HTTP/2's SETTINGS) would be delayed by up to the hold at each step, whose
+/// completions carry no stamp its send could go back to: so there is no hold while a connection
+/// of the thread is setting up (`open_gather`), which without keep-alive is nearly always, and
+/// the saving is keep-alive's steady state. Answers the alarms' own wake-ups pick up no longer
 /// cost a wake-up each. Against nginx at 30,000 req/s
-/// over 1,000 connections the client's CPU a request fell from 23.1 to 17.3 us (medians of 3,
-/// bench/RESULTS.md), where a wake-up on this kind of VM is the open loop's main cost; 300 us
-/// saved no more.
+/// over 1,000 connections with keep-alive the client's CPU a request fell from 23.1 to 17.3 us
+/// (medians of 3, bench/RESULTS.md), where a wake-up on this kind of VM is the open loop's main
+/// cost; 300 us saved no more.
 const OPEN_HOLD: Duration = Duration::from_micros(100);
+
+/// How an open loop with `outstanding` requests in flight gathers, `setting_up` while a
+/// connection of the thread connects, shakes hands or waits for the server's SETTINGS.
+fn open_gather(outstanding: usize, setting_up: bool) -> Gather {
+    if setting_up {
+        return Gather::NONE;
+    }
+    Gather {
+        completions: (outstanding / HTTP1_GATHER.connections_share).max(GATHER_MIN_RESPONSES)
+            as u32,
+        hold: OPEN_HOLD,
+    }
+}
 
 /// How a closed loop with `outstanding` requests in flight over `connections` gathers, given the
 /// recent mean service time; `multiplexed` over HTTP/2. A read can bring one response over
@@ -101,16 +116,13 @@ fn gather_for(
 
 impl Worker<'_> {
     /// How many responses the next waits may gather, and for how long (see GatherRule, and
-    /// OPEN_HOLD for an open loop). Connect times, which have no kernel stamp, may be seen up
-    /// to that hold late.
+    /// OPEN_HOLD for an open loop). A closed loop's connect times, which have no kernel stamp,
+    /// may be seen up to its hold late.
     pub(super) fn next_gather(&mut self) -> Gather {
         let recent = std::mem::take(&mut self.recent);
         if self.schedule.is_open() {
-            return Gather {
-                completions: (self.outstanding / HTTP1_GATHER.connections_share)
-                    .max(GATHER_MIN_RESPONSES) as u32,
-                hold: OPEN_HOLD,
-            };
+            let setting_up = self.conns.iter().any(|c| c.setting_up());
+            return open_gather(self.outstanding, setting_up);
         }
         if recent.count == 0 {
             return self.gather;
@@ -159,6 +171,15 @@ mod tests {
         // Fewer than 2 streams in flight a connection on average: the quarter, as HTTP/1.1.
         assert_eq!(gather_for(19, 10, true, MS2), Gather::NONE);
         assert_eq!(gather_for(20, 10, true, MS2), gathers(5, 250));
+    }
+
+    #[test]
+    fn an_open_loop_holds_only_while_no_connection_is_setting_up() {
+        let hold = OPEN_HOLD.as_micros() as u64;
+        assert_eq!(open_gather(100, false), gathers(25, hold));
+        assert_eq!(open_gather(3, false), gathers(4, hold));
+        // A connect, a handshake or a wait for SETTINGS would each wait out the hold.
+        assert_eq!(open_gather(100, true), Gather::NONE);
     }
 
     #[test]

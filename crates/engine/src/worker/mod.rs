@@ -19,7 +19,7 @@ use crate::io::{slot_of, Completion, Gather, Reactor, SockAddr, Token};
 use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
 use crate::stats::series::{SecondRecorder, SecondSample};
-use crate::stats::{record_ns, Counters, ErrorClass, Latencies};
+use crate::stats::{Counters, ErrorClass, Latencies};
 use crate::tls::{Negotiated, TlsClient};
 
 use conn::{Conn, State};
@@ -359,18 +359,11 @@ impl<'a> Worker<'a> {
     }
 
     /// What the thread measured, taken at the end: requests still unanswered count as in
-    /// flight, whatever draining does with them after.
+    /// flight, aged to the end here, or by the drain after it to their answer, their failure
+    /// or the drain's end.
     fn measured(&mut self) -> Outcome {
         let ended = self.now.min(self.end);
-        let mut in_flight = 0;
-        for c in &self.conns {
-            let measured = c.pending.iter().filter(|p| p.sent >= self.measure_from);
-            let requeued = c.requeued.iter().filter(|p| p.sent >= self.measure_from);
-            for due in measured.chain(requeued).map(|p| p.due) {
-                in_flight += 1;
-                record_ns(&mut self.latencies.in_flight, ended.saturating_sub(due));
-            }
-        }
+        let in_flight = self.age_in_flight(ended, !self.shared.spec.drain);
         let second = ended.saturating_sub(self.measure_from) / 1_000_000_000;
         self.series.finish(second);
         let wall = Duration::from_nanos(ended.saturating_sub(self.measure_from));
@@ -389,8 +382,26 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// The requests sent in the window and still unanswered; each aged to `ended` if `age`.
+    fn age_in_flight(&mut self, ended: u64, age: bool) -> u64 {
+        let mut in_flight = 0;
+        for c in &self.conns {
+            let measured = c.pending.iter().filter(|p| p.sent >= self.measure_from);
+            let requeued = c.requeued.iter().filter(|p| p.sent >= self.measure_from);
+            for due in measured.chain(requeued).map(|p| p.due) {
+                in_flight += 1;
+                if age {
+                    self.latencies.record_in_flight(ended.saturating_sub(due));
+                }
+            }
+        }
+        in_flight
+    }
+
     /// Reads the answers still on their way, sending nothing and counting nothing (the tallies
-    /// were taken), until none is left, the request timeout has passed or the run is stopped.
+    /// were taken) but their ages, until none is left, the request timeout has passed or the run
+    /// is stopped: the window's requests still unanswered then are aged to then, as the run
+    /// really ended, not to the window's end, where those answered meanwhile came later.
     fn drain<R: Reactor>(&mut self, reactor: &mut R) {
         self.draining = true;
         let deadline = self.now + ns(self.shared.spec.request_timeout);
@@ -415,12 +426,14 @@ impl<'a> Worker<'a> {
     }
 
     fn finish<R: Reactor>(mut self, reactor: &mut R) -> Outcome {
-        let outcome = match self.taken.take() {
+        let mut outcome = match self.taken.take() {
             Some(taken) => taken,
             None => self.measured(),
         };
         if self.shared.spec.drain {
             self.drain(reactor);
+            self.age_in_flight(self.now, true);
+            outcome.latencies.add(&self.latencies);
         }
         for i in 0..self.conns.len() {
             let c = &self.conns[i];

@@ -19,6 +19,8 @@ pub(super) struct Sink<'s> {
     pub(super) at: u64,
     pub(super) now: u64,
     pub(super) measure_from: u64,
+    /// Past the window's end, reading the answers still on their way (see `Worker::drain`).
+    pub(super) draining: bool,
     pub(super) answers: &'s Answers,
     pub(super) expect_status: &'s [u16],
     pub(super) pending: &'s mut VecDeque<Pending>,
@@ -58,6 +60,11 @@ impl ResponseSink for Sink<'_> {
             self.counters.answered += 1;
         }
         if p.sent < self.measure_from {
+            return;
+        }
+        if self.draining {
+            // Unanswered when the window ended: counted in flight, at the age it reached.
+            self.latencies.record_in_flight(at - p.due);
             return;
         }
         let c = &mut *self.counters;
@@ -113,6 +120,7 @@ impl Worker<'_> {
             at,
             now: self.now,
             measure_from: self.measure_from,
+            draining: self.draining,
             answers: &self.shared.answers,
             expect_status: &self.shared.expect_status,
             pending: &mut c.pending,
