@@ -154,3 +154,25 @@ def test_a_bad_mix_file_is_refused_in_one_line(load, tmp_path, text, says):
     rc, r, err = load("-n", "10", "--urls-from-file", str(tmp_path / "mix.txt"), "http://127.0.0.1:1/")
     assert rc == 2 and r is None, err
     assert says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_url_file_s_lengths_come_from_the_docroot_or_from_first_answers(nginx, load, tmp_path):
+    url, _ = nginx(site(FILES))
+    root = tmp_path / "www"
+    mix = mix_file(tmp_path, WEIGHTS)
+    for extra in (["--docroot", str(root)], []):
+        rc, r, err = load("-n", "2000", "-c", "4", "--urls-from-file", mix, *extra, url)
+        assert rc == 0 and r["errors_total"] == 0, err
+        if extra:
+            assert r["spec"]["expect_lengths"] == list(FILES.values())
+        else:
+            assert r["spec"]["learn_lengths"] and r["spec"]["expect_lengths"] is None
+    # A docroot whose b.css is not what nginx serves: every answer to it fails its length.
+    (tmp_path / "said").mkdir()
+    for name, body in site(FILES).items():
+        (tmp_path / "said" / name).write_bytes(body[:-1] if name == "b.css" else body)
+    said = str(tmp_path / "said")
+    rc, r, err = load("-n", "2000", "-c", "4", "--no-validate", "--urls-from-file", mix, "--docroot", said, url)
+    assert r["errors"]["length_mismatch"] > 0, err
+    rc, r, err = load("-n", "10", "--urls-from-file", mix, "--docroot", str(tmp_path / "nowhere"), url)
+    assert rc == 2 and "--docroot: " in err and len(err.strip().splitlines()) == 1, err

@@ -29,7 +29,7 @@ pub struct Cli {
     /// Take the URL mix from this access log (Common or Combined format): GET requests answered 200 or 304, weighted by their counts; paths take the scheme, host and port of the URL given (httpbench load only, as are --docroot, --order and --speed)
     #[arg(long, value_name = "FILE")]
     access_log: Option<PathBuf>,
-    /// With --access-log: drop the log's paths whose file is missing under DIR, and check each answer's length against its file's
+    /// Check each answer's length against its file's under DIR (with --urls-from-file, or --access-log, whose paths missing there are dropped); without it, each URL's first answer sets its length
     #[arg(long, value_name = "DIR")]
     docroot: Option<PathBuf>,
     /// With --access-log: draw each URL by the log's counts (weighted), send the log's requests in its order, looping (replay), or in its order at its own times, looping (timed; no -R)
@@ -284,12 +284,11 @@ fn parse_share(s: &str) -> Result<f64, String> {
 
 impl Cli {
     pub fn to_spec(&self) -> Result<LoadSpec, String> {
-        if self.access_log.is_some()
-            || self.docroot.is_some()
-            || self.order.is_some()
-            || self.speed.is_some()
-        {
-            return Err("--access-log, --docroot, --order and --speed are read by `httpbench load`: run the load through httpbench".into());
+        if self.access_log.is_some() || self.order.is_some() || self.speed.is_some() {
+            return Err("--access-log, --order and --speed are read by `httpbench load`: run the load through httpbench".into());
+        }
+        if self.docroot.is_some() && self.urls_from_file.is_none() {
+            return Err("--docroot gives the lengths of --urls-from-file's (or, through `httpbench load`, --access-log's) files: give one, or drop --docroot".into());
         }
         let log = match &self.log_mix {
             Some(path) => Some(crate::urls::read_log_mix(path, &self.urls)?),
@@ -385,6 +384,15 @@ impl Cli {
             },
             ..LoadSpec::default()
         };
+        // Each URL of a file checked against its own length: its file's under --docroot, else
+        // its first answer's.
+        match (&self.docroot, &self.urls_from_file) {
+            (Some(root), _) => {
+                spec.expect_lengths = Some(crate::urls::lengths_under(root, &spec.urls)?)
+            }
+            (None, Some(_)) => spec.learn_lengths = true,
+            (None, None) => {}
+        }
         if let Some(log) = log {
             log.onto(&mut spec);
         }

@@ -137,6 +137,52 @@ fn parse(text: &str, name: &str, given: &[String]) -> Result<UrlMix, String> {
     })
 }
 
+/// Each URL's expected body length under `--docroot`: the length of the file its path names (a
+/// directory's index.html, the path percent-decoded, its query left out), as
+/// httpbench.site.access_log.file_of names it for a log's paths; only its size is read.
+pub fn lengths_under(docroot: &Path, urls: &[String]) -> Result<Vec<u64>, String> {
+    urls.iter()
+        .map(|url| {
+            let after = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+            let path = after.find('/').map_or("/", |i| &after[i..]);
+            let path = path.split(['?', '#']).next().unwrap_or(path);
+            let mut name = percent_decoded(path.trim_start_matches('/'));
+            if name.split('/').any(|part| part == "..") {
+                return Err(format!("--docroot: {url} climbs out of {} with '..': give paths under it", docroot.display()));
+            }
+            if name.is_empty() || name.ends_with('/') {
+                name.push_str("index.html");
+            }
+            std::fs::metadata(docroot.join(&name)).map(|m| m.len()).map_err(|e| {
+                format!("--docroot: {url} has no file {name} under {}: {e}; drop the URL or give the document root it is served from", docroot.display())
+            })
+        })
+        .collect()
+}
+
+/// `%20` -> ` `; a `%` not followed by two hex digits stays as it is.
+fn percent_decoded(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 fn is_target(field: &str) -> bool {
     field.starts_with('/') || field.contains("://")
 }
@@ -181,6 +227,30 @@ mod tests {
         let mix = parse("/a.css 3\n/b.js\n", "f", &given).unwrap();
         assert_eq!(mix.urls, ["http://h:81/a.css", "http://h:81/b.js"]);
         assert_eq!(mix.weights, Some(vec![3.0, 1.0]));
+    }
+
+    #[test]
+    fn a_docroot_gives_each_url_its_file_s_length() {
+        let root = std::env::temp_dir().join(format!("httpbench-docroot-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        std::fs::write(root.join("index.html"), b"12345").unwrap();
+        std::fs::write(root.join("d/a b.css"), b"123").unwrap();
+        let urls = [
+            "http://h/",
+            "http://h/d/a%20b.css?v=2",
+            "http://h:81/index.html",
+        ]
+        .map(String::from);
+        assert_eq!(lengths_under(&root, &urls), Ok(vec![5, 3, 5]));
+        let missing = lengths_under(&root, &["http://h/nope.css".to_string()]).unwrap_err();
+        assert!(
+            missing.starts_with("--docroot: http://h/nope.css has no file"),
+            "{missing}"
+        );
+        let climbing =
+            lengths_under(&root, &["http://h/d/../../etc/passwd".to_string()]).unwrap_err();
+        assert!(climbing.contains("climbs out of"), "{climbing}");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -53,6 +53,9 @@ def with_log_mix(argv: List[str]) -> Tuple[List[str], Optional[Path]]:
     if not values:
         return argv, None
     if "--access-log" not in values:
+        if set(values) == {"--docroot"}:
+            # A URL file's lengths: httpbench-load reads that file, and its files' sizes.
+            return [*rest, "--docroot", values["--docroot"]], None
         raise LoadFlagError(f"without --access-log FILE there is no log for {', '.join(values)}: give one or drop them")
     order = values.get("--order", "weighted")
     if order not in ORDERS:
