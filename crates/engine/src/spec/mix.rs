@@ -153,6 +153,12 @@ impl LoadSpec {
                 ),
             ));
         }
+        if let Some(first) = offsets.first().filter(|o| **o != 0.0) {
+            return Err(Error::spec(
+                "offsets",
+                format!("offsets must start at 0, the log's first request, not {first}; subtract the first from each"),
+            ));
+        }
         Ok(())
     }
 }
@@ -254,6 +260,15 @@ mod tests {
                     s.offsets = None;
                 },
                 "needs offsets",
+            ),
+            (
+                // Timed::new paces from the first entry at 0: a first of 5 s waited 5 s, paced
+                // its loops by the wrong mean gap, and one such entry divided by zero.
+                &|s| {
+                    timed(s);
+                    s.offsets = Some(vec![5.0, 6.0]);
+                },
+                "must start at 0",
             ),
             (
                 &|s| {
