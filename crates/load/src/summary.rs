@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use httpbench_engine::report::{Report, Summary};
+use httpbench_engine::report::{Millis, Report, Summary};
 use httpbench_engine::spec::Stop;
 
 fn us(v: f64) -> String {
@@ -338,17 +338,16 @@ fn percent(share: f64) -> String {
 
 /// The idle connections and slow clients beside the load, if any.
 fn beside_load(out: &mut String, r: &Report) {
-    let ms = |v: u64| us(v as f64 * 1e3);
+    // How long the connections the server closed had been open, when it closed any.
+    let after = |closed: u64, idle: &str, m: &Millis| {
+        if closed == 0 {
+            return String::new();
+        }
+        let ms = |v: u64| us(v as f64 * 1e3);
+        format!(" after {}{idle} (median), {} at most", ms(m.p50), ms(m.max))
+    };
     if let Some(s) = &r.slow_clients {
-        let cut = if s.cut_by_server > 0 {
-            format!(
-                " after {} (median), {} at most",
-                ms(s.cut_after_ms.p50),
-                ms(s.cut_after_ms.max)
-            )
-        } else {
-            String::new()
-        };
+        let cut = after(s.cut_by_server, "", &s.cut_after_ms);
         let _ = writeln!(
             out,
             "  Slow clients ({}): {} asked, {} held at the end, {} opened, {} cut by the server{cut}, {} answered, {} failed to open",
@@ -356,15 +355,7 @@ fn beside_load(out: &mut String, r: &Report) {
         );
     }
     if let Some(i) = &r.idle_connections {
-        let closed = if i.closed_by_server > 0 {
-            format!(
-                " after {} idle (median), {} at most",
-                ms(i.closed_after_ms.p50),
-                ms(i.closed_after_ms.max)
-            )
-        } else {
-            String::new()
-        };
+        let closed = after(i.closed_by_server, " idle", &i.closed_after_ms);
         let pings = if i.pings > 0 {
             format!(", {} pings ({} failed)", i.pings, i.pings_failed)
         } else {

@@ -138,6 +138,26 @@ fn merge_series<'a>(parts: impl Iterator<Item = &'a [StatePoint]>, how: Parts) -
     }
 }
 
+/// Connections asked for (or opened) beside the load, merged: hosts share them out, so theirs
+/// add; each round opens its own, so the level asked what a round asked, not their sum.
+fn asked<T>(parts: &[&T], how: Parts, field: fn(&T) -> u64) -> u64 {
+    let each = parts.iter().map(|p| field(p));
+    match how {
+        Parts::Concurrent => each.sum(),
+        Parts::Sequential => each.max().unwrap_or(0),
+    }
+}
+
+/// Connections held beside the load, merged: hosts' add; each round holds its own, so the level
+/// held what its worst round held.
+fn held<T>(parts: &[&T], how: Parts, field: fn(&T) -> u64) -> u64 {
+    let each = parts.iter().map(|p| field(p));
+    match how {
+        Parts::Concurrent => each.sum(),
+        Parts::Sequential => each.min().unwrap_or(0),
+    }
+}
+
 impl SlowClients {
     /// The parts' slow clients as one (None if no part had any).
     pub fn merge(
@@ -151,18 +171,10 @@ impl SlowClients {
         let sum = |field: fn(&SlowClients) -> u64| slow.iter().map(|s| field(s)).sum::<u64>();
         Ok(Some(SlowClients {
             mode: first.mode.clone(),
-            // Rounds each ask for the spec's; hosts share them out.
-            connections: match how {
-                Parts::Concurrent => sum(|s| s.connections),
-                Parts::Sequential => slow.iter().map(|s| s.connections).max().unwrap_or(0),
-            },
+            connections: asked(&slow, how, |s| s.connections),
             opened: sum(|s| s.opened),
             failed: sum(|s| s.failed),
-            held: match how {
-                Parts::Concurrent => sum(|s| s.held),
-                // Each round holds its own: the level held what its worst round held.
-                Parts::Sequential => slow.iter().map(|s| s.held).min().unwrap_or(0),
-            },
+            held: held(&slow, how, |s| s.held),
             cut_by_server: sum(|s| s.cut_by_server),
             cut_after_ms: Millis::merge(slow.iter().map(|s| &s.cut_after_ms))?,
             answered: sum(|s| s.answered),
@@ -183,19 +195,10 @@ impl IdleConnections {
             return Ok(None);
         }
         let sum = |field: fn(&IdleConnections) -> u64| idle.iter().map(|s| field(s)).sum::<u64>();
-        let per_part = |field: fn(&IdleConnections) -> u64| match how {
-            Parts::Concurrent => sum(field),
-            // Each round opens its own: the level held what a round held, not their sum.
-            Parts::Sequential => idle.iter().map(|s| field(s)).max().unwrap_or(0),
-        };
         Ok(Some(IdleConnections {
-            asked: per_part(|s| s.asked),
-            opened: per_part(|s| s.opened),
-            held: match how {
-                Parts::Concurrent => sum(|s| s.held),
-                // Each round holds its own: the level held what its worst round held.
-                Parts::Sequential => idle.iter().map(|s| s.held).min().unwrap_or(0),
-            },
+            asked: asked(&idle, how, |s| s.asked),
+            opened: asked(&idle, how, |s| s.opened),
+            held: held(&idle, how, |s| s.held),
             closed_by_server: sum(|s| s.closed_by_server),
             closed_after_ms: Millis::merge(idle.iter().map(|s| &s.closed_after_ms))?,
             pings: sum(|s| s.pings),
