@@ -160,3 +160,25 @@ def test_a_timed_log_takes_no_rate(tmp_path, top, levels, said):
     (tmp_path / "plan.toml").write_text(PLAN.format(top=top, more='order = "timed"', levels=levels))
     with pytest.raises(PlanError, match=said):
         plan.load(str(tmp_path / "plan.toml"))
+
+
+def test_what_a_log_left_out_is_stored_with_the_run_and_reported(tmp_path):
+    from conftest import quick_sweep
+    from httpbench import results
+    from httpbench.report.site_summary import sites
+
+    root = tmp_path / "www"
+    root.mkdir()
+    for name, size in FILES.items():
+        (root / name).write_bytes(b"x" * size)
+    # /missing.png has no file: left out, with its line as the example.
+    (tmp_path / "access.log").write_text("".join(COMMON.format(n=1, s=0, path=p) for p in ORDER))
+    (tmp_path / "plan.toml").write_text(PLAN.format(top="", more="", levels=LEVELS))
+    notes: list = []
+    sweep = quick_sweep(tmp_path / "plan.toml", tmp_path / "r.db", notes)
+    run_id = sweep.start()
+    run = sweep.run(run_id)
+    said = [line for line in sites([run]) if "lines kept" in line]
+    assert said == [next(n for n in notes if "lines kept" in n)], (said, notes)
+    assert "7 of 8 lines kept" in said[0] and "missing.png" in said[0], said
+    assert results.load(sweep.store, run_id).host["site_notes"]

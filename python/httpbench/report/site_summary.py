@@ -67,10 +67,15 @@ def differs_most(group: Group, best: CellResult, other: CellResult, winner: str,
 
 
 def sites(runs: Sequence[RunResults]) -> List[str]:
-    """Per group of site cells: the fastest's requests per second against each other finished
-    cell's, each with the size class where the two differ most when the data backs one."""
+    """What each access log's mix kept and left out, then per group of site cells: the
+    fastest's requests per second against each other finished cell's, each with the size class
+    where the two differ most when the data backs one."""
     several = len(runs) > 1
-    out = []
+    out = [
+        f"{label}{f' (run {r.id})' if several else ''}: {note}"
+        for r in runs
+        for label, note in (r.host.get("site_notes") or {}).items()
+    ]
     for group in groups([c for r in runs for c in r.measured if c.site]):
         ranked = group.ranked() if group.levels else []
         for other in ranked[1:]:

@@ -133,6 +133,9 @@ class Sweep:
         adapters = [self.plan.adapter(name) for name in dict.fromkeys(c.server for c in self.cells)]
         facts, versions = self._on_server_host(server_host.facts, adapters)
         facts["placement"] = asdict(self.placement)
+        # What an access log's mix kept and left out, by reason: said when the run starts, and
+        # stored so that a report of the run says it too (it reads no log again).
+        facts["site_notes"] = {w.label: w.site.note for w in self.plan.workloads if w.site is not None and w.site.note}
         if self.cluster:
             facts["cluster"] = {
                 "scheduler": self.cluster.address,
