@@ -9,7 +9,7 @@ use httpbench_engine::spec::Stop;
 use httpbench_engine::LoadSpec;
 
 #[test]
-fn threads_add_up_into_the_classes_counts_and_the_classes_percentiles() {
+fn threads_add_up_into_every_class_with_its_percentiles() {
     let (base, _) = plain::serve(Duration::ZERO);
     // As many threads as requests (the engine refuses fewer requests than connections): a
     // thread's budget claim may leave others none. Every answer is 7 bytes.
