@@ -1465,6 +1465,78 @@ mod tests {
         assert_eq!(parse_ok(data)[0].coding, Coding::Identity);
     }
 
+    /// A coded answer (its body opaque bytes to the engine: every byte value, and what looks
+    /// like framing) chunked unevenly, sizes in either case with extensions and a trailer; and
+    /// its coded body.
+    fn coded_chunked_answer() -> (Vec<u8>, Vec<u8>) {
+        let mut coded: Vec<u8> = (0..=255u8).collect();
+        coded.extend_from_slice(b"\r\n0\r\n\r\nHTTP/1.1 200 OK\r\n\n\r");
+        let mut data =
+            b"HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nTransfer-Encoding: chunked\r\n\r\n"
+                .to_vec();
+        let (mut at, mut size) = (0, 1);
+        while at < coded.len() {
+            let n = size.min(coded.len() - at);
+            let line = if n % 2 == 0 {
+                format!("{n:X};x=y\r\n")
+            } else {
+                format!("{n:x} \r\n")
+            };
+            data.extend_from_slice(line.as_bytes());
+            data.extend_from_slice(&coded[at..at + n]);
+            data.extend_from_slice(b"\r\n");
+            (at, size) = (at + n, size * 3 + 1);
+        }
+        data.extend_from_slice(b"0\r\nX-Checksum: 1\r\n\r\n");
+        (data, coded)
+    }
+
+    #[test]
+    fn a_coded_chunked_answer_split_anywhere_is_its_exact_bytes() {
+        let (answer, coded) = coded_chunked_answer();
+        let next =
+            b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\n\x1f\x8b\x08";
+        let check = |parts: &[&[u8]], what: &str| {
+            let mut p = ResponseParser::new(false);
+            p.capture_bodies();
+            let mut rec = Rec::default();
+            for part in parts {
+                p.feed(part, &mut rec)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+            let done = rec.done();
+            assert_eq!(done.len(), 1, "{what}");
+            let got = (done[0].coding, done[0].body_bytes);
+            assert_eq!(got, (Coding::Br, coded.len() as u64), "{what}");
+            assert_eq!(p.captured_body(), coded, "{what}");
+            assert!(p.is_idle(), "{what}");
+            // The next answer on the connection starts clean.
+            p.feed(next, &mut rec).unwrap();
+            let got = (rec.done()[1].coding, rec.done()[1].body_bytes);
+            assert_eq!(got, (Coding::Gzip, 3), "{what}");
+            assert_eq!(p.captured_body(), b"\x1f\x8b\x08", "{what}");
+        };
+        for i in 0..=answer.len() {
+            let (a, b) = answer.split_at(i);
+            check(&[a, b], &format!("split at {i}"));
+        }
+        check(&answer.chunks(1).collect::<Vec<_>>(), "1-byte reads");
+        // Both in one stream, split anywhere: two answers of the same sizes.
+        let both = cat(&[&answer, next]);
+        for i in 0..=both.len() {
+            let (a, b) = both.split_at(i);
+            let sizes: Vec<u64> = run_parts(&[a, b], false)
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    Ev::Done(r) => Some(r.body_bytes),
+                    Ev::First => None,
+                })
+                .collect();
+            assert_eq!(sizes, [coded.len() as u64, 3], "split at {i}");
+        }
+    }
+
     #[test]
     fn transfer_encoding_overrides_content_length() {
         let data = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n";

@@ -378,6 +378,41 @@ mod tests {
     }
 
     #[test]
+    fn a_part_that_completed_nothing_keeps_the_classes_percentiles() {
+        use crate::stats::sizes::SizeClasses;
+        let bounds = [100];
+        let part = |c: &SizeClasses| {
+            let mut r = Report::read_any(r#"{"schema": "httpbench-load/1"}"#).unwrap();
+            r.classes = SizeClass::of(&bounds, c);
+            r
+        };
+        let mut answered = SizeClasses::default();
+        for ms in 1..=10 {
+            answered.record(&bounds, 50, ms * 1_000_000);
+        }
+        answered.record(&bounds, 500, 7_000_000);
+        let spec = LoadSpec {
+            size_classes: bounds.to_vec(),
+            ..LoadSpec::default()
+        };
+        // A host or round with more threads than requests: one part answered nothing.
+        let parts = [part(&SizeClasses::default()), part(&answered)];
+        for how in [Parts::Concurrent, Parts::Sequential] {
+            let merged = Report::merge(&spec, &parts, how).unwrap();
+            assert_eq!(merged.classes.len(), 2);
+            let (small, large) = (&merged.classes[0], &merged.classes[1]);
+            assert_eq!((small.requests, large.requests), (10, 1));
+            assert_eq!((small.latency.count, large.latency.count), (10, 1));
+            assert!((5_000..6_100).contains(&small.latency.p50_us), "{small:?}");
+            assert!(
+                (10_000..10_100).contains(&small.latency.p99_us),
+                "{small:?}"
+            );
+            assert!(!large.latency.hdr.is_empty() && large.latency.p99_us >= 7_000);
+        }
+    }
+
+    #[test]
     fn h2_figures_name_reset_codes_and_merge_exactly() {
         let mut a = H2Counters::default();
         a.granted(u32::MAX);

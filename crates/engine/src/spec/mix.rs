@@ -69,6 +69,12 @@ impl LoadSpec {
                 ),
             ));
         }
+        if bounds.last() == Some(&u64::MAX) {
+            return Err(Error::spec(
+                "size_classes",
+                format!("size_classes bound {} leaves no class above it; give bounds below it (the class above the last bound is open)", u64::MAX),
+            ));
+        }
         if let Some(w) = bounds.windows(2).find(|w| w[0] >= w[1]) {
             return Err(Error::spec(
                 "size_classes",
@@ -212,6 +218,11 @@ mod tests {
             (
                 &|s| s.size_classes = vec![10, 10],
                 "must ascend (10 then 10)",
+            ),
+            // The class above u64::MAX bytes would start past any u64 (`ranges` adds one).
+            (
+                &|s| s.size_classes = vec![10, u64::MAX],
+                "size_classes bound 18446744073709551615 leaves no class above it",
             ),
         ] {
             let said = checked(bad).unwrap_err();

@@ -215,16 +215,16 @@ impl Worker<'_> {
             {
                 break;
             }
-            let due = if opened < again {
-                let Some(due) = self.take_requeued(i) else {
+            // A requeued request is the same request: its URL, not the mix's next.
+            let (due, url) = if opened < again {
+                let Some(requeued) = self.take_requeued(i) else {
                     again = opened;
                     continue;
                 };
-                due
+                requeued
             } else {
-                self.next_due(i)
+                (self.next_due(i), self.next_url(i))
             };
-            let url = self.next_url(i);
             let c = &mut self.conns[i];
             let h2 = c.protocol.h2_mut().expect("can open, above");
             let block = http2.requests.block(url, h2);
@@ -249,15 +249,15 @@ impl Worker<'_> {
     /// When connection `i`'s next request a GOAWAY refused was due, to send it again now. One
     /// first sent in the warm-up was not counted: going once measurement has begun, it is
     /// counted as sent then, as any request of the schedule is, unless the budget is spent,
-    /// and then it is dropped (None when none is left).
-    fn take_requeued(&mut self, i: usize) -> Option<u64> {
+    /// and then it is dropped (None when none is left). Returns when it was due and its URL.
+    fn take_requeued(&mut self, i: usize) -> Option<(u64, usize)> {
         while let Some(p) = self.conns[i].requeued.pop_front() {
             if self.measuring(p.sent) || !self.measuring(self.now) {
-                return Some(p.due);
+                return Some((p.due, p.url as usize));
             }
             if self.shared.budget.claim(1) == 1 {
                 self.counters.sent += 1;
-                return Some(p.due);
+                return Some((p.due, p.url as usize));
             }
             self.outstanding -= 1;
         }
