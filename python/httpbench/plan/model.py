@@ -52,6 +52,35 @@ def attack_label(idle: int, slow: Optional[str], clients: int) -> str:
 
 
 @dataclass(frozen=True)
+class Event:
+    """An action performed on the server `count` times, the first `at` seconds into the level's
+    measured load and then every `every` seconds."""
+
+    action: str
+    at: float
+    every: Optional[float] = None
+    count: int = 1
+    renew_certificate: bool = False
+
+    def times(self) -> Tuple[float, ...]:
+        """When each of its actions is due, in seconds from the start of the measured load."""
+        return tuple(self.at + i * (self.every or 0.0) for i in range(self.count))
+
+    @property
+    def label(self) -> str:
+        """Short and stable, for a cell's key: "reload@2s+2sx5", "graceful-restart@11s"."""
+        label = f"{self.action}@{self.at:g}s"
+        if self.count > 1:
+            label += f"+{self.every:g}sx{self.count}"
+        return label + ("+cert" if self.renew_certificate else "")
+
+
+def events_label(events: Sequence[Event]) -> str:
+    """The end of a cell's key with events: "reload@2s+2sx5,graceful-restart@11s"."""
+    return ",".join(event.label for event in events)
+
+
+@dataclass(frozen=True)
 class SlowSettings:
     """The slow clients' settings beside the mode (the engine's spec `slow`; None: its default
     for the mode, docs/json-schema.md)."""
@@ -139,6 +168,9 @@ class Cell:
     # The slow clients' mode ("headers", "body", "read"; the plan's slow); None: no attack.
     slow: Optional[str] = None
     slow_clients: int = 0
+    # The plan's events performed on the server during each level (plan.events.label); "": none.
+    # Part of what a cell is: a level through five reloads is not the same measurement.
+    events: str = ""
 
     @property
     def key(self) -> str:
@@ -156,7 +188,8 @@ class Cell:
         if self.encoding is not None:
             key += f"/{self.encoding}"
         key += f"/{self.budget.label}" if self.budget is not None else ""
-        return key + attack_label(self.idle, self.slow, self.slow_clients)
+        key += attack_label(self.idle, self.slow, self.slow_clients)
+        return key + (f"/{self.events}" if self.events else "")
 
 
 @dataclass(frozen=True)
@@ -207,6 +240,10 @@ class Plan:
     slow: Tuple[Optional[str], ...] = (None,)
     slow_clients: int = 0
     slow_settings: SlowSettings = SlowSettings()
+    # Operations under load (issue 29): what is done to the server during each level (plan.events),
+    # and whether a request lost to a close as its connection was reused is retried once.
+    events: Tuple[Event, ...] = ()
+    retry_idempotent: bool = False
 
     @property
     def attacks(self) -> List[Tuple[int, Optional[str]]]:
@@ -250,6 +287,7 @@ class Plan:
                 idle,
                 slow,
                 self.slow_clients if slow else 0,
+                events_label(self.events),
             )
             for server in chosen
             for profile in self.profiles

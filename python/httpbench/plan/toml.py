@@ -23,6 +23,7 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
 from httpbench.plan import capacity as capacities
+from httpbench.plan import events as planned
 from httpbench.plan import hostile
 from httpbench.plan import workload as workloads
 from httpbench.plan.dynamic import PHP_KINDS, php_workload
@@ -69,6 +70,7 @@ TOP_KEYS = (
     "requests_per_connection",
     "accept_encoding",
     *hostile.KEYS,
+    *planned.KEYS,
 )
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
@@ -96,7 +98,7 @@ def read(text: str, source: str, base_dir: Optional[Path] = None) -> Plan:
     return _Parser(source, text, Path(base_dir) if base_dir else Path(".")).plan(data)
 
 
-class _Parser(ProtocolChecks, hostile.HostileChecks):
+class _Parser(ProtocolChecks, hostile.HostileChecks, planned.EventChecks):
     """The plan itself: its keys, the servers and workloads it names, its levels and budgets, and
     what they allow together."""
 
@@ -213,6 +215,7 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
             if capacity:
                 self.fail(("capacity",), "a capacity search has no idle or slow clients yet: drop [capacity] or them")
             self.descriptors(idle, slow_clients, levels, model == "closed")
+        events = self.events(data, client, budgets, capacity is not None)
         return Plan(
             name=name,
             description=description,
@@ -250,6 +253,8 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
             slow=slow,
             slow_clients=slow_clients,
             slow_settings=slow_settings,
+            events=events,
+            retry_idempotent=self.retry_idempotent(data, client),
         )
 
     def requests_per_connection(self, data: Dict[str, Any], client: str, keep_alive: Tuple[bool, ...]) -> Optional[int]:

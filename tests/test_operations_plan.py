@@ -1,0 +1,61 @@
+"""Plans with operations under load (issue 29): [[event]] tables performed during each level, a
+cell's key naming them; every mistake is one line, exit 2, nothing started."""
+
+import pytest
+from conftest import SHORT_PLAN, refused_run, short_plan
+from httpbench.plan import builtin as plans
+from httpbench.plan.events import schedule
+from httpbench.plan.model import PlanError
+
+RELOADS = '[[event]]\naction = "reload"\nat = "2s"\nevery = "2s"\ncount = 5\n'
+
+
+def parse(extra: str, budget: str = 'duration = "12s"', servers: str = '["nginx"]'):
+    return plans.parse(SHORT_PLAN.format(servers=servers, levels="10", budget=budget, extra=extra), "p")
+
+
+def error(extra: str, **kwargs) -> str:
+    with pytest.raises(PlanError) as caught:
+        parse(extra, **kwargs)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_events_are_scheduled_and_named_in_the_key():
+    plan = parse('retry_idempotent = true\n' + RELOADS + '[[event]]\naction = "graceful-restart"\nat = "10.5s"\n')
+    assert [c.key for c in plan.cells(["nginx"])] == [
+        "nginx/default/7B/ka/1cpu/reload@2s+2sx5,graceful-restart@10.5s"
+    ]
+    due = [(t, e.action) for t, e in schedule(plan.events)]
+    assert due == [(2.0, "reload"), (4.0, "reload"), (6.0, "reload"), (8.0, "reload"), (10.0, "reload"),
+                   (10.5, "graceful-restart")]  # fmt: skip
+    assert plan.retry_idempotent
+    # A plan without events keeps its keys as before.
+    assert [c.key for c in parse("").cells(["nginx"])] == ["nginx/default/7B/ka/1cpu"]
+
+
+@pytest.mark.parametrize(
+    "extra, budget, says",
+    [
+        ('[[event]]\naction = "explode"\nat = "1s"\n', None, "action must be one of"),
+        ('[[event]]\naction = "reload"\nat = "1s"\nevery = "1s"\n', None, "every needs count"),
+        ('[[event]]\naction = "reload"\nat = "1s"\ncount = 3\n', None, 'needs every = "2s"'),
+        ('[[event]]\naction = "reload"\n', None, 'an event needs at = "5s"'),
+        ('[[event]]\nat = "1s"\n', None, "an event needs action"),
+        (RELOADS, "requests = 1000", "give budget.duration"),
+        (RELOADS, 'duration = "10s"', "after the level's end"),
+        ('[[event]]\naction = "reload"\nat = "30s"\n', None, "after the level's end"),
+        ('[[event]]\naction = "restart"\nat = "1s"\nrenew_certificate = true\n', None, "use action = \"reload\""),
+        ('client = "ab"\n' + RELOADS, None, 'cannot be used with client = "ab"'),
+        ('[[event]]\naction = "reload"\nat = "1s"\nwhen = "now"\n', None, "unknown key"),
+    ],
+)
+def test_bad_input_is_one_line(extra, budget, says):
+    message = error(extra, **({"budget": budget} if budget else {}))
+    assert says in message, message
+
+
+def test_a_refused_plan_starts_nothing(tmp_path):
+    plan = short_plan(tmp_path, '["nginx"]', "10", 'duration = "3s"', extra=RELOADS)
+    assert "after the level's end" in refused_run(plan, tmp_path / "db.sqlite")
