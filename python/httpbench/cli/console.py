@@ -22,7 +22,7 @@ from rich.text import Text
 from httpbench.cli import capacity
 from httpbench.errors import Error
 from httpbench.plan.model import Rounds
-from httpbench.report import attacks, php_summary, site_summary, size_classes, tables
+from httpbench.report import attacks, operations, php_summary, site_summary, size_classes, tables
 from httpbench.report import summary as report_summary
 from httpbench.report import verdict as report_verdict
 from httpbench.results.class_compare import class_changes
@@ -245,6 +245,7 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         ("dynamic pages (PHP):", php_summary.dynamic_pages([run])),
         ("sites:", site_summary.sites([run])),
         ("slow and idle clients:", attacks.sentences([run])),
+        ("operations under load:", operations.sentences([run])),
     ):
         if lines:
             say(title)

@@ -12,7 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from httpbench import __version__
-from httpbench.report import attacks, capacity, php_summary, site_summary, summary, tables, verdict
+from httpbench.report import attacks, capacity, operations, php_summary, site_summary, summary, tables, verdict
 from httpbench.report.charts import Chart, Measured, ratings, vega
 from httpbench.results.model import RunResults
 
@@ -226,6 +226,7 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         dynamic_pages=php_summary.dynamic_pages(runs),
         sites=site_summary.sites(runs),
         attacks=attacks.sentences(runs),
+        operations=operations.sentences(runs),
         cautions=summary.cautions(runs),
         cells=cells,
         tls_column=any(c["tls"] for c in cells),
