@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from httpbench.report import attacks, capacity, operations, php_summary, site_summary, size_classes, summary, tables, verdict
+from httpbench.report import (
+    attacks,
+    capacity,
+    operations,
+    php_summary,
+    site_summary,
+    size_classes,
+    summary,
+    tables,
+    verdict,
+)
 from httpbench.results.comparison import groups
 from httpbench.results.model import RunResults, levels_text
 

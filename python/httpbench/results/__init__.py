@@ -49,7 +49,8 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         timeseries=_series(measurements),
         server_processes=max((s["processes_max"] for s in servers if s.get("processes_max")), default=None),
         server_threads=max((s["threads_peak"] for s in servers if s.get("threads_peak")), default=None),
-        operations=tuple(cost for m in measurements for cost in operations.costs(m)),
+        operations=tuple(cost for i, m in enumerate(measurements) for cost in operations.costs(m, i)),
+        fine_series=tuple(operations.fine_series(measurements)),
         **_tls(merged, measurements),
         **_php(servers),
     )

@@ -71,6 +71,9 @@ class LevelResult:
     # Its planned events (the plan's [[event]]), every round's in turn, each with what it cost the
     # load (results.operations.EventCost); () for a level without events.
     operations: tuple = ()
+    # Their rounds' fine series (results.operations.fine_series), one point a tick: rates and
+    # p99; () without events.
+    fine_series: tuple = ()
 
     handshakes_full = _counter("tls", "handshakes_full", "TLS handshakes made in full, all rounds.")
     handshakes_resumed = _counter("tls", "handshakes_resumed", "TLS handshakes resumed, all rounds.")

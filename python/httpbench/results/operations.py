@@ -52,6 +52,7 @@ class Window:
 class EventCost:
     """One performed event of one round, as the server host verified it and the load felt it."""
 
+    round: int  # of its level, from 0
     action: str
     due_s: float  # when the plan wanted it, from the load's start
     at_s: Optional[float]  # when it was performed, from the load's start; None: not performed
@@ -83,7 +84,7 @@ class EventCost:
 def _window(report: dict, start: float, end: float) -> Optional[Window]:
     if end <= start:
         return None
-    figures = engine.ticks_window(report, int(start * 1000), int(end * 1000))
+    figures = engine.ticks_window(report["ticks"], int(start * 1000), int(end * 1000))
     return Window(
         seconds=end - start,
         requests=figures["requests"],
@@ -94,8 +95,9 @@ def _window(report: dict, start: float, end: float) -> Optional[Window]:
     )
 
 
-def costs(measurement: dict) -> List[EventCost]:
-    """Each event of a round `measurement`, in the order performed; [] without events."""
+def costs(measurement: dict, round: int) -> List[EventCost]:
+    """Each event of round number `round`, `measurement`, in the order performed; [] without
+    events."""
     performed = measurement.get("operations") or []
     if not performed:
         return []
@@ -114,6 +116,7 @@ def costs(measurement: dict) -> List[EventCost]:
             window = _window(measurement, start, stop)
         result.append(
             EventCost(
+                round=round,
                 action=p["action"],
                 due_s=p["due_s"],
                 at_s=start,
@@ -128,6 +131,30 @@ def costs(measurement: dict) -> List[EventCost]:
             )
         )
     return result
+
+
+def fine_series(measurements: Sequence[dict]) -> List[dict]:
+    """The rounds' fine series, each point as rates with its latency p99: what the timeline of
+    events is drawn from; [] for rounds without one."""
+    rows = []
+    for index, m in enumerate(measurements):
+        ticks = m.get("ticks")
+        if not ticks:
+            continue
+        seconds = ticks["interval_ms"] / 1000
+        for point in engine.tick_points(ticks):
+            errors = point["errors"]
+            rows.append(
+                {
+                    "round": index,
+                    "second": point["at_ms"] / 1000,
+                    "requests": point["requests"] / seconds,
+                    "failed": sum(n for kind, n in errors.items() if kind != RETRYABLE) / seconds,
+                    "retryable": errors.get(RETRYABLE, 0) / seconds,
+                    "p99_us": point["p99_us"],
+                }
+            )
+    return rows
 
 
 @dataclass(frozen=True)
