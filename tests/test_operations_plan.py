@@ -59,3 +59,27 @@ def test_bad_input_is_one_line(extra, budget, says):
 def test_a_refused_plan_starts_nothing(tmp_path):
     plan = short_plan(tmp_path, '["nginx"]', "10", 'duration = "3s"', extra=RELOADS)
     assert "after the level's end" in refused_run(plan, tmp_path / "db.sqlite")
+
+
+def test_keep_alive_by_protocol_spares_the_crossings_a_plan_does_not_want():
+    text = SHORT_PLAN.replace("keep_alive = [true]\n", "")
+    extra = 'protocols = ["http", "https", "h2"]\nkeep_alive = { http = [true, false], https = [true], h2 = [true] }'
+    plan = plans.parse(text.format(servers='["nginx"]', levels="10", budget='duration = "1s"', extra=extra), "p")
+    assert [c.key for c in plan.cells(["nginx"])] == [
+        "nginx/default/7B/ka/1cpu",
+        "nginx/default/7B/close/1cpu",
+        "nginx/default/7B/ka/1cpu/https",
+        "nginx/default/7B/ka/1cpu/h2/1streams",
+    ]
+    for table, says in (
+        ("{ http = [true] }", "keep_alive has no list for https"),
+        ("{ http = [true], https = [true], h2 = [false] }", "keep_alive = false cannot be used with protocols"),
+        ("{ http = [true], https = [true], h2 = [true], h2c = [true] }", "h2c is not one of the plan's protocols"),
+    ):
+        with pytest.raises(PlanError) as caught:
+            plans.parse(
+                text.format(servers='["nginx"]', levels="10", budget='duration = "1s"',
+                            extra=extra.replace(extra.split("keep_alive = ")[1], table)),
+                "p",
+            )  # fmt: skip
+        assert says in str(caught.value), caught.value

@@ -244,6 +244,8 @@ class Plan:
     # and whether a request lost to a close as its connection was reused is retried once.
     events: Tuple[Event, ...] = ()
     retry_idempotent: bool = False
+    # keep_alive given by protocol (a table); {}: `keep_alive` applies to every protocol.
+    keep_alive_by: Dict[str, Tuple[bool, ...]] = field(default_factory=dict)
 
     @property
     def attacks(self) -> List[Tuple[int, Optional[str]]]:
@@ -257,7 +259,7 @@ class Plan:
         return [
             (protocol, ka, resumption, streams)
             for protocol in self.protocols
-            for ka in self.keep_alive
+            for ka in self.keep_alive_by.get(protocol, self.keep_alive)
             for resumption in (self.tls.resumption if uses_tls(protocol) and not ka else (None,))
             for streams in (self.streams if is_http2(protocol) else (1,))
         ]

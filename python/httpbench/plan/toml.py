@@ -164,7 +164,10 @@ class _Parser(ProtocolChecks, hostile.HostileChecks, planned.EventChecks):
                 )
 
         profiles = self.array(data.get("profiles", ["tuned"]), ("profiles",), lambda v, p: self.string(v, p, PROFILES))
-        keep_alive = self.array(data.get("keep_alive", [True]), ("keep_alive",), self.boolean)
+        protocols = self.protocols(data)
+        keep_alive_by = self.keep_alive(data, protocols)
+        # Every keep-alive setting of any protocol: what the checks of other keys read.
+        keep_alive = tuple(dict.fromkeys(ka for kas in keep_alive_by.values() for ka in kas))
         server_cpus = self.array(data.get("server_cpus", [1]), ("server_cpus",), lambda v, p: self.integer(v, p, 1))
         client = self.string(data.get("client", "engine"), ("client",), CLIENTS)
         # A capacity search offers rates: its plan is open loop unless it says otherwise (refused).
@@ -205,9 +208,8 @@ class _Parser(ProtocolChecks, hostile.HostileChecks, planned.EventChecks):
             budgets = self.budgets(data["budget"])
             self.combinations(client, model, pipeline, keep_alive, loads, levels, budgets)
         per_connection = self.requests_per_connection(data, client, keep_alive)
-        protocols = self.protocols(data)
         tls = self.tls(data.get("tls", {}), protocols, client)
-        streams = self.streams(data, protocols, keep_alive, pipeline)
+        streams = self.streams(data, protocols, keep_alive_by, pipeline)
         encodings = self.encodings(data, client)
         idle = self.idle(data, client, keep_alive)
         slow, slow_clients, slow_settings = self.slow(data, client, loads)
@@ -224,6 +226,7 @@ class _Parser(ProtocolChecks, hostile.HostileChecks, planned.EventChecks):
             profiles=profiles,
             workloads=loads,
             keep_alive=keep_alive,
+            keep_alive_by=keep_alive_by if isinstance(data.get("keep_alive"), dict) else {},
             server_cpus=server_cpus,
             levels=levels,
             rounds=Rounds(None if rounds == "auto" else rounds, most),
