@@ -23,10 +23,8 @@ def error(extra: str, **kwargs) -> str:
 
 
 def test_events_are_scheduled_and_named_in_the_key():
-    plan = parse('retry_idempotent = true\n' + RELOADS + '[[event]]\naction = "graceful-restart"\nat = "10.5s"\n')
-    assert [c.key for c in plan.cells(["nginx"])] == [
-        "nginx/default/7B/ka/1cpu/reload@2s+2sx5,graceful-restart@10.5s"
-    ]
+    plan = parse("retry_idempotent = true\n" + RELOADS + '[[event]]\naction = "graceful-restart"\nat = "10.5s"\n')
+    assert [c.key for c in plan.cells(["nginx"])] == ["nginx/default/7B/ka/1cpu/reload@2s+2sx5,graceful-restart@10.5s"]
     due = [(t, e.action) for t, e in schedule(plan.events)]
     assert due == [(2.0, "reload"), (4.0, "reload"), (6.0, "reload"), (8.0, "reload"), (10.0, "reload"),
                    (10.5, "graceful-restart")]  # fmt: skip
@@ -46,7 +44,7 @@ def test_events_are_scheduled_and_named_in_the_key():
         (RELOADS, "requests = 1000", "give budget.duration"),
         (RELOADS, 'duration = "10s"', "after the level's end"),
         ('[[event]]\naction = "reload"\nat = "30s"\n', None, "after the level's end"),
-        ('[[event]]\naction = "restart"\nat = "1s"\nrenew_certificate = true\n', None, "use action = \"reload\""),
+        ('[[event]]\naction = "restart"\nat = "1s"\nrenew_certificate = true\n', None, 'use action = "reload"'),
         ('client = "ab"\n' + RELOADS, None, 'cannot be used with client = "ab"'),
         ('[[event]]\naction = "reload"\nat = "1s"\nwhen = "now"\n', None, "unknown key"),
     ],
@@ -83,3 +81,33 @@ def test_keep_alive_by_protocol_spares_the_crossings_a_plan_does_not_want():
                 "p",
             )  # fmt: skip
         assert says in str(caught.value), caught.value
+
+
+def test_events_are_performed_in_order_while_the_load_runs_and_missed_ones_said():
+    import time
+
+    from httpbench.plan.model import Event
+    from httpbench.sweep import operations
+
+    class Host:
+        def __init__(self):
+            self.done = []
+
+        def perform(self, action, renew_certificate=False):
+            self.done.append((action, renew_certificate))
+            return {"action": action, "at": time.time(), "took_s": 0.01, "master": "kept", "ok": True,
+                    "problem": None, "workers_replaced": 1, "certificate_renewed": renew_certificate}  # fmt: skip
+
+    host = Host()
+    events = (Event("reload", 0.05, 0.05, 2), Event("reload", 0.12, renew_certificate=True), Event("restart", 5.0))
+    measurement = operations.during(host, events, True, lambda: time.sleep(0.4) or {"started_at": time.time()})
+    assert host.done == [("reload", False), ("reload", False), ("reload", True)]
+    done = measurement["operations"]
+    assert [(e["action"], e["due_s"], e["ok"]) for e in done] == [
+        ("reload", 0.05, True), ("reload", 0.1, True), ("reload", 0.12, True), ("restart", 5.0, False)
+    ]  # fmt: skip
+    assert done[-1]["problem"] == "not performed: the level's load ended before 5 s" and done[-1]["at"] is None
+    # Over plain HTTP a renewal is a reload: no certificate to renew.
+    host.done.clear()
+    operations.during(host, events[1:2], False, lambda: time.sleep(0.2) or {})
+    assert host.done == [("reload", False)]
