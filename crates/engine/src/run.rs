@@ -443,6 +443,7 @@ fn summarise(
                 age_total_us: latencies.in_flight_ages_us().0,
                 age_max_us: latencies.in_flight_ages_us().1,
                 answered: c.answered,
+                retried: c.retried,
                 succeeded: Some(c.succeeded),
                 unexpected_statuses: c
                     .unexpected

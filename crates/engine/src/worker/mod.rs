@@ -35,6 +35,7 @@ mod conn;
 mod gather;
 mod h2;
 mod http1;
+mod retry;
 mod schedule;
 mod sink;
 mod tls;
@@ -257,9 +258,10 @@ impl<'a> Worker<'a> {
         }
         let give_up_after =
             ns(self.shared.spec.connect_timeout + self.shared.spec.request_timeout) + 1_000_000_000;
-        // Beside slow clients a server that stops answering the load is what is measured: the
-        // run goes on to its end, its refused connects and timeouts counted, never cut short.
-        let patient = self.shared.spec.slow.is_some();
+        // Beside slow clients a server that stops answering the load is what is measured, and
+        // a server restarted on purpose (`keep_going`) comes back: the run goes on to its end,
+        // its refused connects and timeouts counted, never cut short.
+        let patient = self.shared.spec.slow.is_some() || self.shared.spec.keep_going;
         let mut next_tick = self.now;
         loop {
             self.now = self.clock();
@@ -487,7 +489,7 @@ impl<'a> Worker<'a> {
                 }
             }
             Completion::SendFailed(errno) | Completion::RecvFailed(errno) => {
-                self.fail(reactor, i, ErrorClass::of_transfer(errno));
+                self.transfer_failed(reactor, i, ErrorClass::of_transfer(errno));
             }
             Completion::Received(data, arrived) => {
                 // The kernel's clock for arrivals is CLOCK_REALTIME; a stamp that does not fall

@@ -138,6 +138,7 @@ impl Worker<'_> {
         let (done, unsolicited) = (sink.done, sink.unsolicited);
         self.outstanding -= done;
         if done > sink.given_back {
+            self.conns[i].reused = true;
             self.progressed();
             self.answered(i);
         }
