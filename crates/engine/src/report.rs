@@ -12,6 +12,7 @@
 mod hostile;
 mod merge;
 mod read;
+pub mod ticks;
 
 use std::collections::BTreeMap;
 
@@ -29,6 +30,7 @@ use crate::stats::{Counters, ErrorClass, H2Counters, Latencies};
 
 pub use hostile::{IdleConnections, Millis, SlowClients, StatePoint};
 pub use merge::Parts;
+pub use ticks::{TickPoint, Ticks, WindowFigures};
 
 pub const SCHEMA: &str = "httpbench-load/1";
 
@@ -84,6 +86,10 @@ pub struct Report {
     #[serde(default)]
     pub classes: Vec<SizeClass>,
     pub timeseries: Vec<SecondPoint>,
+    /// The fine series of the spec's `tick_ms`; null without it (and in reports from before the
+    /// field).
+    #[serde(default)]
+    pub ticks: Option<Ticks>,
     pub client: Client,
     /// The slow clients beside the load (the spec's `slow`); null without them (and in reports
     /// from before the field).

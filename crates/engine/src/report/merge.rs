@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     merge_histograms, Bytes, Client, Connections, Encoding, IdleConnections, LatencyReport,
-    OpenLoop, Report, Requests, SizeClass, SlowClients, Status, Summary, Tally, Tls, H2,
+    OpenLoop, Report, Requests, SizeClass, SlowClients, Status, Summary, Tally, Ticks, Tls, H2,
 };
 use crate::spec::LoadSpec;
 use crate::stats::series::SecondPoint;
@@ -169,6 +169,13 @@ impl Report {
             timeseries: match how {
                 Parts::Concurrent => add_series(parts),
                 Parts::Sequential => follow_series(parts),
+            },
+            // A part without a fine series (a client tool's) leaves the whole none: added up
+            // without it, the points would undercount.
+            ticks: if parts.iter().all(|r| r.ticks.is_some()) {
+                Ticks::merge(parts.iter().filter_map(|r| r.ticks.as_ref()))?
+            } else {
+                None
             },
             client,
             slow_clients: SlowClients::merge(

@@ -4,6 +4,7 @@
 pub mod cpu;
 pub mod series;
 pub mod sizes;
+pub mod ticks;
 
 use std::collections::BTreeMap;
 
