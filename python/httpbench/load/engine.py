@@ -113,6 +113,14 @@ def goodput(report: dict) -> Goodput:
     return Goodput(*_engine.goodput(json.dumps(report)))
 
 
+def ticks_window(report: dict, from_ms: int, to_ms: int) -> dict:
+    """What the points of ``report``'s fine series (``ticks``) starting from ``from_ms``
+    (included) to ``to_ms`` (excluded) carried: ``requests``, ``errors`` by class (the non-zero
+    ones), ``closed_by_server``, and ``p50_us``, ``p99_us``, ``max_us`` of their latencies, added
+    as histograms by the engine (``Ticks::window``). Raises EngineError without a fine series."""
+    return json.loads(_engine.ticks_window(json.dumps(report), from_ms, to_ms))
+
+
 class CapacityWords(NamedTuple):
     """A capacity object in the engine's words, as ``httpbench-load --capacity`` says it."""
 

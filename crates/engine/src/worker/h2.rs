@@ -125,6 +125,7 @@ impl StreamSink for Streams<'_, '_> {
     fn goaway(&mut self, last_stream: u32, error: u32) {
         if self.measuring() {
             self.sink.counters.h2.goaways += 1;
+            self.sink.counters.closed_by_server += 1;
         }
         if error != code::NO_ERROR {
             // A connection error: every stream still waiting fails as `h2_protocol`, those above
@@ -139,6 +140,9 @@ impl StreamSink for Streams<'_, '_> {
             .position(|p| p.stream > last_stream)
         {
             let p = self.sink.pending[at];
+            if p.sent >= self.sink.measure_from {
+                self.sink.counters.h2.goaway_streams_moved += 1;
+            }
             if self.open_loop {
                 // Still outstanding (not `take`n): neither progress nor given back.
                 self.sink.pending.remove(at);
@@ -236,6 +240,8 @@ impl Worker<'_> {
                 stream,
                 url: url as u32,
                 first_byte: 0,
+                on_reused: false,
+                retried: false,
             });
             opened += 1;
         }
@@ -267,7 +273,7 @@ impl Worker<'_> {
     /// The first `n` streams waiting on connection `i` timed out: they are counted so, and
     /// cancelled (RST_STREAM), and others take their place.
     pub(super) fn cancel_streams<R: Reactor>(&mut self, reactor: &mut R, i: usize, n: usize) {
-        self.count_failed(i, n, ErrorClass::Timeout);
+        self.count_failed(i, 0..n, ErrorClass::Timeout);
         let c = &mut self.conns[i];
         for p in c.pending.drain(..n) {
             if let Some(h2) = c.protocol.h2_mut() {
