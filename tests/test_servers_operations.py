@@ -10,6 +10,7 @@ import pytest
 
 from httpbench import servers
 from httpbench.judge import honesty
+from httpbench.plan.dynamic import php_workload
 from httpbench.plan.protocol import TlsSettings
 from httpbench.plan.workload import generated
 from httpbench.servers import ServerProfile
@@ -52,7 +53,7 @@ def workers(host: ServerHost) -> set:
     return set(host.running.pids()) - {host.running.pid}
 
 
-@pytest.mark.parametrize("name", ["nginx", "apache2-event", "lighttpd", "caddy", "h2o"])
+@pytest.mark.parametrize("name", ["nginx", "apache2-event", "lighttpd", "caddy", "h2o", "varnish"])
 def test_a_reload_keeps_the_master_replaces_the_workers_and_is_verified_after(hosts, name):
     host = hosts(name)
     master, before = host.running.pid, workers(host)
@@ -62,12 +63,16 @@ def test_a_reload_keeps_the_master_replaces_the_workers_and_is_verified_after(ho
     assert done["ok"] and done["problem"] is None, done
     assert done["master"] == "kept" and host.running.pid == master
     assert done["took_s"] is not None and done["at"] <= time.time()
-    # Every worker from before is gone (caddy is one process: it has none to replace).
-    assert not before & workers(host) and done["workers_replaced"] == len(before)
-    assert (name == "caddy") == (not before)
+    if host.running.server.operations["reload"].workers == "replaced":
+        # Every worker from before is gone (caddy is one process: it has none to replace).
+        assert not before & workers(host) and done["workers_replaced"] == len(before)
+        assert (name == "caddy") == (not before)
+    else:
+        # varnish's new VCL runs in the cache process it had.
+        assert before and before <= workers(host) and done["workers_replaced"] == 0
     host.verify()
     # What the reload did is the window's planned figures, flagged neither crash nor restart.
-    assert window["planned_workers_exited"] >= len(before) and window["workers_exited"] == 0
+    assert window["planned_workers_exited"] >= done["workers_replaced"] and window["workers_exited"] == 0
     assert not window["crashed"] and not flags(window), window
 
 
@@ -127,6 +132,21 @@ def test_a_restart_is_followed_by_the_monitor_and_a_later_crash_still_flagged(ho
     assert flags(window) == ["server_restarted"] and not window["planned_events"], window
 
 
+def test_a_php_sites_pool_is_reloaded_with_its_server():
+    host = ServerHost(CPUS)
+    try:
+        host.start(servers.get("nginx"), ServerProfile("tuned"), php_workload("php-hello"), len(CPUS))
+        pool = host.running.php
+        children = set(pool.pids()) - {pool.pid}
+        done = host.perform("reload")
+        # php-fpm's USR2: the pool's master kept, its children replaced with the server's workers.
+        assert done["ok"] and pool.alive() and not children & set(pool.pids()), done
+        assert done["workers_replaced"] >= len(children) + len(CPUS)
+        host.verify()
+    finally:
+        host.stop()
+
+
 def test_an_https_reload_serves_the_renewed_certificate(hosts):
     host = hosts("caddy", https=True)
     tls = host.running.site.tls
@@ -145,6 +165,7 @@ def test_an_https_reload_serves_the_renewed_certificate(hosts):
         ("apache2-event", "Invalid command 'httpbench-broken-on-purpose'"),
         ("lighttpd", "parser failed"),
         ("caddy", "Syntax error"),
+        ("varnish", "Found: 'httpbench-broken-on-purpose'"),
     ],
 )
 def test_a_reload_of_a_broken_configuration_is_reported_failed_in_the_servers_words(hosts, name, words):

@@ -186,7 +186,8 @@ def _refusal(log: Path, since: int) -> Optional[str]:
 
 
 def break_config(running: RunningServer) -> None:
-    """For tests: a line the server cannot parse added to its main configuration file, so the
-    next action that reads it is refused."""
-    main = running.site.run_dir / running.config.main
-    main.write_text(main.read_text() + f"\n{BROKEN}\n")
+    """For tests: a line no server can parse added to each of its configuration files (varnish
+    reloads its VCL, not its command line), so the next action that reads them is refused."""
+    for name in running.config.files:
+        path = running.site.run_dir / name
+        path.write_text(path.read_text() + f"\n{BROKEN}\n")
