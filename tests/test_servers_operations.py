@@ -7,7 +7,6 @@ import signal
 import time
 
 import pytest
-
 from httpbench import servers
 from httpbench.judge import honesty
 from httpbench.plan.dynamic import php_workload
@@ -186,3 +185,14 @@ def test_an_action_a_server_lacks_is_refused_in_one_line(hosts):
     with pytest.raises(ServerFailed, match=r"^caddy has no reopen-logs in httpbench; it has restart, reload$"):
         host.perform("reopen-logs")
     assert {action for name in servers.names() for action in servers.get(name).operations} <= set(ACTIONS)
+
+
+def test_a_cluster_server_host_performs_on_its_actor():
+    from httpbench.cluster.server_host import RemoteServerHost
+
+    class Actor:
+        def perform(self, action, renew_certificate):
+            return {"action": action, "certificate_renewed": renew_certificate}
+
+    remote = RemoteServerHost(Actor(), "srv", lambda call, host: call())
+    assert remote.perform("reload", True) == {"action": "reload", "certificate_renewed": True}

@@ -240,8 +240,12 @@ class Monitor:
 
     def follow(self, pid: int) -> None:
         """The server's new main process `pid`, after a planned restart: its session is the
-        server's from now on."""
-        sid = os.getsid(pid)
+        server's from now on. One already gone is not followed: the old master missing from the
+        tree is then a crash, as it should be."""
+        try:
+            sid = os.getsid(pid)
+        except ProcessLookupError:
+            return
         with self._lock:
             self.sessions = (self.sessions - {self.sid}) | {sid}
             self.sid = sid
