@@ -128,8 +128,8 @@ class ServerHost:
         if renew_certificate and tls is None:
             raise ValueError("renew_certificate asks an HTTPS site; this one serves HTTP")
         renew = (lambda: self._certificate(tls.key_type)) if renew_certificate else None
-        name, body = next(iter(self.files.items()))
-        done = operate.perform(self.running, action, {name: body}, self.monitor, renew)
+        probe = next(iter(self.files.items()))
+        done = operate.perform(self.running, action, probe, self.monitor, renew)
         return asdict(done)
 
     def break_config(self) -> None:

@@ -14,8 +14,9 @@ import re
 import signal
 import time
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Optional, Sequence, Set, Tuple
 
 from httpbench.errors import Error
 from httpbench.observe.monitor import Monitor
@@ -48,37 +49,47 @@ def lacks(server: Server, action: str) -> str:
     return f"{server.name} has no {action} in httpbench; it has {', '.join(server.operations)}"
 
 
+@dataclass(frozen=True)
+class _Before:
+    """The server as the action found it."""
+
+    master: int
+    workers: Set[int]
+    logs: Tuple[Path, ...]  # its logs, its error log first
+    rotated: Tuple[Path, ...]  # those moved aside for reopen-logs
+    said_from: int  # where the error log's next line starts (a rotated log starts again at 0)
+
+
 def perform(
     running: RunningServer,
     action: str,
-    probe: Mapping[str, bytes],
+    probe: Tuple[str, bytes],
     monitor: Optional[Monitor] = None,
     renew: Optional[Callable[[], None]] = None,
     bound: float = BOUND,
 ) -> Performed:
-    """Perform `action` on `running` and wait, up to `bound` seconds, until it is seen done: a
-    file of `probe` (URL path without its "/" -> its bytes) verified in an answer after it.
-    `renew`, for an HTTPS site, writes its new certificate at the same paths first. `monitor`
-    (an observe.monitor.Monitor on the server) is told the span."""
+    """Perform `action` on `running` and wait, up to `bound` seconds, until it is seen done: the
+    file `probe` (URL path without its "/", its bytes) verified in an answer after it. `renew`,
+    for an HTTPS site, writes its new certificate at the same paths first. `monitor` (an
+    observe.monitor.Monitor on the server) is told the span."""
     server, site = running.server, running.site
     operation = server.operations.get(action)
     if operation is None:
         raise ServerFailed(lacks(server, action))
     if renew is not None:
         renew()
-    master, before = running.pid, _workers(running)
     logs = server.logs(site)
     rotated = _rotate(logs) if action == "reopen-logs" else ()
-    said_from = log_size(logs[0]) if logs else 0  # a rotated log starts again at 0
+    before = _Before(running.pid, _workers(running), logs, rotated, log_size(logs[0]) if logs else 0)
     with monitor.planned(action) if monitor is not None else nullcontext():
         at, started = time.time(), time.monotonic()
         problem = _act(running, action, monitor)
         took = None
         if problem is None:
-            took, problem = _settle(running, operation, before, (logs, rotated), probe, (started, bound), said_from)
+            took, problem = _settle(running, operation, before, probe, (started, bound))
         if problem is not None and running.alive():
             problem += _still_serving(running, probe)
-    observed = "gone" if not running.alive() else "kept" if running.pid == master else "replaced"
+    observed = "gone" if not running.alive() else "kept" if running.pid == before.master else "replaced"
     if problem is None and observed != operation.master:
         problem = f"its master was {observed}, where {operation.means} keeps it {operation.master}"
     return Performed(
@@ -88,7 +99,7 @@ def perform(
         master=observed,
         ok=problem is None,
         problem=problem,
-        workers_replaced=len(before - _workers(running)),
+        workers_replaced=len(before.workers - _workers(running)),
         certificate_renewed=renew is not None and problem is None,
     )
 
@@ -114,49 +125,41 @@ def _act(running: RunningServer, action: str, monitor: Optional[Monitor]) -> Opt
 
 
 def _settle(
-    running: RunningServer,
-    operation: Operation,
-    before: Set[int],
-    logs: Tuple[Sequence[Path], Sequence[Path]],
-    probe: Mapping[str, bytes],
-    bounds: Tuple[float, float],
-    said_from: int,
+    running: RunningServer, operation: Operation, before: _Before, probe: Tuple[str, bytes], bound: Tuple[float, float]
 ) -> Tuple[Optional[float], Optional[str]]:
-    """(seconds from the action to its end, None) once its end is seen; (None, why) when the
-    server refused it or the bound passed first. `logs`: the server's, and those rotated before
-    the action; `bounds`: when the action started (time.monotonic()) and how long it may take."""
-    (logs, rotated), (started, bound) = logs, bounds
-    name, body = next(iter(probe.items()))
-    waiting = "it did not answer"
+    """(seconds from the action's start to its end, None) once that end is seen; (None, why) when
+    the server refused the action or the bound passed first. `bound`: when the action started
+    (time.monotonic()), and how long it may take."""
+    (started, seconds), waiting = bound, "it did not answer"
     while True:
-        if logs:
-            refused = _refusal(logs[0], said_from)
+        if before.logs:
+            refused = _refusal(before.logs[0], before.said_from)
             if refused is not None:
                 return None, refused
         if not running.alive():
             return None, f"{running.server.name} exited: {last_word(running)}"
-        left = before & _workers(running) if operation.workers == "replaced" else set()
-        missing = [log.name for log in rotated if not log.exists()]
+        left = before.workers & _workers(running) if operation.workers == "replaced" else set()
+        missing = [log.name for log in before.rotated if not log.exists()]
         if left:
-            waiting = f"{len(left)} of its {len(before)} workers from before still ran"
+            waiting = f"{len(left)} of its {len(before.workers)} workers from before still ran"
         elif missing:
             waiting = f"it had not reopened {', '.join(missing)}"
         else:
             try:
-                verify(running.site, {name: body}, running.server.name)
+                verify(running.site, dict([probe]), running.server.name)
                 return time.monotonic() - started, None
             except Error as e:
                 waiting = f"it did not answer as verified: {e}"
-        if time.monotonic() - started > bound:
-            return None, f"not done within {bound:.0f} s: {waiting}"
+        if time.monotonic() - started > seconds:
+            return None, f"not done within {seconds:.0f} s: {waiting}"
         time.sleep(0.02)
 
 
-def _still_serving(running: RunningServer, probe: Mapping[str, bytes]) -> str:
+def _still_serving(running: RunningServer, probe: Tuple[str, bytes]) -> str:
     """After an action that failed: "" when the server still answers as verified (a refused reload
     leaves it on its old configuration), else what it answered."""
     try:
-        verify(running.site, dict([next(iter(probe.items()))]), running.server.name)
+        verify(running.site, dict([probe]), running.server.name)
     except Error as e:
         return f"; and then: {e}"
     return ""
