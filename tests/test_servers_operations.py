@@ -92,6 +92,23 @@ def test_apache2s_graceful_restart_and_restart_are_each_counted_as_they_happened
     assert window["planned_workers_exited"] >= 2 * len(before)
 
 
+def test_a_restart_performed_from_a_thread_that_then_ends_leaves_the_server_running(hosts):
+    """The sweep performs a level's events from a thread of their own, and a cluster's server host
+    from its actor's threads: a server the kernel killed when the thread that restarted it ended
+    (its parent-death signal follows the thread) died in every level after a restart."""
+    import threading
+
+    host = hosts("nginx", key="restarted from a thread")
+    done: dict = {}
+    worker = threading.Thread(target=lambda: done.update(host.perform("restart")))
+    worker.start()
+    worker.join()
+    assert done["ok"] and done["master"] == "replaced", done
+    time.sleep(0.3)
+    assert host.running.alive(), host.running.log_tail()
+    host.verify()
+
+
 def test_lighttpd_restarts_gracefully_in_the_same_process(hosts):
     host = hosts("lighttpd")
     master, before = host.running.pid, workers(host)

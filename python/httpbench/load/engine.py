@@ -121,6 +121,12 @@ def ticks_window(report: dict, from_ms: int, to_ms: int) -> dict:
     return json.loads(_engine.ticks_window(json.dumps(report), from_ms, to_ms))
 
 
+def ticks_points(report: dict) -> list:
+    """Every point of ``report``'s fine series as ``(at_ms, figures)``, the figures those of
+    ``ticks_window`` over the point alone: what a timeline draws."""
+    return [(at, figures) for at, figures in json.loads(_engine.ticks_points(json.dumps(report)))]
+
+
 class CapacityWords(NamedTuple):
     """A capacity object in the engine's words, as ``httpbench-load --capacity`` says it."""
 

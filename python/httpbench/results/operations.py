@@ -84,14 +84,15 @@ class EventCost:
 def _window(report: dict, start: float, end: float) -> Optional[Window]:
     if end <= start:
         return None
-    figures = engine.ticks_window(report["ticks"], int(start * 1000), int(end * 1000))
+    figures = engine.ticks_window(report, int(start * 1000), int(end * 1000))
     return Window(
         seconds=end - start,
         requests=figures["requests"],
         errors={kind: n for kind, n in figures["errors"].items() if n},
         closed_by_server=figures["closed_by_server"],
-        p99_us=figures["p99_us"],
-        max_us=figures["max_us"],
+        # The engine's 0 is a window without an answer: no latency, not a fast one.
+        p99_us=figures["p99_us"] or None,
+        max_us=figures["max_us"] or None,
     )
 
 
@@ -142,16 +143,16 @@ def fine_series(measurements: Sequence[dict]) -> List[dict]:
         if not ticks:
             continue
         seconds = ticks["interval_ms"] / 1000
-        for point in engine.tick_points(ticks):
+        for at_ms, point in engine.ticks_points(m):
             errors = point["errors"]
             rows.append(
                 {
                     "round": index,
-                    "second": point["at_ms"] / 1000,
+                    "second": at_ms / 1000,
                     "requests": point["requests"] / seconds,
                     "failed": sum(n for kind, n in errors.items() if kind != RETRYABLE) / seconds,
                     "retryable": errors.get(RETRYABLE, 0) / seconds,
-                    "p99_us": point["p99_us"],
+                    "p99_us": point["p99_us"] or None,
                 }
             )
     return rows

@@ -44,6 +44,11 @@ _POOL_SIGNALS = {
 BROKEN = "httpbench-broken-on-purpose {"
 
 
+class OperationUnsupported(ServerFailed):
+    """An action asked of a server that has no documented means for it; the message says so, and
+    what it has, in one line. A ServerFailed, as TLSUnsupported is."""
+
+
 def lacks(server: Server, action: str) -> str:
     """One line: `server` has no `action` in httpbench, and what it has."""
     return f"{server.name} has no {action} in httpbench; it has {', '.join(server.operations)}"
@@ -75,7 +80,7 @@ def perform(
     server, site = running.server, running.site
     operation = server.operations.get(action)
     if operation is None:
-        raise ServerFailed(lacks(server, action))
+        raise OperationUnsupported(lacks(server, action))
     if renew is not None:
         renew()
     logs = server.logs(site)

@@ -40,6 +40,7 @@ from httpbench.servers.base import (
     TLSUnsupported,
     fill,
 )
+from httpbench.servers.launcher import launch
 from httpbench.servers.own_words import last_word
 from httpbench.servers.php import POOL_LOG, PhpFpm
 from httpbench.servers.verify import CLOSED, connection, h2_probe
@@ -298,17 +299,19 @@ def _launch(
 
 def _spawn(server: Server, site: Site, log: Path, append: bool = False) -> subprocess.Popen:
     """Run `server`'s command in a session of its own, pinned, its output into `log`, the
-    watchdog told."""
+    watchdog told. Forked by the launcher's thread, which outlives whichever thread asks."""
     with open(log, "ab" if append else "wb") as out:
-        process = subprocess.Popen(
-            server.command(site, site.run_dir),
-            cwd=site.run_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, **server.environment(site)},
-            preexec_fn=lambda: _child_setup(site.cpus),
+        process = launch(
+            lambda: subprocess.Popen(
+                server.command(site, site.run_dir),
+                cwd=site.run_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, **server.environment(site)},
+                preexec_fn=lambda: _child_setup(site.cpus),
+            )
         )
     _tell_watchdog(f"+{process.pid}")
     return process
