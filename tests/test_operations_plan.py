@@ -22,13 +22,22 @@ def error(extra: str, **kwargs) -> str:
     return message
 
 
-def test_events_are_scheduled_and_named_in_the_key():
+def test_events_are_scheduled_and_named_in_the_key_each_action_a_cell_unless_grouped():
     plan = parse("retry_idempotent = true\n" + RELOADS + '[[event]]\naction = "graceful-restart"\nat = "10.5s"\n')
-    assert [c.key for c in plan.cells(["nginx"])] == ["nginx/default/7B/ka/1cpu/reload@2s+2sx5,graceful-restart@10.5s"]
-    due = [(t, e.action) for t, e in schedule(plan.events)]
-    assert due == [(2.0, "reload"), (4.0, "reload"), (6.0, "reload"), (8.0, "reload"), (10.0, "reload"),
-                   (10.5, "graceful-restart")]  # fmt: skip
+    # Each action its own cell: a server without graceful restarts loses only that cell.
+    assert [c.key for c in plan.cells(["nginx"])] == [
+        "nginx/default/7B/ka/1cpu/reload@2s+2sx5",
+        "nginx/default/7B/ka/1cpu/graceful-restart@10.5s",
+    ]
     assert plan.retry_idempotent
+    grouped = parse(
+        RELOADS.replace("count = 5", "count = 4") + 'group = "operator"\n'
+        + '[[event]]\naction = "graceful-restart"\nat = "10.5s"\ngroup = "operator"\n'
+    )  # fmt: skip
+    (cell,) = grouped.cells(["nginx"])
+    assert cell.key == "nginx/default/7B/ka/1cpu/reload@2s+2sx4,graceful-restart@10.5s"
+    due = [(t, e.action) for t, e in schedule(cell.events)]
+    assert due == [(2.0, "reload"), (4.0, "reload"), (6.0, "reload"), (8.0, "reload"), (10.5, "graceful-restart")]
     # A plan without events keeps its keys as before.
     assert [c.key for c in parse("").cells(["nginx"])] == ["nginx/default/7B/ka/1cpu"]
 

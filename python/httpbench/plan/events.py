@@ -23,7 +23,7 @@ from httpbench.plan.values import ValueChecks
 from httpbench.servers.operations import ACTIONS
 
 KEYS = ("event", "retry_idempotent")
-EVENT_KEYS = ("action", "at", "every", "count", "renew_certificate")
+EVENT_KEYS = ("action", "at", "every", "count", "renew_certificate", "group")
 # What the level's load needs after its last event: the server's time to finish it (old workers
 # gone, new ones serving) and a stretch of load after, read against the stretch before the first.
 AFTER_LAST = 1.0
@@ -96,7 +96,8 @@ class EventChecks(ValueChecks):
                 f"renew_certificate is what a reload picks up; {action} with it is not a renewal: use action = "
                 '"reload"',
             )
-        return Event(action, at, every, count, renew)
+        group = self.string(table.get("group", ""), path + ("group",))
+        return Event(action, at, every, count, renew, group)
 
     def retry_idempotent(self, data: Dict[str, Any], client: str) -> bool:
         if "retry_idempotent" not in data:

@@ -61,6 +61,10 @@ class Event:
     every: Optional[float] = None
     count: int = 1
     renew_certificate: bool = False
+    # The cell it is performed in: events of one group share a level, each group is a cell of its
+    # own (an axis); by default each action is its own group, so a server that lacks one action
+    # loses only that action's cells.
+    group: str = ""
 
     def times(self) -> Tuple[float, ...]:
         """When each of its actions is due, in seconds from the start of the measured load."""
@@ -73,6 +77,15 @@ class Event:
         if self.count > 1:
             label += f"+{self.every:g}sx{self.count}"
         return label + ("+cert" if self.renew_certificate else "")
+
+
+def event_groups(events: Sequence[Event]) -> Tuple[Tuple[Event, ...], ...]:
+    """`events` by group, each group a cell's events, in the order each group first appears; ((),)
+    without events: one cell, without any."""
+    groups: Dict[str, List[Event]] = {}
+    for event in events:
+        groups.setdefault(event.group or event.action, []).append(event)
+    return tuple(tuple(group) for group in groups.values()) or ((),)
 
 
 def events_label(events: Sequence[Event]) -> str:
@@ -168,9 +181,9 @@ class Cell:
     # The slow clients' mode ("headers", "body", "read"; the plan's slow); None: no attack.
     slow: Optional[str] = None
     slow_clients: int = 0
-    # The plan's events performed on the server during each level (plan.events.label); "": none.
+    # The events performed on the server during each level (a group of the plan's); (): none.
     # Part of what a cell is: a level through five reloads is not the same measurement.
-    events: str = ""
+    events: Tuple[Event, ...] = ()
 
     @property
     def key(self) -> str:
@@ -189,7 +202,12 @@ class Cell:
             key += f"/{self.encoding}"
         key += f"/{self.budget.label}" if self.budget is not None else ""
         key += attack_label(self.idle, self.slow, self.slow_clients)
-        return key + (f"/{self.events}" if self.events else "")
+        return key + (f"/{self.events_label}" if self.events else "")
+
+    @property
+    def events_label(self) -> str:
+        """Its events as its key names them ("reload@2s+2sx5"); "" without any."""
+        return events_label(self.events)
 
 
 @dataclass(frozen=True)
@@ -289,7 +307,7 @@ class Plan:
                 idle,
                 slow,
                 self.slow_clients if slow else 0,
-                events_label(self.events),
+                events,
             )
             for server in chosen
             for profile in self.profiles
@@ -299,6 +317,7 @@ class Plan:
             for cpus in self.server_cpus
             for budget in (self.budgets or (self.budget,))
             for idle, slow in self.attacks
+            for events in event_groups(self.events)
         ]
 
     def check_installed(self, installed: Sequence[str], where: str = "here") -> None:
@@ -332,7 +351,7 @@ class Plan:
         rounds = "auto" counts max_rounds, the longest it may take."""
         rounds = self.rounds.longest
         per_cell = len(self.workloads) * len(self.connections()) * len(self.server_cpus) * len(self.profiles)
-        per_cell *= len(self.encodings) * len(self.attacks)
+        per_cell *= len(self.encodings) * len(self.attacks) * len(event_groups(self.events))
         total = 0.0
         for budget in self.budgets or (self.budget,):
             if self.capacity:
@@ -348,7 +367,7 @@ class Plan:
         if self.client != "engine":
             return 0.0
         cells = len(self.workloads) * len(self.server_cpus) * len(self.profiles) * len(self.budgets or (self.budget,))
-        cells *= len(self.encodings) * len(self.attacks)
+        cells *= len(self.encodings) * len(self.attacks) * len(event_groups(self.events))
         return sum(
             cells
             * self.rounds.longest

@@ -437,12 +437,12 @@ class Sweep:
         if self.plan.client == "engine":
             spec = self.spec(to, cell.workload, level, self._stop(cell), cell.keep_alive, cell.streams)
             spec.update(self.hostile(cell))
-            spec.update(operations.spec(self.plan.events, self.plan.retry_idempotent))
-            if not self.plan.events:
+            spec.update(operations.spec(cell.events, self.plan.retry_idempotent))
+            if not cell.events:
                 return self.measure(cell, host, level, lambda: self.load(spec))
             tls = uses_tls(cell.protocol)
             return self.measure(
-                cell, host, level, lambda: operations.during(host, self.plan.events, tls, lambda: self.load(spec))
+                cell, host, level, lambda: operations.during(host, cell.events, tls, lambda: self.load(spec))
             )
         budget = self.plan.budget_for(cell)
         return self.measure(
