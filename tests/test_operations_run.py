@@ -5,11 +5,14 @@ restart and restart, each counted as it happened (the measurement decides which 
 the test only that each is counted); a level through planned events is never flagged crashed,
 server_restarted or ended_early; a server without an action is refused in one line."""
 
+import json
+
 import pytest
-from conftest import quick_sweep, refused_run, short_plan
+from conftest import httpbench, quick_sweep, refused_run, short_plan
 from httpbench import servers
 from httpbench.report import operations as said
 from httpbench.results.operations import by_action
+from test_report import draw_offline
 
 OPEN = 'model = "open"\n'
 
@@ -32,7 +35,7 @@ def test_nginx_reloads_under_load_are_verified_and_cost_what_the_fine_series_say
     _installed("nginx")
     events = '[[event]]\naction = "reload"\nat = "1s"\nevery = "1s"\ncount = 3\n'
     plan = short_plan(tmp_path, '["nginx"]', "500", 'duration = "5s"', extra=OPEN + events)
-    run = _run(tmp_path, plan)
+    run, db = _run(tmp_path, plan), str(tmp_path / "db.sqlite")
     (cell,) = run.cells
     assert cell.key == "nginx/default/7B/ka/1cpu/reload@1s+1sx3" and cell.events
     (level,) = cell.levels
@@ -48,6 +51,18 @@ def test_nginx_reloads_under_load_are_verified_and_cost_what_the_fine_series_say
     (sentence,) = said.sentences([run])
     assert sentence.startswith("Through 3 reloads at 500 requests/s (7B, keep-alive, 1 CPU"), sentence
     assert "nginx/default failed" in sentence, sentence
+    # show and the exports say it; the page draws the timeline with its events in Chromium.
+    shown = httpbench("show", "1", "--db", db)
+    assert shown.returncode == 0 and "Through 3 reloads" in " ".join(shown.stdout.split()), shown.stderr
+    exported = httpbench("export", "1", "--db", db, "--format", "json")
+    events = json.loads(exported.stdout)["events"]
+    assert [e["action"] for e in events] == ["reload"] * 3 and all(e["ok"] for e in events), events
+    page = tmp_path / "report.html"
+    made = httpbench("report", "1", "--db", db, "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    problems, drawn, failed = draw_offline(page, tmp_path / "report.png")
+    assert problems == [] and failed == 0 and dict(drawn).get("chart-events", 0) > 0, drawn
+    assert '<h3 id="operations">Operations under load</h3>' in page.read_text()
 
 
 def test_apache2_graceful_and_full_restarts_are_each_counted_as_they_happened(tmp_path, measured):
