@@ -9,7 +9,6 @@ import subprocess
 
 import pytest
 from conftest import accounted, binary, free_port, stop
-
 from httpbench.load import engine
 
 
