@@ -120,3 +120,17 @@ def test_a_tick_out_of_range_is_refused_in_one_line(load, tick):
     rc, r, err = load("--tick", tick, "http://127.0.0.1:1/")
     assert rc == 2 and r is None
     assert len(err.strip().splitlines()) == 1 and "--tick" in err, err
+
+
+def test_a_goaways_unprocessed_streams_are_moved_and_its_close_counted_once(testserver, load):
+    # Each connection's GOAWAY comes after its 3rd request, with a 4th stream open: that one was
+    # never processed and goes again on a new connection, no error. The fine series counts each
+    # connection's end once, at its GOAWAY, not again at its close.
+    url = testserver("h2-goaway", "--goaway-after", "3")
+    rc, r, err = load("--http2", "--streams", "4", "-c", "2", "-n", "300", "--tick", "100ms", url)
+    assert rc == 0, err
+    h2 = r["h2"]
+    assert r["errors_total"] == 0 and r["requests"]["completed"] == 300, r["errors"]
+    assert h2["goaway_streams_moved"] == h2["refused_streams"] > 0, h2
+    assert sum(p["closed_by_server"] for p in r["ticks"]["points"]) == h2["goaways"], h2
+    accounted(r)

@@ -19,18 +19,34 @@ impl Worker<'_> {
         i: usize,
         class: ErrorClass,
     ) {
-        let answering = match &self.conns[i].protocol {
-            Protocol::Http1(parser) => !parser.is_idle(),
-            // A stream's answer is its own; a reset connection fails them all, as before.
-            Protocol::Http2 { .. } => return self.fail(reactor, i, class),
-        };
-        if class == ErrorClass::Reset {
-            if self.measuring(self.now) {
-                self.counters.closed_by_server += 1;
-            }
-            return self.lost(reactor, i, class, answering);
+        if class != ErrorClass::Reset {
+            return self.fail(reactor, i, class);
         }
-        self.fail(reactor, i, class);
+        self.count_closed_by_server(i);
+        match &self.conns[i].protocol {
+            Protocol::Http1(parser) => {
+                let answering = !parser.is_idle();
+                self.lost(reactor, i, class, answering)
+            }
+            // A stream's answer is its own; a reset connection fails them all, as before.
+            Protocol::Http2 { .. } => self.fail(reactor, i, class),
+        }
+    }
+
+    /// The server ended connection `i` (an EOF or a reset): one close for the fine series,
+    /// unless a GOAWAY announced it and was counted.
+    pub(super) fn count_closed_by_server(&mut self, i: usize) {
+        if self.measuring(self.now) && !self.goaway_received(i) {
+            self.counters.closed_by_server += 1;
+        }
+    }
+
+    /// Connection `i` speaks HTTP/2 and its server sent a GOAWAY.
+    pub(super) fn goaway_received(&self, i: usize) -> bool {
+        self.conns[i]
+            .protocol
+            .h2()
+            .is_some_and(|h2| h2.goaway_received())
     }
 
     /// The server ended HTTP/1.x connection `i` (EOF or reset) with requests on it. The first
