@@ -55,7 +55,7 @@ impl Worker<'_> {
         self.outstanding += k as usize;
         let token = self.token(i);
         let c = &mut self.conns[i];
-        c.went(again + k);
+        c.went(k);
         let urls = c
             .pending
             .iter()

@@ -83,12 +83,15 @@ impl Worker<'_> {
         self.reconnect(reactor, i);
     }
 
-    /// Put as many of connection `i`'s retries as `room` allows on the wire: its first
-    /// requests, each counted as retried. Returns how many.
+    /// Put as many of connection `i`'s retries as `room` and its requests per connection allow
+    /// on the wire: its first requests, each counted as retried, and as gone on the connection
+    /// before the new ones are claimed. Returns how many.
     pub(super) fn resend_retries(&mut self, i: usize, room: u64) -> u64 {
+        let limit = self.shared.spec.requests_per_connection;
+        let c = &mut self.conns[i];
+        let room = room.min(limit.map_or(u64::MAX, |l| l - c.on_connection));
         let mut again = 0;
         while again < room {
-            let c = &mut self.conns[i];
             let Some(p) = c.requeued.pop_front() else {
                 break;
             };
@@ -96,9 +99,10 @@ impl Worker<'_> {
                 on_reused: c.reused,
                 ..p
             });
-            self.counters.retried += 1;
             again += 1;
         }
+        c.went(again);
+        self.counters.retried += again;
         again
     }
 }
