@@ -31,15 +31,17 @@ def test_a_reused_connection_closed_before_its_answer_is_retryable_and_retried_o
     accounted(r)
     # Retried, each goes first on a new connection, which answers it and 2 new requests, then
     # loses its 4th: new requests 4, 7, 10, 13, 16 and 19 are retried, 20 is answered on the 7th
-    # connection. None fails; sent stays the budget.
-    rc, r, err = load("-c", "1", "-n", "20", "--io", io, "--retry-idempotent", url)
-    assert rc == 0, err
-    q = r["requests"]
-    assert (q["sent"], q["completed"], q["retried"]) == (20, 20, 6), q
-    assert r["errors_total"] == 0, nonzero(r["errors"])
-    assert r["connections"]["opened"] == 7
-    assert r["spec"]["retry_idempotent"] is True
-    accounted(r)
+    # connection. None fails; sent stays the budget. A retry counts among its connection's
+    # requests: 4 a connection are as many as the server takes.
+    for per_connection in ((), ("--requests-per-connection", "4")):
+        rc, r, err = load("-c", "1", "-n", "20", "--io", io, "--retry-idempotent", *per_connection, url)
+        assert rc == 0, err
+        q = r["requests"]
+        assert (q["sent"], q["completed"], q["retried"]) == (20, 20, 6), q
+        assert r["errors_total"] == 0, nonzero(r["errors"])
+        assert r["connections"]["opened"] == 7
+        assert r["spec"]["retry_idempotent"] is True
+        accounted(r)
 
 
 def test_a_close_on_a_fresh_connection_is_no_retryable(testserver, load):
@@ -120,3 +122,17 @@ def test_a_tick_out_of_range_is_refused_in_one_line(load, tick):
     rc, r, err = load("--tick", tick, "http://127.0.0.1:1/")
     assert rc == 2 and r is None
     assert len(err.strip().splitlines()) == 1 and "--tick" in err, err
+
+
+def test_a_goaways_unprocessed_streams_are_moved_and_its_close_counted_once(testserver, load):
+    # Each connection's GOAWAY comes after its 3rd request, with a 4th stream open: that one was
+    # never processed and goes again on a new connection, no error. The fine series counts each
+    # connection's end once, at its GOAWAY, not again at its close.
+    url = testserver("h2-goaway", "--goaway-after", "3")
+    rc, r, err = load("--http2", "--streams", "4", "-c", "2", "-n", "300", "--tick", "100ms", url)
+    assert rc == 0, err
+    h2 = r["h2"]
+    assert r["errors_total"] == 0 and r["requests"]["completed"] == 300, r["errors"]
+    assert h2["goaway_streams_moved"] == h2["refused_streams"] > 0, h2
+    assert sum(p["closed_by_server"] for p in r["ticks"]["points"]) == h2["goaways"], h2
+    accounted(r)

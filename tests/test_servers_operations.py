@@ -163,8 +163,9 @@ def test_a_php_sites_pool_is_reloaded_with_its_server():
         host.stop()
 
 
-def test_an_https_reload_serves_the_renewed_certificate(hosts):
-    host = hosts("caddy", https=True)
+@pytest.mark.parametrize("name", ["nginx", "caddy"])
+def test_an_https_reload_serves_the_renewed_certificate(hosts, name):
+    host = hosts(name, https=True)
     tls = host.running.site.tls
     old = tls.cert.read_bytes()
     done = host.perform("reload", renew_certificate=True)

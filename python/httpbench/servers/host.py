@@ -133,7 +133,8 @@ class ServerHost:
         return asdict(done)
 
     def break_config(self) -> None:
-        """For tests only: the server's configuration made unreadable, so the next reload is refused."""
+        """For tests only: a line the server cannot parse added to its configuration, so the next
+        reload is refused (operate.break_config)."""
         operate.break_config(self.running)
 
     def verify(self) -> Dict[str, Learned]:

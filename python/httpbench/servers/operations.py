@@ -39,7 +39,9 @@ class Performed:
     """One action performed on a running server, as verified."""
 
     action: str
-    at: float  # time.time() when the signal was sent or the command run
+    # time.time() when the signal was sent or the command started (a configuration test first,
+    # for a server whose documented means tests it: apache2 -k graceful, lighttpd -tt, h2o -t)
+    at: float
     # From the signal to the old workers gone (and the logs reopened, for reopen-logs) and the
     # server answering again; None when that was not seen within the bound.
     took_s: Optional[float]

@@ -125,7 +125,6 @@ impl StreamSink for Streams<'_, '_> {
     fn goaway(&mut self, last_stream: u32, error: u32) {
         if self.measuring() {
             self.sink.counters.h2.goaways += 1;
-            self.sink.counters.closed_by_server += 1;
         }
         if error != code::NO_ERROR {
             // A connection error: every stream still waiting fails as `h2_protocol`, those above
@@ -323,6 +322,7 @@ impl Worker<'_> {
         at: u64,
     ) {
         let open_loop = self.schedule.is_open();
+        let had_goaway = self.goaway_received(i);
         let mut requeued = std::mem::take(&mut self.conns[i].requeued);
         let ((result, refused, goaway_error), _) = self.parse(i, at, |protocol, sink| {
             let mut streams = Streams {
@@ -347,6 +347,10 @@ impl Worker<'_> {
             (result, streams.refused, streams.goaway_error)
         });
         self.conns[i].requeued = requeued;
+        // A server may send two GOAWAYs (RFC 9113 6.8's graceful shutdown): one connection ends.
+        if !had_goaway && self.goaway_received(i) && self.measuring(self.now) {
+            self.counters.closed_by_server += 1;
+        }
         self.give_back(refused);
         if let Some(Err(e)) = result {
             self.last_h2_error = Some(e);

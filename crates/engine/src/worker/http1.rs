@@ -55,7 +55,7 @@ impl Worker<'_> {
         self.outstanding += k as usize;
         let token = self.token(i);
         let c = &mut self.conns[i];
-        c.went(again + k);
+        c.went(k);
         let urls = c
             .pending
             .iter()
@@ -137,14 +137,7 @@ impl Worker<'_> {
             EofOutcome::MidBody => ErrorClass::LengthMismatch,
             _ => ErrorClass::Eof,
         };
-        // After a GOAWAY the close was counted with it.
-        let after_goaway = self.conns[i]
-            .protocol
-            .h2()
-            .is_some_and(|h2| h2.goaway_received());
-        if self.measuring(self.now) && !after_goaway {
-            self.counters.closed_by_server += 1;
-        }
+        self.count_closed_by_server(i);
         if self.conns[i].pending.is_empty() {
             if self.measuring(self.now) {
                 self.counters.server_closes += 1;

@@ -19,18 +19,34 @@ impl Worker<'_> {
         i: usize,
         class: ErrorClass,
     ) {
-        let answering = match &self.conns[i].protocol {
-            Protocol::Http1(parser) => !parser.is_idle(),
-            // A stream's answer is its own; a reset connection fails them all, as before.
-            Protocol::Http2 { .. } => return self.fail(reactor, i, class),
-        };
-        if class == ErrorClass::Reset {
-            if self.measuring(self.now) {
-                self.counters.closed_by_server += 1;
-            }
-            return self.lost(reactor, i, class, answering);
+        if class != ErrorClass::Reset {
+            return self.fail(reactor, i, class);
         }
-        self.fail(reactor, i, class);
+        self.count_closed_by_server(i);
+        match &self.conns[i].protocol {
+            Protocol::Http1(parser) => {
+                let answering = !parser.is_idle();
+                self.lost(reactor, i, class, answering)
+            }
+            // A stream's answer is its own; a reset connection fails them all, as before.
+            Protocol::Http2 { .. } => self.fail(reactor, i, class),
+        }
+    }
+
+    /// The server ended connection `i` (an EOF or a reset): one close for the fine series,
+    /// unless a GOAWAY announced it and was counted.
+    pub(super) fn count_closed_by_server(&mut self, i: usize) {
+        if self.measuring(self.now) && !self.goaway_received(i) {
+            self.counters.closed_by_server += 1;
+        }
+    }
+
+    /// Connection `i` speaks HTTP/2 and its server sent a GOAWAY.
+    pub(super) fn goaway_received(&self, i: usize) -> bool {
+        self.conns[i]
+            .protocol
+            .h2()
+            .is_some_and(|h2| h2.goaway_received())
     }
 
     /// The server ended HTTP/1.x connection `i` (EOF or reset) with requests on it. The first
@@ -67,12 +83,15 @@ impl Worker<'_> {
         self.reconnect(reactor, i);
     }
 
-    /// Put as many of connection `i`'s retries as `room` allows on the wire: its first
-    /// requests, each counted as retried. Returns how many.
+    /// Put as many of connection `i`'s retries as `room` and its requests per connection allow
+    /// on the wire: its first requests, each counted as retried, and as gone on the connection
+    /// before the new ones are claimed. Returns how many.
     pub(super) fn resend_retries(&mut self, i: usize, room: u64) -> u64 {
+        let limit = self.shared.spec.requests_per_connection;
+        let c = &mut self.conns[i];
+        let room = room.min(limit.map_or(u64::MAX, |l| l - c.on_connection));
         let mut again = 0;
         while again < room {
-            let c = &mut self.conns[i];
             let Some(p) = c.requeued.pop_front() else {
                 break;
             };
@@ -80,9 +99,10 @@ impl Worker<'_> {
                 on_reused: c.reused,
                 ..p
             });
-            self.counters.retried += 1;
             again += 1;
         }
+        c.went(again);
+        self.counters.retried += again;
         again
     }
 }

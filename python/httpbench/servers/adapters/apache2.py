@@ -20,20 +20,15 @@ import math
 import os
 import shutil
 from pathlib import Path
-from typing import ClassVar, Dict, List, Optional, Tuple
+from typing import ClassVar, Dict, List, Optional
 
+from httpbench.servers.adapters.apache2_control import ApacheControl
 from httpbench.servers.base import Config, Server, ServerProfile, Site
-from httpbench.servers.operations import Operation, command_refusal
 from httpbench.servers.php import PHP_INI, php_ini
 from httpbench.servers.php_install import MOD_PHP
 
 MODULES = "/usr/lib/apache2/modules"
 STOCK = "/etc/apache2/mods-available"
-# Apache's graceful restart (https://httpd.apache.org/docs/2.4/stopping.html#graceful): `-k graceful`
-# tests the configuration, then has the parent (kept) re-read it and replace each child once it has
-# served its request in flight; Debian's `systemctl reload apache2` runs the same, and Apache's
-# docs rotate logs with it (https://httpd.apache.org/docs/2.4/logs.html#rotation).
-GRACEFUL = "apache2 -k graceful with the suite's -d and -f (a configuration test, then SIGUSR1 to the parent)"
 RUN_USER = "www-data"
 
 # What Debian enables on install (/etc/apache2/mods-enabled), the MPM aside, and which of those
@@ -100,7 +95,7 @@ Timeout 30"""
 TUNED_CONNECTIONS = 1024
 
 
-class _Apache(Server):
+class _Apache(ApacheControl, Server):
     mpm: ClassVar[str]
     packages = ("apache2",)
     program = "/usr/sbin/apache2"
@@ -111,22 +106,6 @@ class _Apache(Server):
     # worker and event: the suite's PHP-FPM pool through mod_proxy_fcgi; prefork runs mod_php
     runs_php = "fastcgi"
     tuned_codings = ("br", "gzip")  # the precompressed-file recipe of mod_brotli's docs (below)
-    operations = {
-        **Server.operations,
-        **{
-            action: Operation(action, GRACEFUL, "kept", "https://httpd.apache.org/docs/2.4/stopping.html")
-            for action in ("reload", "graceful-restart", "reopen-logs")
-        },
-    }
-
-    def operate(self, action: str, site: Site, pid: int) -> Optional[str]:
-        return command_refusal(self._control(site.run_dir) + ["-k", "graceful"], self.environment(site))
-
-    def logs(self, site: Site) -> Tuple[Path, ...]:
-        return (site.run_dir / "error.log", site.run_dir / "access.log")
-
-    def _control(self, config_dir: Path) -> List[str]:
-        return [self.executable(), "-d", str(config_dir), "-f", str(config_dir / "apache2.conf")]
 
     def render(self, site: Site, profile: ServerProfile) -> Config:
         files = {"apache2.conf": render_conf(site, profile, self.mpm)}
@@ -135,8 +114,8 @@ class _Apache(Server):
         return Config(files)
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
-        # -d: relative paths resolve in the run directory, not /etc/apache2. FOREGROUND: neither
-        # detach nor start a new session, so the framework's session holds every child.
+        # FOREGROUND: neither detach nor start a new session, so the framework's session holds
+        # every child.
         apache = [*self._control(config_dir), "-DFOREGROUND"]
         if os.geteuid() != 0:
             return apache  # not root: apache keeps the suite's user and changes nothing

@@ -1,5 +1,6 @@
-"""h2o 2.2, from Debian's h2o: event-driven, one process with N threads. Profile directives are
-extra top-level lines of h2o.conf (YAML), e.g. `http1-upgrade-to-http2: OFF`."""
+"""h2o 2.2, from Debian's h2o: event-driven, one process with N threads, under start_server (master
+mode, as Debian runs it). Profile directives are extra top-level lines of h2o.conf (YAML), e.g.
+`http1-upgrade-to-http2: OFF`."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from typing import Dict, List, Optional, Tuple
 from httpbench.servers.base import OPENSSL_CONF, Config, Server, ServerProfile, Site, pinned_openssl_conf
 from httpbench.servers.operations import Operation, command_refusal
 
-# h2o's graceful restart (https://h2o.examp1e.net/faq.html#graceful-restart, h2o(8)): in master
-# mode h2o runs under start_server, which on SIGHUP starts a new h2o on the listening sockets it
-# holds and has the old one finish its connections and exit; start_server itself (the master) is
+# h2o's graceful restart (h2o(8), -m master: "Users may send SIGHUP to the master process to
+# reconfigure or upgrade the server"): in master mode h2o runs under start_server, which on SIGHUP
+# starts a new h2o on the listening sockets it holds and has the old one finish its connections
+# (SIGTERM: a graceful shutdown) and exit; start_server itself (the master) is
 # kept. Debian's h2o.service runs h2o so (-m master) and reloads it so. The suite tests the
 # configuration first (h2o -t), as a new h2o that fails to start would leave the old one serving
 # with its refusal only in the error log.
@@ -32,7 +34,8 @@ class H2o(Server):
     speaks_h2c = True
     runs_php = "fastcgi"
     tuned_codings = ("br", "gzip")  # file.send-compressed: name.br, else name.gz
-    # No reopen-logs: h2o has no signal for it (its FAQ rotates logs with a piped logger).
+    # No reopen-logs: h2o has no signal for it (its access-log directive pipes to a rotating logger:
+    # https://h2o.examp1e.net/configure/access_log_directives.html).
     operations = {
         **Server.operations,
         "reload": GRACEFUL,
