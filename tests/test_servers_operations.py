@@ -137,7 +137,11 @@ def test_a_restart_is_followed_by_the_monitor_and_a_later_crash_still_flagged(ho
     host.verify()
     window = host.end_window()
     assert not window["crashed"] and not flags(window), window
-    # The new master's worker killed, unplanned: flagged as it was before any restart.
+    # The new master's worker killed, unplanned, once the restart has settled: flagged as it was
+    # before any restart.
+    from httpbench.observe.monitor import SETTLE_S
+
+    time.sleep(SETTLE_S)
     host.start_window()
     os.kill(min(workers(host)), signal.SIGKILL)
     deadline = time.monotonic() + 10

@@ -31,6 +31,12 @@ from httpbench.observe import contention
 from httpbench.observe.process_tree import ProcessTree, Sample
 from httpbench.observe.restarts import WorkerChanges
 
+# A server done with an action (its old workers gone, a file answered as verified) may still
+# replace a worker or two: lighttpd under load after its graceful restart, apache2 topping up its
+# pool. Worker changes this soon after an action are the action's; a master that dies then is
+# still a crash (only workers are judged so).
+SETTLE_S = 2.0
+
 
 @dataclass(frozen=True)
 class Window:
@@ -191,6 +197,8 @@ class Monitor:
         self._current: Optional[_Aggregate] = None
         self._workers = WorkerChanges(self.sid)
         self._planned: Optional[str] = None  # the action the suite is performing on the server
+        # The last action performed, and until when (time.monotonic()) its server settles.
+        self._settling: Tuple[Optional[str], float] = (None, 0.0)
         self._machine_at_start: Optional[contention.Snapshot] = None
         self._error: Optional[BaseException] = None
         self.last = self._sample_trees()[0]
@@ -218,7 +226,12 @@ class Monitor:
 
     def _take(self, sample: Sample) -> None:
         # Every sample, in a window or not: a worker may restart at any time.
-        self._workers.note(self.last.pids, sample.pids, sample.t, self._planned)
+        action, until = self._settling
+        if self._planned:
+            planned = f"during the planned {self._planned}"
+        else:
+            planned = f"just after the planned {action}" if action and time.monotonic() < until else None
+        self._workers.note(self.last.pids, sample.pids, sample.t, planned)
         self.last = sample
 
     @contextmanager
@@ -237,6 +250,7 @@ class Monitor:
             finally:
                 with self._lock:
                     self._planned = None
+                    self._settling = (action, time.monotonic() + SETTLE_S)
 
     def follow(self, pid: int) -> None:
         """The server's new main process `pid`, after a planned restart: its session is the

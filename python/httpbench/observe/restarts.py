@@ -45,9 +45,10 @@ class WorkerChanges:
 
     def note(self, before_pids: Iterable[int], pids: Iterable[int], t: float, planned: Optional[str] = None) -> None:
         """Two successive samples of the server's tree: its pids, and the later one's time;
-        `planned`: the action the suite was performing on the server meanwhile, if any."""
+        `planned`: when the suite performed an action on the server meanwhile, which one ("during
+        the planned reload", "just after the planned reload"); None otherwise."""
         before, now = set(before_pids), set(pids)
-        during = f" during the planned {planned}" if planned else ""
+        during = f" {planned}" if planned else ""
         exited = sorted(before - now - self.leaders)
         self.noted += [_Change(t, True, 1, f"worker pid {pid} exited{during}", bool(planned)) for pid in exited]
         new = sorted(now - before - self.leaders)
