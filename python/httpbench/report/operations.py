@@ -68,9 +68,15 @@ def clause(cell: CellResult, level: LevelResult, summary: ActionSummary, several
     if spike is not None and spike >= SPIKE:
         before = next(e.before.p99_us for e in summary.events if e.before and e.before.p99_us)
         said += f", p99 up to {spike:.0f} times the undisturbed {duration_text(before)}"
-    refused = summary.failed_events
+    refused = [e for e in summary.failed_events if e.at_s is not None]
     if refused:
         said += f"; {len(refused):,} of them failed: {refused[0].problem}"
+    missed = len(summary.failed_events) - len(refused)
+    if missed:
+        said += (
+            f"; {missed:,} not performed: the level ended first, each {NAMES[summary.action][0]} taking longer "
+            "than the plan's time between them"
+        )
     return said
 
 
