@@ -110,6 +110,8 @@ def test_an_h2_fault_lands_in_its_place_and_ends_in_time(faults, fault):
     assert r["status"]["2xx"] == q["completed"], r["status"]
     if mode == "h2-goaway":
         assert h2["goaways"] >= 2 and h2["refused_streams"] >= 2, h2
+        # Never processed (RFC 9113 6.8): every one moved to a new connection, none an error.
+        assert h2["goaway_streams_moved"] == h2["refused_streams"], h2
     if mode.endswith("h2-rst-stream"):
         assert h2["resets"].get("INTERNAL_ERROR") == r["errors"]["h2_stream_reset"], h2
     if mode == "h2-refuse-stream":

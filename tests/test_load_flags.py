@@ -134,6 +134,16 @@ FLAGS = {
         lambda r: r["spec"]["warmup_connections"] and r["connections"]["opened"] == 0 and r["requests"]["sent"] == 30,
     ),
     "--connect-timeout": (n(20, "--connect-timeout", "2s"), lambda r: r["spec"]["connect_timeout"] == 2),
+    # What each does under a server's operations: tests/test_load_operations.py.
+    "--retry-idempotent": (
+        n(20, "--retry-idempotent"),
+        lambda r: r["spec"]["retry_idempotent"] and r["requests"]["retried"] == 0 and r["errors_total"] == 0,
+    ),
+    "--keep-going": (n(20, "--keep-going"), lambda r: r["spec"]["keep_going"] and r["aborted"] is None),
+    "--tick": (
+        n(20, "--tick", "50ms"),
+        lambda r: r["spec"]["tick_ms"] == 50 and sum(p["requests"] for p in r["ticks"]["points"]) == 20,
+    ),
     "--timeout": (n(20, "--timeout", "3s"), lambda r: r["spec"]["request_timeout"] == 3),
     "--cpus": (n(20, "-t", "2", "--cpus", "0-1"), lambda r: [t["cpu"] for t in r["client"]["threads"]] == [0, 1]),
     "--bind": (

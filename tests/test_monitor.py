@@ -354,3 +354,29 @@ time.sleep(30)
         assert spent >= 0.064, f"{spent * 1e3:.1f} ms of the children's 64 counted"
     finally:
         _kill_session(leader)
+
+
+def test_workers_a_planned_action_replaces_just_after_its_span_are_its_own(respawning):
+    """A server done with an action (its old workers gone, a file answered) may still replace a
+    worker or two (lighttpd under load after a graceful restart, apache2 topping up its pool):
+    within SETTLE_S after the span, that is the action's, never server_restarted; later, a
+    restart is flagged as ever."""
+    from httpbench.observe.monitor import SETTLE_S
+
+    leader, children = respawning(delay=0.1)
+    old = next(children)
+    with Monitor(leader.pid) as monitor:
+        with monitor.window() as settling:
+            with monitor.planned("graceful-restart"):
+                pass
+            _kill_and_wait_gone(leader, old)
+            old = next(children)
+            time.sleep(0.25)
+        assert honesty.server_restarted({"server": asdict(settling.window), "errors_total": 0}) is None
+        assert any("after the planned graceful-restart" in e for e in settling.window.planned_events)
+        time.sleep(SETTLE_S)
+        with monitor.window() as later:
+            _kill_and_wait_gone(leader, old)
+            next(children)
+            time.sleep(0.25)
+    assert honesty.server_restarted({"server": asdict(later.window), "errors_total": 0}) is not None

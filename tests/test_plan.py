@@ -478,6 +478,7 @@ def test_cells_follow_installed_and_check_installed_is_one_line():
 
 EXPECTED = {
     "quick",
+    "operations",
     "seed-2016",
     "seed-2011",
     "seed-2010-rounds",

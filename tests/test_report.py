@@ -142,6 +142,7 @@ def copy_run(
                 "idle": cell["idle_connections"] or 0,
                 "slow": cell["slow_mode"],
                 "slow_clients": cell["slow_clients"] or 0,
+                "events_label": cell["events"] or "",
             },
         )
         tls = cell["tls_key"] and type("Tls", (), {"key": cell["tls_key"], "version": cell["tls_version"]})

@@ -67,6 +67,7 @@ class FakeCell:
     idle: int = 0
     slow: Optional[str] = None
     slow_clients: int = 0
+    events_label: str = ""
 
 
 def summary(p50: int, hdr: str) -> dict:
@@ -589,7 +590,7 @@ run_id = store.start_run(NS(name="crash", text=""), {}, {})
 cell_id = store.cell(run_id, NS(key="nginx/tuned/7B/ka/1cpu", server="nginx", profile="tuned",
                                 workload=NS(label="7B"), keep_alive=True, cpus=1, budget=None, protocol="http",
                                 resumption=None, streams=1, encoding=None, idle=0, slow=None,
-                                slow_clients=0), "", "v1")
+                                slow_clients=0, events_label=""), "", "v1")
 print(run_id, cell_id, flush=True)
 for index in range(10**6):
     store.add_round(cell_id, 1, index, m)

@@ -117,6 +117,10 @@ def _value_type(node: dict, types: Dict[str, dict]) -> str:
         return "str" if all(o.get("type") == "string" for o in options) else "dict"
     kinds = [k for k in _as_list(node.get("type")) if k != "null"]
     kind = kinds[0] if len(kinds) == 1 else None
+    if kind == "array" and "items" not in node:
+        # A tuple (a [value_us, count] pair): a JSON array of its items.
+        items = {_value_type(item, types) for item in node.get("prefixItems", ())}
+        return f"List[{items.pop()}]" if len(items) == 1 else "list"
     if kind == "array":
         return f"List[{_value_type(node['items'], types)}]"
     if kind == "object":

@@ -12,7 +12,7 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from httpbench.errors import Error
 
@@ -176,15 +176,19 @@ class SiteCertificate:
 
 
 def make_site_certificate(
-    directory: Path, key_type: str = "ecdsa-p256", hosts: Sequence[str] = LOOPBACK_NAMES
+    directory: Path,
+    key_type: str = "ecdsa-p256",
+    hosts: Sequence[str] = LOOPBACK_NAMES,
+    authority: Optional[Authority] = None,
 ) -> SiteCertificate:
-    """A fresh authority and a server certificate for `hosts` signed by it, written in
-    `directory` (made if missing): `ca.pem`, `server.pem`, `server-key.pem`."""
+    """A server certificate for `hosts` signed by `authority` (a fresh one by default), written in
+    `directory` (made if missing): `ca.pem`, `server.pem`, `server-key.pem`. Made again with the
+    same authority, it renews the certificate in place, as a renewal before a reload does."""
     if key_type not in KEY_TYPES:
         raise CertificateError(f"tls.key = {key_type!r} is not a key type; use one of {', '.join(KEY_TYPES)}")
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        authority = Authority.new()
+        authority = authority or Authority.new()
         key, cert = authority.issue("httpbench server", key_type, hosts)
         ca = write_private(directory / "ca.pem", pem_cert(authority.cert))
         return SiteCertificate(

@@ -12,6 +12,7 @@
 mod hostile;
 mod merge;
 mod read;
+pub mod ticks;
 
 use std::collections::BTreeMap;
 
@@ -29,6 +30,7 @@ use crate::stats::{Counters, ErrorClass, H2Counters, Latencies};
 
 pub use hostile::{IdleConnections, Millis, SlowClients, StatePoint};
 pub use merge::Parts;
+pub use ticks::{TickPoint, Ticks, WindowFigures};
 
 pub const SCHEMA: &str = "httpbench-load/1";
 
@@ -84,6 +86,10 @@ pub struct Report {
     #[serde(default)]
     pub classes: Vec<SizeClass>,
     pub timeseries: Vec<SecondPoint>,
+    /// The fine series of the spec's `tick_ms`; null without it (and in reports from before the
+    /// field).
+    #[serde(default)]
+    pub ticks: Option<Ticks>,
     pub client: Client,
     /// The slow clients beside the load (the spec's `slow`); null without them (and in reports
     /// from before the field).
@@ -180,6 +186,11 @@ pub struct Requests {
     /// The other completed answers, by status code (only the codes seen).
     #[serde(default)]
     pub unexpected_statuses: BTreeMap<String, u64>,
+    /// Retryable requests (see `errors`) sent once more on a new connection (the spec's
+    /// `retry_idempotent`): not in `sent` again; each ends once, as its retry does (0 in
+    /// reports from before the field).
+    #[serde(default)]
+    pub retried: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -316,6 +327,12 @@ pub struct H2 {
     /// with REFUSED_STREAM, which failed as `h2_refused_stream` (those above a GOAWAY's last id
     /// went again on the next connection, timed from when they were due).
     pub refused_streams: u64,
+    /// GOAWAY frames received, counted in `goaways`, whose last stream id left streams of ours
+    /// unprocessed: those streams (RFC 9113 6.8: safe to retry), every one sent again on a new
+    /// connection and none an error; they are in `refused_streams` too (0 in reports from before
+    /// the field).
+    #[serde(default)]
+    pub goaway_streams_moved: u64,
     /// Framing received: every frame's 9-byte header, padding and HEADERS priority fields, the
     /// payloads of frames other than DATA, HEADERS and CONTINUATION, and header blocks that
     /// reached no response (their stream cancelled or reset); in `bytes.read`, in neither
@@ -341,6 +358,7 @@ impl H2 {
             goaways: c.goaways,
             resets,
             refused_streams: c.refused_streams,
+            goaway_streams_moved: c.goaway_streams_moved,
             frame_bytes: c.frame_bytes,
         }
     }
@@ -551,6 +569,7 @@ pub struct Tally {
     pub unexpected_statuses: BTreeMap<String, u64>,
     /// Answers that arrived during measurement, whenever their requests were sent.
     pub answered: u64,
+    pub retried: u64,
 }
 
 impl Requests {
@@ -568,6 +587,7 @@ impl Requests {
             succeeded_per_second: t.succeeded.map(|n| per(n as f64, duration_s)),
             unexpected_statuses: t.unexpected_statuses,
             answered: t.answered,
+            retried: t.retried,
         }
     }
 }

@@ -443,6 +443,7 @@ fn summarise(
                 age_total_us: latencies.in_flight_ages_us().0,
                 age_max_us: latencies.in_flight_ages_us().1,
                 answered: c.answered,
+                retried: c.retried,
                 succeeded: Some(c.succeeded),
                 unexpected_statuses: c
                     .unexpected
@@ -482,6 +483,8 @@ fn summarise(
         latency: report::LatencyReport::of(&latencies),
         classes: report::SizeClass::of(&spec.size_classes, &latencies.sizes),
         timeseries,
+        ticks: report::Ticks::merge(outcomes.iter().filter_map(|o| o.ticks.as_ref()))
+            .expect("the threads' points share the spec's interval"),
         client: report::Client {
             hostile_thread,
             ..report::Client::new(

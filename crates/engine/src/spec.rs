@@ -239,6 +239,17 @@ pub struct LoadSpec {
     pub idle: IdleSpec,
     /// Slow clients beside the load (none by default).
     pub slow: SlowSpec,
+    /// Retry once, on a new connection, each request a reused keep-alive connection lost
+    /// before any byte of its answer (error class `retryable`), as RFC 9110 9.2.2 lets a client
+    /// retry an idempotent request: counted in `requests.retried`, timed from its first attempt.
+    pub retry_idempotent: bool,
+    /// Never end the run early for a server that stopped answering or refuses connects: count
+    /// them (`connect_refused`, `timeout`) until the stop condition, as for a server restarted
+    /// on purpose under load.
+    pub keep_going: bool,
+    /// The fine series (the report's `ticks`): points of this many milliseconds, 10 to 1000;
+    /// None: no fine series.
+    pub tick_ms: Option<u32>,
     /// Panic there: a bug on demand, for tests that a front end survives one. No front end sets
     /// it, and a report leaves it out.
     #[doc(hidden)]
@@ -329,6 +340,9 @@ impl Default for LoadSpec {
             tls: TlsSpec::default(),
             idle: IdleSpec::default(),
             slow: SlowSpec::default(),
+            retry_idempotent: false,
+            keep_going: false,
+            tick_ms: None,
             panic: None,
         }
     }
@@ -447,7 +461,16 @@ pub struct Resolved {
     /// Slow clients beside the load, if any: then the run is never ended early for a server
     /// that stopped answering the load.
     pub slow: Option<SlowSettings>,
+    pub retry_idempotent: bool,
+    pub keep_going: bool,
+    /// The fine series' point, in ns.
+    pub tick: Option<u64>,
 }
+
+/// The fine series' points may last from this many milliseconds ...
+pub const TICK_MS_LEAST: u32 = 10;
+/// ... to this many.
+pub const TICK_MS_MOST: u32 = 1000;
 
 fn seconds(field: &'static str, v: f64, allow_zero: bool) -> Result<Duration, Error> {
     if !v.is_finite() || v < 0.0 || (!allow_zero && v == 0.0) || v > 1e7 {
@@ -598,6 +621,15 @@ impl LoadSpec {
                 }
             }
         }
+        if let Some(ms) = self
+            .tick_ms
+            .filter(|ms| !(TICK_MS_LEAST..=TICK_MS_MOST).contains(ms))
+        {
+            return Err(Error::spec(
+                "tick_ms",
+                format!("tick_ms must be from {TICK_MS_LEAST} to {TICK_MS_MOST} ms, got {ms}"),
+            ));
+        }
         self.check_mix()?;
         let (idle, slow) = self.check_hostile(&first.path)?;
         let addr = resolve_addr(first)?;
@@ -632,6 +664,9 @@ impl LoadSpec {
             request_timeout: seconds("request_timeout", self.request_timeout, false)?,
             idle,
             slow,
+            retry_idempotent: self.retry_idempotent,
+            keep_going: self.keep_going,
+            tick: self.tick_ms.map(|ms| u64::from(ms) * 1_000_000),
         })
     }
 }

@@ -207,6 +207,15 @@ pub struct Cli {
     /// --capacity: probes at the rate found that must all meet the objective
     #[arg(long, value_name = "N")]
     rounds: Option<u32>,
+    /// Retry once, on a new connection, each request a reused keep-alive connection lost before any byte of its answer (error class retryable; RFC 9110 9.2.2), counted in requests.retried and timed from its first attempt
+    #[arg(long)]
+    retry_idempotent: bool,
+    /// Never end the run early when the server stops answering or refuses connects (a server restarted on purpose): count them until the run's end
+    #[arg(long)]
+    keep_going: bool,
+    /// Add a fine series to the report (ticks) with points of this length, 10ms to 1000ms, e.g. 100ms
+    #[arg(long, value_name = "TIME", value_parser = parse_tick)]
+    tick: Option<u32>,
     /// Print the result as JSON (schema httpbench-load/1, see docs/json-schema.md)
     #[arg(long)]
     pub json: bool,
@@ -230,6 +239,18 @@ fn parse_duration(s: &str) -> Result<f64, String> {
         _ => return Err(format!("unit {unit:?} in {s:?} is not one of ms, s, m, h")),
     };
     Ok(value * scale)
+}
+
+/// `--tick`: a whole number of milliseconds from 10 to 1000.
+fn parse_tick(s: &str) -> Result<u32, String> {
+    use httpbench_engine::spec::{TICK_MS_LEAST, TICK_MS_MOST};
+    let ms = parse_duration(s)? * 1e3;
+    if ms.fract() != 0.0 || !(f64::from(TICK_MS_LEAST)..=f64::from(TICK_MS_MOST)).contains(&ms) {
+        return Err(format!(
+            "{s:?} is no tick: give whole milliseconds from {TICK_MS_LEAST}ms to {TICK_MS_MOST}ms, e.g. 100ms"
+        ));
+    }
+    Ok(ms as u32)
 }
 
 /// One `--cpus` value as a whole: clap reads a bare `Vec` as a flag given several times, and then
@@ -367,6 +388,9 @@ impl Cli {
             expect_status: self.expect_status.clone().map(|s| s.0).unwrap_or_default(),
             allow_errors: self.allow_errors,
             validate: !self.no_validate,
+            retry_idempotent: self.retry_idempotent,
+            keep_going: self.keep_going,
+            tick_ms: self.tick,
             tls: TlsSpec {
                 version: self.tls_version.as_deref().map(|v| match v {
                     "1.2" => TlsVersion::Tls12,

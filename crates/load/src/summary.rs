@@ -192,9 +192,19 @@ pub fn render(r: &Report) -> String {
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
         let _ = writeln!(out, "  Errors: {}", errs.join(", "));
+        if r.errors["retryable"] > 0 {
+            let _ = writeln!(out, "    retryable: requests a reused keep-alive connection lost before any byte of their answer; --retry-idempotent retries each once");
+        }
         if r.errors["source_ports_exhausted"] > 0 {
             let _ = writeln!(out, "    source ports ran out on this host: widen net.ipv4.ip_local_port_range or spread connections with --bind 127.0.0.2,127.0.0.3");
         }
+    }
+    if r.requests.retried > 0 {
+        let _ = writeln!(
+            out,
+            "  Retried: {} retryable requests, each once on a new connection",
+            r.requests.retried
+        );
     }
     if let Some(t) = &r.tls {
         let _ = writeln!(

@@ -179,6 +179,38 @@ fn goodput(report_json: &str) -> PyResult<(Option<u64>, Option<f64>)> {
     Ok((report.requests.succeeded, report.error_share()))
 }
 
+/// What the points of the report `report_json`'s fine series (`ticks`) from `from_ms`
+/// (included) to `to_ms` (excluded) carried, as JSON (`WindowFigures`: requests, errors by class,
+/// closed_by_server, p50_us, p99_us, max_us); an error if the report has no fine series.
+#[pyfunction]
+fn ticks_window(report_json: &str, from_ms: u64, to_ms: u64) -> PyResult<String> {
+    let ticks = ticks_of(report_json)?;
+    serde_json::to_string(&ticks.window(from_ms, to_ms))
+        .map_err(|e| EngineError::new_err(e.to_string()))
+}
+
+/// Every point of the report `report_json`'s fine series with its figures, as JSON: a list of
+/// `[at_ms, WindowFigures]`, what a timeline draws; an error if the report has no fine series.
+#[pyfunction]
+fn ticks_points(report_json: &str) -> PyResult<String> {
+    let ticks = ticks_of(report_json)?;
+    let step = u64::from(ticks.interval_ms);
+    let points: Vec<_> = ticks
+        .points
+        .iter()
+        .map(|p| (p.at_ms, ticks.window(p.at_ms, p.at_ms + step)))
+        .collect();
+    serde_json::to_string(&points).map_err(|e| EngineError::new_err(e.to_string()))
+}
+
+fn ticks_of(report_json: &str) -> PyResult<httpbench_engine::report::Ticks> {
+    let report = httpbench_engine::Report::read_any(report_json)
+        .map_err(|e| EngineError::new_err(format!("not a load report: {e}")))?;
+    report.ticks.ok_or_else(|| {
+        EngineError::new_err("the report has no fine series (ticks): run it with tick_ms")
+    })
+}
+
 /// The spec `spec_json` split over `hosts` client hosts: JSON specs, one per host it takes (see
 /// `LoadSpec::split`).
 #[pyfunction]
@@ -226,5 +258,7 @@ fn engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<capacity::CapacitySearch>()?;
     m.add_function(wrap_pyfunction!(capacity::capacity_words, m)?)?;
     m.add_function(wrap_pyfunction!(goodput, m)?)?;
+    m.add_function(wrap_pyfunction!(ticks_window, m)?)?;
+    m.add_function(wrap_pyfunction!(ticks_points, m)?)?;
     Ok(())
 }

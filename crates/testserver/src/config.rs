@@ -36,6 +36,10 @@ pub enum Mode {
     CloseEach,
     /// Like ok, but keep-alive even when the request says close.
     IgnoreClose,
+    /// Like ok, but each connection, once it has answered --close-after N requests, reads the
+    /// next one and closes (FIN) without answering it, and without having said `Connection:
+    /// close`: a server that ends a kept-alive connection as the client reuses it.
+    CloseReused,
     /// --body-bytes in 3-byte chunks with extension `;x=1` and trailer `X-T: 1`.
     Chunked,
     /// Every response has status --status CODE (with --ok-every K, all but every K-th).
@@ -145,6 +149,8 @@ pub struct Config {
     pub h2_every: u64,
     /// h2-goaway: the GOAWAY after this many requests of a connection.
     pub h2_goaway_after: u64,
+    /// close-reused: the requests each connection answers before it closes on the next.
+    pub close_after: u64,
     /// For the modes that complete a TLS handshake.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }

@@ -72,6 +72,10 @@ struct Args {
     #[arg(long, value_name = "N", default_value_t = 4,
           value_parser = clap::value_parser!(u64).range(1..))]
     goaway_after: u64,
+    /// close-reused: each connection answers N requests, then closes on the next one.
+    #[arg(long, value_name = "N", default_value_t = 3,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    close_after: u64,
     /// TLS modes that complete a handshake, and h2-* modes over TLS (ALPN h2): the server's
     /// certificate chain (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -183,6 +187,7 @@ fn options(args: Args) -> Result<Options, String> {
         ok_every,
         every,
         goaway_after,
+        close_after,
         tls_cert,
         tls_key,
         count_file,
@@ -259,6 +264,7 @@ fn options(args: Args) -> Result<Options, String> {
             freeze,
             h2_every: every,
             h2_goaway_after: goaway_after,
+            close_after,
             tls,
         },
     })

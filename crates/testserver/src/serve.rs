@@ -125,6 +125,12 @@ fn keep_alive_loop(mut conn: Conn, cfg: &Config) {
                 return;
             }
         };
+        if cfg.mode == Mode::CloseReused && answered == cfg.close_after {
+            if flush(&mut conn, &mut out, &mut batched, cfg) {
+                close_gracefully(&conn.stream);
+            }
+            return;
+        }
         let close = match cfg.mode {
             Mode::CloseEach => true,
             Mode::IgnoreClose => false,

@@ -22,7 +22,7 @@ from rich.text import Text
 from httpbench.cli import capacity
 from httpbench.errors import Error
 from httpbench.plan.model import Rounds
-from httpbench.report import attacks, php_summary, site_summary, size_classes, tables
+from httpbench.report import attacks, operations, php_summary, site_summary, size_classes, tables
 from httpbench.report import summary as report_summary
 from httpbench.report import verdict as report_verdict
 from httpbench.results.class_compare import class_changes
@@ -245,6 +245,7 @@ def summary(run: RunResults, out: Optional[Console] = None) -> None:
         ("dynamic pages (PHP):", php_summary.dynamic_pages([run])),
         ("sites:", site_summary.sites([run])),
         ("slow and idle clients:", attacks.sentences([run])),
+        ("operations under load:", operations.sentences([run])),
     ):
         if lines:
             say(title)
@@ -342,6 +343,14 @@ def comparison(cmp, threshold: Optional[float]) -> int:
     out.print(table)
     _class_comparison(cmp, out)
     capacity.comparison(cmp, out, _rich)
+    for e in cmp.events:
+        retryable = f" ({e.retryable[0]:,} -> {e.retryable[1]:,} retryable)" if any(e.retryable) else ""
+        out.print(
+            f"{e.cell} at level {e.level:,}, through its {e.action} events: {e.before:,} -> {e.after:,} requests "
+            f"failed{retryable}: {e.verdict}",
+            style={"more failed": "red", "fewer failed": "green"}.get(e.verdict, ""),
+            markup=False,
+        )
     counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
     out.print(
         f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "
@@ -365,7 +374,11 @@ def comparison(cmp, threshold: Optional[float]) -> int:
         )
     for gap in cmp.missing:
         print(f"regression: {gap}", file=sys.stderr)
-    if regressed or fallen or cmp.missing:
+    failing = [e for e in cmp.events if e.regressed]
+    for e in failing:
+        print(f"regression: {e.cell} at level {e.level:,}: {e.before:,} -> {e.after:,} requests failed through its "
+              f"{e.action} events, beyond the noise", file=sys.stderr)  # fmt: skip
+    if regressed or fallen or cmp.missing or failing:
         return 1
     print(
         f"no level fell by more than {threshold:.0%} beyond the noise, and run {cmp.after.id} has every cell "

@@ -44,6 +44,10 @@ class RemoteServerHost:
     def alive(self) -> bool:
         return self._call("alive")
 
+    def perform(self, action: str, renew_certificate: bool = False) -> dict:
+        """ServerHost.perform on the server host: an action on its server, verified."""
+        return self._call("perform", action, renew_certificate)
+
     def stop(self) -> None:
         try:
             self._call("stop")

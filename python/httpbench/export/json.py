@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Sequence
 
-from httpbench.report import capacity, size_classes, tables
+from httpbench.report import capacity, operations, size_classes, tables
 from httpbench.results.model import RunResults
 
 SCHEMA = "httpbench-export/1"
@@ -34,5 +34,7 @@ def render(runs: Sequence[RunResults]) -> str:
         "classes": size_classes.records(runs),
         # A capacity plan's cells: each one's capacity object, every probe in it, and its verdict.
         "capacities": [capacity.record(cell) for cell in capacity.cells(runs)],
+        # A plan's events (operations under load): each one performed, and what it cost the load.
+        "events": operations.records(runs),
     }
     return json.dumps(document, indent=2, allow_nan=False) + "\n"

@@ -6,7 +6,17 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from httpbench.report import attacks, capacity, php_summary, site_summary, size_classes, summary, tables, verdict
+from httpbench.report import (
+    attacks,
+    capacity,
+    operations,
+    php_summary,
+    site_summary,
+    size_classes,
+    summary,
+    tables,
+    verdict,
+)
 from httpbench.results.comparison import groups
 from httpbench.results.model import RunResults, levels_text
 
@@ -60,6 +70,9 @@ def render(runs: Sequence[RunResults]) -> str:
     hostile = attacks.sentences(runs)
     if hostile:
         lines += ["### Slow and idle clients", ""] + [f"- {line}" for line in hostile] + [""]
+    performed = operations.sentences(runs)
+    if performed:
+        lines += ["### Operations under load", ""] + [f"- {line}" for line in performed] + [""]
     lines += size_classes.markdown(runs)
     for caution in summary.cautions(runs):
         lines.append(f"> {caution}")

@@ -113,6 +113,20 @@ def goodput(report: dict) -> Goodput:
     return Goodput(*_engine.goodput(json.dumps(report)))
 
 
+def ticks_window(report: dict, from_ms: int, to_ms: int) -> dict:
+    """What the points of ``report``'s fine series (``ticks``) starting from ``from_ms``
+    (included) to ``to_ms`` (excluded) carried: ``requests``, ``errors`` by class (the non-zero
+    ones), ``closed_by_server``, and ``p50_us``, ``p99_us``, ``max_us`` of their latencies, added
+    as histograms by the engine (``Ticks::window``). Raises EngineError without a fine series."""
+    return json.loads(_engine.ticks_window(json.dumps(report), from_ms, to_ms))
+
+
+def ticks_points(report: dict) -> list:
+    """Every point of ``report``'s fine series as ``(at_ms, figures)``, the figures those of
+    ``ticks_window`` over the point alone: what a timeline draws."""
+    return [(at, figures) for at, figures in json.loads(_engine.ticks_points(json.dumps(report)))]
+
+
 class CapacityWords(NamedTuple):
     """A capacity object in the engine's words, as ``httpbench-load --capacity`` says it."""
 

@@ -212,6 +212,11 @@ H2 = TypedDict(
         # reached no response (their stream cancelled or reset); in `bytes.read`, in neither
         # `bytes.head` (response header blocks, over HEADERS and CONTINUATION) nor `bytes.body`.
         "frame_bytes": Optional[int],
+        # GOAWAY frames received, counted in `goaways`, whose last stream id left streams of ours
+        # unprocessed: those streams (RFC 9113 6.8: safe to retry), every one sent again on a new
+        # connection and none an error; they are in `refused_streams` too (0 in reports from before
+        # the field).
+        "goaway_streams_moved": Optional[int],
         # GOAWAY frames received.
         "goaways": Optional[int],
         # Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
@@ -370,6 +375,10 @@ Requests = TypedDict(
         "in_flight_age_mean_us": Optional[float],
         # Completed responses per second of measurement.
         "per_second": Optional[float],
+        # Retryable requests (see `errors`) sent once more on a new connection (the spec's
+        # `retry_idempotent`): not in `sent` again; each ends once, as its retry does (0 in
+        # reports from before the field).
+        "retried": Optional[int],
         "sent": Optional[int],
         # Of `completed`, the answers with an expected status (the spec's `expect_status`, any 2xx
         # when it names none): what the server served. Null when the client cannot tell (wrk counts
@@ -525,6 +534,10 @@ LoadSpec = TypedDict(
         "io": Optional[str],
         # Off: a new TCP connection per request, closed by the client as ab without `-k` does.
         "keep_alive": Optional[bool],
+        # Never end the run early for a server that stopped answering or refuses connects: count
+        # them (`connect_refused`, `timeout`) until the stop condition, as for a server restarted
+        # on purpose under load.
+        "keep_going": Optional[bool],
         # Each URL without an expected length (`expect_lengths`, `expect_length`) must answer, every
         # time, the length of its first answer that succeeded (whichever thread had it).
         "learn_lengths": Optional[bool],
@@ -542,6 +555,10 @@ LoadSpec = TypedDict(
         "request_timeout": Optional[float],
         # Reconnect after this many requests on one connection.
         "requests_per_connection": Optional[int],
+        # Retry once, on a new connection, each request a reused keep-alive connection lost
+        # before any byte of its answer (error class `retryable`), as RFC 9110 9.2.2 lets a client
+        # retry an idempotent request: counted in `requests.retried`, timed from its first attempt.
+        "retry_idempotent": Optional[bool],
         # Draws the run's random choices, the weighted URLs and Poisson gaps: a run's sequence of
         # URLs on each connection, and each thread's arrivals, are the same in every run with the
         # same seed.
@@ -561,6 +578,9 @@ LoadSpec = TypedDict(
         # Concurrent streams per HTTP/2 connection (h2load's `-m`); more than 1 needs `http2`.
         "streams": Optional[int],
         "threads": Optional[int],
+        # The fine series (the report's `ticks`): points of this many milliseconds, 10 to 1000;
+        # None: no fine series.
+        "tick_ms": Optional[int],
         # TLS settings of an https:// run.
         "tls": Optional[TlsSpec],
         # Requested round robin, or drawn by `weights`; all must share one scheme, host and port.
@@ -591,6 +611,35 @@ Status = TypedDict(
         "4xx": Optional[int],
         "5xx": Optional[int],
         "other": Optional[int],
+    },
+)
+
+TickPoint = TypedDict(
+    "TickPoint",
+    {
+        # The point's start, in ms from the start of the measured window (after the warm-up, the
+        # origin of `timeseries`).
+        "at_ms": Optional[int],
+        # Connections the server ended in the point: EOF, reset, `Connection: close` or GOAWAY.
+        "closed_by_server": Optional[int],
+        # Errors counted in the point, by class (only the classes with some).
+        "errors": Optional[Dict[str, int]],
+        # The point's latencies (as `latency.total` times them), as [value_us, count] pairs in
+        # ascending value, each value the top of its bucket of an HdrHistogram of 2 significant
+        # digits.
+        "latency_us": Optional[List[List[int]]],
+        # Answers completed in the point.
+        "requests": Optional[int],
+    },
+)
+
+Ticks = TypedDict(
+    "Ticks",
+    {
+        # Each point's length, in milliseconds (the spec's `tick_ms`).
+        "interval_ms": Optional[int],
+        # Every point of the measured window, in order, empty ones included.
+        "points": Optional[List[TickPoint]],
     },
 )
 
@@ -689,6 +738,9 @@ Report = TypedDict(
         # here), in seconds since the Unix epoch: what lines up engines on several hosts.
         "started_at": Optional[float],
         "status": Status,
+        # The fine series of the spec's `tick_ms`; null without it (and in reports from before the
+        # field).
+        "ticks": Optional[Ticks],
         "timeseries": Optional[List[SecondPoint]],
         # https:// runs: what TLS negotiated and how many handshakes it took; null otherwise
         # (and in reports from before the field).
@@ -705,6 +757,9 @@ DEFAULTS = {
     },
     "Encoding": {
         "decoded_bytes": None,
+    },
+    "H2": {
+        "goaway_streams_moved": 0,
     },
     "LatencyReport": {
         "in_flight": {
@@ -741,6 +796,7 @@ DEFAULTS = {
     },
     "Requests": {
         "answered": 0,
+        "retried": 0,
         "unexpected_statuses": {},
     },
     "IdleSpec": {
@@ -786,6 +842,7 @@ DEFAULTS = {
         "idle": {"connections": 0, "ping": None},
         "io": "auto",
         "keep_alive": True,
+        "keep_going": False,
         "learn_lengths": False,
         "method": "GET",
         "offsets": None,
@@ -794,6 +851,7 @@ DEFAULTS = {
         "rate": None,
         "request_timeout": 10.0,
         "requests_per_connection": None,
+        "retry_idempotent": False,
         "seed": 7526768903278915171,
         "sequence": None,
         "size_classes": [],
@@ -811,6 +869,7 @@ DEFAULTS = {
         "stop": {"duration": 10.0},
         "streams": 1,
         "threads": 1,
+        "tick_ms": None,
         "tls": {
             "cacert": None,
             "ciphers": [],
@@ -836,6 +895,7 @@ DEFAULTS = {
         "idle_connections": None,
         "protocol": "http/1.1",
         "slow_clients": None,
+        "ticks": None,
         "tls": None,
     },
 }

@@ -31,6 +31,12 @@ from httpbench.observe import contention
 from httpbench.observe.process_tree import ProcessTree, Sample
 from httpbench.observe.restarts import WorkerChanges
 
+# A server done with an action (its old workers gone, a file answered as verified) may still
+# replace a worker or two: lighttpd under load after its graceful restart, apache2 topping up its
+# pool. Worker changes this soon after an action are the action's; a master that dies then is
+# still a crash (only workers are judged so).
+SETTLE_S = 2.0
+
 
 @dataclass(frozen=True)
 class Window:
@@ -57,6 +63,11 @@ class Window:
     crashed: bool = False  # the session leader (the server's main process) died
     workers_exited: int = 0  # processes other than the leader that left the tree
     workers_started: int = 0  # processes that joined it (a restarted worker is one of each)
+    # The same, seen while the suite performed an action on the server (Monitor.planned): what a
+    # reload or restart did, apart from the figures above, which honesty flags.
+    planned_events: List[str] = field(default_factory=list)
+    planned_workers_exited: int = 0
+    planned_workers_started: int = 0
     # The PHP-FPM pool's share of the figures above (its processes are counted in them too);
     # None for a server without a pool.
     php_cpu_cores: Optional[float] = None
@@ -92,15 +103,16 @@ class _Aggregate:
         self.processes_min = self.processes_max = first.processes
         self._take(first, previous=None)
 
-    def add(self, sample: Sample) -> None:
-        self._take(sample, previous=self.last)
+    def add(self, sample: Sample, planned: bool = False) -> None:
+        self._take(sample, previous=self.last, planned=planned)
         self.last = sample
 
-    def _take(self, s: Sample, previous: Optional[Sample]) -> None:
+    def _take(self, s: Sample, previous: Optional[Sample], planned: bool = False) -> None:
         self.samples += 1
         self.processes_min = min(self.processes_min, s.processes)
         self.processes_max = max(self.processes_max, s.processes)
-        self._note_changes(s, previous)
+        if not planned:  # a planned restart's main process is gone until the new one is followed
+            self._note_changes(s, previous)
         if not s.pids:
             return  # nothing ran: no memory to average in
         self.alive_samples += 1
@@ -184,6 +196,9 @@ class Monitor:
         self._lock = threading.Lock()
         self._current: Optional[_Aggregate] = None
         self._workers = WorkerChanges(self.sid)
+        self._planned: Optional[str] = None  # the action the suite is performing on the server
+        # The last action performed, and until when (time.monotonic()) its server settles.
+        self._settling: Tuple[Optional[str], float] = (None, 0.0)
         self._machine_at_start: Optional[contention.Snapshot] = None
         self._error: Optional[BaseException] = None
         self.last = self._sample_trees()[0]
@@ -203,16 +218,55 @@ class Monitor:
         with self._lock:
             sample, pool = self._sample_trees()
             if self._current is not None:
-                self._current.add(sample)
+                self._current.add(sample, planned=self._planned is not None)
                 if pool is not None:
-                    self._php_current.add(pool)
+                    self._php_current.add(pool, planned=self._planned is not None)
             self._take(sample)
             return sample
 
     def _take(self, sample: Sample) -> None:
         # Every sample, in a window or not: a worker may restart at any time.
-        self._workers.note(self.last.pids, sample.pids, sample.t)
+        action, until = self._settling
+        if self._planned:
+            planned = f"during the planned {self._planned}"
+        else:
+            planned = f"just after the planned {action}" if action and time.monotonic() < until else None
+        self._workers.note(self.last.pids, sample.pids, sample.t, planned)
         self.last = sample
+
+    @contextmanager
+    def planned(self, action: str) -> Iterator[None]:
+        """The suite performing `action` on the server (httpbench.servers.operate): its workers
+        leaving and joining meanwhile are the action's, told apart and never flagged, and its main
+        process gone is no crash (`follow` names the new one). The block ends with a sample, so
+        the changes the action made by then are seen inside it."""
+        with self._lock:
+            self._planned = action
+        try:
+            yield
+        finally:
+            try:
+                self.sample()
+            finally:
+                with self._lock:
+                    self._planned = None
+                    self._settling = (action, time.monotonic() + SETTLE_S)
+
+    def follow(self, pid: int) -> None:
+        """The server's new main process `pid`, after a planned restart: its session is the
+        server's from now on. One already gone is not followed: the old master missing from the
+        tree is then a crash, as it should be."""
+        try:
+            sid = os.getsid(pid)
+        except ProcessLookupError:
+            return
+        with self._lock:
+            self.sessions = (self.sessions - {self.sid}) | {sid}
+            self.sid = sid
+            self._tree.follow(sid)
+            self._workers.leaders.add(sid)
+            if self._current is not None:
+                self._current.leader = sid
 
     def _run(self) -> None:
         due = time.monotonic()

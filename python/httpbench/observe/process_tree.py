@@ -80,6 +80,12 @@ class ProcessTree:
         self._pss: Dict[Key, Tuple[Optional[int], float]] = {}  # PSS, and when it was read
         self._last_t: Optional[float] = None
 
+    def follow(self, session_id: int) -> None:
+        """The server restarted in a new session: sample that one from now on, the CPU time of
+        the old one's processes kept in the totals."""
+        self.sid = session_id
+        self._outside = set()  # its processes may have been listed before, as not ours
+
     def sample(self) -> Sample:
         t = time.monotonic()
         idle, total = procfs.machine_cpu()

@@ -52,6 +52,48 @@ def attack_label(idle: int, slow: Optional[str], clients: int) -> str:
 
 
 @dataclass(frozen=True)
+class Event:
+    """An action performed on the server `count` times, the first `at` seconds into the level's
+    measured load and then every `every` seconds."""
+
+    action: str
+    at: float
+    every: Optional[float] = None
+    count: int = 1
+    renew_certificate: bool = False
+    # The cell it is performed in: events of one group share a level, each group is a cell of its
+    # own (an axis); by default each action is its own group, so a server that lacks one action
+    # loses only that action's cells.
+    group: str = ""
+
+    def times(self) -> Tuple[float, ...]:
+        """When each of its actions is due, in seconds from the start of the measured load."""
+        return tuple(self.at + i * (self.every or 0.0) for i in range(self.count))
+
+    @property
+    def label(self) -> str:
+        """Short and stable, for a cell's key: "reload@2s+2sx5", "graceful-restart@11s"."""
+        label = f"{self.action}@{self.at:g}s"
+        if self.count > 1:
+            label += f"+{self.every:g}sx{self.count}"
+        return label + ("+cert" if self.renew_certificate else "")
+
+
+def event_groups(events: Sequence[Event]) -> Tuple[Tuple[Event, ...], ...]:
+    """`events` by group, each group a cell's events, in the order each group first appears; ((),)
+    without events: one cell, without any."""
+    groups: Dict[str, List[Event]] = {}
+    for event in events:
+        groups.setdefault(event.group or event.action, []).append(event)
+    return tuple(tuple(group) for group in groups.values()) or ((),)
+
+
+def events_label(events: Sequence[Event]) -> str:
+    """The end of a cell's key with events: "reload@2s+2sx5,graceful-restart@11s"."""
+    return ",".join(event.label for event in events)
+
+
+@dataclass(frozen=True)
 class SlowSettings:
     """The slow clients' settings beside the mode (the engine's spec `slow`; None: its default
     for the mode, docs/json-schema.md)."""
@@ -139,6 +181,9 @@ class Cell:
     # The slow clients' mode ("headers", "body", "read"; the plan's slow); None: no attack.
     slow: Optional[str] = None
     slow_clients: int = 0
+    # The events performed on the server during each level (a group of the plan's); (): none.
+    # Part of what a cell is: a level through five reloads is not the same measurement.
+    events: Tuple[Event, ...] = ()
 
     @property
     def key(self) -> str:
@@ -156,7 +201,13 @@ class Cell:
         if self.encoding is not None:
             key += f"/{self.encoding}"
         key += f"/{self.budget.label}" if self.budget is not None else ""
-        return key + attack_label(self.idle, self.slow, self.slow_clients)
+        key += attack_label(self.idle, self.slow, self.slow_clients)
+        return key + (f"/{self.events_label}" if self.events else "")
+
+    @property
+    def events_label(self) -> str:
+        """Its events as its key names them ("reload@2s+2sx5"); "" without any."""
+        return events_label(self.events)
 
 
 @dataclass(frozen=True)
@@ -207,6 +258,12 @@ class Plan:
     slow: Tuple[Optional[str], ...] = (None,)
     slow_clients: int = 0
     slow_settings: SlowSettings = SlowSettings()
+    # Operations under load (issue 29): what is done to the server during each level (plan.events),
+    # and whether a request lost to a close as its connection was reused is retried once.
+    events: Tuple[Event, ...] = ()
+    retry_idempotent: bool = False
+    # keep_alive given by protocol (a table); {}: `keep_alive` applies to every protocol.
+    keep_alive_by: Dict[str, Tuple[bool, ...]] = field(default_factory=dict)
 
     @property
     def attacks(self) -> List[Tuple[int, Optional[str]]]:
@@ -220,7 +277,7 @@ class Plan:
         return [
             (protocol, ka, resumption, streams)
             for protocol in self.protocols
-            for ka in self.keep_alive
+            for ka in self.keep_alive_by.get(protocol, self.keep_alive)
             for resumption in (self.tls.resumption if uses_tls(protocol) and not ka else (None,))
             for streams in (self.streams if is_http2(protocol) else (1,))
         ]
@@ -250,6 +307,7 @@ class Plan:
                 idle,
                 slow,
                 self.slow_clients if slow else 0,
+                events,
             )
             for server in chosen
             for profile in self.profiles
@@ -259,6 +317,7 @@ class Plan:
             for cpus in self.server_cpus
             for budget in (self.budgets or (self.budget,))
             for idle, slow in self.attacks
+            for events in event_groups(self.events)
         ]
 
     def check_installed(self, installed: Sequence[str], where: str = "here") -> None:
@@ -292,7 +351,7 @@ class Plan:
         rounds = "auto" counts max_rounds, the longest it may take."""
         rounds = self.rounds.longest
         per_cell = len(self.workloads) * len(self.connections()) * len(self.server_cpus) * len(self.profiles)
-        per_cell *= len(self.encodings) * len(self.attacks)
+        per_cell *= len(self.encodings) * len(self.attacks) * len(event_groups(self.events))
         total = 0.0
         for budget in self.budgets or (self.budget,):
             if self.capacity:
@@ -308,7 +367,7 @@ class Plan:
         if self.client != "engine":
             return 0.0
         cells = len(self.workloads) * len(self.server_cpus) * len(self.profiles) * len(self.budgets or (self.budget,))
-        cells *= len(self.encodings) * len(self.attacks)
+        cells *= len(self.encodings) * len(self.attacks) * len(event_groups(self.events))
         return sum(
             cells
             * self.rounds.longest

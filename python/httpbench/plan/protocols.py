@@ -18,8 +18,27 @@ class ProtocolChecks(ValueChecks):
     def protocols(self, data: Dict[str, Any]) -> Tuple[str, ...]:
         return self.array(data.get("protocols", ["http"]), ("protocols",), lambda v, p: self.string(v, p, PROTOCOLS))
 
+    def keep_alive(self, data: Dict[str, Any], protocols: Tuple[str, ...]) -> Dict[str, Tuple[bool, ...]]:
+        """keep_alive by protocol: one list for every protocol (`keep_alive = [true, false]`), or a
+        table of lists by protocol (`keep_alive = { http = [true, false], https = [true] }`), which
+        spares a plan the crossings it does not want (HTTPS without keep-alive, say)."""
+        raw = data.get("keep_alive", [True])
+        if not isinstance(raw, dict):
+            both = self.array(raw, ("keep_alive",), self.boolean)
+            return {protocol: both for protocol in protocols}
+        for protocol in raw:
+            if protocol not in protocols:
+                self.fail(
+                    ("keep_alive", protocol),
+                    f"keep_alive.{protocol}: {protocol} is not one of the plan's protocols ({', '.join(protocols)})",
+                )
+        missing = [p for p in protocols if p not in raw]
+        if missing:
+            self.fail(("keep_alive",), f"keep_alive has no list for {missing[0]}: add {missing[0]} = [true]")
+        return {p: self.array(raw[p], ("keep_alive", p), self.boolean) for p in protocols}
+
     def streams(
-        self, data: Dict[str, Any], protocols: Tuple[str, ...], keep_alive: Tuple[bool, ...], pipeline: int
+        self, data: Dict[str, Any], protocols: Tuple[str, ...], keep_alive: Dict[str, Tuple[bool, ...]], pipeline: int
     ) -> Tuple[int, ...]:
         """The `streams` axis, and what HTTP/2 cells allow: many streams replace pipelining, and a
         connection that carries them is kept open."""
@@ -38,7 +57,7 @@ class ProtocolChecks(ValueChecks):
                 f'pipeline = {pipeline} cannot be used with protocols = "{http2[0]}": HTTP/2 sends requests '
                 "side by side on streams; give streams instead",
             )
-        if http2 and False in keep_alive:
+        if any(False in keep_alive[p] for p in http2):
             self.fail(
                 ("keep_alive",),
                 f'keep_alive = false cannot be used with protocols = "{http2[0]}": an HTTP/2 connection '

@@ -23,6 +23,7 @@ else:  # pragma: no cover - exercised on 3.9/3.10 only
     import tomli as tomllib
 
 from httpbench.plan import capacity as capacities
+from httpbench.plan import events as planned
 from httpbench.plan import hostile
 from httpbench.plan import workload as workloads
 from httpbench.plan.dynamic import PHP_KINDS, php_workload
@@ -69,6 +70,7 @@ TOP_KEYS = (
     "requests_per_connection",
     "accept_encoding",
     *hostile.KEYS,
+    *planned.KEYS,
 )
 LEVEL_KEYS = ("from", "to", "step", "list")
 BUDGET_KEYS = ("requests", "duration")
@@ -96,7 +98,7 @@ def read(text: str, source: str, base_dir: Optional[Path] = None) -> Plan:
     return _Parser(source, text, Path(base_dir) if base_dir else Path(".")).plan(data)
 
 
-class _Parser(ProtocolChecks, hostile.HostileChecks):
+class _Parser(ProtocolChecks, hostile.HostileChecks, planned.EventChecks):
     """The plan itself: its keys, the servers and workloads it names, its levels and budgets, and
     what they allow together."""
 
@@ -162,7 +164,10 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
                 )
 
         profiles = self.array(data.get("profiles", ["tuned"]), ("profiles",), lambda v, p: self.string(v, p, PROFILES))
-        keep_alive = self.array(data.get("keep_alive", [True]), ("keep_alive",), self.boolean)
+        protocols = self.protocols(data)
+        keep_alive_by = self.keep_alive(data, protocols)
+        # Every keep-alive setting of any protocol: what the checks of other keys read.
+        keep_alive = tuple(dict.fromkeys(ka for kas in keep_alive_by.values() for ka in kas))
         server_cpus = self.array(data.get("server_cpus", [1]), ("server_cpus",), lambda v, p: self.integer(v, p, 1))
         client = self.string(data.get("client", "engine"), ("client",), CLIENTS)
         # A capacity search offers rates: its plan is open loop unless it says otherwise (refused).
@@ -203,9 +208,8 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
             budgets = self.budgets(data["budget"])
             self.combinations(client, model, pipeline, keep_alive, loads, levels, budgets)
         per_connection = self.requests_per_connection(data, client, keep_alive)
-        protocols = self.protocols(data)
         tls = self.tls(data.get("tls", {}), protocols, client)
-        streams = self.streams(data, protocols, keep_alive, pipeline)
+        streams = self.streams(data, protocols, keep_alive_by, pipeline)
         encodings = self.encodings(data, client)
         idle = self.idle(data, client, keep_alive)
         slow, slow_clients, slow_settings = self.slow(data, client, loads)
@@ -213,6 +217,7 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
             if capacity:
                 self.fail(("capacity",), "a capacity search has no idle or slow clients yet: drop [capacity] or them")
             self.descriptors(idle, slow_clients, levels, model == "closed")
+        events = self.events(data, client, budgets, capacity is not None)
         return Plan(
             name=name,
             description=description,
@@ -221,6 +226,7 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
             profiles=profiles,
             workloads=loads,
             keep_alive=keep_alive,
+            keep_alive_by=keep_alive_by if isinstance(data.get("keep_alive"), dict) else {},
             server_cpus=server_cpus,
             levels=levels,
             rounds=Rounds(None if rounds == "auto" else rounds, most),
@@ -250,6 +256,8 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
             slow=slow,
             slow_clients=slow_clients,
             slow_settings=slow_settings,
+            events=events,
+            retry_idempotent=self.retry_idempotent(data, client),
         )
 
     def requests_per_connection(self, data: Dict[str, Any], client: str, keep_alive: Tuple[bool, ...]) -> Optional[int]:

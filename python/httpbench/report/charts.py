@@ -21,6 +21,7 @@ from httpbench.report.capacity_charts import capacity_bars, latency_by_rate
 from httpbench.report.h2_bars import http1_beside, streams
 from httpbench.report.lines import latency, server_cpu, server_memory, spectrum, throughput, timeline
 from httpbench.report.marks import FLAG_OUTLINE, HIDDEN, Chart, Choices, Measured
+from httpbench.report.operations_charts import events_timeline
 from httpbench.report.php_lines import php_cpu_per_page, php_memory
 from httpbench.report.size_classes import latency_by_size
 from httpbench.report.tls_bars import handshakes, share
@@ -62,6 +63,7 @@ BUILDERS: Sequence[Callable[[Measured], Chart]] = (
     codings.chart,
     spectrum,
     timeline,
+    events_timeline,
 )
 
 

@@ -12,7 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from httpbench import __version__
-from httpbench.report import attacks, capacity, php_summary, site_summary, summary, tables, verdict
+from httpbench.report import attacks, capacity, operations, php_summary, site_summary, summary, tables, verdict
 from httpbench.report.charts import Chart, Measured, ratings, vega
 from httpbench.results.model import RunResults
 
@@ -35,6 +35,7 @@ SHORT = {
     "latency_by_size": "By size",
     "spectrum": "Percentiles",
     "timeline": "Timeline",
+    "events": "Events",
 }
 
 
@@ -151,6 +152,10 @@ def _level_tables(runs: Sequence[RunResults]) -> List[dict]:
     return out
 
 
+def _table(table: tables.Table) -> dict:
+    return {"header": [c.title for c in table.columns], "rows": table.shown()}
+
+
 def _facts(run: RunResults) -> List[tuple]:
     host = run.host
     placement = host["placement"] or {"server": None, "client": None}
@@ -226,6 +231,8 @@ def render(m: Measured, charts: Sequence[Chart], bundle: str) -> str:
         dynamic_pages=php_summary.dynamic_pages(runs),
         sites=site_summary.sites(runs),
         attacks=attacks.sentences(runs),
+        operations=operations.sentences(runs),
+        operations_table=_table(operations.table(runs)),
         cautions=summary.cautions(runs),
         cells=cells,
         tls_column=any(c["tls"] for c in cells),

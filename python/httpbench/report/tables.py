@@ -15,7 +15,7 @@ from httpbench.results.model import CellResult, RunResults, levels_text
 from httpbench.servers.adapters.reference import Reference
 
 
-def _count(v) -> str:
+def count_text(v) -> str:
     return "-" if v is None else f"{v:,.0f}"
 
 
@@ -94,16 +94,16 @@ def _finite(v):
 LEVEL_COLUMNS = [
     Column("level", "level"),
     Column("rounds", "rounds"),
-    Column("rps_mean", "req/s mean", _count),
+    Column("rps_mean", "req/s mean", count_text),
     Column("rps_ci95", "95% interval", _interval),
-    Column("rps_median", "median", _count),
-    Column("rps_min", "min", _count),
-    Column("rps_max", "max", _count),
+    Column("rps_median", "median", count_text),
+    Column("rps_min", "min", count_text),
+    Column("rps_max", "max", count_text),
     Column("p50_us", "p50", duration_text),
     Column("p99_us", "p99", duration_text),
     Column("p99_9_us", "p99.9", duration_text),
-    Column("errors", "errors", _count),
-    Column("non_2xx", "non-2xx", _count),
+    Column("errors", "errors", count_text),
+    Column("non_2xx", "non-2xx", count_text),
     Column("server_cpu_user", "server CPU user", _cores),
     Column("server_cpu_sys", "system", _cores),
     Column("server_memory_bytes", "server memory", mib_text),
@@ -118,8 +118,8 @@ TLS_LEVEL_COLUMNS = [
     Column("tls_handshake_p99_us", "handshake p99", duration_text),
 ]
 HANDSHAKE_COLUMNS = [
-    Column("handshakes_full", "full handshakes", _count),
-    Column("handshakes_resumed", "resumed", _count),
+    Column("handshakes_full", "full handshakes", count_text),
+    Column("handshakes_resumed", "resumed", count_text),
 ]
 # An HTTP/2 level's counters (the engine report's `h2`, added over its rounds).
 H2_LEVEL_COLUMNS = [
@@ -141,7 +141,7 @@ ENCODING_LEVEL_COLUMNS = [
 PHP_LEVEL_COLUMNS = [
     Column("php_memory_bytes", "PHP memory", mib_text),
     Column("php_cpu_cores", "PHP CPU", _cores),
-    Column("php_processes", "PHP processes", _count),
+    Column("php_processes", "PHP processes", count_text),
 ]
 # A site cell's: the response bodies' bytes per second beside its requests/s, as received (compressed
 # where the server compressed); the exports have it for every cell.
@@ -161,9 +161,9 @@ CELL_COLUMNS = [
     Column("resumption", "resumption"),
     Column("streams", "streams"),
     Column("encoding", "coding asked"),
-    Column("idle_connections", "idle connections", _count),
+    Column("idle_connections", "idle connections", count_text),
     Column("slow_mode", "slow clients' mode"),
-    Column("slow_clients", "slow clients", _count),
+    Column("slow_clients", "slow clients", count_text),
 ]
 # Clients beside the load that are not a benchmark (results.hostile): the normal clients' share
 # served and requests/s against the same level without slow clients, the slow connections the
@@ -172,15 +172,15 @@ CELL_COLUMNS = [
 HOSTILE_LEVEL_COLUMNS = [
     Column("succeeded_share", "succeeded", _percent),
     Column("rps_share_unattacked", "req/s of unattacked", _percent),
-    Column("slow_cut", "slow cut", _count),
-    Column("slow_cut_after_p50_ms", "cut after p50 (ms)", _count),
-    Column("slow_cut_after_max_ms", "max (ms)", _count),
-    Column("idle_held", "idle held", _count),
-    Column("idle_closed_by_server", "idle closed by server", _count),
+    Column("slow_cut", "slow cut", count_text),
+    Column("slow_cut_after_p50_ms", "cut after p50 (ms)", count_text),
+    Column("slow_cut_after_max_ms", "max (ms)", count_text),
+    Column("idle_held", "idle held", count_text),
+    Column("idle_closed_by_server", "idle closed by server", count_text),
     Column("idle_memory_bytes", "idle memory", mib_text),
-    Column("idle_bytes_per_connection", "bytes per idle connection", _count),
-    Column("server_processes", "server processes", _count),
-    Column("server_threads", "server threads", _count),
+    Column("idle_bytes_per_connection", "bytes per idle connection", count_text),
+    Column("server_processes", "server processes", count_text),
+    Column("server_threads", "server threads", count_text),
 ]
 
 
@@ -352,9 +352,9 @@ def cells(runs: Sequence[RunResults]) -> Table:
             Column("status", "status"),
             Column("error", "error"),
             Column("levels", "levels"),
-            Column("rps_min", "req/s min", _count),
-            Column("rps_mean", "mean", _count),
-            Column("rps_max", "max", _count),
+            Column("rps_min", "req/s min", count_text),
+            Column("rps_mean", "mean", count_text),
+            Column("rps_max", "max", count_text),
             Column("seconds", "cell time", _seconds),
         ]
     )
@@ -394,10 +394,10 @@ def comparison(group: Group, several_runs: bool) -> Table:
     table = Table(
         [
             Column("series", "server/profile"),
-            Column("rps_mean", "mean req/s", _count),
+            Column("rps_mean", "mean req/s", count_text),
             Column("noise", "round-to-round CV", _percent),
-            Column("rps_min", "min", _count),
-            Column("rps_max", "max", _count),
+            Column("rps_min", "min", count_text),
+            Column("rps_max", "max", count_text),
             Column("relative", f"req/s relative to {name(ranked[0])}" if ranked else "relative", lambda v: f"{v:.2f}"),
         ]
     )

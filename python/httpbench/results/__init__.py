@@ -15,6 +15,7 @@ from httpbench.judge.stats import LevelStats
 from httpbench.load import engine
 from httpbench.load.fields import Status
 from httpbench.load.report import Report
+from httpbench.results import operations
 from httpbench.results.model import CellResult, Latency, LevelResult, RunResults
 
 
@@ -48,6 +49,8 @@ def _level(number: int, measurements: Sequence[dict]) -> LevelResult:
         timeseries=_series(measurements),
         server_processes=max((s["processes_max"] for s in servers if s.get("processes_max")), default=None),
         server_threads=max((s["threads_peak"] for s in servers if s.get("threads_peak")), default=None),
+        operations=tuple(cost for i, m in enumerate(measurements) for cost in operations.costs(m, i)),
+        fine_series=tuple(operations.fine_series(measurements)),
         **_tls(merged, measurements),
         **_php(servers),
     )
@@ -235,6 +238,7 @@ def of_run(run: dict) -> RunResults:
                 idle=cell.get("idle_connections") or 0,
                 slow=cell.get("slow_mode"),
                 slow_clients=cell.get("slow_clients") or 0,
+                events=cell.get("events") or "",
             )
         )
     return results

@@ -17,6 +17,8 @@ from httpbench.errors import Error
 from httpbench.judge.honesty import CELL_STOPPERS, NOISY_CV
 from httpbench.judge.stats import LevelStats
 from httpbench.load import engine
+from httpbench.results import events_compare
+from httpbench.results.events_compare import EventsChange
 from httpbench.results.model import CellResult, RunResults, levels_text
 
 
@@ -172,6 +174,7 @@ class Comparison:
     missing: List[Missing]  # measured in A, missing or failed in B
     only_after: List[str]  # cells measured in B only
     capacities: List[CapacityChange] = field(default_factory=list)  # capacity plans' cells in both
+    events: List[EventsChange] = field(default_factory=list)  # cells with events in both: failures
 
     def regressions(self, threshold: float) -> List[Change]:
         return [c for c in self.changes if c.regressed(threshold)]
@@ -237,7 +240,7 @@ def compare(before: RunResults, after: RunResults) -> Comparison:
             changes.append(Change(old_cell.key, lv.level, old.rps, lv.rps, ratio, interval))
     earlier = {c.key for c in before.measured}
     only_after = [c.key for c in after.measured if c.key not in earlier]
-    return Comparison(before, after, changes, missing, only_after, capacities)
+    return Comparison(before, after, changes, missing, only_after, capacities, events_compare.changes(before, after))
 
 
 def parse_threshold(text: str) -> float:

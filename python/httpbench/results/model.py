@@ -68,6 +68,12 @@ class LevelResult:
     # process- or thread-per-connection server grow to. None in rounds of a monitor without them.
     server_processes: Optional[int] = None
     server_threads: Optional[int] = None
+    # Its planned events (the plan's [[event]]), every round's in turn, each with what it cost the
+    # load (results.operations.EventCost); () for a level without events.
+    operations: tuple = ()
+    # Their rounds' fine series (results.operations.fine_series), one point a tick: rates and
+    # p99; () without events.
+    fine_series: tuple = ()
 
     handshakes_full = _counter("tls", "handshakes_full", "TLS handshakes made in full, all rounds.")
     handshakes_resumed = _counter("tls", "handshakes_resumed", "TLS handshakes resumed, all rounds.")
@@ -207,6 +213,9 @@ class CellResult:
     idle: int = 0
     slow: Optional[str] = None
     slow_clients: int = 0
+    # The plan's events performed on its server during each level (plan.model.events_label); "":
+    # none. A cell through reloads is never in one group with one without.
+    events: str = ""
 
     @property
     def series(self) -> str:
@@ -217,7 +226,8 @@ class CellResult:
     def group(self) -> str:
         """Cells in one group differ only by server and profile, so they can be compared."""
         parts = [self.workload, *self.connection, f"{self.cpus} CPU"]
-        return ", ".join(parts + ([self.budget] if self.budget else []) + self.attack)
+        events = [f"through {self.events}"] if self.events else []
+        return ", ".join(parts + ([self.budget] if self.budget else []) + self.attack + events)
 
     @property
     def attack(self) -> List[str]:

@@ -8,6 +8,7 @@ are the same for every server and live in `httpbench.servers.process`.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ from typing import ClassVar, Dict, List, Optional, Tuple
 from httpbench.certificates import KEY_TYPES, SiteCertificate
 from httpbench.errors import Error
 from httpbench.servers import php_install
+from httpbench.servers.operations import RESTART, Operation
 
 PROFILES = ("default", "tuned")
 # The TLS versions a site may pin; None leaves the choice to the server (and the client).
@@ -209,6 +211,11 @@ class Server(ABC):
     codings_from_copies: ClassVar[bool] = True
     # coding -> (the module file tuned loads to serve it, the Debian package that installs it)
     coding_modules: ClassVar[Dict[str, Tuple[str, str]]] = {}
+    # The operators' actions the server has (operations.ACTIONS), each performed by `operate`;
+    # "restart" is the suite's own stop and start. A server lacks an action it has no entry for.
+    operations: ClassVar[Dict[str, Operation]] = {"restart": RESTART}
+    # The actions `operate` performs by a signal to the server's main process alone.
+    signals: ClassVar[Dict[str, int]] = {}
 
     def executable(self) -> Optional[str]:
         return shutil.which(self.program) or (self.program if Path(self.program).is_file() else None)
@@ -296,6 +303,18 @@ class Server(ABC):
     def environment(self, site: Site) -> Dict[str, str]:
         """Extra environment variables for the server's process."""
         return {}
+
+    def operate(self, action: str, site: Site, pid: int) -> Optional[str]:
+        """Perform `action` (one of `operations` but "restart") on the server running for `site`,
+        its main process `pid`, by its documented means: None once the signal is sent or the
+        command done, else the server's own words refusing it (a configuration it found broken)."""
+        os.kill(pid, self.signals[action])
+        return None
+
+    def logs(self, site: Site) -> Tuple[Path, ...]:
+        """The log files the server writes in its run directory, its error log first: what
+        reopen-logs rotates, and where a signalled server says it refused an action."""
+        return ()
 
 
 def run_quietly(cmd: List[str]) -> str:

@@ -16,9 +16,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from httpbench.certificates import LOOPBACK_NAMES, make_site_certificate
+from httpbench.certificates import LOOPBACK_NAMES, Authority, make_site_certificate
 from httpbench.load import engine
 from httpbench.observe.monitor import Monitor
+from httpbench.servers import operate
 from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
 from httpbench.servers.process import RunningServer, free_port, start
 from httpbench.servers.registry import php_refusal
@@ -56,6 +57,9 @@ class ServerHost:
         self.monitor: Optional[Monitor] = None
         self.files: dict = {}
         self.name = ""
+        # Over HTTPS, the authority that signed the server's certificate: a renewal's is signed
+        # by it too, so clients that trust it go on trusting the server.
+        self.authority: Optional[Authority] = None
 
     def start(
         self,
@@ -85,8 +89,8 @@ class ServerHost:
         self.files, self.name = workload.file_map(), adapter.name
         site_tls = None
         if tls is not None:
-            names = tuple(dict.fromkeys((*LOOPBACK_NAMES, self.address)))
-            site_tls = SiteTLS.of(make_site_certificate(self.base / "tls", tls.key, names), tls.version)
+            self.authority = Authority.new()
+            site_tls = SiteTLS.of(self._certificate(tls.key), tls.version)
         site = Site(
             docroot=docroot,
             run_dir=self.base / "run",
@@ -108,6 +112,30 @@ class ServerHost:
             config = Config({**config.files, **pool.config.files})
             version = f"{version} + {pool.server.version() or pool.server.name}"
         return Started(site.url, config.text, version, ca)
+
+    def _certificate(self, key_type: str):
+        """The server's certificate, for this host's addresses, in the cell's run directory."""
+        names = tuple(dict.fromkeys((*LOOPBACK_NAMES, self.address)))
+        return make_site_certificate(self.base / "tls", key_type, names, self.authority)
+
+    def perform(self, action: str, renew_certificate: bool = False) -> dict:
+        """Perform `action` (operations.ACTIONS) on the running server by its documented means and
+        return once it is verified done, or its bound passed: operations.Performed as a dict. With
+        `renew_certificate` (HTTPS), a new certificate is written at the same paths first, and
+        the server must serve it after. The monitor, if watching, is told the span: what the
+        action does to the server's processes is never a crash or a restart to flag."""
+        tls = self.running.site.tls
+        if renew_certificate and tls is None:
+            raise ValueError("renew_certificate asks an HTTPS site; this one serves HTTP")
+        renew = (lambda: self._certificate(tls.key_type)) if renew_certificate else None
+        probe = next(iter(self.files.items()))
+        done = operate.perform(self.running, action, probe, self.monitor, renew)
+        return asdict(done)
+
+    def break_config(self) -> None:
+        """For tests only: a line the server cannot parse added to its configuration, so the next
+        reload is refused (operate.break_config)."""
+        operate.break_config(self.running)
 
     def verify(self) -> Dict[str, Learned]:
         """What each file came in (servers.verify.Learned), by URL path without its "/"."""

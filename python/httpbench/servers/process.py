@@ -18,7 +18,6 @@ import atexit
 import ctypes
 import http.client
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -41,6 +40,8 @@ from httpbench.servers.base import (
     TLSUnsupported,
     fill,
 )
+from httpbench.servers.launcher import launch
+from httpbench.servers.own_words import last_word
 from httpbench.servers.php import POOL_LOG, PhpFpm
 from httpbench.servers.verify import CLOSED, connection, h2_probe
 
@@ -101,29 +102,7 @@ class RunningServer:
         """Stop gracefully, then kill whatever is left of the session; the backend and the PHP
         pool after it."""
         try:
-            if self.alive():
-                self.process.send_signal(signal.SIGTERM)
-                try:
-                    self.process.wait(timeout=grace)
-                except subprocess.TimeoutExpired:
-                    pass
-            for _ in range(50):
-                left = self.pids()
-                if not left:
-                    break
-                for pid in left:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                time.sleep(0.05)
-            if self.process.poll() is None:
-                self.process.wait(timeout=5)
-            # Only once it is gone: one that would not die stays the watchdog's, killed when
-            # httpbench ends, and is tried again at exit.
-            if self in _running:
-                _running.discard(self)
-                _tell_watchdog(f"-{self.process.pid}")
+            self._stop_session(grace)
         finally:
             try:
                 if self.backend is not None:
@@ -131,6 +110,40 @@ class RunningServer:
             finally:
                 if self.php is not None:
                     self.php.stop(grace)
+
+    def restart(self, ready_timeout: float = 20.0) -> None:
+        """An operator's restart: the server's session stopped, and its command run again with the
+        same configuration on the same port (its backend and PHP pool kept); ServerFailed, with
+        its own words, when it does not answer again."""
+        self._stop_session(grace=5.0)
+        self.process = _spawn(self.server, self.site, self.log, append=True)
+        _running.add(self)
+        _wait_ready(self, ready_timeout)
+
+    def _stop_session(self, grace: float) -> None:
+        if self.alive():
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+        for _ in range(50):
+            left = self.pids()
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+        if self.process.poll() is None:
+            self.process.wait(timeout=5)
+        # Only once it is gone: one that would not die stays the watchdog's, killed when
+        # httpbench ends, and is tried again at exit.
+        if self in _running:
+            _running.discard(self)
+            _tell_watchdog(f"-{self.process.pid}")
 
     def __enter__(self) -> "RunningServer":
         return self
@@ -277,22 +290,31 @@ def _launch(
         (site.run_dir / name).write_text(text)
     log = site.run_dir / log_name
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            server.command(site, site.run_dir),
-            cwd=site.run_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env={**os.environ, **server.environment(site)},
-            preexec_fn=lambda: _child_setup(site.cpus),
-        )
+    process = _spawn(server, site, log)
     running = RunningServer(server, site, profile, config, process, log)
     launched.append(running)
     _running.add(running)
-    _tell_watchdog(f"+{process.pid}")
     return running
+
+
+def _spawn(server: Server, site: Site, log: Path, append: bool = False) -> subprocess.Popen:
+    """Run `server`'s command in a session of its own, pinned, its output into `log`, the
+    watchdog told. Forked by the launcher's thread, which outlives whichever thread asks."""
+    with open(log, "ab" if append else "wb") as out:
+        process = launch(
+            lambda: subprocess.Popen(
+                server.command(site, site.run_dir),
+                cwd=site.run_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, **server.environment(site)},
+                preexec_fn=lambda: _child_setup(site.cpus),
+            )
+        )
+    _tell_watchdog(f"+{process.pid}")
+    return process
 
 
 # sockaddr_un's sun_path holds 108 bytes, the terminating NUL included.
@@ -313,7 +335,7 @@ def _start_pool(site: Site, profile: ServerProfile, timeout: float, launched: Li
     while True:
         code = pool.process.poll()
         if code is not None:
-            raise ServerFailed(f"PHP-FPM exited with code {code} at start: {_explain(pool, first=True)}")
+            raise ServerFailed(f"PHP-FPM exited with code {code} at start: {last_word(pool, first=True)}")
         with socket.socket(socket.AF_UNIX) as probe:
             try:
                 probe.connect(socket_path)
@@ -322,7 +344,7 @@ def _start_pool(site: Site, profile: ServerProfile, timeout: float, launched: Li
                 pass
         if time.monotonic() > deadline:
             raise ServerFailed(
-                f"PHP-FPM did not listen on {socket_path} within {timeout:.0f} s: {_explain(pool, first=True)}"
+                f"PHP-FPM did not listen on {socket_path} within {timeout:.0f} s: {last_word(pool, first=True)}"
             )
         time.sleep(0.05)
 
@@ -333,7 +355,7 @@ def _wait_ready(running: RunningServer, timeout: float) -> None:
     while True:
         code = running.process.poll()
         if code is not None:
-            raise ServerFailed(f"{running.server.name} exited with code {code} at start: {_explain(running)}")
+            raise ServerFailed(f"{running.server.name} exited with code {code} at start: {last_word(running)}")
         try:
             if _answers(site):
                 return
@@ -341,7 +363,7 @@ def _wait_ready(running: RunningServer, timeout: float) -> None:
             pass
         if time.monotonic() > deadline:
             raise ServerFailed(
-                f"{running.server.name} did not answer on {site.url} within {timeout:.0f} s: {_explain(running)}"
+                f"{running.server.name} did not answer on {site.url} within {timeout:.0f} s: {last_word(running)}"
             )
         time.sleep(0.05)
 
@@ -360,35 +382,3 @@ def _answers(site: Site) -> bool:
     finally:
         conn.close()
     return True
-
-
-def _explain(running: RunningServer, first: bool = False) -> str:
-    """The server's own last word (its first error with `first`: PHP-FPM logs the cause, then
-    that it failed), and the rendered config line it names, if it names one."""
-    lines = [line.strip() for line in running.log_tail(40).splitlines() if line.strip()]
-    said = next(
-        (
-            said
-            for said in (lines if first else reversed(lines))
-            if re.search(r"emerg|error|fatal|invalid|unknown|failed|cannot", said, re.I)
-        ),
-        lines[-1] if lines else "it printed nothing",
-    )
-    # Some servers (apache2) name the file and line on one line and give the reason on the next.
-    at = len(lines) - 1 - lines[::-1].index(said) if said in lines else -1
-    if at > 0 and lines[at - 1].endswith(":"):
-        said = f"{lines[at - 1]} {said}"
-    # The first "file:line" (or "line N of file") naming a rendered file: a timestamp's "16:26"
-    # names none.
-    named = [*re.finditer(r"(?P<file>[\w./-]+):(?P<line>\d+)", said)]
-    named += re.finditer(r"line (?P<line>\d+) of (?P<file>[\w./-]+)", said)
-    for where in named:
-        name = Path(where["file"].rstrip(":")).name
-        text = next((text for file, text in running.config.files.items() if Path(file).name == name), None)
-        if text is not None:
-            number = int(where["line"])
-            rendered = text.splitlines()
-            if 0 < number <= len(rendered):
-                said += f" (line {number} of the rendered {name}: {rendered[number - 1].strip()!r})"
-            break
-    return said

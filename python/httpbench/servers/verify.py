@@ -44,6 +44,7 @@ from typing import Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from httpbench.errors import Error
 from httpbench.servers.base import Site, SiteTLS
+from httpbench.servers.own_words import log_size, written_since
 
 _TLS_NAMES = {"1.2": "TLSv1.2", "1.3": "TLSv1.3"}
 
@@ -67,7 +68,7 @@ def verify(
         _check_h2(site, server_name)
     fetch = _fetch_h2 if site.http2 else _fetch
     headers = {**(headers or {}), **({} if site.encoding is None else {"Accept-Encoding": site.encoding})}
-    logged = _size(site.php_log) if site.php else 0
+    logged = log_size(site.php_log) if site.php else 0
     learned: Dict[str, Learned] = {}
     for name, expected in files.items():
         path = "/" + name
@@ -83,22 +84,10 @@ def verify(
     return learned
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def _php_said(log: Path, since: int) -> Optional[str]:
     """PHP's last error in its log since offset `since`: the first line of its last entry
     ("PHP Fatal error:  ..."), its timestamp left out; None when PHP logged nothing."""
-    try:
-        with open(log, "rb") as f:
-            f.seek(since)
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return None
+    text = written_since(log, since)
     entries = [line for line in text.splitlines() if line.startswith("[")]
     if not entries:
         return None

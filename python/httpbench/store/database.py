@@ -277,6 +277,7 @@ class Store:
                     idle_connections=cell.idle or None,
                     slow_mode=cell.slow,
                     slow_clients=cell.slow_clients or None,
+                    events=cell.events_label or None,
                 )
             ).inserted_primary_key[0]
 

@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateColumn
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 metadata = MetaData()
 meta = Table("meta", metadata, Column("schema_version", Integer, nullable=False))
@@ -87,6 +87,9 @@ cells = Table(
     Column("idle_connections", Integer),
     Column("slow_mode", String(20)),
     Column("slow_clients", Integer),
+    # The plan's events performed on the server during each level (plan.model.events_label:
+    # "reload@2s+2sx5"); null: none, as every cell before the plan's [[event]] list.
+    Column("events", String(500)),
     UniqueConstraint("run_id", "key"),
 )
 rounds = Table(
@@ -115,6 +118,7 @@ ADDED = {
     7: [cells.c.capacity],
     8: [cells.c.encoding],
     9: [cells.c.idle_connections, cells.c.slow_mode, cells.c.slow_clients],
+    10: [cells.c.events],
 }
 
 

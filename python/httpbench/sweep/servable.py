@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from httpbench import servers
-from httpbench.plan.model import Cell, Plan
+from httpbench.plan.model import Cell, Plan, events_label
 from httpbench.plan.protocol import uses_tls
 from httpbench.servers import ServerProfile, Site, SiteTLS
+from httpbench.servers.operate import OperationUnsupported, lacks
 
 
 def refusal(plan: Plan, server: str, protocol: str) -> Optional[str]:
@@ -31,6 +32,15 @@ def coding_refusal(plan: Plan, cell: Cell) -> Optional[str]:
     return plan.adapter(cell.server).encoding_refusal(site, ServerProfile(cell.profile))
 
 
+def operation_refusal(plan: Plan, cell: Cell) -> Optional[str]:
+    """Why `cell`'s server cannot perform every action of the cell's events
+    (docs/servers-operations.md); None when it can. A server is never restarted under another
+    action's name."""
+    adapter = plan.adapter(cell.server)
+    lacking = next((e.action for e in cell.events if e.action not in adapter.operations), None)
+    return lacks(adapter, lacking) + ": drop that [[event]] or the server" if lacking else None
+
+
 def cells(
     plan: Plan, cells: Sequence[Cell], named: bool, php: Mapping[str, Optional[str]]
 ) -> Tuple[List[Cell], List[str]]:
@@ -46,12 +56,16 @@ def cells(
             refused[c] = ("PHP cells", f"workload {c.workload.label} runs PHP scripts: {php[c.server]}")
         elif coding := coding_refusal(plan, c):
             refused[c] = (f"{c.encoding} cells", coding)
+        elif operation := operation_refusal(plan, c):
+            refused[c] = (f"{events_label(c.events)} cells", operation)
     if refused and (named or len(refused) == len(cells)):
         cell, (what, why) = next(iter(refused.items()))
         if what == "PHP cells":
             raise servers.PHPUnsupported(why)
         if what == f"{cell.encoding} cells":
             raise servers.EncodingUnsupported(why)
+        if what == f"{events_label(cell.events)} cells":
+            raise OperationUnsupported(why)
         raise (servers.TLSUnsupported if cell.protocol == "https" else servers.ProtocolUnsupported)(why)
     notes: Dict[Tuple[str, str], Tuple[str, List[str]]] = {}
     for c, (what, why) in refused.items():

@@ -36,7 +36,7 @@ from httpbench.servers import host as server_host
 from httpbench.servers.host import ServerHost
 from httpbench.site import SIZE_CLASSES
 from httpbench.store.database import Store
-from httpbench.sweep import capacity, ceiling, servable, target
+from httpbench.sweep import capacity, ceiling, operations, servable, target
 from httpbench.sweep.errors import Stopped
 from httpbench.sweep.target import Target
 
@@ -440,7 +440,13 @@ class Sweep:
         if self.plan.client == "engine":
             spec = self.spec(to, cell.workload, level, self._stop(cell), cell.keep_alive, cell.streams)
             spec.update(self.hostile(cell))
-            return self.measure(cell, host, level, lambda: self.load(spec))
+            spec.update(operations.spec(cell.events, self.plan.retry_idempotent))
+            if not cell.events:
+                return self.measure(cell, host, level, lambda: self.load(spec))
+            tls = uses_tls(cell.protocol)
+            return self.measure(
+                cell, host, level, lambda: operations.during(host, cell.events, tls, lambda: self.load(spec))
+            )
         budget = self.plan.budget_for(cell)
         return self.measure(
             cell,

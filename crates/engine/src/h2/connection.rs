@@ -243,6 +243,11 @@ impl Connection {
         self.goaway || self.failed.is_some() || self.next_id >= LAST_CLIENT_STREAM
     }
 
+    /// The server sent a GOAWAY.
+    pub fn goaway_received(&self) -> bool {
+        self.goaway
+    }
+
     /// Opens a stream with this encoded request header block and optional body; returns its id.
     /// The body is sent as the peer's windows allow. Call only when [`Connection::can_open`].
     pub fn open(&mut self, request_block: &[u8], body: Option<&[u8]>) -> u32 {

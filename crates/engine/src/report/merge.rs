@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     merge_histograms, Bytes, Client, Connections, Encoding, IdleConnections, LatencyReport,
-    OpenLoop, Report, Requests, SizeClass, SlowClients, Status, Summary, Tally, Tls, H2,
+    OpenLoop, Report, Requests, SizeClass, SlowClients, Status, Summary, Tally, Ticks, Tls, H2,
 };
 use crate::spec::LoadSpec;
 use crate::stats::series::SecondPoint;
@@ -62,6 +62,7 @@ impl Report {
                     .map(|r| r.requests.in_flight_age_max_us)
                     .fold(0.0, f64::max),
                 answered: sum(|r| r.requests.answered),
+                retried: sum(|r| r.requests.retried),
                 // Known only if every part knew its own.
                 succeeded: parts.iter().map(|r| r.requests.succeeded).sum(),
                 unexpected_statuses: added(parts.iter().map(|r| &r.requests.unexpected_statuses)),
@@ -169,6 +170,13 @@ impl Report {
                 Parts::Concurrent => add_series(parts),
                 Parts::Sequential => follow_series(parts),
             },
+            // A part without a fine series (a client tool's) leaves the whole none: added up
+            // without it, the points would undercount.
+            ticks: if parts.iter().all(|r| r.ticks.is_some()) {
+                Ticks::merge(parts.iter().filter_map(|r| r.ticks.as_ref()))?
+            } else {
+                None
+            },
             client,
             slow_clients: SlowClients::merge(
                 &parts
@@ -241,6 +249,7 @@ fn merge_h2(spec: &LoadSpec, h2: &[&H2]) -> Option<H2> {
         goaways: h2.iter().map(|h| h.goaways).sum(),
         resets,
         refused_streams: h2.iter().map(|h| h.refused_streams).sum(),
+        goaway_streams_moved: h2.iter().map(|h| h.goaway_streams_moved).sum(),
         frame_bytes: h2.iter().map(|h| h.frame_bytes).sum(),
     })
 }
@@ -423,6 +432,7 @@ mod tests {
         a.reset(0x7f);
         a.goaways = 2;
         a.refused_streams = 4;
+        a.goaway_streams_moved = 2;
         a.frame_bytes = 90;
         let mut b = H2Counters::default();
         b.granted(128);
@@ -458,6 +468,7 @@ mod tests {
                 ("unknown".into(), 1),
             ]),
             refused_streams: 7,
+            goaway_streams_moved: 2,
             frame_bytes: 105,
         };
         let spec = LoadSpec {

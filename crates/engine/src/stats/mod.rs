@@ -4,6 +4,7 @@
 pub mod cpu;
 pub mod series;
 pub mod sizes;
+pub mod ticks;
 
 use std::collections::BTreeMap;
 
@@ -24,6 +25,12 @@ pub enum ErrorClass {
     Reset,
     /// The connection closed before a complete response head arrived.
     Eof,
+    /// A request written to a reused keep-alive connection (one that had completed an answer)
+    /// that then ended, EOF or reset, before any byte of the request's answer: what RFC 9110
+    /// 9.2.2 lets a client retry, as a server closing an idle connection just as the client
+    /// reuses it causes. Counted instead of `eof` or `reset`; with `retry_idempotent` such a
+    /// request is retried once instead, and fails only as its retry does.
+    Retryable,
     Protocol,
     /// The body ended before its declared length, or differs from the expected length.
     LengthMismatch,
@@ -52,13 +59,14 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 16] = [
+    pub const ALL: [ErrorClass; 17] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::SourcePortsExhausted,
         ErrorClass::ConnectOther,
         ErrorClass::Reset,
         ErrorClass::Eof,
+        ErrorClass::Retryable,
         ErrorClass::Protocol,
         ErrorClass::LengthMismatch,
         ErrorClass::Timeout,
@@ -79,6 +87,7 @@ impl ErrorClass {
             ErrorClass::ConnectOther => "connect_other",
             ErrorClass::Reset => "reset",
             ErrorClass::Eof => "eof",
+            ErrorClass::Retryable => "retryable",
             ErrorClass::Protocol => "protocol",
             ErrorClass::LengthMismatch => "length_mismatch",
             ErrorClass::Timeout => "timeout",
@@ -149,6 +158,11 @@ pub struct Counters {
     pub connects: u64,
     /// Connections the server closed (or announced it would) while we still had work for them.
     pub server_closes: u64,
+    /// Connections the server ended however it did (EOF, reset, `Connection: close`, GOAWAY),
+    /// with requests on them or not: what the fine series counts per point.
+    pub closed_by_server: u64,
+    /// Retryable requests sent again on a new connection (`retry_idempotent`).
+    pub retried: u64,
     /// TLS handshakes completed during measurement, full and resumed.
     pub handshakes_full: u64,
     pub handshakes_resumed: u64,
@@ -178,6 +192,9 @@ pub struct H2Counters {
     /// Streams the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream
     /// id), whose requests went again.
     pub refused_streams: u64,
+    /// Of those, the streams above a GOAWAY's last stream id: never processed (RFC 9113 6.8),
+    /// moved to a new connection.
+    pub goaway_streams_moved: u64,
     /// Bytes of framing received: frame headers, padding, and frames other than DATA and HEADERS.
     pub frame_bytes: u64,
 }
@@ -204,6 +221,7 @@ impl H2Counters {
             *a += b;
         }
         self.refused_streams += o.refused_streams;
+        self.goaway_streams_moved += o.goaway_streams_moved;
         self.frame_bytes += o.frame_bytes;
     }
 }
@@ -249,6 +267,8 @@ impl Counters {
         self.connects += o.connects;
         self.connection_errors += o.connection_errors;
         self.server_closes += o.server_closes;
+        self.closed_by_server += o.closed_by_server;
+        self.retried += o.retried;
         self.handshakes_full += o.handshakes_full;
         self.handshakes_resumed += o.handshakes_resumed;
         self.interim += o.interim;

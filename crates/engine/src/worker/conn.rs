@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
+use std::ops::Range;
 use std::os::fd::RawFd;
 
 use crate::h2::{Connection, Limits};
@@ -38,6 +39,11 @@ pub(super) struct Pending {
     /// The URL asked for, by its index in the spec.
     pub(super) url: u32,
     pub(super) first_byte: u64,
+    /// Written on a connection that had completed an answer: lost before any byte of its own,
+    /// it is retryable (see `ErrorClass::Retryable`).
+    pub(super) on_reused: bool,
+    /// Sent again after such a loss (`retry_idempotent`): never retried twice.
+    pub(super) retried: bool,
 }
 
 /// What a connection speaks above TCP (and TLS), the same for every connection of a run.
@@ -130,6 +136,8 @@ pub(super) struct Conn {
     pub(super) burst: Vec<u8>,
     /// Requests sent on this connection since it was opened.
     pub(super) on_connection: u64,
+    /// This connection (not the slot) has completed an answer: a keep-alive connection reused.
+    pub(super) reused: bool,
     /// The server said it will close after the last response we are waiting for.
     pub(super) server_closing: bool,
     pub(super) connect_started: u64,
@@ -173,6 +181,7 @@ impl Conn {
             cursor: shared.mix.cursor(global),
             burst: Vec::new(),
             on_connection: 0,
+            reused: false,
             server_closing: false,
             connect_started: 0,
             refill: false,
@@ -334,6 +343,7 @@ impl Worker<'_> {
         c.protocol.reset();
         c.server_closing = false;
         c.on_connection = 0;
+        c.reused = false;
         self.outstanding -= c.pending.len();
         c.pending.clear();
     }
@@ -346,15 +356,16 @@ impl Worker<'_> {
 
     /// The connection failed: every request still on it fails with `class`.
     pub(super) fn fail<R: Reactor>(&mut self, reactor: &mut R, i: usize, class: ErrorClass) {
-        self.count_failed(i, self.conns[i].pending.len(), class);
+        self.count_failed(i, 0..self.conns[i].pending.len(), class);
         self.reconnect(reactor, i);
     }
 
-    /// The first `n` requests waiting on connection `i` failed with `class`.
-    pub(super) fn count_failed(&mut self, i: usize, n: usize, class: ErrorClass) {
+    /// The requests waiting on connection `i` in `which` (positions, oldest first) failed
+    /// with `class`.
+    pub(super) fn count_failed(&mut self, i: usize, which: Range<usize>, class: ErrorClass) {
         let timeout = ns(self.shared.spec.request_timeout);
         let mut failed = 0;
-        for p in self.conns[i].pending.iter().take(n) {
+        for p in self.conns[i].pending.range(which) {
             if !self.measuring(p.sent) {
                 continue;
             }

@@ -139,6 +139,9 @@ impl StreamSink for Streams<'_, '_> {
             .position(|p| p.stream > last_stream)
         {
             let p = self.sink.pending[at];
+            if p.sent >= self.sink.measure_from {
+                self.sink.counters.h2.goaway_streams_moved += 1;
+            }
             if self.open_loop {
                 // Still outstanding (not `take`n): neither progress nor given back.
                 self.sink.pending.remove(at);
@@ -236,6 +239,8 @@ impl Worker<'_> {
                 stream,
                 url: url as u32,
                 first_byte: 0,
+                on_reused: false,
+                retried: false,
             });
             opened += 1;
         }
@@ -267,7 +272,7 @@ impl Worker<'_> {
     /// The first `n` streams waiting on connection `i` timed out: they are counted so, and
     /// cancelled (RST_STREAM), and others take their place.
     pub(super) fn cancel_streams<R: Reactor>(&mut self, reactor: &mut R, i: usize, n: usize) {
-        self.count_failed(i, n, ErrorClass::Timeout);
+        self.count_failed(i, 0..n, ErrorClass::Timeout);
         let c = &mut self.conns[i];
         for p in c.pending.drain(..n) {
             if let Some(h2) = c.protocol.h2_mut() {
@@ -317,6 +322,7 @@ impl Worker<'_> {
         at: u64,
     ) {
         let open_loop = self.schedule.is_open();
+        let had_goaway = self.goaway_received(i);
         let mut requeued = std::mem::take(&mut self.conns[i].requeued);
         let ((result, refused, goaway_error), _) = self.parse(i, at, |protocol, sink| {
             let mut streams = Streams {
@@ -341,6 +347,10 @@ impl Worker<'_> {
             (result, streams.refused, streams.goaway_error)
         });
         self.conns[i].requeued = requeued;
+        // A server may send two GOAWAYs (RFC 9113 6.8's graceful shutdown): one connection ends.
+        if !had_goaway && self.goaway_received(i) && self.measuring(self.now) {
+            self.counters.closed_by_server += 1;
+        }
         self.give_back(refused);
         if let Some(Err(e)) = result {
             self.last_h2_error = Some(e);

@@ -29,11 +29,15 @@ impl Worker<'_> {
         if !self.schedule.is_open() && !c.pending.is_empty() {
             return;
         }
-        let k = self.claim_due(i, spec.pipeline as u64 - c.pending.len() as u64);
-        if k == 0 {
+        let room = spec.pipeline as u64 - c.pending.len() as u64;
+        // Retries first, outstanding already and counted as sent.
+        let again = self.resend_retries(i, room);
+        let k = self.claim_due(i, room - again);
+        if again + k == 0 {
             return;
         }
         let shared = self.shared;
+        let on_reused = self.conns[i].reused;
         for _ in 0..k {
             let due = self.next_due(i);
             let url = self.next_url(i) as u32;
@@ -44,13 +48,18 @@ impl Worker<'_> {
                 stream: 0,
                 url,
                 first_byte: 0,
+                on_reused,
+                retried: false,
             });
         }
         self.outstanding += k as usize;
         let token = self.token(i);
         let c = &mut self.conns[i];
         c.went(k);
-        let urls = c.pending.iter().skip(c.pending.len() - k as usize);
+        let urls = c
+            .pending
+            .iter()
+            .skip(c.pending.len() - (again + k) as usize);
         let data = shared.requests.burst(
             urls.map(|p| p.url as usize),
             shared.mix.is_round_robin(),
@@ -98,6 +107,7 @@ impl Worker<'_> {
         if c.server_closing {
             if self.measuring(self.now) {
                 self.counters.server_closes += 1;
+                self.counters.closed_by_server += 1;
             }
             self.reconnect(reactor, i);
         } else if c.spent(self.shared.spec.requests_per_connection) {
@@ -127,13 +137,15 @@ impl Worker<'_> {
             EofOutcome::MidBody => ErrorClass::LengthMismatch,
             _ => ErrorClass::Eof,
         };
+        self.count_closed_by_server(i);
         if self.conns[i].pending.is_empty() {
             if self.measuring(self.now) {
                 self.counters.server_closes += 1;
             }
             self.reconnect(reactor, i);
         } else {
-            self.fail(reactor, i, class);
+            let answering = matches!(outcome, EofOutcome::MidHead | EofOutcome::MidBody);
+            self.lost(reactor, i, class, answering);
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::io::{slot_of, Completion, Gather, Reactor, SockAddr, Token};
 use crate::spec::{Resolved, Stop};
 use crate::stats::cpu::CpuTime;
 use crate::stats::series::{SecondRecorder, SecondSample};
+use crate::stats::ticks::TickRecorder;
 use crate::stats::{Counters, ErrorClass, Latencies};
 use crate::tls::{Negotiated, TlsClient};
 
@@ -35,6 +36,7 @@ mod conn;
 mod gather;
 mod h2;
 mod http1;
+mod retry;
 mod schedule;
 mod sink;
 mod tls;
@@ -113,6 +115,8 @@ pub struct Outcome {
     pub behind_schedule: u64,
     /// What this thread's first TLS handshake negotiated.
     pub negotiated: Option<Negotiated>,
+    /// The fine series, if the spec asks for it.
+    pub ticks: Option<crate::report::Ticks>,
 }
 
 pub struct Worker<'a> {
@@ -121,6 +125,8 @@ pub struct Worker<'a> {
     counters: Counters,
     latencies: Latencies,
     series: SecondRecorder,
+    /// The fine series, if the spec asks for it, until the window's tallies are taken.
+    ticks: Option<TickRecorder>,
     /// When each connection is next to be woken.
     alarms: Alarms,
     /// Connects and TLS handshakes under way, in deadline order (the timeout is the same for
@@ -201,6 +207,9 @@ impl<'a> Worker<'a> {
             counters: Counters::default(),
             latencies: Latencies::default(),
             series: SecondRecorder::new(a.index, series),
+            ticks: spec
+                .tick
+                .map(|ns| TickRecorder::new(ns, &Counters::default())),
             alarms: Alarms::new(a.connections),
             connect_deadlines: VecDeque::new(),
             refill: Vec::new(),
@@ -257,13 +266,15 @@ impl<'a> Worker<'a> {
         }
         let give_up_after =
             ns(self.shared.spec.connect_timeout + self.shared.spec.request_timeout) + 1_000_000_000;
-        // Beside slow clients a server that stops answering the load is what is measured: the
-        // run goes on to its end, its refused connects and timeouts counted, never cut short.
-        let patient = self.shared.spec.slow.is_some();
+        // Beside slow clients a server that stops answering the load is what is measured, and
+        // a server restarted on purpose (`keep_going`) comes back: the run goes on to its end,
+        // its refused connects and timeouts counted, never cut short.
+        let patient = self.shared.spec.slow.is_some() || self.shared.spec.keep_going;
         let mut next_tick = self.now;
         loop {
             self.now = self.clock();
             self.follow_warmup();
+            self.follow_ticks();
             if self.cpu_at_start.is_none() && self.measuring(self.now) {
                 self.cpu_at_start = Some(CpuTime::of_this_thread());
             }
@@ -327,6 +338,7 @@ impl<'a> Worker<'a> {
             let result = reactor.wait(deadline, self.gather, |r, token, completion| {
                 if !fresh {
                     self.now = self.clock();
+                    self.follow_ticks();
                     fresh = true;
                 }
                 self.complete(r, token, completion);
@@ -352,6 +364,17 @@ impl<'a> Worker<'a> {
         self.finish(reactor)
     }
 
+    /// Move the fine series on to the point of now, once measuring.
+    fn follow_ticks(&mut self) {
+        if let Some(t) = self
+            .ticks
+            .as_mut()
+            .filter(|_| self.now >= self.measure_from)
+        {
+            t.at(self.now - self.measure_from, &self.counters);
+        }
+    }
+
     /// A connect or a response came through: the server is there.
     fn progressed(&mut self) {
         self.last_progress = self.now;
@@ -371,7 +394,10 @@ impl<'a> Worker<'a> {
             .cpu_at_start
             .map(|s| CpuTime::of_this_thread().since(s))
             .unwrap_or_default();
+        let window = ended.saturating_sub(self.measure_from);
+        let ticks = self.ticks.take().map(|t| t.finish(window, &self.counters));
         Outcome {
+            ticks,
             counters: std::mem::take(&mut self.counters),
             latencies: std::mem::take(&mut self.latencies),
             in_flight,
@@ -487,7 +513,7 @@ impl<'a> Worker<'a> {
                 }
             }
             Completion::SendFailed(errno) | Completion::RecvFailed(errno) => {
-                self.fail(reactor, i, ErrorClass::of_transfer(errno));
+                self.transfer_failed(reactor, i, ErrorClass::of_transfer(errno));
             }
             Completion::Received(data, arrived) => {
                 // The kernel's clock for arrivals is CLOCK_REALTIME; a stamp that does not fall

@@ -3,6 +3,8 @@
 
 use std::collections::VecDeque;
 
+use hdrhistogram::Histogram;
+
 use crate::http::response::{Response, ResponseSink};
 use crate::spec::expects;
 use crate::stats::series::SecondSample;
@@ -30,6 +32,8 @@ pub(super) struct Sink<'s> {
     pub(super) latencies: &'s mut Latencies,
     pub(super) recent: &'s mut Recent,
     pub(super) series: &'s mut SecondSample,
+    /// The fine series' current point's latencies, if the spec asks for the series.
+    pub(super) tick_latency: Option<&'s mut Histogram<u64>>,
     pub(super) done: usize,
     /// Of `done`, HTTP/2 streams the server refused: no progress.
     pub(super) given_back: usize,
@@ -102,6 +106,9 @@ impl ResponseSink for Sink<'_> {
         record_ns(&mut l.first_byte, self.first_byte.saturating_sub(p.sent));
         self.series.requests += 1;
         record_ns(&mut self.series.latency, at - p.due);
+        if let Some(h) = self.tick_latency.as_deref_mut() {
+            record_ns(h, at - p.due);
+        }
     }
 }
 
@@ -130,6 +137,7 @@ impl Worker<'_> {
             latencies: &mut self.latencies,
             recent: &mut self.recent,
             series: self.series.at(second),
+            tick_latency: self.ticks.as_mut().map(|t| &mut t.latency),
             done: 0,
             given_back: 0,
             unsolicited: false,
@@ -138,6 +146,7 @@ impl Worker<'_> {
         let (done, unsolicited) = (sink.done, sink.unsolicited);
         self.outstanding -= done;
         if done > sink.given_back {
+            self.conns[i].reused = true;
             self.progressed();
             self.answered(i);
         }

@@ -22,6 +22,7 @@ import shutil
 from pathlib import Path
 from typing import ClassVar, Dict, List, Optional
 
+from httpbench.servers.adapters.apache2_control import ApacheControl
 from httpbench.servers.base import Config, Server, ServerProfile, Site
 from httpbench.servers.php import PHP_INI, php_ini
 from httpbench.servers.php_install import MOD_PHP
@@ -94,7 +95,7 @@ Timeout 30"""
 TUNED_CONNECTIONS = 1024
 
 
-class _Apache(Server):
+class _Apache(ApacheControl, Server):
     mpm: ClassVar[str]
     packages = ("apache2",)
     program = "/usr/sbin/apache2"
@@ -113,9 +114,9 @@ class _Apache(Server):
         return Config(files)
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
-        # -d: relative paths resolve in the run directory, not /etc/apache2. FOREGROUND: neither
-        # detach nor start a new session, so the framework's session holds every child.
-        apache = [self.executable(), "-d", str(config_dir), "-f", str(config_dir / "apache2.conf"), "-DFOREGROUND"]
+        # FOREGROUND: neither detach nor start a new session, so the framework's session holds
+        # every child.
+        apache = [*self._control(config_dir), "-DFOREGROUND"]
         if os.geteuid() != 0:
             return apache  # not root: apache keeps the suite's user and changes nothing
         shutil.chown(config_dir, RUN_USER, RUN_USER)  # pid file and logs (see the module doc)

@@ -4,9 +4,19 @@ are extra lines in the site block of the Caddyfile, e.g. `header -Server`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site
+from httpbench.servers.operations import Operation, command_refusal
+
+# Caddy's reload (https://caddyserver.com/docs/command-line#caddy-reload): the configuration file
+# adapted and posted to the running Caddy's admin endpoint, which starts the new configuration's
+# servers and stops the old ones gracefully, in the same process; a configuration it refuses
+# leaves the old one running. --force reloads an unchanged file too (a renewed certificate, or a
+# reload on a schedule), as Debian's caddy.service does. Caddy has no signal for it, nor for
+# reopening logs (https://caddyserver.com/docs/command-line#signals: its logs roll themselves).
+RELOAD = "https://caddyserver.com/docs/command-line#caddy-reload"
+ADMIN_SOCKET = "admin.sock"
 
 
 class Caddy(Server):
@@ -20,6 +30,15 @@ class Caddy(Server):
     speaks_h2c = True
     runs_php = "fastcgi"
     tuned_codings = ("br", "gzip")  # file_server's precompressed sidecar files
+    operations = {
+        **Server.operations,
+        "reload": Operation("reload", "caddy reload --force through its admin socket", "kept", RELOAD),
+    }
+
+    def operate(self, action: str, site: Site, pid: int) -> Optional[str]:
+        config = ["--config", str(site.run_dir / "Caddyfile"), "--adapter", "caddyfile"]
+        address = ["--address", f"unix/{site.run_dir / ADMIN_SOCKET}"]
+        return command_refusal([self.executable(), "reload", *config, *address, "--force"], self.environment(site))
 
     def version_args(self) -> List[str]:
         return ["version"]
@@ -61,9 +80,10 @@ class Caddy(Server):
             {
                 "Caddyfile": f"""# rendered by httpbench for profile {profile.name}
 {{
-	# no admin endpoint on :2019; no certificates to fetch or store, no redirects: HTTPS, if
-	# any, is the site's own certificate only
-	admin off
+	# the admin endpoint on a Unix socket of the run directory, not :2019: what `caddy reload`
+	# posts to; no certificates to fetch or store, no redirects: HTTPS, if any, is the site's
+	# own certificate only
+	admin unix/{site.run_dir / ADMIN_SOCKET}
 	auto_https off{servers}
 }}
 

@@ -1,13 +1,25 @@
-"""h2o 2.2, from Debian's h2o: event-driven, one process with N threads. Profile directives are
-extra top-level lines of h2o.conf (YAML), e.g. `http1-upgrade-to-http2: OFF`."""
+"""h2o 2.2, from Debian's h2o: event-driven, one process with N threads, under start_server (master
+mode, as Debian runs it). Profile directives are extra top-level lines of h2o.conf (YAML), e.g.
+`http1-upgrade-to-http2: OFF`."""
 
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional, Tuple
 
 from httpbench.servers.base import OPENSSL_CONF, Config, Server, ServerProfile, Site, pinned_openssl_conf
+from httpbench.servers.operations import Operation, command_refusal
+
+# h2o's graceful restart (h2o(8), -m master: "Users may send SIGHUP to the master process to
+# reconfigure or upgrade the server"): in master mode h2o runs under start_server, which on SIGHUP
+# starts a new h2o on the listening sockets it holds and has the old one finish its connections
+# (SIGTERM: a graceful shutdown) and exit; start_server itself (the master) is
+# kept. Debian's h2o.service runs h2o so (-m master) and reloads it so. The suite tests the
+# configuration first (h2o -t), as a new h2o that fails to start would leave the old one serving
+# with its refusal only in the error log.
+GRACEFUL = Operation("reload", "h2o -t with the suite's config, then SIGHUP to start_server", "kept", "h2o(8)")
 
 
 class H2o(Server):
@@ -22,6 +34,24 @@ class H2o(Server):
     speaks_h2c = True
     runs_php = "fastcgi"
     tuned_codings = ("br", "gzip")  # file.send-compressed: name.br, else name.gz
+    # No reopen-logs: h2o has no signal for it (its access-log directive pipes to a rotating logger:
+    # https://h2o.examp1e.net/configure/access_log_directives.html).
+    operations = {
+        **Server.operations,
+        "reload": GRACEFUL,
+        "graceful-restart": Operation("graceful-restart", GRACEFUL.means, "kept", GRACEFUL.doc),
+    }
+
+    def operate(self, action: str, site: Site, pid: int) -> Optional[str]:
+        refused = command_refusal(
+            [self.executable(), "-t", "-c", str(site.run_dir / "h2o.conf")], self.environment(site)
+        )
+        if refused is None:
+            os.kill(pid, signal.SIGHUP)
+        return refused
+
+    def logs(self, site: Site) -> Tuple[Path, ...]:
+        return (site.run_dir / "error.log",)
 
     def version_args(self) -> List[str]:
         return ["--version"]
@@ -76,7 +106,9 @@ hosts:
         )
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
-        return [self.executable(), "-c", str(config_dir / "h2o.conf")]
+        # master mode, as Debian's h2o.service runs it: start_server leads, h2o is its one child,
+        # replaced on SIGHUP (a graceful restart; in worker mode SIGHUP ends h2o)
+        return [self.executable(), "-c", str(config_dir / "h2o.conf"), "-m", "master"]
 
     def environment(self, site: Site) -> Dict[str, str]:
         return {"OPENSSL_CONF": str(site.run_dir / OPENSSL_CONF)} if site.tls and site.tls.version else {}

@@ -12,13 +12,22 @@ PHP: `.php` goes to the suite's PHP-FPM pool by mod_fastcgi, on its Unix socket,
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS
+from httpbench.servers.operations import Operation, command_refusal
 
 OPENSSL_MODULE = "/usr/lib/lighttpd/mod_openssl.so"
 DEFLATE_MODULE = "/usr/lib/lighttpd/mod_deflate.so"  # lighttpd loads none it cannot find, silently
+# lighttpd's signals (doc/initscripts.txt, lighttpd 1.4.46 and later): USR1 reloads gracefully,
+# serving the connections it has and then re-reading the configuration, in the same main process
+# (new workers with server.max-worker); HUP re-opens the log files only. Debian's lighttpd.service
+# tests the configuration first (lighttpd -tt), as the suite does.
+SIGNALS = "https://git.lighttpd.net/lighttpd/lighttpd1.4/src/branch/master/doc/initscripts.txt"
+GRACEFUL = Operation("reload", "lighttpd -tt with the suite's config, then SIGUSR1 to lighttpd", "kept", SIGNALS)
 
 
 class Lighttpd(Server):
@@ -37,6 +46,24 @@ class Lighttpd(Server):
     tuned_codings = ("br", "gzip")
     codings_from_copies = False
     coding_modules = {coding: (DEFLATE_MODULE, "lighttpd-mod-deflate") for coding in tuned_codings}
+    operations = {
+        **Server.operations,
+        "reload": GRACEFUL,
+        # lighttpd's own name for its reload (https://blog.lighttpd.net/articles/2005/09/02/graceful-restart/)
+        "graceful-restart": Operation("graceful-restart", GRACEFUL.means, "kept", SIGNALS),
+        "reopen-logs": Operation("reopen-logs", "SIGHUP to lighttpd", "kept", SIGNALS, "kept"),
+    }
+
+    def operate(self, action: str, site: Site, pid: int) -> Optional[str]:
+        if action != "reopen-logs":
+            refused = command_refusal([self.executable(), "-tt", "-f", str(site.run_dir / "lighttpd.conf")])
+            if refused is not None:
+                return refused
+        os.kill(pid, signal.SIGHUP if action == "reopen-logs" else signal.SIGUSR1)
+        return None
+
+    def logs(self, site: Site) -> Tuple[Path, ...]:
+        return (site.run_dir / "error.log",)
 
     def tls_refusal(self, tls: Optional[SiteTLS] = None) -> Optional[str]:
         if not Path(OPENSSL_MODULE).is_file():

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
 from httpbench.servers.base import Config, Server, ServerProfile, Site
+from httpbench.servers.operations import Operation
 
 BROTLI_STATIC = "/usr/lib/nginx/modules/ngx_http_brotli_static_module.so"
+CONTROL = "https://nginx.org/en/docs/control.html"
 
 
 class Nginx(Server):
@@ -25,6 +28,17 @@ class Nginx(Server):
     # libnginx-mod-http-brotli-static): the copies beside the files, never compressed on the fly.
     tuned_codings = ("gzip", "br")
     coding_modules = {"br": (BROTLI_STATIC, "libnginx-mod-http-brotli-static")}
+    # nginx's control signals (CONTROL): HUP re-reads the configuration, starts new workers and
+    # has the old ones finish their requests and exit; a configuration the master refuses is
+    # logged ([emerg]) and the old workers go on. USR1 reopens the log files, workers kept. No
+    # graceful-restart: its "upgrading executable on the fly" (USR2) is ignored by a master whose
+    # parent never changed (src/os/unix/ngx_process.c), as one run in the foreground never has.
+    operations = {
+        **Server.operations,
+        "reload": Operation("reload", "SIGHUP to the master (nginx -s reload)", "kept", CONTROL),
+        "reopen-logs": Operation("reopen-logs", "SIGUSR1 to the master (nginx -s reopen)", "kept", CONTROL, "kept"),
+    }
+    signals = {"reload": signal.SIGHUP, "reopen-logs": signal.SIGUSR1}
 
     def version_args(self) -> List[str]:
         return ["-v"]
@@ -45,6 +59,9 @@ class Nginx(Server):
             "-g",
             "daemon off;",
         ]
+
+    def logs(self, site: Site) -> Tuple[Path, ...]:
+        return (site.run_dir / "error.log", site.run_dir / "access.log")
 
 
 def render_conf(site: Site, profile: ServerProfile) -> str:

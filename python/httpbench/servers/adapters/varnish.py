@@ -18,16 +18,37 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import List, Optional
 
 from httpbench.servers.adapters.nginx import Nginx
 from httpbench.servers.base import Config, Server, ServerProfile, Site, SiteTLS, read_args
+from httpbench.servers.operations import Operation, command_refusal
+from httpbench.servers.own_words import chosen
 from httpbench.servers.process import free_port
 
 ARGS = "varnishd.args"
+VCL = "default.vcl"
 HITCH = "/usr/sbin/hitch"
 HITCH_CONF = "hitch.conf"
+# Varnish's reload (https://varnish-cache.org/docs/7.1/users-guide/run_cli.html, and Debian's
+# varnish.service, whose varnishreload does the same with vcl.load): the VCL compiled anew through
+# varnishadm and made active with `vcl.use`, in the running cache process, its connections and
+# cached objects kept; a VCL that fails to compile is refused and the old one goes on. The VCL is
+# default.vcl, what -b compiles to, passed inline: varnishd reads a VCL file as its unprivileged
+# user, who cannot enter the suite's private run directory. Over HTTPS hitch is reloaded with it
+# (hitch(8): SIGHUP re-reads its configuration and certificates, new workers taking over from the
+# old). Varnish has no graceful restart, and no logs to reopen: it logs to shared memory.
+RELOAD = Operation(
+    "reload",
+    "varnishadm vcl.inline and vcl.use of the suite's VCL (and SIGHUP to hitch over HTTPS)",
+    "kept",
+    "https://varnish-cache.org/docs/7.1/users-guide/run_cli.html",
+    "kept",
+)
 
 
 class Varnish(Server):
@@ -58,6 +79,17 @@ class Varnish(Server):
     tuned_codings = Nginx.tuned_codings
     coding_modules = Nginx.coding_modules
 
+    operations = {**Server.operations, "reload": RELOAD}
+
+    def operate(self, action: str, site: Site, pid: int) -> Optional[str]:
+        admin = [shutil.which("varnishadm") or "varnishadm", "-n", str(site.run_dir / "varnish")]
+        name = f"reload_{time.time_ns()}"
+        refused = _inline(admin, name, (site.run_dir / VCL).read_text())
+        refused = refused or command_refusal([*admin, "vcl.use", name])
+        if refused is None and site.tls is not None:
+            os.kill(pid, signal.SIGHUP)  # hitch leads the session
+        return refused
+
     def backend(self) -> Server:
         return Nginx()
 
@@ -79,8 +111,8 @@ class Varnish(Server):
             f"-n {site.run_dir / 'varnish'}",
             "# in memory (the 2011 write-up used a file; the workload files are tiny)",
             "-s malloc,64m",
-            "# no management port left open",
-            "-T none",
+            "# no -T: varnishd's management interface on a random loopback port, its secret in the",
+            "# working directory, both found there by varnishadm -n: how a reload reaches it",
             "# Both profiles: on (the default), varnish asks nginx for gzip, keeps the compressed",
             "# copy and gunzips it for every client that sent no Accept-Encoding; a miss then goes",
             "# out chunked, without Content-Length, and fails verification.",
@@ -111,7 +143,7 @@ class Varnish(Server):
                 "-p listen_depth=4096",
             ]
         lines += list(profile.directives)
-        return Config({ARGS: "\n".join(lines) + "\n", **files})
+        return Config({ARGS: "\n".join(lines) + "\n", VCL: render_vcl(site), **files})
 
     def command(self, site: Site, config_dir: Path) -> List[str]:
         varnishd = [self.executable(), "-F", *read_args(config_dir / ARGS)]
@@ -121,6 +153,40 @@ class Varnish(Server):
         # configuration errors are the likelier) is the leader whose exit says the server failed.
         hitch = [HITCH, f"--config={config_dir / HITCH_CONF}"]
         return ["/bin/sh", "-c", f"{shlex.join(varnishd)} & exec {shlex.join(hitch)}"]
+
+
+def _inline(admin: List[str], name: str, vcl: str) -> Optional[str]:
+    """`vcl.inline` of `vcl` as `name`: None once compiled, else varnishd's words. A multi-line
+    argument is a here document of the CLI (varnish-cli(7)), sent on varnishadm's standard input,
+    whose answers (-p) are "status length" lines: its exit code says nothing of theirs."""
+    command = f"vcl.inline {name} << HTTPBENCH_VCL\n{vcl}\nHTTPBENCH_VCL\n"
+    try:
+        done = subprocess.run([*admin, "-p"], input=command, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"varnishadm failed: {e}"
+    status, _, said = done.stdout.partition("\n")
+    if status.split()[:1] == ["200"]:
+        return None
+    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    if lines[:1] == ["Message from VCC-compiler:"]:
+        # What it expected and found, up to where: "('<vcl.inline>' Line 9 Pos 1)"
+        end = next((i for i, line in enumerate(lines) if line.startswith("(")), len(lines) - 1)
+        return " ".join(lines[1 : end + 1])
+    return chosen(said or done.stderr) if (said or done.stderr).strip() else f"varnishadm answered {status!r}"
+
+
+def render_vcl(site: Site) -> str:
+    """Debian's default.vcl: the backend alone, Varnish's built-in VCL doing the rest; what -b
+    compiles to, and what a reload loads."""
+    host, port = site.upstream.rsplit(":", 1)
+    return f"""vcl 4.1;
+
+# the nginx backend, started first
+backend default {{
+    .host = "{host.strip("[]")}";
+    .port = "{port}";
+}}
+"""
 
 
 def render_hitch(site: Site, profile: ServerProfile, backend_port: int) -> str:
