@@ -364,17 +364,6 @@ impl<'a> Worker<'a> {
         self.finish(reactor)
     }
 
-    /// Move the fine series on to the point of now, once measuring.
-    fn follow_ticks(&mut self) {
-        if let Some(t) = self
-            .ticks
-            .as_mut()
-            .filter(|_| self.now >= self.measure_from)
-        {
-            t.at(self.now - self.measure_from, &self.counters);
-        }
-    }
-
     /// A connect or a response came through: the server is there.
     fn progressed(&mut self) {
         self.last_progress = self.now;

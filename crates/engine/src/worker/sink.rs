@@ -113,6 +113,18 @@ impl ResponseSink for Sink<'_> {
 }
 
 impl Worker<'_> {
+    /// Move the fine series on to the point of now, once measuring: called where the worker
+    /// reads the clock, before what it then counts.
+    pub(super) fn follow_ticks(&mut self) {
+        if let Some(t) = self
+            .ticks
+            .as_mut()
+            .filter(|_| self.now >= self.measure_from)
+        {
+            t.at(self.now - self.measure_from, &self.counters);
+        }
+    }
+
     /// Hand connection `i`'s protocol side to `parse` with a sink that accounts for every
     /// response it completes; returns what `parse` returned and whether a response came unasked.
     pub(super) fn parse<T>(
