@@ -489,6 +489,7 @@ EXPECTED = {
     "dynamic",
     "capacity",
     "site",
+    "slow-clients",
 }
 
 
@@ -575,6 +576,14 @@ def test_the_capacity_plan_finishes_in_under_twelve_minutes_with_twelve_servers(
     assert seconds < 12 * 60, seconds
     assert f"{seconds:.0f} s" in capacity.notes
     assert capacity.model == "open" and capacity.capacity.objective == "p99 <= 10ms"
+
+
+def test_the_slow_clients_plan_attacks_every_server_default_and_tuned():
+    slow = plan.builtin()["slow-clients"]
+    assert slow.profiles == ("default", "tuned") and slow.keep_alive == (True,)
+    assert slow.attacks == [(idle, mode) for idle in (0, 5000) for mode in (None, "headers", "body", "read")]
+    seconds = slow.estimate_seconds(13)
+    assert f"{seconds:.0f} s" in slow.notes
 
 
 def test_h2_plans_finish_in_under_eight_minutes_with_every_h2_server():
