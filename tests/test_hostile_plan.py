@@ -40,6 +40,18 @@ def test_idle_and_slow_are_axes_and_keys_name_the_attack():
     assert [c.key for c in parse("").cells(["nginx"])] == ["nginx/default/7B/ka/1cpu"]
 
 
+def test_attacks_pairs_idle_and_slow_in_place_of_crossing_them():
+    plan = parse('attacks = [[0, "none"], [0, "headers"], [5000, "none"]]\nslow_clients = 300')
+    assert [c.key for c in plan.cells(["nginx"])] == [
+        "nginx/default/7B/ka/1cpu",
+        "nginx/default/7B/ka/1cpu/slowloris-300",
+        "nginx/default/7B/ka/1cpu/idle-5000",
+    ]
+    assert plan.idle_connections == (0, 5000) and plan.slow == (None, "headers")
+    alone = parse("").estimate_seconds(1) - RUN_OVERHEAD_S
+    assert plan.estimate_seconds(1) - RUN_OVERHEAD_S == pytest.approx(3 * alone)
+
+
 def test_slow_settings_reach_the_plan():
     plan = parse(
         'slow = "body"\nslow_clients = 5\nslow_interval = "2s"\nslow_content_length = 100000\nslow_hold = "30s"'
@@ -61,6 +73,12 @@ def test_slow_settings_reach_the_plan():
         ('slow = "headers"\nslow_clients = 5\nclient = "ab"', 'cannot be used with client = "ab"'),
         ('idle_connections = 5\nclient = "wrk"', 'cannot be used with client = "wrk"'),
         ('slow = "headers"\nslow_clients = 0', "slow_clients must be"),
+        ('attacks = [[0, "none"]]\nslow = "headers"', "attacks lists the cells' idle connections"),
+        ('attacks = [[0, "none", 1]]', "attacks lists [idle connections, slow mode] pairs"),
+        ('attacks = [[0, "drip"]]', "attacks must be one of"),
+        ('attacks = [[0, "none"], [0, "none"]]', "twice"),
+        ('attacks = [[0, "headers"]]', "needs slow_clients = N"),
+        ('attacks = [[10, "none"]]\nkeep_alive = [true, false]', "idle_connections are keep-alive connections"),
     ],
 )
 def test_bad_input_is_one_line(extra, says):

@@ -207,8 +207,9 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
         tls = self.tls(data.get("tls", {}), protocols, client)
         streams = self.streams(data, protocols, keep_alive, pipeline)
         encodings = self.encodings(data, client)
-        idle = self.idle(data, client, keep_alive)
-        slow, slow_clients, slow_settings = self.slow(data, client, loads)
+        axes, pairs = self.pairs(data)
+        idle = self.idle(axes, client, keep_alive)
+        slow, slow_clients, slow_settings = self.slow(axes, client, loads)
         if max(idle) or slow_clients:
             if capacity:
                 self.fail(("capacity",), "a capacity search has no idle or slow clients yet: drop [capacity] or them")
@@ -250,6 +251,7 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
             slow=slow,
             slow_clients=slow_clients,
             slow_settings=slow_settings,
+            attack_pairs=pairs,
         )
 
     def requests_per_connection(self, data: Dict[str, Any], client: str, keep_alive: Tuple[bool, ...]) -> Optional[int]:
