@@ -35,6 +35,11 @@ SHORT = {
     "latency_by_size": "By size",
     "spectrum": "Percentiles",
     "timeline": "Timeline",
+    "slow_share": "Answered under attack",
+    "slow_p99": "p99 under attack",
+    "slow_states": "Slow connections",
+    "slow_cut": "Cut after",
+    "idle_memory": "Per idle connection",
 }
 
 
