@@ -25,6 +25,7 @@ from httpbench.plan.model import Rounds
 from httpbench.report import attacks, php_summary, site_summary, size_classes, tables
 from httpbench.report import summary as report_summary
 from httpbench.report import verdict as report_verdict
+from httpbench.results import hostile
 from httpbench.results.class_compare import class_changes
 from httpbench.results.model import RunResults
 from httpbench.store.database import url_of
@@ -342,6 +343,10 @@ def comparison(cmp, threshold: Optional[float]) -> int:
     out.print(table)
     _class_comparison(cmp, out)
     capacity.comparison(cmp, out, _rich)
+    under_attack = attacks.comparison(hostile.attack_changes(cmp.before, cmp.after))
+    if under_attack:
+        headings = ["cell", "level", "under attack", f"run {cmp.before.id}", f"run {cmp.after.id}"]
+        out.print(_rich("slow and idle clients (side by side, no verdict)", headings, under_attack))
     counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
     out.print(
         f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "

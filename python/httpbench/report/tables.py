@@ -207,8 +207,7 @@ def _cell_values(cell: CellResult) -> list:
 
 
 def _hostile_values(cell: CellResult, lv, cells: Sequence[CellResult]) -> list:
-    slow = next((f for f in hostile.slow_figures(cell, cells) if f.level is lv), None)
-    idle = next((f for f in hostile.idle_figures(cell, cells) if f.level is lv), None)
+    slow, idle = hostile.level_figures(cell, cells, lv)
     p50, most = slow.cut_after_ms if slow else (None, None)
     return [
         lv.succeeded_share,
