@@ -93,8 +93,10 @@ def idle_connections(runs: Sequence[RunResults]) -> List[str]:
             continue
         last = figures[-1]
         name, memory, each = cell_name(cell, several), last.memory_bytes, last.bytes_per_connection
-        if memory is None or each is None:
+        if memory is None:
             cost = f"{cell.idle:,} idle connections beside {name}'s load (no level without them to weigh against)"
+        elif each is None:
+            cost = f"{cell.idle:,} idle connections beside {name}'s load, none held at its end (no cost per connection)"
         elif memory <= 0:
             # Less memory with them than without is the monitor's noise, no cost to print.
             cost = f"{cell.idle:,} idle connections ({last.held:,} held) left {name}'s memory where it was without them"
