@@ -16,13 +16,12 @@ import altair as alt
 from httpbench.plan.model import ATTACKS
 from httpbench.report.bars import per_group, series_bars, series_beside
 from httpbench.report.marks import (
-    HEIGHT,
     Chart,
     Measured,
     flagged,
+    in_panels,
     legend_toggle,
     panel_context,
-    panel_width,
     quantity,
     unless_hidden,
 )
@@ -113,7 +112,7 @@ def _state_rows(m: Measured) -> List[dict]:
 def slow_states(m: Measured) -> Chart:
     rows = _state_rows(m)
     hidden = legend_toggle()
-    spec = (
+    lines = (
         alt.Chart(alt.Data(values=rows))
         .mark_line()
         .encode(
@@ -131,10 +130,8 @@ def slow_states(m: Measured) -> Chart:
             ],
         )
         .add_params(hidden)
-        .properties(width=panel_width(rows, "group"), height=HEIGHT)
-        .facet(facet=alt.Facet("group:N", title=None), columns=2)
-        .resolve_scale(y="independent")
     )
+    spec = in_panels(lines, rows).resolve_scale(y="independent")
     return Chart(
         "slow_states",
         "Slow connections each second: pending, connected, closed by the server",
