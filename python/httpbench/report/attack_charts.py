@@ -57,15 +57,19 @@ def _normal_rows(m: Measured) -> List[dict]:
             twins.add((m.series_of(cell), _panel(cell, f.level)))
             pairs.append((NO_ATTACK, f.unattacked))
         for attack, lv in pairs:
-            share = lv.succeeded_share
+            share, p99 = lv.succeeded_share, lv.latency.p99_us
+            reasons = dict(lv.flags)
+            if p99 is None:
+                # A starved server's bar must not read as a fast one: drawn at 0, outlined, and why.
+                reasons["no answer"] = "no normal request was answered: no latency to draw"
             rows.append(
                 {
                     "series": m.series_of(cell),
                     "group": _panel(cell, f.level),
                     "attack": attack,
                     "share": None if share is None else share * 100,
-                    "p99_ms": None if lv.latency.p99_us is None else lv.latency.p99_us / 1000,
-                    **flagged(lv.flags),
+                    "p99_ms": 0.0 if p99 is None else p99 / 1000,
+                    **flagged(reasons),
                 }
             )
     return rows
@@ -162,9 +166,10 @@ def _cut_rows(m: Measured) -> List[dict]:
 
 def slow_cut(m: Measured) -> Chart:
     order = [f"{attack} {stat}" for attack in ATTACKS.values() for stat in ("median", "max")]
+    rows = _cut_rows(m)
     spec = series_beside(
         m,
-        _cut_rows(m),
+        rows,
         alt.X("what:N", title=None, sort=order),
         "ms",
         "open for (ms) when cut",
@@ -176,6 +181,11 @@ def slow_cut(m: Measured) -> Chart:
         spec,
         "How long the slow connections a server closed had been open, median and longest; a server that cut "
         "none within the level has no bar (it held them all).",
+        # Said only where slow clients were measured: a run without them has no such chart to miss.
+        missing=""
+        if rows or not any(True for _ in _attacked(m))
+        else "No server cut a slow connection within these levels: each held them all (a timeout longer than "
+        "a level is not reached in it).",
     )
 
 
