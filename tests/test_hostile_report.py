@@ -97,6 +97,8 @@ def test_the_page_draws_the_attack_charts_and_the_figures_are_carried(run):
     assert f"With {SLOW} slowloris connections open" in said and "and cut " in said, shown.stdout
     assert f"{IDLE} idle connections beside apache2-event/tuned's load, none held at its end" in said, said
     assert f"it closed {IDLE} of them after" in said, said
+    # Each attacked cell's levels with their figures under the attack.
+    assert "cut p50 ms" in said and "bytes each" in said, shown.stdout
 
     exported = httpbench("export", str(measured_run.id), "--db", str(db), "--format", "csv")
     rows = {r["cell"]: r for r in csv.DictReader(io.StringIO(exported.stdout))}
