@@ -103,6 +103,16 @@ def test_more_connections_than_the_open_file_limits_allow_are_refused():
     assert "idle_connections:" in message, message
 
 
+def test_paired_attacks_count_each_cells_own_connections_against_the_limits():
+    hard = host_facts()["nofile_hard"]
+    if hard is None:
+        pytest.skip("no open-file hard limit here")
+    idle = hard // 2 - 20
+    parse(f'attacks = [[0, "headers"], [{idle}, "none"]]\nslow_clients = 20')
+    message = error(f'idle_connections = [0, {idle}]\nslow = ["none", "headers"]\nslow_clients = 20')
+    assert "open-file hard limit" in message, message
+
+
 def test_a_refused_plan_starts_nothing(tmp_path):
     plan = short_plan(tmp_path, '["nginx"]', "10", 'duration = "1s"', extra='slow = "sideways"\nslow_clients = 5')
     assert "slow must be one of" in refused_run(plan, tmp_path / "db.sqlite")

@@ -213,7 +213,10 @@ class _Parser(ProtocolChecks, hostile.HostileChecks):
         if max(idle) or slow_clients:
             if capacity:
                 self.fail(("capacity",), "a capacity search has no idle or slow clients yet: drop [capacity] or them")
-            self.descriptors(idle, slow_clients, levels, model == "closed")
+            # Paired, a cell holds its pair's idle and slow connections only, never the largest of each.
+            cells = pairs or [(i, s) for i in idle for s in slow]
+            most, mode = max(cells, key=lambda pair: pair[0] + (slow_clients if pair[1] else 0))
+            self.descriptors((most,), slow_clients if mode else 0, levels, model == "closed")
         return Plan(
             name=name,
             description=description,
