@@ -183,7 +183,7 @@ def slow_cut(m: Measured) -> Chart:
         "none within the level has no bar (it held them all).",
         # Said only where slow clients were measured: a run without them has no such chart to miss.
         missing=""
-        if rows or not any(True for _ in _attacked(m))
+        if rows or next(_attacked(m), None) is None
         else "No server cut a slow connection within these levels: each held them all (a timeout longer than "
         "a level is not reached in it).",
     )
