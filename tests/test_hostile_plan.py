@@ -40,6 +40,18 @@ def test_idle_and_slow_are_axes_and_keys_name_the_attack():
     assert [c.key for c in parse("").cells(["nginx"])] == ["nginx/default/7B/ka/1cpu"]
 
 
+def test_attacks_pairs_idle_and_slow_in_place_of_crossing_them():
+    plan = parse('attacks = [[0, "none"], [0, "headers"], [5000, "none"]]\nslow_clients = 300')
+    assert [c.key for c in plan.cells(["nginx"])] == [
+        "nginx/default/7B/ka/1cpu",
+        "nginx/default/7B/ka/1cpu/slowloris-300",
+        "nginx/default/7B/ka/1cpu/idle-5000",
+    ]
+    assert plan.idle_connections == (0, 5000) and plan.slow == (None, "headers")
+    alone = parse("").estimate_seconds(1) - RUN_OVERHEAD_S
+    assert plan.estimate_seconds(1) - RUN_OVERHEAD_S == pytest.approx(3 * alone)
+
+
 def test_slow_settings_reach_the_plan():
     plan = parse(
         'slow = "body"\nslow_clients = 5\nslow_interval = "2s"\nslow_content_length = 100000\nslow_hold = "30s"'
@@ -61,6 +73,12 @@ def test_slow_settings_reach_the_plan():
         ('slow = "headers"\nslow_clients = 5\nclient = "ab"', 'cannot be used with client = "ab"'),
         ('idle_connections = 5\nclient = "wrk"', 'cannot be used with client = "wrk"'),
         ('slow = "headers"\nslow_clients = 0', "slow_clients must be"),
+        ('attacks = [[0, "none"]]\nslow = "headers"', "attacks lists the cells' idle connections"),
+        ('attacks = [[0, "none", 1]]', "attacks lists [idle connections, slow mode] pairs"),
+        ('attacks = [[0, "drip"]]', "attacks must be one of"),
+        ('attacks = [[0, "none"], [0, "none"]]', "twice"),
+        ('attacks = [[0, "headers"]]', "needs slow_clients = N"),
+        ('attacks = [[10, "none"]]\nkeep_alive = [true, false]', "idle_connections are keep-alive connections"),
     ],
 )
 def test_bad_input_is_one_line(extra, says):
@@ -83,6 +101,16 @@ def test_more_connections_than_the_open_file_limits_allow_are_refused():
     assert "open-file hard limit" in message and "httpbench doctor" in message, message
     message = error(f"idle_connections = [0, {hard // 2}]", levels="10")
     assert "idle_connections:" in message, message
+
+
+def test_paired_attacks_count_each_cells_own_connections_against_the_limits():
+    hard = host_facts()["nofile_hard"]
+    if hard is None:
+        pytest.skip("no open-file hard limit here")
+    idle = hard // 2 - 20
+    parse(f'attacks = [[0, "headers"], [{idle}, "none"]]\nslow_clients = 20')
+    message = error(f'idle_connections = [0, {idle}]\nslow = ["none", "headers"]\nslow_clients = 20')
+    assert "open-file hard limit" in message, message
 
 
 def test_a_refused_plan_starts_nothing(tmp_path):

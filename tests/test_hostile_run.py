@@ -9,6 +9,7 @@ from httpbench import results, servers
 from httpbench.report import attacks
 from httpbench.results import hostile
 from httpbench.store.database import Store
+from test_report import draw_offline
 
 # More slowloris clients than apache2-prefork's MaxRequestWorkers (150, as shipped): each holds a
 # process until mod_reqtimeout cuts it (20 s and more as shipped), longer than a level here.
@@ -79,7 +80,7 @@ def test_idle_connections_cost_nginx_memory_per_connection(tmp_path, measured):
     # these, and is seen refusing the rest.
     plan = short_plan(tmp_path, '["nginx"]', "10", 'duration = "1s"', extra=f"idle_connections = [0, {IDLE}]")
     plan.write_text(plan.read_text().replace('profiles = ["default"]', 'profiles = ["tuned"]'))
-    run, _, _ = _run(tmp_path, plan)
+    run, db, run_id = _run(tmp_path, plan)
     beside = next(c for c in run.cells if c.idle)
     assert beside.key.endswith(f"/idle-{IDLE}")
     f = hostile.idle_figures(beside, run.cells)[0]
@@ -95,3 +96,9 @@ def test_idle_connections_cost_nginx_memory_per_connection(tmp_path, measured):
     assert said.startswith(f"{IDLE:,} idle connections cost nginx/tuned ") and "closed none of them" in said, said
     stored = results.load(Store(str(tmp_path / "db.sqlite")), run.id)
     assert [c.idle for c in stored.cells] == [0, IDLE]
+    # The report draws its memory per idle connection, in the real Chromium.
+    page = tmp_path / "report.html"
+    made = httpbench("report", str(run_id), "--db", str(db), "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    problems, drawn, _ = draw_offline(page, tmp_path / "report.png")
+    assert problems == [] and dict(drawn).get("chart-idle_memory", 0) > 0, (problems, drawn)

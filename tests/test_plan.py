@@ -490,6 +490,7 @@ EXPECTED = {
     "dynamic",
     "capacity",
     "site",
+    "slow-clients",
 }
 
 
@@ -576,6 +577,15 @@ def test_the_capacity_plan_finishes_in_under_twelve_minutes_with_twelve_servers(
     assert seconds < 12 * 60, seconds
     assert f"{seconds:.0f} s" in capacity.notes
     assert capacity.model == "open" and capacity.capacity.objective == "p99 <= 10ms"
+
+
+def test_the_slow_clients_plan_attacks_every_server_default_and_tuned():
+    slow = plan.builtin()["slow-clients"]
+    assert slow.profiles == ("default", "tuned") and slow.keep_alive == (True,)
+    assert slow.attacks == [(0, None), (0, "headers"), (0, "body"), (0, "read"), (5000, None)]
+    assert len(slow.cells(["nginx"])) == 2 * 2 * 5  # with reference: 10 cells a server
+    seconds = slow.estimate_seconds(13)
+    assert f"{seconds:.0f} s" in slow.notes and seconds < 12 * 60
 
 
 def test_h2_plans_finish_in_under_eight_minutes_with_every_h2_server():

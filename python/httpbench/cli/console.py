@@ -25,6 +25,7 @@ from httpbench.plan.model import Rounds
 from httpbench.report import attacks, operations, php_summary, site_summary, size_classes, tables
 from httpbench.report import summary as report_summary
 from httpbench.report import verdict as report_verdict
+from httpbench.results import hostile
 from httpbench.results.class_compare import class_changes
 from httpbench.results.model import RunResults
 from httpbench.store.database import url_of
@@ -65,11 +66,22 @@ PHP_LEVEL_COLUMNS = [
 ]
 # A site cell's: its bodies' bytes per second in the room of the CPU in cores.
 SITE_LEVEL_COLUMNS = [*LEVEL_COLUMNS[:-1], "body_bytes_per_second"]
+# An attacked cell's: the normal clients' share answered and latency, the slow connections cut
+# and after how long, the idle ones held, closed and their memory each (the req/s against the
+# level without the attack is said in the summary, judged against the noise, never bare here).
+ATTACKED_LEVEL_COLUMNS = ["level", "rounds", "rps_mean", "succeeded_share", "p99_us"]
+SLOW_LEVEL_COLUMNS = [*ATTACKED_LEVEL_COLUMNS, "slow_cut", "slow_cut_after_p50_ms", "slow_cut_after_max_ms"]
+IDLE_LEVEL_COLUMNS = [*ATTACKED_LEVEL_COLUMNS, "idle_held", "idle_closed_by_server", "idle_bytes_per_connection"]
 # The report's headings, shorter where its own would push a level table past 80 columns.
 SHORT_HEADINGS = {
     "rps_ci95": "±95%",
     "server_cpu_user": "CPU user",
     "tls_handshake_p50_us": "TLS p50",
+    "succeeded_share": "answered",
+    "slow_cut_after_p50_ms": "cut p50 ms",
+    "slow_cut_after_max_ms": "max ms",
+    "idle_closed_by_server": "closed",
+    "idle_bytes_per_connection": "bytes each",
     "tls_handshake_p99_us": "TLS p99",
     "server_cpu_per_request_us": "CPU/req",
     "body_bytes_per_second": "bytes/s",
@@ -263,7 +275,7 @@ def levels(run: RunResults, out: Console) -> None:
         if cell.capacity is not None:
             capacity.probes(cell, out, _rich)
             continue
-        table = tables.levels(cell)
+        table = tables.levels(cell, run.measured)
         tls = tables.tls_words(cell)
         # The status when it is not plain "done" (a resumed cell's time adds up its sessions), and
         # the version on a line of its own: a long one (jetty's names its JVM) would wrap the key.
@@ -276,6 +288,8 @@ def levels(run: RunResults, out: Console) -> None:
             for row, (pool,) in zip(rows, _columns(table, ["php_memory_bytes"])[1]):
                 row[-1] = row[-1].removesuffix(" MiB") + (f" ({pool.removesuffix(' MiB')})" if pool != "-" else "")
             out.print(_rich(title, headings, rows))
+        elif cell.idle or cell.slow:
+            out.print(_rich(title, *_columns(table, SLOW_LEVEL_COLUMNS if cell.slow else IDLE_LEVEL_COLUMNS)))
         elif cell.encoding:
             out.print(_rich(title, *_columns(table, CODED_LEVEL_COLUMNS)))
         else:
@@ -351,6 +365,10 @@ def comparison(cmp, threshold: Optional[float]) -> int:
             style={"more failed": "red", "fewer failed": "green"}.get(e.verdict, ""),
             markup=False,
         )
+    under_attack = attacks.comparison(hostile.attack_changes(cmp.before, cmp.after))
+    if under_attack:
+        headings = ["cell", "level", "under attack", f"run {cmp.before.id}", f"run {cmp.after.id}"]
+        out.print(_rich("slow and idle clients (side by side, no verdict)", headings, under_attack))
     counts = {v: sum(1 for c in cmp.changes if c.verdict == v) for v in ("faster", "slower", "within the noise")}
     out.print(
         f"{len(cmp.changes)} levels compared: {counts['faster']} faster, {counts['slower']} slower, "

@@ -11,6 +11,11 @@ whose cells multiply with the others'. Every mistake is one line, as every other
     slow_window_bytes = 4096
     slow_content_length = 4096
     slow_hold = "600s"
+
+or, in place of idle_connections and slow, the cells as whole (idle connections, slow mode)
+pairs, when crossing the two axes would measure more than the plan needs:
+
+    attacks = [[0, "none"], [0, "headers"], [5000, "none"]]
 """
 
 from __future__ import annotations
@@ -19,10 +24,11 @@ from typing import Any, Dict, Optional, Tuple
 
 from httpbench.load.engine import host_facts
 from httpbench.plan.model import SlowSettings
-from httpbench.plan.values import ValueChecks
+from httpbench.plan.values import ValueChecks, show
 from httpbench.plan.workload import Workload
 
 KEYS = (
+    "attacks",
     "idle_connections",
     "idle_ping",
     "slow",
@@ -42,6 +48,32 @@ SLOW_READ_BYTES = 16 << 20
 
 class HostileChecks(ValueChecks):
     """The idle and slow clients' keys and what they allow with the rest of the plan."""
+
+    def pairs(self, data: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Tuple[Tuple[int, Optional[str]], ...]]]:
+        """The attacks key's (idle connections, slow mode) pairs, a cell each, and `data` with
+        the idle_connections and slow axes they span for `idle` and `slow` to check (whose
+        lines are the attacks key's); None and `data` itself without the key."""
+        if "attacks" not in data:
+            return data, None
+        for key in ("idle_connections", "slow"):
+            if key in data:
+                self.fail((key,), f"attacks lists the cells' idle connections and slow modes: drop {key}, or attacks")
+
+        def pair(value: Any, path: Tuple) -> Tuple[int, str]:
+            if not (isinstance(value, list) and len(value) == 2):
+                self.fail(
+                    path,
+                    'attacks lists [idle connections, slow mode] pairs, like [[0, "none"], [5000, "none"]], '
+                    f"got {show(value)}",
+                )
+            return self.integer(value[0], path, 0), self.string(value[1], path, SLOW_MODES)
+
+        pairs = self.array(data["attacks"], ("attacks",), pair)
+        for key in ("idle_connections", "slow"):
+            self.lines.where[(key,)] = self.lines.find(("attacks",))
+        counts, modes = sorted({i for i, _ in pairs}), list(dict.fromkeys(m for _, m in pairs))
+        axes = {**data, "idle_connections": counts, "slow": modes}
+        return axes, tuple((idle, None if mode == "none" else mode) for idle, mode in pairs)
 
     def idle(self, data: Dict[str, Any], client: str, keep_alive: Tuple[bool, ...]) -> Tuple[int, ...]:
         """The idle_connections axis ((0,) without the key)."""
@@ -72,7 +104,7 @@ class HostileChecks(ValueChecks):
     ) -> Tuple[Tuple[Optional[str], ...], int, SlowSettings]:
         """The slow axis (None: the cell without slow clients), how many each attacked cell has,
         and their settings."""
-        settings = [key for key in KEYS[4:] if key in data]
+        settings = [key for key in KEYS[5:] if key in data]
         if "slow" not in data:
             for key in ("slow_clients", *settings):
                 if key in data:

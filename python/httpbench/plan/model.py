@@ -264,10 +264,14 @@ class Plan:
     retry_idempotent: bool = False
     # keep_alive given by protocol (a table); {}: `keep_alive` applies to every protocol.
     keep_alive_by: Dict[str, Tuple[bool, ...]] = field(default_factory=dict)
+    # The plan's attacks key: its (idle, slow) pairs in place of the two axes crossed; None: crossed.
+    attack_pairs: Optional[Tuple[Tuple[int, Optional[str]], ...]] = None
 
     @property
     def attacks(self) -> List[Tuple[int, Optional[str]]]:
         """(idle connections, slow mode) of each cell a connection kind gets."""
+        if self.attack_pairs is not None:
+            return list(self.attack_pairs)
         return [(idle, slow) for idle in self.idle_connections for slow in self.slow]
 
     def connections(self) -> List[Tuple[str, bool, Optional[str], int]]:

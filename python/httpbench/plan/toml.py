@@ -211,12 +211,16 @@ class _Parser(ProtocolChecks, hostile.HostileChecks, planned.EventChecks):
         tls = self.tls(data.get("tls", {}), protocols, client)
         streams = self.streams(data, protocols, keep_alive_by, pipeline)
         encodings = self.encodings(data, client)
-        idle = self.idle(data, client, keep_alive)
-        slow, slow_clients, slow_settings = self.slow(data, client, loads)
+        axes, pairs = self.pairs(data)
+        idle = self.idle(axes, client, keep_alive)
+        slow, slow_clients, slow_settings = self.slow(axes, client, loads)
         if max(idle) or slow_clients:
             if capacity:
                 self.fail(("capacity",), "a capacity search has no idle or slow clients yet: drop [capacity] or them")
-            self.descriptors(idle, slow_clients, levels, model == "closed")
+            # Paired, a cell holds its pair's idle and slow connections only, never the largest of each.
+            cells = pairs or [(i, s) for i in idle for s in slow]
+            most, mode = max(cells, key=lambda pair: pair[0] + (slow_clients if pair[1] else 0))
+            self.descriptors((most,), slow_clients if mode else 0, levels, model == "closed")
         events = self.events(data, client, budgets, capacity is not None)
         return Plan(
             name=name,
@@ -258,6 +262,7 @@ class _Parser(ProtocolChecks, hostile.HostileChecks, planned.EventChecks):
             slow_settings=slow_settings,
             events=events,
             retry_idempotent=self.retry_idempotent(data, client),
+            attack_pairs=pairs,
         )
 
     def requests_per_connection(self, data: Dict[str, Any], client: str, keep_alive: Tuple[bool, ...]) -> Optional[int]:

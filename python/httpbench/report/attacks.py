@@ -11,7 +11,7 @@ in groups of their own): these sentences read it against its own level without t
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from httpbench.plan.model import ATTACKS
 from httpbench.report.summary import Ratio, cell_name
@@ -93,8 +93,13 @@ def idle_connections(runs: Sequence[RunResults]) -> List[str]:
             continue
         last = figures[-1]
         name, memory, each = cell_name(cell, several), last.memory_bytes, last.bytes_per_connection
-        if memory is None or each is None:
+        if memory is None:
             cost = f"{cell.idle:,} idle connections beside {name}'s load (no level without them to weigh against)"
+        elif each is None:
+            cost = f"{cell.idle:,} idle connections beside {name}'s load, none held at its end (no cost per connection)"
+        elif memory <= 0:
+            # Less memory with them than without is the monitor's noise, no cost to print.
+            cost = f"{cell.idle:,} idle connections ({last.held:,} held) left {name}'s memory where it was without them"
         else:
             cost = f"{cell.idle:,} idle connections cost {name} {memory / 1e6:.1f} MB ({each:,.0f} bytes each"
             cost += f", {last.held:,} held)"
@@ -105,6 +110,35 @@ def idle_connections(runs: Sequence[RunResults]) -> List[str]:
         )
         out.append(f"{cost} at level {last.level.level:,}; {closing if closed else 'it closed none of them'}.")
     return out
+
+
+def _figures(figures: Tuple[Optional[hostile.SlowFigures], Optional[hostile.IdleFigures]]) -> Dict[str, str]:
+    """An attacked level's figures as `compare` prints them."""
+    slow, idle = figures
+    lv = (slow or idle).level
+    share = lv.succeeded_share
+    said = {"normal requests answered": "-" if share is None else f"{share:.0%}"}
+    said["p99"] = duration_text(lv.latency.p99_us)
+    if slow:
+        p50, most = slow.cut_after_ms
+        after = f" after {p50:,.0f} ms (median; {most:,.0f} ms at most)" if slow.cut else ""
+        said["slow connections cut"] = f"{slow.cut:,}{after}"
+    if idle:
+        said["idle connections held"] = f"{idle.held:,} ({idle.closed_by_server:,} closed by the server)"
+        each = idle.bytes_per_connection
+        said["memory per idle connection"] = "-" if each is None or each <= 0 else f"{each:,.0f} bytes"
+    return said
+
+
+def comparison(changes: Sequence[hostile.AttackChange]) -> List[List[str]]:
+    """`compare`'s rows for attacked levels in both runs: cell, level, figure, run A's, run B's;
+    side by side, no verdict (a figure under attack has no interval to judge a change by)."""
+    rows = []
+    for change in changes:
+        before, after = _figures(change.before), _figures(change.after)
+        for name, was in before.items():
+            rows.append([change.cell, str(change.level), name, was, after.get(name, "-")])
+    return rows
 
 
 def sentences(runs: Sequence[RunResults]) -> List[str]:

@@ -16,9 +16,9 @@ from httpbench.report.marks import (
     Chart,
     Measured,
     flagged,
+    in_panels,
     legend_toggle,
     outlined_if_flagged,
-    panel_width,
     quantity,
     unless_hidden,
 )
@@ -65,7 +65,7 @@ def series_beside(
     """At each value of `x`, a bar per series side by side, outlined in black when flagged; a
     panel per group."""
     hidden = legend_toggle()
-    return (
+    bars = (
         alt.Chart(alt.Data(values=rows))
         .mark_bar()
         .encode(
@@ -78,9 +78,8 @@ def series_beside(
             tooltip=[alt.Tooltip("series:N"), *tooltip, alt.Tooltip("flags:N", title="flagged")],
         )
         .add_params(hidden)
-        .properties(width=panel_width(rows, "group"), height=HEIGHT)
-        .facet(facet=alt.Facet("group:N", title=None), columns=2)
     )
+    return in_panels(bars, rows)
 
 
 def per_group(bars: alt.LayerChart) -> alt.FacetChart:

@@ -11,7 +11,7 @@ import altair as alt
 
 from httpbench.report import capacity as words
 from httpbench.report.bars import per_group, series_bars
-from httpbench.report.marks import HEIGHT, Chart, Measured, flagged, legend_toggle, panel_width, quantity, unless_hidden
+from httpbench.report.marks import Chart, Measured, flagged, in_panels, legend_toggle, quantity, unless_hidden
 from httpbench.results.model import CellResult
 
 PERCENTILES = (("p50_us", "p50"), ("p99_us", "p99"))
@@ -148,13 +148,8 @@ def latency_by_rate(m: Measured) -> Chart:
         .mark_rule(color="black")
         .encode(y="ms:Q", tooltip=[alt.Tooltip("bound:N", title="objective"), alt.Tooltip("ms:Q", format=",.2f")])
     )
-    spec = (
-        alt.layer(lines, dots, capacity, objective, data=alt.Data(values=rows))
-        .add_params(hidden)
-        .properties(width=panel_width(rows, "group"), height=HEIGHT)
-        .facet(facet=alt.Facet("group:N", title=None), columns=2)
-        .resolve_scale(y="independent")
-    )
+    layers = alt.layer(lines, dots, capacity, objective, data=alt.Data(values=rows)).add_params(hidden)
+    spec = in_panels(layers, rows).resolve_scale(y="independent")
     return Chart(
         "latency_by_rate",
         "Latency against offered rate, every probe of each capacity search",

@@ -15,7 +15,7 @@ from typing import Callable, List, Sequence
 
 import vl_convert
 
-from httpbench.report import codings
+from httpbench.report import attack_charts, codings
 from httpbench.report.bars import differences, end_memory, rating, ratings, rps_bars, total_time
 from httpbench.report.capacity_charts import capacity_bars, latency_by_rate
 from httpbench.report.h2_bars import http1_beside, streams
@@ -64,6 +64,11 @@ BUILDERS: Sequence[Callable[[Measured], Chart]] = (
     spectrum,
     timeline,
     events_timeline,
+    attack_charts.slow_share,
+    attack_charts.slow_p99,
+    attack_charts.slow_states,
+    attack_charts.slow_cut,
+    attack_charts.idle_memory,
 )
 
 

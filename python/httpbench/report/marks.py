@@ -215,6 +215,13 @@ def panel_width(rows: List[dict], panel_field: str) -> int:
     return WIDE if len({r[panel_field] for r in rows}) <= 1 else WIDTH
 
 
+def in_panels(chart: alt.TopLevelMixin, rows: List[dict]) -> alt.FacetChart:
+    """`chart` drawn a panel per row's group, two panels a row."""
+    return chart.properties(width=panel_width(rows, "group"), height=HEIGHT).facet(
+        facet=alt.Facet("group:N", title=None), columns=2
+    )
+
+
 def quantity(field: str, title: str, **kwargs) -> alt.Y:
     """The y encoding of a quantity: its axis starts at 0, always (readers' first complaint)."""
     return alt.Y(field, title=title, scale=alt.Scale(zero=True), **kwargs)

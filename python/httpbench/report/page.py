@@ -36,6 +36,11 @@ SHORT = {
     "spectrum": "Percentiles",
     "timeline": "Timeline",
     "events": "Events",
+    "slow_share": "Answered under attack",
+    "slow_p99": "p99 under attack",
+    "slow_states": "Slow connections",
+    "slow_cut": "Cut after",
+    "idle_memory": "Per idle connection",
 }
 
 

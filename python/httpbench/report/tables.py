@@ -207,8 +207,7 @@ def _cell_values(cell: CellResult) -> list:
 
 
 def _hostile_values(cell: CellResult, lv, cells: Sequence[CellResult]) -> list:
-    slow = next((f for f in hostile.slow_figures(cell, cells) if f.level is lv), None)
-    idle = next((f for f in hostile.idle_figures(cell, cells) if f.level is lv), None)
+    slow, idle = hostile.level_figures(cell, cells, lv)
     p50, most = slow.cut_after_ms if slow else (None, None)
     return [
         lv.succeeded_share,
@@ -283,13 +282,14 @@ def _php_values(lv) -> list:
     return [lv.php_memory_bytes, lv.php_cpu_cores, lv.php_processes]
 
 
-def levels(cell: CellResult) -> Table:
+def levels(cell: CellResult, cells: Sequence[CellResult] = ()) -> Table:
     """Every level of one cell, with what a request cost the server; a TLS cell's with its
     handshakes' latency, an HTTP/2 cell's with its streams granted, GOAWAYs and resets, a PHP
     cell's with its PHP-FPM pool's memory, CPU and processes, a cell that asked a content coding
     with the codings sent and their bytes on the wire against decoded, a site cell's with its
-    bytes/s."""
+    bytes/s; with `cells` (its run's), an attacked cell's with its figures under the attack."""
     tls, h2, php, coded = uses_tls(cell.protocol), is_http2(cell.protocol), cell.php is not None, bool(cell.encoding)
+    attacked = bool(cells) and bool(cell.idle or cell.slow)
     table = Table(
         LEVEL_COLUMNS
         + COST_COLUMNS
@@ -298,12 +298,14 @@ def levels(cell: CellResult) -> Table:
         + (PHP_LEVEL_COLUMNS if php else [])
         + (ENCODING_LEVEL_COLUMNS if coded else [])
         + (BYTES_COLUMNS if cell.site else [])
+        + (HOSTILE_LEVEL_COLUMNS if attacked else [])
     )
     for lv in cell.levels:
         values = _level_values(lv) + [lv.server_cpu_per_request_us]
         values += (_tls_values(lv) if tls else []) + (_h2_values(lv) if h2 else [])
         values += (_php_values(lv) if php else []) + (_encoding_values(lv) if coded else [])
         values += [lv.body_bytes_per_second] if cell.site else []
+        values += _hostile_values(cell, lv, cells) if attacked else []
         table.add(values, lv.flags)
     return table
 

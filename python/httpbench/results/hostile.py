@@ -8,10 +8,10 @@ slow connections the server cut and when, and what idle connections cost the ser
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from httpbench.plan.model import attack_label
-from httpbench.results.model import CellResult, LevelResult
+from httpbench.results.model import CellResult, LevelResult, RunResults
 
 
 def without(
@@ -99,3 +99,46 @@ def idle_figures(cell: CellResult, cells: Sequence[CellResult]) -> List[IdleFigu
         return []
     alone = without(cell, cells, idle=True)
     return [IdleFigures(lv, _level(alone, lv.level)) for lv in cell.levels]
+
+
+def level_figures(
+    cell: CellResult, cells: Sequence[CellResult], lv: LevelResult
+) -> Tuple[Optional[SlowFigures], Optional[IdleFigures]]:
+    """Level `lv` of `cell` under its slow clients and beside its idle connections (None for
+    what the cell has not)."""
+    slow = next((f for f in slow_figures(cell, cells) if f.level is lv), None)
+    return slow, next((f for f in idle_figures(cell, cells) if f.level is lv), None)
+
+
+@dataclass(frozen=True)
+class AttackChange:
+    """An attacked cell's level in two runs: its figures under the attack in each."""
+
+    cell: str
+    level: int
+    before: Tuple[Optional[SlowFigures], Optional[IdleFigures]]
+    after: Tuple[Optional[SlowFigures], Optional[IdleFigures]]
+
+
+def attack_changes(before: RunResults, after: RunResults) -> List[AttackChange]:
+    """Each attacked cell's levels measured in both runs, matched by key and level: the key names
+    the attack, so a cell under attack is only ever set beside the same attack, never beside a
+    cell without it."""
+    later = {c.key: c for c in after.measured if c.idle or c.slow}
+    out = []
+    for old in before.measured:
+        new = later.get(old.key)
+        if new is None:
+            continue
+        levels = {lv.level: lv for lv in new.levels}
+        for lv in old.levels:
+            if lv.level in levels:
+                out.append(
+                    AttackChange(
+                        old.key,
+                        lv.level,
+                        level_figures(old, before.measured, lv),
+                        level_figures(new, after.measured, levels[lv.level]),
+                    )
+                )
+    return out
