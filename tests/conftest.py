@@ -530,3 +530,12 @@ def kill_in_first_window(sweep, server: str, victim) -> dict:
 
     sweep.server_host = host_watched
     return killed
+
+
+def installed_or_skip(*names: str) -> None:
+    """Skip the test unless every server of `names` is installed here."""
+    from httpbench import servers
+
+    missing = [n for n in names if not servers.get(n).installed()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed")

@@ -3,9 +3,8 @@ apache2-prefork/default, whose 150 processes slowloris holds, starves its normal
 nginx/default does not; idle connections held beside nginx's load cost it memory, measured per
 connection. Each level is stored as measured, its cell goes on, and show says so in words."""
 
-import pytest
-from conftest import httpbench, quick_sweep, short_plan
-from httpbench import results, servers
+from conftest import httpbench, installed_or_skip, quick_sweep, short_plan
+from httpbench import results
 from httpbench.report import attacks
 from httpbench.results import hostile
 from httpbench.store.database import Store
@@ -15,12 +14,6 @@ from test_report import draw_offline
 # process until mod_reqtimeout cuts it (20 s and more as shipped), longer than a level here.
 SLOWLORIS = 300
 IDLE = 5000
-
-
-def _installed(*names: str) -> None:
-    missing = [n for n in names if not servers.get(n).installed()]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed")
 
 
 def _run(tmp_path, plan):
@@ -34,7 +27,7 @@ def _run(tmp_path, plan):
 
 
 def test_slowloris_starves_apache2_prefork_and_not_nginx(tmp_path, measured):
-    _installed("apache2-prefork", "nginx")
+    installed_or_skip("apache2-prefork", "nginx")
     plan = short_plan(
         tmp_path,
         '["apache2-prefork", "nginx"]',
@@ -75,7 +68,7 @@ def test_slowloris_starves_apache2_prefork_and_not_nginx(tmp_path, measured):
 
 
 def test_idle_connections_cost_nginx_memory_per_connection(tmp_path, measured):
-    _installed("nginx")
+    installed_or_skip("nginx")
     # Tuned: nginx as shipped takes 768 connections a worker (worker_connections), fewer than
     # these, and is seen refusing the rest.
     plan = short_plan(tmp_path, '["nginx"]', "10", 'duration = "1s"', extra=f"idle_connections = [0, {IDLE}]")

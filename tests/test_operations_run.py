@@ -7,20 +7,12 @@ server_restarted or ended_early; a server without an action is refused in one li
 
 import json
 
-import pytest
-from conftest import httpbench, quick_sweep, refused_run, short_plan
-from httpbench import servers
+from conftest import httpbench, installed_or_skip, quick_sweep, refused_run, short_plan
 from httpbench.report import operations as said
 from httpbench.results.operations import by_action
 from test_report import draw_offline
 
 OPEN = 'model = "open"\n'
-
-
-def _installed(*names: str) -> None:
-    missing = [n for n in names if not servers.get(n).installed()]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed")
 
 
 def _run(tmp_path, plan):
@@ -32,7 +24,7 @@ def _run(tmp_path, plan):
 
 
 def test_nginx_reloads_under_load_are_verified_and_cost_what_the_fine_series_says(tmp_path, measured):
-    _installed("nginx")
+    installed_or_skip("nginx")
     events = '[[event]]\naction = "reload"\nat = "1s"\nevery = "1s"\ncount = 3\n'
     plan = short_plan(tmp_path, '["nginx"]', "500", 'duration = "5s"', extra=OPEN + events)
     run, db = _run(tmp_path, plan), str(tmp_path / "db.sqlite")
@@ -66,7 +58,7 @@ def test_nginx_reloads_under_load_are_verified_and_cost_what_the_fine_series_say
 
 
 def test_apache2_graceful_and_full_restarts_are_each_counted_as_they_happened(tmp_path, measured):
-    _installed("apache2-event")
+    installed_or_skip("apache2-event")
     events = '[[event]]\naction = "graceful-restart"\nat = "1s"\n[[event]]\naction = "restart"\nat = "2.5s"\n'
     plan = short_plan(tmp_path, '["apache2-event"]', "300", 'duration = "4s"', extra=OPEN + events)
     run = _run(tmp_path, plan)
