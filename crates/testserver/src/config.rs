@@ -69,6 +69,12 @@ pub enum Mode {
     /// a connection: its last stream id is the Nth request's, the streams up to it are answered,
     /// then the connection closes.
     H2Goaway,
+    /// HTTP/2: apache2's mod_http2 in a graceful restart, when a request crosses its shutdown
+    /// notice: --goaway-after N requests answered, then at the next one GOAWAY (last stream
+    /// 2^31-1, NO_ERROR), at once GOAWAY (last stream the Nth request's, error code 0xfffffc7a:
+    /// nghttp2's NGHTTP2_ERR_CALLBACK_FAILURE, -902, sent as a wire code), the request left
+    /// unprocessed, and the close.
+    H2GoawayUnprocessed,
     /// HTTP/2: like slots, each stream's answer holding one of --slots K global slots for --hold-ms
     /// D first (a connection's streams in turn): ground truth for h2c and h2 loads.
     H2Slots,
@@ -101,7 +107,8 @@ pub enum Mode {
     /// HTTP/2: a frame of an unknown type before each answer's HEADERS and between its HEADERS and
     /// DATA (to be ignored).
     H2UnknownFrame,
-    /// HTTP/2: GOAWAY PROTOCOL_ERROR (last stream 0) at the first request, then the close.
+    /// HTTP/2: GOAWAY PROTOCOL_ERROR at the first request, naming it as the last stream (cut off
+    /// unanswered: the streams above it were never processed), then the close.
     H2GoawayError,
     /// HTTP/2: a PING before each answer, which waits for its ACK.
     H2Ping,

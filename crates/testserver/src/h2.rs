@@ -44,6 +44,9 @@ const SETTINGS_MAX_HEADER_LIST_SIZE: u16 = 0x6;
 const NO_ERROR: u32 = 0x0;
 const PROTOCOL_ERROR: u32 = 0x1;
 const INTERNAL_ERROR: u32 = 0x2;
+/// What apache2's mod_http2 puts in a GOAWAY's error code when nghttp2 fails a callback:
+/// NGHTTP2_ERR_CALLBACK_FAILURE (-902) as a u32, a code RFC 9113 does not define.
+const NGHTTP2_ERR_CALLBACK_FAILURE: u32 = -902i32 as u32;
 const REFUSED_STREAM: u32 = 0x7;
 
 /// What the client told us in its SETTINGS and WINDOW_UPDATEs (RFC 9113 6.5.2 initial values).
@@ -275,7 +278,13 @@ impl H2<'_> {
         match self.cfg.mode {
             Mode::H2RstStream if nth.is_multiple_of(every) => self.rst(stream, INTERNAL_ERROR),
             Mode::H2RefuseStream if nth.is_multiple_of(every) => self.rst(stream, REFUSED_STREAM),
-            Mode::H2GoawayError => self.goaway(0, PROTOCOL_ERROR),
+            Mode::H2GoawayError => self.goaway(stream, PROTOCOL_ERROR),
+            Mode::H2GoawayUnprocessed if nth > self.cfg.h2_goaway_after => {
+                // The stream crossed the shutdown notice: never processed (its id is above the
+                // second GOAWAY's last), and the connection ends.
+                self.goaway(0x7fff_ffff, NO_ERROR);
+                self.goaway(stream - 2, NGHTTP2_ERR_CALLBACK_FAILURE);
+            }
             Mode::H2Ping => {
                 let opaque = u64::from(stream) << 8 | 0x5a;
                 self.pinged.insert(opaque, stream);

@@ -68,7 +68,7 @@ struct Args {
     #[arg(long, value_name = "K", default_value_t = 3,
           value_parser = clap::value_parser!(u64).range(1..))]
     every: u64,
-    /// h2-goaway: the GOAWAY comes after N requests of a connection.
+    /// h2-goaway, h2-goaway-unprocessed: the GOAWAY comes after N requests of a connection.
     #[arg(long, value_name = "N", default_value_t = 4,
           value_parser = clap::value_parser!(u64).range(1..))]
     goaway_after: u64,

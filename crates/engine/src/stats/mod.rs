@@ -47,7 +47,8 @@ pub enum ErrorClass {
     /// without close_notify inside a response.
     TlsProtocol,
     /// HTTP/2 broke on the connection (a connection error: a bad frame, header block or flow
-    /// control, or a GOAWAY with an error code): every stream on it fails; or on one stream,
+    /// control, or a GOAWAY with an error code): every stream on it fails, but those above a
+    /// GOAWAY's last stream id, never processed, which move to a new connection; or on one stream,
     /// which we reset (a header list over our limit, a bad `:status`, its window overrun).
     H2Protocol,
     /// In an open loop, the server refused a stream without processing it (RST_STREAM with

@@ -44,7 +44,8 @@ struct Streams<'a, 's> {
     /// and one a GOAWAY refused is requeued here (the connection's `requeued`), warm-up or not.
     open_loop: bool,
     requeued: &'a mut VecDeque<Pending>,
-    /// A GOAWAY with an error code arrived.
+    /// A GOAWAY with an error code arrived: a connection error, which fails the streams at or
+    /// below its last id.
     goaway_error: bool,
 }
 
@@ -126,12 +127,10 @@ impl StreamSink for Streams<'_, '_> {
         if self.measuring() {
             self.sink.counters.h2.goaways += 1;
         }
-        if error != code::NO_ERROR {
-            // A connection error: every stream still waiting fails as `h2_protocol`, those above
-            // the last stream id too, rather than go again to a server that reported one.
-            self.goaway_error = true;
-            return;
-        }
+        // Streams above the last id were never processed, whatever the code (RFC 9113 6.8):
+        // they move to a new connection. Apache's graceful restart sends such a GOAWAY with an
+        // undefined code (nghttp2's -902) when a request crosses its shutdown notice.
+        self.goaway_error = error != code::NO_ERROR;
         while let Some(at) = self
             .sink
             .pending
@@ -360,7 +359,8 @@ impl Worker<'_> {
             }
             self.send_goaway(i);
         }
-        if goaway_error || matches!(result, Some(Err(_))) {
+        let broken = matches!(result, Some(Err(_)));
+        if broken || (goaway_error && !self.conns[i].pending.is_empty()) {
             if self.conns[i].pending.is_empty() {
                 // Failed with no request on it (a server that does not speak HTTP/2, or whose
                 // first frames are bad): counted once, as a failed connect is, and retried after
