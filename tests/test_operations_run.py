@@ -59,7 +59,11 @@ def test_nginx_reloads_under_load_are_verified_and_cost_what_the_fine_series_say
 
 def test_apache2_graceful_and_full_restarts_are_each_counted_as_they_happened(tmp_path, measured):
     installed_or_skip("apache2-event")
-    events = '[[event]]\naction = "graceful-restart"\nat = "1s"\n[[event]]\naction = "restart"\nat = "2.5s"\n'
+    # One group: both in one level, one after the other.
+    events = (
+        '[[event]]\naction = "graceful-restart"\nat = "1s"\ngroup = "both"\n'
+        '[[event]]\naction = "restart"\nat = "2.5s"\ngroup = "both"\n'
+    )
     plan = short_plan(tmp_path, '["apache2-event"]', "300", 'duration = "4s"', extra=OPEN + events)
     run = _run(tmp_path, plan)
     (level,) = run.cells[0].levels
