@@ -120,3 +120,61 @@ def test_events_are_performed_in_order_while_the_load_runs_and_missed_ones_said(
     host.done.clear()
     operations.during(host, events[1:2], False, lambda: time.sleep(0.2) or {})
     assert host.done == [("reload", False)]
+
+
+def test_an_event_the_server_host_cannot_perform_is_recorded_failed_and_the_rest_go_on():
+    """A ServerFailed (or a lost server host) from one event must not silently drop the level's
+    later events: each is recorded, the failed one with why."""
+    import time
+
+    from httpbench.plan.model import Event
+    from httpbench.servers import ServerFailed
+    from httpbench.sweep import operations
+
+    class Host:
+        def perform(self, action, renew_certificate=False):
+            if action == "restart":
+                raise ServerFailed("nginx did not answer again after its restart")
+            return {"action": action, "at": time.time(), "took_s": 0.01, "master": "kept", "ok": True,
+                    "problem": None, "workers_replaced": 1, "certificate_renewed": False}  # fmt: skip
+
+    events = (Event("restart", 0.02), Event("reload", 0.05))
+    done = operations.during(Host(), events, False, lambda: time.sleep(0.3) or {})["operations"]
+    assert [(e["action"], e["ok"]) for e in done] == [("restart", False), ("reload", True)], done
+    assert done[0]["problem"] == "nginx did not answer again after its restart" and done[0]["at"] is not None
+
+
+def test_an_event_window_is_whole_points_from_its_signal_s_and_a_timed_out_action_s_runs_to_its_bound(monkeypatch):
+    from httpbench.results import operations
+
+    asked = []
+
+    def window(report, first, last):
+        asked.append((first, last))
+        return {"requests": 1, "errors": {}, "closed_by_server": 0, "p50_us": 1, "p99_us": 2, "max_us": 3}
+
+    monkeypatch.setattr(operations.engine, "ticks_window", window)
+    done = {"action": "reload", "due_s": 5.0, "took_s": 0.2, "master": "kept", "ok": True, "problem": None,
+            "workers_replaced": 2, "certificate_renewed": False}  # fmt: skip
+    measurement = {
+        "ticks": {"interval_ms": 100, "points": []},
+        "duration_s": 30.0,
+        "started_at": 1000.0,
+        "operations": [
+            {**done, "at": 1005.03},  # signalled 30 ms into the 5.0 s point: that point is its own
+            {**done, "at": 1007.0, "took_s": None, "ok": False, "problem": "not done within 15 s"},
+        ],
+    }
+    first, slow = operations.costs(measurement, 0)
+    # The undisturbed stretch, then each event's: the first clipped at the second's signal point.
+    assert asked == [(500, 5000), (5000, 5700), (7000, 22500)], asked
+    assert first.window.seconds == 0.7 and slow.window.seconds == 15.5
+
+
+def test_failures_through_events_compare_only_when_as_many_events_were_measured():
+    from httpbench.results.events_compare import EventsChange
+
+    assert EventsChange("c", 1, "reload", 0, 41, (0, 0), (5, 5)).verdict == "more failed"
+    assert EventsChange("c", 1, "reload", 3, 5, (0, 0), (5, 5)).verdict == "within the noise"
+    refused = EventsChange("c", 1, "reload", 41, 0, (0, 0), (5, 0))
+    assert refused.verdict == "not compared: 5 events measured against 0" and not refused.regressed

@@ -51,6 +51,10 @@ def _failed(summary: ActionSummary) -> str:
 
 def clause(cell: CellResult, level: LevelResult, summary: ActionSummary, several: bool) -> str:
     """One server's fate through one action's events at one level."""
+    if not summary.measured:
+        # No window was measured: "failed no request" would be a clean number the data lacks.
+        why = summary.events[0].problem or "no fine series was recorded"
+        return f"{cell_name(cell, several)}: no {NAMES[summary.action][0]} was measured ({why})"
     said = f"{cell_name(cell, several)} {_failed(summary)}"
     extras = []
     if summary.retryable:

@@ -22,9 +22,14 @@ class EventsChange:
     before: int  # requests failed through the action's events, all rounds
     after: int
     retryable: Tuple[int, int]  # retryable closes before and after, told beside
+    # Events whose window was measured, before and after: failures through 5 reloads are no
+    # count to set against those through 3, or through none performed.
+    measured: Tuple[int, int] = (0, 0)
 
     @property
     def verdict(self) -> str:
+        if self.measured[0] != self.measured[1] or not self.measured[0]:
+            return "not compared: {} events measured against {}".format(*self.measured)
         if abs(self.after - self.before) <= 2 * math.sqrt(self.before + self.after):
             return "within the noise"
         return "more failed" if self.after > self.before else "fewer failed"
@@ -34,11 +39,11 @@ class EventsChange:
         return self.verdict == "more failed"
 
 
-def _failed(cell: CellResult) -> Dict[Tuple[int, str], Tuple[int, int]]:
+def _failed(cell: CellResult) -> Dict[Tuple[int, str], Tuple[int, int, int]]:
     out = {}
     for lv in cell.levels:
         for s in by_action(lv.operations):
-            out[(lv.level, s.action)] = (sum(s.failed_requests.values()), s.retryable)
+            out[(lv.level, s.action)] = (sum(s.failed_requests.values()), s.retryable, s.measured)
     return out
 
 
@@ -52,8 +57,13 @@ def changes(before: RunResults, after: RunResults) -> List[EventsChange]:
         if not old.events or new is None:
             continue
         now = _failed(new)
-        for (level, action), (failed, retryable) in _failed(old).items():
+        for (level, action), (failed, retryable, measured) in _failed(old).items():
             if (level, action) in now:
-                failed_after, retryable_after = now[(level, action)]
-                out.append(EventsChange(old.key, level, action, failed, failed_after, (retryable, retryable_after)))
+                failed_after, retryable_after, measured_after = now[(level, action)]
+                out.append(
+                    EventsChange(
+                        old.key, level, action, failed, failed_after, (retryable, retryable_after),
+                        (measured, measured_after),
+                    )
+                )  # fmt: skip
     return out

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
 from httpbench.load import engine
+from httpbench.servers.operate import BOUND
 
 # After the server says it is done, its old workers' last answers and closes are still arriving.
 GRACE_S = 0.5
@@ -82,11 +83,16 @@ class EventCost:
 
 
 def _window(report: dict, start: float, end: float) -> Optional[Window]:
-    if end <= start:
+    """The figures of the fine series' points from the one `start` falls in to the one `end`
+    falls in, that one left out: whole points, so that what failed in the point of an event's
+    signal is its own, and the point of the next event's signal the next one's."""
+    step = report["ticks"]["interval_ms"]
+    first, last = int(start * 1000) // step * step, int(end * 1000) // step * step
+    if last <= first:
         return None
-    figures = engine.ticks_window(report, int(start * 1000), int(end * 1000))
+    figures = engine.ticks_window(report, first, last)
     return Window(
-        seconds=end - start,
+        seconds=(last - first) / 1000,
         requests=figures["requests"],
         errors={kind: n for kind, n in figures["errors"].items() if n},
         closed_by_server=figures["closed_by_server"],
@@ -113,7 +119,9 @@ def costs(measurement: dict, round: int) -> List[EventCost]:
         window = None
         if ticks and start is not None:
             later = [t for t in starts if t > start]
-            stop = min([start + (p["took_s"] or 0.0) + GRACE_S, end, *later[:1]])
+            # An action not seen done within its bound may still be costing the load until then.
+            took = p["took_s"] if p["took_s"] is not None else (0.0 if p["ok"] else BOUND)
+            stop = min([start + took + GRACE_S, end, *later[:1]])
             window = _window(measurement, start, stop)
         result.append(
             EventCost(
@@ -168,6 +176,11 @@ class ActionSummary:
     @property
     def performed(self) -> int:
         return sum(1 for e in self.events if e.at_s is not None)
+
+    @property
+    def measured(self) -> int:
+        """Events whose window the fine series measured: what failed counts are counts of."""
+        return sum(1 for e in self.events if e.window is not None)
 
     @property
     def failed_events(self) -> List[EventCost]:

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Callable, List, Sequence
 
+from httpbench.errors import Error
 from httpbench.plan.events import schedule
 from httpbench.plan.model import Event
 
@@ -45,7 +46,11 @@ def during(host, events: Sequence[Event], tls: bool, load: Callable[[], dict]) -
             if ended.wait(max(0.0, started + due - time.monotonic())):
                 performed.append(_missed(event, due))
                 continue
-            done = host.perform(event.action, renew_certificate=event.renew_certificate and tls)
+            at = time.time()
+            try:
+                done = host.perform(event.action, renew_certificate=event.renew_certificate and tls)
+            except Error as e:  # the server, or its host, could not: the event failed, the rest go on
+                done = {**_missed(event, due), "at": at, "problem": str(e)}
             performed.append({**done, "due_s": due})
 
     worker = threading.Thread(target=perform, name="httpbench-events", daemon=True)
@@ -61,7 +66,8 @@ def during(host, events: Sequence[Event], tls: bool, load: Callable[[], dict]) -
 
 
 def _missed(event: Event, due: float) -> dict:
-    """An event the load ended before: none of its figures, and why."""
+    """An event the load ended before (or that could not be performed): none of its figures, and
+    why."""
     return {
         "action": event.action,
         "due_s": due,
