@@ -10,7 +10,10 @@ from httpbench.plan.model import RUN_OVERHEAD_S, PlanError
 
 
 def parse(extra: str, servers: str = '["nginx"]', levels: str = "10"):
-    return plans.parse(SHORT_PLAN.format(servers=servers, levels=levels, budget='duration = "1s"', extra=extra), "p")
+    """The plan, checked as a run checks it here (its connections against the open-file limits)."""
+    plan = plans.parse(SHORT_PLAN.format(servers=servers, levels=levels, budget='duration = "1s"', extra=extra), "p")
+    plan.check_open_files()
+    return plan
 
 
 def error(extra: str, **kwargs) -> str:

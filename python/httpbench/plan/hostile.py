@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
-from httpbench.load.engine import host_facts
 from httpbench.plan.model import SlowSettings
 from httpbench.plan.values import ValueChecks, show
 from httpbench.plan.workload import Workload
@@ -152,22 +151,4 @@ class HostileChecks(ValueChecks):
                 path,
                 f'{path[0]} cannot be used with client = "{client}": only the engine holds such '
                 "connections beside its load; use the engine",
-            )
-
-    def descriptors(self, idle: Tuple[int, ...], clients: int, levels: Tuple[int, ...], closed: bool) -> None:
-        """Refuses more connections than the open-file limits allow: each is a descriptor in the
-        client and another in the server, both on this host (as `httpbench doctor` counts)."""
-        hard = host_facts()["nofile_hard"]
-        if hard is None:
-            return
-        fit = hard // 2
-        load = max(levels, default=0) if closed else 0
-        held = max(idle) + clients + load
-        if held > fit:
-            key = "slow_clients" if clients and clients >= max(idle) else "idle_connections"
-            self.fail(
-                (key,),
-                f"{key}: {max(idle):,} idle and {clients:,} slow connections beside {load:,} of the load "
-                f"make {held:,}, but the open-file hard limit {hard:,} fits about {fit:,} (client and "
-                "server on one host; see httpbench doctor): ask for fewer or raise the limit",
             )

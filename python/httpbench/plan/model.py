@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 from httpbench import servers
 from httpbench.errors import Error
 from httpbench.judge.honesty import AUTO_MIN_ROUNDS, needs_more_rounds
+from httpbench.load.engine import host_facts
 from httpbench.plan.lines import line_of
 from httpbench.plan.protocol import TlsSettings, is_http2, uses_tls, warms_connections
 from httpbench.plan.workload import Workload
@@ -339,6 +340,29 @@ class Plan:
                 f"{self.source or self.name} line {line}: servers names {name}, which is not installed "
                 f"{where}; {hint}, or leave it out with --servers"
             )
+
+    def check_open_files(self) -> None:
+        """PlanError when a cell's idle and slow connections, beside its load, are more than this
+        host's open-file hard limit allows: each is a descriptor in the client and another in the
+        server, both on this host (as `httpbench doctor` counts). Checked where the plan is run,
+        not where it is read: a built-in plan is listed and read on any host."""
+        hard = host_facts()["nofile_hard"]
+        if hard is None or not any(idle or slow for idle, slow in self.attacks):
+            return  # a level's own connections are the engine's to refuse, in its words
+        fit, load = hard // 2, max(self.levels, default=0) if self.model == "closed" else 0
+        # A cell holds its own pair's connections only (paired or crossed), never the largest of each.
+        idle, slow = max(self.attacks, key=lambda pair: pair[0] + (self.slow_clients if pair[1] else 0))
+        clients = self.slow_clients if slow else 0
+        held = idle + clients + load
+        if held <= fit:
+            return
+        key = "attacks" if self.attack_pairs is not None else "slow_clients" if clients >= idle else "idle_connections"
+        raise PlanError(
+            f"{self.source or self.name} line {line_of(self.text, (key,))}: {key}: {idle:,} idle and {clients:,} "
+            f"slow connections beside {load:,} of the load make {held:,}, but the open-file hard limit {hard:,} "
+            f"fits about {fit:,} (client and server on one host; see httpbench doctor): ask for fewer or raise "
+            "the limit"
+        )
 
     def budget_for(self, cell: Cell) -> Budget:
         return cell.budget or self.budget

@@ -214,13 +214,8 @@ class _Parser(ProtocolChecks, hostile.HostileChecks, planned.EventChecks):
         axes, pairs = self.pairs(data)
         idle = self.idle(axes, client, keep_alive)
         slow, slow_clients, slow_settings = self.slow(axes, client, loads)
-        if max(idle) or slow_clients:
-            if capacity:
-                self.fail(("capacity",), "a capacity search has no idle or slow clients yet: drop [capacity] or them")
-            # Paired, a cell holds its pair's idle and slow connections only, never the largest of each.
-            cells = pairs or [(i, s) for i in idle for s in slow]
-            most, mode = max(cells, key=lambda pair: pair[0] + (slow_clients if pair[1] else 0))
-            self.descriptors((most,), slow_clients if mode else 0, levels, model == "closed")
+        if (max(idle) or slow_clients) and capacity:
+            self.fail(("capacity",), "a capacity search has no idle or slow clients yet: drop [capacity] or them")
         events = self.events(data, client, budgets, capacity is not None)
         return Plan(
             name=name,

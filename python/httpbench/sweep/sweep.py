@@ -106,6 +106,7 @@ class Sweep:
             installed = list(only)
         else:
             plan.check_installed(installed, where)
+        plan.check_open_files()
         cells = [c for c in plan.cells(installed) if not only or c.server in only]
         php = self._on_server_host(
             server_host.php_refusals, [plan.adapter(s) for s in dict.fromkeys(c.server for c in cells)]
