@@ -56,6 +56,13 @@ def clause(cell: CellResult, level: LevelResult, summary: ActionSummary, several
         why = summary.events[0].problem or "no fine series was recorded"
         return f"{cell_name(cell, several)}: no {NAMES[summary.action][0]} was measured ({why})"
     said = f"{cell_name(cell, several)} {_failed(summary)}"
+    paced = level.report["open_loop"]
+    if paced and paced["fell_short"]:
+        # Requests never sent cannot fail: "failed no request" alone would hide a stalled server.
+        said += (
+            f" but sent only {paced['sent_share']:.0%} of the requests due at {paced['target_rate']:,.0f} "
+            "requests/s (its connections held)"
+        )
     extras = []
     if summary.retryable:
         extras.append(f"{summary.retryable:,} retryable close{'s' if summary.retryable != 1 else ''}")

@@ -19,7 +19,7 @@ from httpbench.servers.operate import BOUND
 # After the server says it is done, its old workers' last answers and closes are still arriving.
 GRACE_S = 0.5
 # The first moments of a level are its connections opening, not the server undisturbed.
-SETTLE_S = 0.5
+OPENING_S = 0.5
 # Failures of a request the client may retry on its own (RFC 9110 9.2.2): counted, never failed.
 RETRYABLE = "retryable"
 
@@ -113,7 +113,7 @@ def costs(measurement: dict, round: int) -> List[EventCost]:
     # Where each performed event sits in the load: its signal's wall time from the load's start.
     at = [None if p["at"] is None else p["at"] - measurement["started_at"] for p in performed]
     starts = sorted(t for t in at if t is not None)
-    before = _window(measurement, SETTLE_S, starts[0]) if ticks and starts else None
+    before = _window(measurement, OPENING_S, starts[0]) if ticks and starts else None
     result = []
     for p, start in zip(performed, at):
         window = None
